@@ -1,0 +1,226 @@
+//! The command line: parse, build a plan, call the library, choose the exit code.
+
+use std::io::{IsTerminal, Write};
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::profile::{parse_points, parse_slo, Overrides, Profile};
+use crate::render::{self, Format};
+use crate::run::{run, RunOptions};
+
+/// The profile `goodput run` uses when given none: the three simulator presets
+/// modelled on the reference report, on an unthrottled clock, ten times faster than
+/// real time.
+pub const QUICK_PROFILE: &str = include_str!("../../../examples/quick.toml");
+
+/// goodput: which LLM serving configuration meets your latency SLO, and at what load.
+#[derive(Debug, Parser)]
+#[command(name = "goodput", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Benchmark the engines of a profile (the built-in quick profile on the simulator
+    /// when none is given) and write a report.
+    Run(RunArgs),
+    /// Serve the built-in simulated engine (OpenAI-compatible, vLLM-style metrics).
+    Sim(SimArgs),
+    /// Print a report as a table (or markdown, csv, json).
+    Show {
+        /// The report file.
+        report: PathBuf,
+        /// Output format.
+        #[arg(long, short, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// Compare reports (or, given one, its engines against the first).
+    Compare {
+        /// Report files; the first is the baseline.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+    },
+    /// Write a self-contained HTML page with charts for a report.
+    Report {
+        /// The report file.
+        report: PathBuf,
+        /// Where to write the HTML (default: beside the report, `.html`).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// `goodput run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Profile TOML; default: the built-in quick profile on the simulator.
+    pub profile: Option<PathBuf>,
+    /// Report file.
+    #[arg(long, short, default_value = "goodput-report.json")]
+    pub output: PathBuf,
+    /// Closed-loop load levels, e.g. `1,4,16` (overrides the profile).
+    #[arg(long, value_name = "LIST", conflicts_with = "rate")]
+    pub concurrency: Option<String>,
+    /// Open-loop request rates per second, e.g. `0.5,2`.
+    #[arg(long, value_name = "LIST")]
+    pub rate: Option<String>,
+    /// Trials per load level.
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// Measured requests per trial.
+    #[arg(long)]
+    pub requests: Option<u32>,
+    /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el).
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Run only this engine (repeatable).
+    #[arg(long = "engine", value_name = "NAME")]
+    pub engines: Vec<String>,
+    /// Seed of prompts and arrivals.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Overwrite an incomplete report of the same profile instead of resuming it.
+    #[arg(long)]
+    pub fresh: bool,
+    /// No progress bars or status lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not write the HTML page beside the report.
+    #[arg(long)]
+    pub no_html: bool,
+}
+
+/// `goodput sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Engine configuration TOML.
+    #[arg(long, conflicts_with = "preset")]
+    pub config: Option<PathBuf>,
+    /// A built-in preset (vllm-fast-b, vllm-ngram, vllm-no-async, default, fixed).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Address to bind; loopback unless told otherwise.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to listen on.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Run simulated time this many times faster than real time.
+    #[arg(long)]
+    pub time_scale: Option<f64>,
+    /// Turn the thermal model off (steady boost clock).
+    #[arg(long)]
+    pub no_thermal: bool,
+    /// Add the timing probe to every chunk.
+    #[arg(long)]
+    pub probe: bool,
+}
+
+/// Runs a parsed command line; returns the process exit code.
+pub async fn main(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Run(args) => run_command(args).await,
+        Command::Sim(args) => sim_command(args).await,
+        Command::Show { report, format } => {
+            let r = report::read_report(&report)?;
+            let color = format == Format::Table && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            print_out(&render::show(&r, format, color))
+        }
+        Command::Compare { reports } => {
+            let mut loaded = Vec::new();
+            for p in &reports {
+                loaded.push((p.display().to_string(), report::read_report(p)?));
+            }
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            print_out(&render::compare(&loaded, color))
+        }
+        Command::Report { report, output } => {
+            let r = report::read_report(&report)?;
+            let out = output.unwrap_or_else(|| report.with_extension("html"));
+            report::io::write_atomic(&out, render::html(&r).as_bytes())?;
+            eprintln!("wrote {}", out.display());
+            Ok(0)
+        }
+    }
+}
+
+/// Prints to stdout; a closed pipe (`goodput show r.json | head`) is not an error.
+fn print_out(text: &str) -> anyhow::Result<i32> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    let (profile, origin) = match &args.profile {
+        Some(p) => (Profile::load(p)?, p.display().to_string()),
+        None => (Profile::parse(QUICK_PROFILE, "built-in quick profile")?, "built-in quick profile".to_string()),
+    };
+    let usage = |e: String| anyhow::anyhow!(e);
+    let overrides = Overrides {
+        concurrency: args.concurrency.as_deref().map(parse_points).transpose().map_err(|e| usage(format!("--concurrency: {e}")))?,
+        rate: args.rate.as_deref().map(parse_points).transpose().map_err(|e| usage(format!("--rate: {e}")))?,
+        trials: args.trials,
+        requests: args.requests,
+        slo: args.slo.as_deref().map(parse_slo).transpose().map_err(|e| usage(format!("--slo: {e}")))?,
+        engines: args.engines.clone(),
+        seed: args.seed,
+    };
+    let plan = profile.into_plan(&origin, &overrides)?;
+    let opts = RunOptions {
+        output: args.output.clone(),
+        fresh: args.fresh,
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+        verbose: !args.quiet,
+        html: !args.no_html,
+        grace: std::time::Duration::from_secs(5),
+    };
+    crate::engine::install_cleanup_hooks();
+    let (report, outcome) = run(&plan, &opts).await?;
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    print_out(&render::show(&report, Format::Table, color))?;
+    if !args.quiet {
+        eprintln!("report: {}", args.output.display());
+    }
+    if let crate::run::Outcome::Interrupted(sig) = outcome {
+        eprintln!("interrupted by {sig}: the report holds what finished");
+    }
+    Ok(outcome.exit_code())
+}
+
+async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
+    let mut config = match (&args.config, &args.preset) {
+        (Some(path), _) => sim::SimConfig::load(path).with_context(|| format!("sim config {}", path.display()))?,
+        (None, Some(name)) => sim::preset(name).ok_or_else(|| {
+            anyhow::anyhow!("no preset `{name}`; presets: {}", sim::PRESETS.join(", "))
+        })?,
+        (None, None) => sim::preset("default").ok_or_else(|| anyhow::anyhow!("the default preset is missing"))?,
+    };
+    if let Some(s) = args.time_scale {
+        config.time_scale = s;
+    }
+    if args.no_thermal {
+        config.thermal = None;
+    }
+    if args.probe {
+        config.probe = true;
+    }
+    config.validate()?;
+    sim::run_standalone(sim::SimOptions {
+        config,
+        host: args.host,
+        port: args.port,
+    })
+    .await?;
+    Ok(0)
+}

@@ -1,0 +1,204 @@
+//! Streams one request to an OpenAI-compatible endpoint and records raw facts.
+//!
+//! Built to stay out of the way of what it measures:
+//! - request bodies are serialised before the trial starts ([`crate::workload`]);
+//! - each chunk's arrival time is read before the chunk is parsed;
+//! - a chunk is parsed once, borrowing its text (no copies, no re-tokenizing): only
+//!   the text length is kept;
+//! - every stream owns its buffers; nothing is shared between streams in the hot path.
+//!
+//! A failure of any kind becomes an [`ErrorKind`] on the record; nothing here panics
+//! on what a server sends, and no line or response can grow without bound.
+
+mod sse;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+
+use crate::record::{now_ns, Chunk, ErrorKind, RequestRecord};
+pub use sse::{parse_data, ChunkInfo, SseError, SseLimits, SseParser};
+
+/// Where and how to send requests.
+#[derive(Clone)]
+pub struct Target {
+    /// Full endpoint URL (`http://host:port/v1/completions`).
+    pub url: String,
+    /// Prepared headers (content type, and authorisation when a key is set).
+    pub headers: HeaderMap,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Headers may hold the API key: never print them.
+        f.debug_struct("Target").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+impl Target {
+    /// A target for `base_url` + `path`, with an optional bearer key.
+    pub fn new(base_url: &str, path: &str, api_key: Option<&str>) -> Target {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = api_key {
+            if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {key}")) {
+                v.set_sensitive(true);
+                headers.insert(AUTHORIZATION, v);
+            }
+        }
+        Target {
+            url: format!("{}{}", base_url.trim_end_matches('/'), path),
+            headers,
+        }
+    }
+}
+
+/// Limits of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Whole request, send to end.
+    pub request_timeout: Duration,
+    /// Longest gap between two reads of the stream.
+    pub stall_timeout: Option<Duration>,
+    /// Size limits of the stream.
+    pub sse: SseLimits,
+}
+
+/// A shared HTTP client tuned for many concurrent streams on loopback.
+pub fn http_client(max_streams: usize) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(max_streams.max(16))
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// Sends one streaming request and fills `rec` with what happened.
+/// `origin` is the trial's start on [`now_ns`]'s clock; record times are relative to it.
+pub async fn stream_request(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    rec: &mut RequestRecord,
+    limits: &Limits,
+    origin: u64,
+) {
+    let deadline = tokio::time::Instant::now() + limits.request_timeout;
+    rec.sent = now_ns().saturating_sub(origin);
+    let fut = client
+        .post(&target.url)
+        .headers(target.headers.clone())
+        .body(body)
+        .send();
+    let resp = match tokio::time::timeout_at(deadline, fut).await {
+        Err(_) => return fail(rec, origin, ErrorKind::Timeout, "no response headers before the request timeout".into()),
+        Ok(Err(e)) => return fail(rec, origin, ErrorKind::Connect, describe(&e)),
+        Ok(Ok(r)) => r,
+    };
+    rec.status = Some(resp.status().as_u16());
+    if !resp.status().is_success() {
+        let status = resp.status();
+        let detail = match tokio::time::timeout_at(deadline, resp.bytes()).await {
+            Ok(Ok(b)) => String::from_utf8_lossy(&b[..b.len().min(300)]).into_owned(),
+            _ => String::new(),
+        };
+        return fail(rec, origin, ErrorKind::Http, format!("HTTP {status}: {detail}"));
+    }
+    let ctype = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if !ctype.starts_with("text/event-stream") {
+        return fail(rec, origin, ErrorKind::NotSse, format!("content-type `{ctype}` is not text/event-stream"));
+    }
+    let mut stream = resp.bytes_stream();
+    let mut parser = SseParser::new(limits.sse);
+    let mut saw_done = false;
+    let mut chunk_count = 0u64;
+    loop {
+        let wait_until = match limits.stall_timeout {
+            Some(s) => deadline.min(tokio::time::Instant::now() + s),
+            None => deadline,
+        };
+        let next = match tokio::time::timeout_at(wait_until, stream.next()).await {
+            Ok(n) => n,
+            Err(_) if wait_until < deadline => {
+                return fail(rec, origin, ErrorKind::Stall, "no data within the stall timeout".into())
+            }
+            Err(_) => return fail(rec, origin, ErrorKind::Timeout, "stream still open at the request timeout".into()),
+        };
+        let bytes = match next {
+            None => break,
+            Some(Ok(b)) => b,
+            Some(Err(e)) => return fail(rec, origin, ErrorKind::Reset, describe(&e)),
+        };
+        // Arrival time first, then parsing.
+        let t = now_ns();
+        let events = match parser.push(&bytes) {
+            Ok(ev) => ev,
+            Err(e) => return fail(rec, origin, ErrorKind::TooLarge, e.to_string()),
+        };
+        for data in events {
+            if data.trim_ascii() == b"[DONE]" {
+                saw_done = true;
+                continue;
+            }
+            let info = match parse_data(&data) {
+                Ok(i) => i,
+                Err(e) => return fail(rec, origin, e.kind(), e.to_string()),
+            };
+            if let Some(u) = info.usage {
+                rec.prompt_tokens = u.prompt_tokens.or(rec.prompt_tokens);
+                rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);
+            }
+            if info.text_len > 0 {
+                chunk_count += 1;
+                rec.chunks.push(Chunk {
+                    t: t.saturating_sub(origin),
+                    len: info.text_len,
+                    lag: info.probe_ns.map(|p| t as i64 - p as i64),
+                });
+            }
+        }
+        if saw_done {
+            break;
+        }
+    }
+    rec.done = Some(now_ns().saturating_sub(origin));
+    if !saw_done {
+        rec.error = Some(ErrorKind::Incomplete);
+        rec.error_detail = Some("the stream ended without `data: [DONE]`".into());
+        return;
+    }
+    if chunk_count == 0 {
+        rec.error = Some(ErrorKind::Empty);
+        rec.error_detail = Some("the stream carried no generated text".into());
+        return;
+    }
+    if rec.completion_tokens.is_none() {
+        rec.completion_tokens = Some(chunk_count);
+        rec.tokens_estimated = true;
+    }
+}
+
+fn fail(rec: &mut RequestRecord, origin: u64, kind: ErrorKind, detail: String) {
+    rec.done = Some(now_ns().saturating_sub(origin));
+    rec.error = Some(kind);
+    rec.error_detail = Some(detail);
+}
+
+/// A reqwest error without the URL's query or anything secret: its chain of causes.
+fn describe(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(cause) = src {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        src = cause.source();
+    }
+    s
+}

@@ -1,0 +1,313 @@
+//! A small, bounded Server-Sent Events parser and the OpenAI chunk reader.
+//!
+//! Why not a crate: the SSE crates we looked at (e.g. `eventsource-stream`) buffer a
+//! line without bound and hide when bytes arrived. This parser is fed the bytes of
+//! each read as they arrive (the caller takes the arrival time first), handles `\n`,
+//! `\r\n` and `\r` line endings, comments, multi-line `data`, events split across
+//! reads, and refuses a line or event beyond [`SseLimits`] instead of allocating.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::record::ErrorKind;
+
+/// Size limits of a stream.
+#[derive(Debug, Clone, Copy)]
+pub struct SseLimits {
+    /// Longest line or event, bytes.
+    pub max_event_bytes: usize,
+}
+
+impl Default for SseLimits {
+    fn default() -> Self {
+        SseLimits {
+            max_event_bytes: 4 << 20,
+        }
+    }
+}
+
+/// A stream violated a limit.
+#[derive(Debug, thiserror::Error)]
+#[error("an SSE line or event is larger than {0} bytes")]
+pub struct SseError(pub usize);
+
+/// Incremental SSE parser yielding the `data` of each event.
+#[derive(Debug)]
+pub struct SseParser {
+    limits: SseLimits,
+    line: Vec<u8>,
+    data: Vec<u8>,
+    has_data: bool,
+    skip_lf: bool,
+}
+
+impl SseParser {
+    /// A parser with the given limits.
+    pub fn new(limits: SseLimits) -> Self {
+        SseParser {
+            limits,
+            line: Vec::with_capacity(512),
+            data: Vec::with_capacity(512),
+            has_data: false,
+            skip_lf: false,
+        }
+    }
+
+    /// Feeds bytes; returns the data of every event completed by them.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<Vec<Vec<u8>>, SseError> {
+        let mut events = Vec::new();
+        while !bytes.is_empty() {
+            if self.skip_lf {
+                self.skip_lf = false;
+                if bytes[0] == b'\n' {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+            }
+            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(i) => {
+                    self.extend_line(&bytes[..i])?;
+                    self.skip_lf = bytes[i] == b'\r';
+                    bytes = &bytes[i + 1..];
+                    self.end_line(&mut events)?;
+                }
+                None => {
+                    self.extend_line(bytes)?;
+                    bytes = &[];
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    fn extend_line(&mut self, part: &[u8]) -> Result<(), SseError> {
+        if self.line.len() + part.len() > self.limits.max_event_bytes {
+            return Err(SseError(self.limits.max_event_bytes));
+        }
+        self.line.extend_from_slice(part);
+        Ok(())
+    }
+
+    fn end_line(&mut self, events: &mut Vec<Vec<u8>>) -> Result<(), SseError> {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            if self.has_data {
+                events.push(std::mem::take(&mut self.data));
+                self.has_data = false;
+            }
+        } else if line[0] != b':' {
+            let (field, value) = match line.iter().position(|&b| b == b':') {
+                Some(i) => {
+                    let v = &line[i + 1..];
+                    (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+                }
+                None => (&line[..], &b""[..]),
+            };
+            if field == b"data" {
+                if self.data.len() + value.len() + 1 > self.limits.max_event_bytes {
+                    return Err(SseError(self.limits.max_event_bytes));
+                }
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+        }
+        self.line = line;
+        self.line.clear();
+        Ok(())
+    }
+}
+
+/// What goodput needs from one OpenAI streaming chunk.
+#[derive(Debug, Default, PartialEq)]
+pub struct ChunkInfo {
+    /// Bytes of generated text (completions `text`, chat `delta.content` or
+    /// `delta.reasoning_content`).
+    pub text_len: u32,
+    /// The usage block, when present.
+    pub usage: Option<Usage>,
+    /// The simulator's timing probe.
+    pub probe_ns: Option<u64>,
+}
+
+/// `usage` of a chunk.
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// Generated tokens.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Msg<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    goodput_probe_ns: Option<u64>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+}
+
+/// A chunk goodput cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkError {
+    /// Not JSON, or not the expected shape.
+    #[error("malformed chunk: {0}")]
+    Malformed(String),
+    /// The server reported an error inside the stream.
+    #[error("error in stream: {0}")]
+    Server(String),
+}
+
+impl ChunkError {
+    /// The record's error kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ChunkError::Malformed(_) => ErrorKind::Malformed,
+            ChunkError::Server(_) => ErrorKind::ServerError,
+        }
+    }
+}
+
+fn excerpt(data: &[u8]) -> String {
+    String::from_utf8_lossy(&data[..data.len().min(200)]).into_owned()
+}
+
+/// Parses the data of one event (not `[DONE]`).
+pub fn parse_data(data: &[u8]) -> Result<ChunkInfo, ChunkError> {
+    let msg: Msg = serde_json::from_slice(data)
+        .map_err(|e| ChunkError::Malformed(format!("{e} in `{}`", excerpt(data))))?;
+    if msg.error.is_some() {
+        return Err(ChunkError::Server(excerpt(data)));
+    }
+    let Some(choices) = msg.choices else {
+        if msg.usage.is_some() {
+            return Ok(ChunkInfo {
+                text_len: 0,
+                usage: msg.usage,
+                probe_ns: msg.goodput_probe_ns,
+            });
+        }
+        return Err(ChunkError::Malformed(format!("chunk without `choices`: `{}`", excerpt(data))));
+    };
+    let mut len = 0usize;
+    for c in &choices {
+        len += c.text.as_deref().map_or(0, str::len);
+        if let Some(d) = &c.delta {
+            len += d.content.as_deref().map_or(0, str::len);
+            len += d.reasoning_content.as_deref().map_or(0, str::len);
+        }
+    }
+    Ok(ChunkInfo {
+        text_len: u32::try_from(len).unwrap_or(u32::MAX),
+        usage: msg.usage,
+        probe_ns: msg.goodput_probe_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(parts: &[&[u8]]) -> Vec<String> {
+        let mut p = SseParser::new(SseLimits::default());
+        let mut out = Vec::new();
+        for part in parts {
+            for e in p.push(part).unwrap() {
+                out.push(String::from_utf8(e).unwrap());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn events_split_anywhere_and_any_line_ending() {
+        let text = b"data: {\"a\":1}\r\n\r\n: comment\n\ndata:x\rdata: y\r\rdata: [DONE]\n\n";
+        let whole = all(&[text]);
+        assert_eq!(whole, vec!["{\"a\":1}", "x\ny", "[DONE]"]);
+        // every split point, including between \r and \n
+        for i in 0..text.len() {
+            assert_eq!(all(&[&text[..i], &text[i..]]), whole, "split at {i}");
+        }
+        // byte by byte
+        let bytes: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(all(&bytes), whole);
+    }
+
+    #[test]
+    fn other_fields_are_ignored_and_event_without_data_is_not_dispatched() {
+        assert_eq!(all(&[b"event: x\nid: 3\n\nretry: 5\ndata\n\n"]), vec![""]);
+    }
+
+    #[test]
+    fn oversize_line_is_an_error_not_an_allocation() {
+        let mut p = SseParser::new(SseLimits { max_event_bytes: 64 });
+        let big = vec![b'a'; 65];
+        assert!(p.push(&big).is_err());
+        let mut p = SseParser::new(SseLimits { max_event_bytes: 64 });
+        for _ in 0..10 {
+            if p.push(&[b'a'; 10]).is_err() {
+                return;
+            }
+        }
+        panic!("limit not enforced across pushes");
+    }
+
+    #[test]
+    fn chunk_shapes() {
+        let c = parse_data(br#"{"choices":[{"index":0,"text":"hello"}]}"#).unwrap();
+        assert_eq!(c.text_len, 5);
+        let c = parse_data(br#"{"choices":[{"delta":{"role":"assistant"}}]}"#).unwrap();
+        assert_eq!(c.text_len, 0);
+        let c = parse_data(br#"{"choices":[{"delta":{"content":"h\u00e9"}}],"goodput_probe_ns":7}"#).unwrap();
+        assert_eq!((c.text_len, c.probe_ns), (3, Some(7)));
+        let c = parse_data(br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9}}"#).unwrap();
+        assert_eq!(c.usage.unwrap().completion_tokens, Some(9));
+        let c = parse_data(br#"{"usage":{"prompt_tokens":3,"completion_tokens":9}}"#).unwrap();
+        assert_eq!(c.text_len, 0);
+        assert!(matches!(parse_data(b"{not json"), Err(ChunkError::Malformed(_))));
+        assert!(matches!(parse_data(br#"{"id":"x"}"#), Err(ChunkError::Malformed(_))));
+        assert!(matches!(parse_data(br#"{"error":{"message":"boom"}}"#), Err(ChunkError::Server(_))));
+        assert!(matches!(parse_data(br#"{"choices":3}"#), Err(ChunkError::Malformed(_))));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_and_stays_bounded(chunks in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..200), 0..20)) {
+            let mut p = SseParser::new(SseLimits { max_event_bytes: 256 });
+            for c in &chunks {
+                if let Ok(events) = p.push(c) {
+                    for e in events {
+                        proptest::prop_assert!(e.len() <= 256);
+                        let _ = parse_data(&e);
+                    }
+                }
+                proptest::prop_assert!(p.line.len() <= 256 && p.data.len() <= 256);
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! goodput: which LLM serving configuration meets your latency SLO, and at what load.
+//!
+//! # Layout (the pipeline, in order)
+//! - [`profile`] and [`plan`]: the TOML profile as written, then validated into a plan.
+//! - [`engine`]: launch an engine process (or use a URL), wait until ready, detect its
+//!   KV pool, stop it.
+//! - [`load`]: when each request is sent (closed-loop concurrency or open-loop rate).
+//! - [`workload`]: what each request says (synthetic or JSONL prompts).
+//! - [`client`]: streams one request over HTTP/SSE and records raw facts.
+//! - [`record`]: the per-request record, the one source of truth, and its JSONL file.
+//! - [`metrics`]: every metric derived from records, in one place (pure).
+//! - [`telemetry`]: GPU samples beside each trial.
+//! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
+//! - [`render`]: show, compare, HTML, warnings; reads reports only.
+//! - [`environment`]: what ran where.
+//! - [`cli`]: the command line.
+//!
+//! The simulated engine lives beside it, in the `goodput-sim` crate.
+
+pub mod cli;
+pub mod client;
+pub mod engine;
+pub mod environment;
+pub mod load;
+pub mod metrics;
+pub mod plan;
+pub mod profile;
+pub mod record;
+pub mod render;
+pub mod run;
+pub mod telemetry;
+pub mod workload;
+
+pub use report;

@@ -1,0 +1,27 @@
+//! `goodput`: parse, call the library, print the error chain, choose the exit code.
+
+use clap::Parser;
+
+fn main() {
+    let cli = goodput::cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = match runtime.block_on(goodput::cli::main(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<goodput::profile::ProfileError>().is_some() {
+                2
+            } else {
+                1
+            }
+        }
+    };
+    drop(runtime);
+    std::process::exit(code);
+}

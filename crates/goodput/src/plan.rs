@@ -1,0 +1,318 @@
+//! The validated plan: a [`Profile`] with overrides applied and every value checked.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use crate::profile::{
+    EngineKind, EngineSpec, LoadMode, Overrides, Profile, ProfileError, SloSpec, TelemetrySpec,
+    TextStyle, WorkloadKind,
+};
+
+/// A validated benchmark plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Profile name.
+    pub name: String,
+    /// The SLO.
+    pub slo: SloSpec,
+    /// Quantile grid.
+    pub quantiles: Vec<f64>,
+    /// Closed or open loop.
+    pub mode: LoadMode,
+    /// Load levels, ascending.
+    pub points: Vec<f64>,
+    /// Measured requests per trial.
+    pub requests_per_trial: u32,
+    /// Trials per point.
+    pub trials: u32,
+    /// Unmeasured requests before each trial.
+    pub warmup_requests: u32,
+    /// Whole-request timeout.
+    pub request_timeout: Duration,
+    /// Longest silence inside a stream.
+    pub stall_timeout: Option<Duration>,
+    /// Longest trial.
+    pub trial_timeout: Option<Duration>,
+    /// Seed.
+    pub seed: u64,
+    /// Gamma shape for rate mode.
+    pub burstiness: f64,
+    /// Rate mode cap on requests in flight.
+    pub max_concurrency: Option<u32>,
+    /// What to send.
+    pub workload: Workload,
+    /// GPU telemetry.
+    pub telemetry: TelemetrySpec,
+    /// Engines in order.
+    pub engines: IndexMap<String, EngineSpec>,
+    /// The workload section as written, for the report.
+    pub workload_description: serde_json::Value,
+}
+
+/// The validated workload.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// Generated prompts.
+    Synthetic {
+        /// Prompt tokens (centre of the range).
+        input_tokens: u32,
+        /// Output tokens (centre of the range).
+        output_tokens: u32,
+        /// Relative spread of lengths.
+        range_ratio: f64,
+        /// Text style.
+        text: TextStyle,
+        /// Use `/tokenize` to hit the length.
+        calibrate: bool,
+    },
+    /// Prompts from a file.
+    Jsonl {
+        /// The file.
+        path: PathBuf,
+        /// The prompts.
+        prompts: Vec<JsonlPrompt>,
+    },
+}
+
+/// One line of a JSONL workload.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonlPrompt {
+    /// The prompt text.
+    pub prompt: String,
+    /// Output limit for this prompt.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+/// Largest JSONL line accepted, bytes.
+const MAX_JSONL_LINE: usize = 16 * 1024 * 1024;
+
+impl Profile {
+    /// Applies overrides and validates: the result has no unchecked value.
+    pub fn into_plan(self, origin: &str, ov: &Overrides) -> Result<Plan, ProfileError> {
+        let bad = |field: &str, message: String| ProfileError::Invalid {
+            path: origin.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        let mut load = self.load;
+        if let Some(points) = &ov.concurrency {
+            load.mode = LoadMode::Concurrency;
+            load.points = points.clone();
+        }
+        if let Some(points) = &ov.rate {
+            load.mode = LoadMode::Rate;
+            load.points = points.clone();
+        }
+        if let Some(t) = ov.trials {
+            load.trials = t;
+        }
+        if let Some(r) = ov.requests {
+            load.requests_per_trial = r;
+        }
+        if let Some(s) = ov.seed {
+            load.seed = s;
+        }
+        let slo = ov.slo.clone().unwrap_or(self.slo);
+        for (field, v) in [("slo.ttft_ms", Some(slo.ttft_ms)), ("slo.tpot_ms", Some(slo.tpot_ms)), ("slo.e2el_ms", slo.e2el_ms)] {
+            if let Some(v) = v {
+                if v.is_nan() || v <= 0.0 {
+                    return Err(bad(field, format!("{v} must be a positive number of ms")));
+                }
+            }
+        }
+        if load.points.is_empty() {
+            return Err(bad("load.points", "needs at least one load level".into()));
+        }
+        for &x in &load.points {
+            let ok = x.is_finite()
+                && x > 0.0
+                && (load.mode == LoadMode::Rate || (x.fract() == 0.0 && x <= 100_000.0));
+            if !ok {
+                let what = match load.mode {
+                    LoadMode::Concurrency => "a whole number of requests in flight, 1..=100000",
+                    LoadMode::Rate => "a positive request rate",
+                };
+                return Err(bad("load.points", format!("{x} is not {what}")));
+            }
+        }
+        let mut points = load.points.clone();
+        points.sort_by(f64::total_cmp);
+        points.dedup();
+        if load.requests_per_trial == 0 {
+            return Err(bad("load.requests_per_trial", "must be at least 1".into()));
+        }
+        if load.trials == 0 || load.trials > 1000 {
+            return Err(bad("load.trials", format!("{} is out of range 1..=1000", load.trials)));
+        }
+        let positive_secs = |field: &str, v: f64| -> Result<Duration, ProfileError> {
+            if v.is_finite() && v > 0.0 && v < 1e7 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(bad(field, format!("{v} must be a positive number of seconds")))
+            }
+        };
+        let request_timeout = positive_secs("load.request_timeout_s", load.request_timeout_s)?;
+        let stall_timeout = load
+            .stall_timeout_s
+            .map(|v| positive_secs("load.stall_timeout_s", v))
+            .transpose()?;
+        let trial_timeout = load
+            .trial_timeout_s
+            .map(|v| positive_secs("load.trial_timeout_s", v))
+            .transpose()?;
+        if !(load.burstiness.is_finite() && load.burstiness > 0.0) {
+            return Err(bad("load.burstiness", format!("{} must be > 0 (1.0 = Poisson)", load.burstiness)));
+        }
+        if load.max_concurrency == Some(0) {
+            return Err(bad("load.max_concurrency", "must be at least 1".into()));
+        }
+        let quantiles = self.quantiles.unwrap_or_else(report::default_quantiles);
+        if quantiles.is_empty() || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
+            return Err(bad("quantiles", "every quantile must be in 0.0..=1.0".into()));
+        }
+        let w = &self.workload;
+        let workload_description = serde_json::to_value(w).unwrap_or_default();
+        if !(0.0..1.0).contains(&w.range_ratio) {
+            return Err(bad("workload.range_ratio", format!("{} is out of range 0.0..1.0", w.range_ratio)));
+        }
+        let workload = match w.kind {
+            WorkloadKind::Synthetic => {
+                let input_tokens = w.input_tokens.ok_or_else(|| bad("workload.input_tokens", "is required for a synthetic workload".into()))?;
+                let output_tokens = w.output_tokens.ok_or_else(|| bad("workload.output_tokens", "is required for a synthetic workload".into()))?;
+                if input_tokens == 0 || input_tokens > 1_000_000 {
+                    return Err(bad("workload.input_tokens", format!("{input_tokens} is out of range 1..=1000000")));
+                }
+                if output_tokens == 0 || output_tokens > 1_000_000 {
+                    return Err(bad("workload.output_tokens", format!("{output_tokens} is out of range 1..=1000000")));
+                }
+                Workload::Synthetic { input_tokens, output_tokens, range_ratio: w.range_ratio, text: w.text, calibrate: w.calibrate }
+            }
+            WorkloadKind::Jsonl => {
+                let path = w.path.clone().ok_or_else(|| bad("workload.path", "is required for a jsonl workload".into()))?;
+                let prompts = read_jsonl(&path, w.output_tokens).map_err(|m| bad("workload.path", m))?;
+                Workload::Jsonl { path, prompts }
+            }
+        };
+        let mut engines = self.engines;
+        if !ov.engines.is_empty() {
+            for name in &ov.engines {
+                if !engines.contains_key(name) {
+                    let known: Vec<&str> = engines.keys().map(String::as_str).collect();
+                    return Err(bad("engines", format!("no engine named `{name}` (the profile has: {})", known.join(", "))));
+                }
+            }
+            engines.retain(|k, _| ov.engines.contains(k));
+        }
+        if engines.is_empty() {
+            return Err(bad("engines", "needs at least one engine".into()));
+        }
+        for (name, e) in &engines {
+            validate_engine(name, e).map_err(|(f, m)| bad(&format!("engines.{name}.{f}"), m))?;
+        }
+        Ok(Plan {
+            name: self.name,
+            slo,
+            quantiles,
+            mode: load.mode,
+            points,
+            requests_per_trial: load.requests_per_trial,
+            trials: load.trials,
+            warmup_requests: load.warmup_requests,
+            request_timeout,
+            stall_timeout,
+            trial_timeout,
+            seed: load.seed,
+            burstiness: load.burstiness,
+            max_concurrency: load.max_concurrency,
+            workload,
+            telemetry: self.telemetry,
+            engines,
+            workload_description,
+        })
+    }
+}
+
+fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'static str, String)> {
+    let kind = e.effective_kind();
+    if let Some(url) = &e.url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(("url", format!("`{url}` must start with http:// or https://")));
+        }
+    }
+    match kind {
+        EngineKind::Url if e.url.is_none() => {
+            return Err(("url", "is required for an engine that goodput does not launch (or give kind and command)".into()))
+        }
+        EngineKind::Vllm | EngineKind::Sglang | EngineKind::LlamaCpp if e.model.is_none() => {
+            return Err(("model", "is required to launch this kind of engine".into()))
+        }
+        EngineKind::Command if e.command.is_none() && e.shell.is_none() => {
+            return Err(("command", "kind = \"command\" needs `command` (argv list) or `shell`".into()))
+        }
+        _ => {}
+    }
+    if e.command.is_some() && e.shell.is_some() {
+        return Err(("shell", "give either `command` or `shell`, not both".into()));
+    }
+    if let Some(cmd) = &e.command {
+        if cmd.is_empty() {
+            return Err(("command", "must not be empty".into()));
+        }
+    }
+    if let Some(crate::profile::PortSpec::Auto(s)) = &e.port {
+        if s != "auto" {
+            return Err(("port", format!("`{s}` is not a port: use a number or \"auto\"")));
+        }
+    }
+    if let Some(t) = e.ready_timeout_s {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(("ready_timeout_s", format!("{t} must be a positive number of seconds")));
+        }
+    }
+    if let Some(var) = &e.api_key_env {
+        if var.is_empty() || var.contains(char::is_whitespace) {
+            return Err(("api_key_env", "must be the NAME of an environment variable, not the key".into()));
+        }
+    }
+    Ok(())
+}
+
+fn read_jsonl(path: &std::path::Path, default_max: Option<u32>) -> Result<Vec<JsonlPrompt>, String> {
+    use std::io::BufRead;
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    let mut reader = std::io::BufReader::new(f);
+    let mut line = String::new();
+    let mut no = 0usize;
+    loop {
+        line.clear();
+        no += 1;
+        let n = std::io::Read::take(&mut reader, MAX_JSONL_LINE as u64 + 1)
+            .read_line(&mut line)
+            .map_err(|e| format!("{}:{no}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        if n > MAX_JSONL_LINE {
+            return Err(format!("{}:{no}: line longer than {MAX_JSONL_LINE} bytes", path.display()));
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut p: JsonlPrompt = serde_json::from_str(&line).map_err(|e| format!("{}:{no}: {e}", path.display()))?;
+        if p.max_tokens.is_none() {
+            p.max_tokens = default_max;
+        }
+        out.push(p);
+        let _ = reader.fill_buf();
+    }
+    if out.is_empty() {
+        return Err(format!("{} holds no prompts", path.display()));
+    }
+    Ok(out)
+}

@@ -1,0 +1,460 @@
+//! The profile: what to benchmark, under which load, against which SLO.
+//!
+//! Two stages, as in ripgrep: [`Profile`] is the TOML file as written (every table
+//! rejects unknown keys, and the error names the key and its line), and
+//! [`Profile::into_plan`] turns it, with the command-line overrides, into a
+//! validated [`Plan`] in which nothing is left to a silent default.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// Errors in a profile or its overrides.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The file could not be read.
+    #[error("cannot read profile {path}: {source}")]
+    Read {
+        /// The profile path.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has an unknown or mistyped key (the message names
+    /// the line and column).
+    #[error("profile {path}: {message}")]
+    Parse {
+        /// The profile path.
+        path: String,
+        /// toml's message, with line and column.
+        message: String,
+    },
+    /// A value is out of range or inconsistent.
+    #[error("profile {path}: {field}: {message}")]
+    Invalid {
+        /// The profile path.
+        path: String,
+        /// The offending field, dotted (`load.points`).
+        field: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+}
+
+/// A profile file as written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Name of the profile; becomes `profile` in the report.
+    pub name: String,
+    /// The SLO.
+    pub slo: SloSpec,
+    /// Quantile grid for the `*_quantiles_ms` arrays; default 0.0..=1.0 step 0.02.
+    #[serde(default)]
+    pub quantiles: Option<Vec<f64>>,
+    /// The load to apply.
+    pub load: LoadSpec,
+    /// The requests to send.
+    pub workload: WorkloadSpec,
+    /// GPU telemetry.
+    #[serde(default)]
+    pub telemetry: TelemetrySpec,
+    /// The engines (configurations) to compare, run in the order written.
+    pub engines: IndexMap<String, EngineSpec>,
+}
+
+/// `[slo]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloSpec {
+    /// TTFT bound, ms.
+    pub ttft_ms: f64,
+    /// TPOT bound, ms.
+    pub tpot_ms: f64,
+    /// Optional E2EL bound, ms.
+    #[serde(default)]
+    pub e2el_ms: Option<f64>,
+}
+
+/// Closed or open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadMode {
+    /// x requests in flight; a new one is sent as soon as one finishes.
+    #[default]
+    Concurrency,
+    /// x requests per second, Gamma-distributed gaps.
+    Rate,
+}
+
+/// `[load]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    /// `concurrency` or `rate`.
+    #[serde(default)]
+    pub mode: LoadMode,
+    /// Load levels (concurrency, or requests/s).
+    pub points: Vec<f64>,
+    /// Measured requests per trial.
+    pub requests_per_trial: u32,
+    /// Trials per point.
+    #[serde(default = "default_trials")]
+    pub trials: u32,
+    /// Requests sent before each trial, not measured.
+    #[serde(default)]
+    pub warmup_requests: u32,
+    /// Whole-request timeout, seconds.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_s: f64,
+    /// A stream with no chunk for this long is failed as `stall`, seconds.
+    #[serde(default)]
+    pub stall_timeout_s: Option<f64>,
+    /// Seed for workload and arrivals.
+    #[serde(default)]
+    pub seed: u64,
+    /// Rate mode: Gamma shape of the gaps (1.0 = Poisson, lower = burstier).
+    #[serde(default = "one")]
+    pub burstiness: f64,
+    /// Rate mode: most requests in flight; later ones wait (never dropped).
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    /// Upper bound on one trial's wall time, seconds; requests still in flight
+    /// then are failed as `trial_timeout`.
+    #[serde(default)]
+    pub trial_timeout_s: Option<f64>,
+}
+
+fn default_trials() -> u32 {
+    1
+}
+fn default_request_timeout() -> f64 {
+    300.0
+}
+fn one() -> f64 {
+    1.0
+}
+
+/// `[workload]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// `synthetic` (default) or `jsonl`.
+    #[serde(default)]
+    pub kind: WorkloadKind,
+    /// Synthetic: prompt length in tokens.
+    #[serde(default)]
+    pub input_tokens: Option<u32>,
+    /// Output length in tokens (synthetic requests ask for exactly this many with
+    /// `max_tokens`, `min_tokens` and `ignore_eos`); for JSONL, the default
+    /// `max_tokens` of prompts that give none.
+    #[serde(default)]
+    pub output_tokens: Option<u32>,
+    /// Lengths drawn uniformly from `[L(1-r), L(1+r)]`.
+    #[serde(default)]
+    pub range_ratio: f64,
+    /// Synthetic text: `random` words, or `repetitive` text in which n-gram
+    /// speculative decoding finds drafts.
+    #[serde(default)]
+    pub text: TextStyle,
+    /// JSONL: path of the prompt file (relative to the profile).
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// Calibrate synthetic prompt lengths through the engine's `/tokenize`.
+    #[serde(default = "yes")]
+    pub calibrate: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Kind of workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    /// Generated prompts of given lengths.
+    #[default]
+    Synthetic,
+    /// Prompts from a JSON Lines file: `{"prompt": "...", "max_tokens": 64}`.
+    Jsonl,
+}
+
+/// Style of synthetic text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TextStyle {
+    /// Random words from a fixed vocabulary.
+    #[default]
+    Random,
+    /// A short passage repeated, so output can copy from the prompt.
+    Repetitive,
+}
+
+/// `[telemetry]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySpec {
+    /// `auto` (NVML, then nvidia-smi, then the simulator's GPU, then none), `nvml`,
+    /// `nvidia-smi`, `sim` or `none`.
+    #[serde(default = "auto")]
+    pub source: String,
+    /// Sampling interval, ms.
+    #[serde(default = "default_interval")]
+    pub interval_ms: u64,
+    /// Before each trial, wait (bounded) for the GPU to cool down.
+    #[serde(default)]
+    pub cooldown: Option<CooldownSpec>,
+}
+
+impl Default for TelemetrySpec {
+    fn default() -> Self {
+        TelemetrySpec {
+            source: auto(),
+            interval_ms: default_interval(),
+            cooldown: None,
+        }
+    }
+}
+
+fn auto() -> String {
+    "auto".into()
+}
+fn default_interval() -> u64 {
+    200
+}
+
+/// `[telemetry.cooldown]`: wait until below `max_temp_c` and (if given) the SM clock
+/// is at least `min_sm_mhz`, for at most `max_wait_s`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CooldownSpec {
+    /// Wait until the GPU is at or below this temperature.
+    #[serde(default)]
+    pub max_temp_c: Option<f64>,
+    /// Wait until the SM clock is at least this.
+    #[serde(default)]
+    pub min_sm_mhz: Option<f64>,
+    /// Longest wait, seconds.
+    #[serde(default = "default_cooldown_wait")]
+    pub max_wait_s: f64,
+}
+
+fn default_cooldown_wait() -> f64 {
+    120.0
+}
+
+/// Kind of engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineKind {
+    /// An already running server at `url`.
+    #[default]
+    Url,
+    /// `vllm serve MODEL --port {port} ARGS`.
+    Vllm,
+    /// `python -m sglang.launch_server --model-path MODEL --port {port} ARGS`.
+    Sglang,
+    /// `llama-server -m MODEL --port {port} ARGS`.
+    LlamaCpp,
+    /// goodput's own simulator: `goodput sim --preset PRESET --port {port} ARGS`.
+    Sim,
+    /// Any command given in `command` or `shell`.
+    Command,
+}
+
+/// `port = 8000` or `port = "auto"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PortSpec {
+    /// A fixed port.
+    Fixed(u16),
+    /// `"auto"`: a free loopback port picked by goodput.
+    Auto(String),
+}
+
+/// `[engines.NAME]`: one engine configuration.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    /// How the engine is reached or started; `url` when absent and `url` is given,
+    /// `command` when `command` or `shell` is given.
+    #[serde(default)]
+    pub kind: Option<EngineKind>,
+    /// Base URL (`http://host:port`); for launched engines, derived from the port.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Model id sent in requests; taken from `/v1/models` when absent. For launched
+    /// vLLM, SGLang and llama.cpp, also the model to load (path or hub id).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `completions` (default) or `chat`.
+    #[serde(default)]
+    pub api: Api,
+    /// Name of an environment variable holding the API key (never the key itself).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra arguments appended to the kind's command line.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Simulator preset (kind = "sim").
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// Full argv of a launched engine; `{port}` is substituted.
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// A shell command line, run with `sh -c`, only when asked for explicitly.
+    #[serde(default)]
+    pub shell: Option<String>,
+    /// Extra environment variables of a launched engine.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory of a launched engine.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Port of a launched engine, or `"auto"`.
+    #[serde(default)]
+    pub port: Option<PortSpec>,
+    /// How long to wait for readiness, seconds (default 600).
+    #[serde(default)]
+    pub ready_timeout_s: Option<f64>,
+    /// Grace period between SIGTERM and SIGKILL when stopping, seconds (default 10).
+    #[serde(default)]
+    pub stop_grace_s: Option<f64>,
+    /// Explicit KV pool size in tokens; wins over detection.
+    #[serde(default)]
+    pub kv_pool_tokens: Option<u64>,
+    /// How many times an engine that dies mid-run may be restarted (default 0).
+    #[serde(default)]
+    pub max_restarts: u32,
+}
+
+/// Which OpenAI API to stream from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `POST /v1/completions`.
+    #[default]
+    Completions,
+    /// `POST /v1/chat/completions`.
+    Chat,
+}
+
+impl Api {
+    /// Path of the endpoint.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Completions => "/v1/completions",
+            Api::Chat => "/v1/chat/completions",
+        }
+    }
+    /// Name as in the profile.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Completions => "completions",
+            Api::Chat => "chat",
+        }
+    }
+}
+
+impl EngineSpec {
+    /// The effective kind: explicit, else `command` when a command is given, else `url`.
+    pub fn effective_kind(&self) -> EngineKind {
+        match self.kind {
+            Some(k) => k,
+            None if self.command.is_some() || self.shell.is_some() => EngineKind::Command,
+            None => EngineKind::Url,
+        }
+    }
+}
+
+/// Command-line overrides of the common profile fields.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--concurrency 1,4`.
+    pub concurrency: Option<Vec<f64>>,
+    /// `--rate 2,8`.
+    pub rate: Option<Vec<f64>>,
+    /// `--trials N`.
+    pub trials: Option<u32>,
+    /// `--requests N`.
+    pub requests: Option<u32>,
+    /// `--slo ttft:1000,tpot:100[,e2el:5000]`.
+    pub slo: Option<SloSpec>,
+    /// `--engine NAME` (repeatable): run only these.
+    pub engines: Vec<String>,
+    /// `--seed N`.
+    pub seed: Option<u64>,
+}
+
+/// Parses `ttft:1000,tpot:100,e2el:5000` (vLLM's `--goodput` spelling, also with `=`).
+pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
+    let mut slo = SloSpec {
+        ttft_ms: f64::INFINITY,
+        tpot_ms: f64::INFINITY,
+        e2el_ms: None,
+    };
+    for part in text.split([',', ' ']).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once([':', '='])
+            .ok_or_else(|| format!("`{part}`: expected NAME:MILLISECONDS, e.g. ttft:1000"))?;
+        let ms: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{part}`: `{value}` is not a number of milliseconds"))?;
+        if !(ms.is_finite() && ms > 0.0) {
+            return Err(format!("`{part}`: the bound must be a positive number of ms"));
+        }
+        match key.trim().to_ascii_lowercase().as_str() {
+            "ttft" => slo.ttft_ms = ms,
+            "tpot" => slo.tpot_ms = ms,
+            "e2el" => slo.e2el_ms = Some(ms),
+            other => {
+                return Err(format!(
+                    "`{other}` is not an SLO metric: use ttft, tpot or e2el"
+                ))
+            }
+        }
+    }
+    Ok(slo)
+}
+
+/// Parses `1,4,16` into load levels.
+pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
+    text.split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("`{p}` is not a number"))
+        })
+        .collect()
+}
+
+impl Profile {
+    /// Reads and parses a profile file.
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut profile = Profile::parse(&text, &path.display().to_string())?;
+        // JSONL paths are relative to the profile's directory.
+        if let (Some(p), Some(dir)) = (profile.workload.path.as_mut(), path.parent()) {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        }
+        Ok(profile)
+    }
+
+    /// Parses profile text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Profile, ProfileError> {
+        toml::from_str(text).map_err(|e| ProfileError::Parse {
+            path: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+}
+

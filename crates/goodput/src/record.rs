@@ -1,0 +1,228 @@
+//! The per-request record: the raw facts of one request, and nothing derived.
+//!
+//! Every metric in a report is computed from these by [`crate::metrics`]; the records
+//! of a run are written beside the report as JSON Lines (`<report>.requests.jsonl`),
+//! so any metric can be recomputed later.
+//!
+//! Times are nanoseconds on one monotonic clock ([`now_ns`], `CLOCK_MONOTONIC`),
+//! relative to the start of the trial.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Nanoseconds on `CLOCK_MONOTONIC`: the clock of every timestamp goodput records,
+/// and the clock the simulator's timing probe writes, so the two can be compared
+/// across loopback.
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// Why a request failed. A failed request is data: counted, never a panic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Could not connect or send.
+    Connect,
+    /// The server answered with a non-2xx status (see `status`).
+    Http,
+    /// The response was not an SSE stream.
+    NotSse,
+    /// A chunk was not valid JSON or lacked the expected fields.
+    Malformed,
+    /// The server sent an error object inside the stream.
+    ServerError,
+    /// The connection broke while reading the stream.
+    Reset,
+    /// The stream ended without `data: [DONE]`.
+    Incomplete,
+    /// No chunk for `stall_timeout_s`.
+    Stall,
+    /// The whole request took longer than `request_timeout_s`.
+    Timeout,
+    /// A line or the response exceeded the size limit.
+    TooLarge,
+    /// The stream completed with no content.
+    Empty,
+    /// The trial was stopped (interrupt or trial timeout) while it was in flight.
+    Cancelled,
+}
+
+impl ErrorKind {
+    /// Name used in reports; HTTP errors carry their status (`http_429`).
+    pub fn label(self, status: Option<u16>) -> String {
+        match (self, status) {
+            (ErrorKind::Http, Some(s)) => format!("http_{s}"),
+            _ => serde_json::to_value(self)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| format!("{self:?}")),
+        }
+    }
+}
+
+/// One content-bearing chunk as it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Arrival, ns since trial start (taken before the chunk is parsed).
+    pub t: u64,
+    /// Bytes of generated text in the chunk.
+    pub len: u32,
+    /// Timing probe: ns between the server writing the chunk and its arrival here
+    /// (only from `goodput sim` in probe mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag: Option<i64>,
+}
+
+/// The raw facts of one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Engine name.
+    pub engine: String,
+    /// Load level.
+    pub x: f64,
+    /// Trial index (0-based).
+    pub trial: u32,
+    /// Request index within the trial.
+    pub index: u32,
+    /// When the load generator meant to send it (ns since trial start).
+    pub scheduled: u64,
+    /// When it was actually sent.
+    pub sent: u64,
+    /// When the response ended (the `[DONE]` event, or the failure).
+    #[serde(default)]
+    pub done: Option<u64>,
+    /// Content-bearing chunks in arrival order.
+    #[serde(default)]
+    pub chunks: Vec<Chunk>,
+    /// `usage.prompt_tokens`.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// `usage.completion_tokens`, or the chunk count when the server sent no usage.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    /// True when `completion_tokens` was estimated from chunks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tokens_estimated: bool,
+    /// Output tokens the request asked for.
+    #[serde(default)]
+    pub requested_tokens: Option<u32>,
+    /// HTTP status, when a response arrived.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Why it failed; `None` for a success.
+    #[serde(default)]
+    pub error: Option<ErrorKind>,
+    /// Detail of the failure (never contains secrets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_detail: Option<String>,
+}
+
+impl RequestRecord {
+    /// A fresh record for a request about to be sent.
+    pub fn new(engine: &str, x: f64, trial: u32, index: u32, scheduled: u64) -> Self {
+        RequestRecord {
+            engine: engine.to_string(),
+            x,
+            trial,
+            index,
+            scheduled,
+            sent: scheduled,
+            done: None,
+            chunks: Vec::new(),
+            prompt_tokens: None,
+            completion_tokens: None,
+            tokens_estimated: false,
+            requested_tokens: None,
+            status: None,
+            error: None,
+            error_detail: None,
+        }
+    }
+
+    /// True when the request succeeded.
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The error label (`http_429`, `stall`, ...), when it failed.
+    pub fn error_label(&self) -> Option<String> {
+        self.error.map(|e| e.label(self.status))
+    }
+}
+
+/// Appends records to the requests file; every [`RecordsFile::append`] is flushed and
+/// synced before it returns, so a finished trial survives a crash.
+pub struct RecordsFile {
+    path: PathBuf,
+    file: BufWriter<File>,
+}
+
+impl RecordsFile {
+    /// Opens (creating) the file for appending.
+    pub fn open(path: &Path) -> std::io::Result<RecordsFile> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(RecordsFile {
+            path: path.to_path_buf(),
+            file: BufWriter::new(file),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends records, flushes and fsyncs.
+    pub fn append(&mut self, records: &[RequestRecord]) -> std::io::Result<()> {
+        for r in records {
+            serde_json::to_writer(&mut self.file, r)?;
+            self.file.write_all(b"\n")?;
+        }
+        self.file.flush()?;
+        self.file.get_ref().sync_data()
+    }
+}
+
+/// Reads a requests file; a torn last line (a crash mid-write) is skipped, any other
+/// bad line is an error naming its line number.
+pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, String> {
+    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    let lines: Vec<String> = BufReader::new(f)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let last = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(r) => out.push(r),
+            Err(_) if i + 1 == last => break,
+            Err(e) => return Err(format!("{}:{}: {e}", path.display(), i + 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// The requests file that belongs to a report: `<report>.requests.jsonl`.
+pub fn records_path(report: &Path) -> PathBuf {
+    let name = report
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.json".into());
+    let stem = name.strip_suffix(".json").unwrap_or(&name);
+    report.with_file_name(format!("{stem}.requests.jsonl"))
+}

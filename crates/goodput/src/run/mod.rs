@@ -1,0 +1,436 @@
+//! The sweep: for each engine, for each load level, for each trial: send the load,
+//! keep every record, and rewrite the report, so that a crash loses at most the
+//! trial in flight.
+//!
+//! Durability order after each trial: the records are appended to
+//! `<report>.requests.jsonl` and fsynced, then the report is rewritten atomically
+//! (temporary file, fsync, rename). On resume, trials the report lists as complete
+//! are rebuilt from the records file and skipped; anything else runs again.
+
+mod progress;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use report::{EngineFailure, Report, RunInfo, RunStatus, TrialInfo};
+use tokio::sync::watch;
+
+use crate::client::{http_client, Limits, SseLimits, Target};
+use crate::engine::{self, EngineContext, EngineHandle};
+use crate::load::{arrival_offsets, run_trial, Trial};
+use crate::metrics::trial_metrics;
+use crate::plan::Plan;
+use crate::profile::LoadMode;
+use crate::record::{read_records, records_path, RecordsFile};
+use crate::telemetry;
+use crate::workload::{calibrate, Builder};
+pub use state::{EngineState, Sweep, TrialState};
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The report file.
+    pub output: PathBuf,
+    /// Start afresh even if an incomplete report of the same profile exists.
+    pub fresh: bool,
+    /// Show progress bars (only drawn on a terminal).
+    pub progress: bool,
+    /// Print status lines to stderr.
+    pub verbose: bool,
+    /// Write `<report>.html` beside the report.
+    pub html: bool,
+    /// Grace period for in-flight requests after an interrupt.
+    pub grace: Duration,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every planned trial ran.
+    Complete,
+    /// Some trials or engines failed.
+    TrialsFailed,
+    /// Not a single request succeeded.
+    NothingSucceeded,
+    /// Stopped by a signal (its name).
+    Interrupted(&'static str),
+}
+
+impl Outcome {
+    /// The process exit code: 0, 3, 4, or 130 for an interrupt.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Outcome::Complete => 0,
+            Outcome::TrialsFailed => 3,
+            Outcome::NothingSucceeded => 4,
+            Outcome::Interrupted(_) => 130,
+        }
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+macro_rules! say {
+    ($opts:expr, $($arg:tt)*) => {
+        if $opts.verbose { eprintln!($($arg)*); }
+    };
+}
+
+struct Ctx<'a> {
+    plan: &'a Plan,
+    opts: &'a RunOptions,
+    client: reqwest::Client,
+    sweep: Sweep,
+    records: RecordsFile,
+    info: RunInfo,
+    environment: report::Environment,
+    stop: watch::Receiver<bool>,
+}
+
+impl Ctx<'_> {
+    fn report(&self) -> Report {
+        let mut r = self.sweep.report(self.plan);
+        let mut info = self.info.clone();
+        info.updated_unix_s = Some(unix_now());
+        r.run = Some(info);
+        r.environment = Some(self.environment.clone());
+        r
+    }
+
+    fn save(&self) -> anyhow::Result<Report> {
+        let r = self.report();
+        report::write_report_atomic(&self.opts.output, &r)?;
+        Ok(r)
+    }
+
+    fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+}
+
+/// Runs the plan; the report is written to `opts.output` after every trial.
+/// Errors are returned only for what stops the whole run (the output cannot be
+/// written); engine and request failures are recorded in the report.
+pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outcome)> {
+    let output = &opts.output;
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+    }
+    let rec_path = records_path(output);
+    let (sweep, kept) = resume_state(plan, opts, &rec_path)?;
+    let resumed = !sweep.engines.is_empty();
+    // Rewrite the records file with the kept records only (atomically), then append.
+    let mut text = String::new();
+    for r in &kept {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    report::io::write_atomic(&rec_path, text.as_bytes())
+        .with_context(|| format!("cannot write the requests file {}", rec_path.display()))?;
+    let records = RecordsFile::open(&rec_path).with_context(|| format!("cannot open {}", rec_path.display()))?;
+    let max_streams = plan.points.iter().fold(1.0f64, |a, &b| a.max(b)) as usize;
+    let client = http_client(plan.max_concurrency.map_or(max_streams, |c| c as usize)).context("cannot build the HTTP client")?;
+    let (stop_tx, stop) = watch::channel(false);
+    let signal = tokio::spawn(async move {
+        let name = engine::shutdown_signal().await;
+        let _ = stop_tx.send(true);
+        name
+    });
+    let info = RunInfo {
+        schema: report::SCHEMA.into(),
+        status: RunStatus::Running,
+        reason: None,
+        load_mode: match plan.mode {
+            LoadMode::Concurrency => "concurrency".into(),
+            LoadMode::Rate => "rate".into(),
+        },
+        planned_trials: plan.trials,
+        requests_per_trial: plan.requests_per_trial,
+        warmup_requests: plan.warmup_requests,
+        seed: plan.seed,
+        workload: plan.workload_description.clone(),
+        requests_file: rec_path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        started_unix_s: Some(unix_now()),
+        updated_unix_s: None,
+        notices: Vec::new(),
+        extra: Default::default(),
+    };
+    let mut ctx = Ctx {
+        plan,
+        opts,
+        client,
+        sweep,
+        records,
+        info,
+        environment: crate::environment::capture(Vec::new(), Default::default()),
+        stop,
+    };
+    // Writing the first report proves the output is writable before any load is sent.
+    ctx.save().with_context(|| format!("cannot write the report {}", output.display()))?;
+    if resumed {
+        say!(opts, "resuming {}: complete trials are kept", output.display());
+    }
+    let engine_ctx = EngineContext {
+        log_dir: output.parent().filter(|d| !d.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
+        client: ctx.client.clone(),
+    };
+    let mut gpus = Vec::new();
+    let mut engine_envs = indexmap::IndexMap::new();
+    for (name, spec) in &plan.engines {
+        if ctx.stopped() {
+            break;
+        }
+        if ctx.sweep.engine_done(plan, name) {
+            say!(opts, "{name}: every trial already complete");
+            continue;
+        }
+        say!(opts, "{name}: starting ({:?})", spec.effective_kind());
+        let handle = match engine::start(name, spec, &engine_ctx).await {
+            Ok(h) => h,
+            Err(f) => {
+                say!(opts, "{name}: {} ({})", f.message, f.kind);
+                ctx.sweep.engine(name).error = Some(f);
+                ctx.save()?;
+                continue;
+            }
+        };
+        say!(
+            opts,
+            "{name}: ready at {} serving `{}`, KV pool {}",
+            handle.base_url,
+            handle.model,
+            handle.kv_pool_tokens.map_or("unknown".into(), |k| format!("{k} tokens ({})", handle.kv_pool_source.as_deref().unwrap_or("?")))
+        );
+        for n in &handle.notices {
+            ctx.info.notices.push(format!("{name}: {n}"));
+        }
+        engine_envs.insert(name.clone(), handle.env.clone());
+        let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.client).await;
+        if let Some(n) = notice {
+            if !ctx.info.notices.contains(&n) {
+                ctx.info.notices.push(n);
+            }
+        }
+        if gpus.is_empty() {
+            gpus = tel.gpus();
+        }
+        ctx.environment = crate::environment::capture(gpus.clone(), engine_envs.clone());
+        let handle = run_engine(&mut ctx, name, handle, &tel).await?;
+        if let Err(f) = handle.stop().await {
+            ctx.info.notices.push(format!("{name}: {}", f.message));
+        }
+        ctx.save()?;
+    }
+    let interrupted = if ctx.stopped() { signal.await.ok() } else { signal.abort(); None };
+    // Outcome.
+    let report = ctx.report();
+    let mut outcome = Outcome::Complete;
+    let mut any_ok = false;
+    for (name, e) in &report.load {
+        if e.error.is_some() {
+            outcome = Outcome::TrialsFailed;
+        }
+        for p in &e.points {
+            any_ok |= p.completed.iter().any(|&c| c > 0);
+            if p.status != Some(RunStatus::Complete) {
+                outcome = Outcome::TrialsFailed;
+            }
+        }
+        if plan.engines.contains_key(name) && e.points.len() < plan.points.len() {
+            outcome = Outcome::TrialsFailed;
+        }
+    }
+    if report.load.len() < plan.engines.len() {
+        outcome = Outcome::TrialsFailed;
+    }
+    if !any_ok {
+        outcome = Outcome::NothingSucceeded;
+    }
+    if let Some(sig) = interrupted {
+        outcome = Outcome::Interrupted(sig);
+    }
+    ctx.info.status = if outcome == Outcome::Complete { RunStatus::Complete } else { RunStatus::Partial };
+    ctx.info.reason = match &outcome {
+        Outcome::Complete => None,
+        Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
+        Outcome::NothingSucceeded => Some("no request succeeded".into()),
+        Outcome::Interrupted(sig) => Some(format!("interrupted by {sig}")),
+    };
+    let report = ctx.save()?;
+    if opts.html {
+        let html_path = output.with_extension("html");
+        report::io::write_atomic(&html_path, crate::render::html(&report).as_bytes())?;
+    }
+    Ok((report, outcome))
+}
+
+fn resume_state(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> anyhow::Result<(Sweep, Vec<crate::record::RequestRecord>)> {
+    if opts.fresh || !opts.output.exists() {
+        return Ok((Sweep::default(), Vec::new()));
+    }
+    let Ok(old) = report::read_report(&opts.output) else {
+        anyhow::bail!(
+            "{} exists and is not a goodput report; choose another output or remove it",
+            opts.output.display()
+        );
+    };
+    let Some(info) = &old.run else {
+        return Ok((Sweep::default(), Vec::new()));
+    };
+    if old.profile != plan.name || info.requests_per_trial != plan.requests_per_trial || info.seed != plan.seed {
+        anyhow::bail!(
+            "{} holds a run of another plan (profile `{}`, {} requests per trial, seed {}); use --fresh to overwrite it or choose another output",
+            opts.output.display(), old.profile, info.requests_per_trial, info.seed
+        );
+    }
+    let records = if rec_path.exists() {
+        read_records(rec_path).map_err(|e| anyhow::anyhow!(e))?
+    } else {
+        Vec::new()
+    };
+    Ok(Sweep::restore(plan, &old, records))
+}
+
+/// Runs every load level and trial of one engine; returns the handle to stop it.
+async fn run_engine(ctx: &mut Ctx<'_>, name: &str, mut handle: EngineHandle, tel: &telemetry::Telemetry) -> anyhow::Result<EngineHandle> {
+    let plan = ctx.plan;
+    {
+        let st = ctx.sweep.engine(name);
+        st.kv_pool_tokens = handle.kv_pool_tokens;
+        st.kv_pool_source = handle.kv_pool_source.clone();
+        st.telemetry_source = tel.source_name().map(str::to_string);
+    }
+    let mut builder = Builder {
+        workload: plan.workload.clone(),
+        model: handle.model.clone(),
+        api: handle.api,
+        tokens_per_word: 1.0,
+    };
+    if let Some(tpw) = calibrate(&builder, &ctx.client, &handle.base_url).await {
+        builder.tokens_per_word = tpw;
+    }
+    let target = Target::new(&handle.base_url, handle.api.path(), handle.api_key.as_deref());
+    let limits = Limits {
+        request_timeout: plan.request_timeout,
+        stall_timeout: plan.stall_timeout,
+        sse: SseLimits::default(),
+    };
+    for (pi, &x) in plan.points.iter().enumerate() {
+        for t in 0..plan.trials {
+            if ctx.stopped() {
+                return Ok(handle);
+            }
+            if ctx.sweep.is_complete(name, x, t) {
+                continue;
+            }
+            let cooldown_wait_s = match &plan.telemetry.cooldown {
+                Some(c) => tel.cooldown(c).await,
+                None => None,
+            };
+            // Requests: the same on every engine; different per trial and load level.
+            let stream = (pi as u64) << 32 | t as u64;
+            if plan.warmup_requests > 0 {
+                let warm = Trial {
+                    engine: name.into(),
+                    x,
+                    index: t,
+                    mode: LoadMode::Concurrency,
+                    max_concurrency: None,
+                    offsets: Vec::new(),
+                    requests: builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream),
+                    limits,
+                    timeout: plan.trial_timeout,
+                };
+                run_trial(ctx.client.clone(), target.clone(), warm, ctx.stop.clone(), Box::new(|_| {})).await;
+            }
+            let requests = builder.build(plan.requests_per_trial, plan.seed, stream);
+            let offsets = match plan.mode {
+                LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ stream),
+                LoadMode::Concurrency => Vec::new(),
+            };
+            let trial = Trial {
+                engine: name.into(),
+                x,
+                index: t,
+                mode: plan.mode,
+                max_concurrency: plan.max_concurrency,
+                offsets,
+                requests,
+                limits,
+                timeout: plan.trial_timeout,
+            };
+            let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
+            let (bar, on_record) = progress::trial_bar(ctx.opts.progress, label, plan.requests_per_trial as u64);
+            let spec_before = handle.scrape_spec_counters().await;
+            let sampler = tel.start_trial();
+            let records = run_trial(ctx.client.clone(), target.clone(), trial, ctx.stop.clone(), on_record).await;
+            let samples = sampler.finish().await;
+            let spec_after = handle.scrape_spec_counters().await;
+            bar.finish_and_clear();
+            let died = handle.exit_status();
+            let metrics = trial_metrics(&records, &plan.slo);
+            let interrupted = ctx.stopped();
+            let status = if died.is_some() || interrupted { RunStatus::Partial } else { RunStatus::Complete };
+            let error = match (&died, interrupted) {
+                (Some(s), _) => Some(format!("the engine exited during the trial ({s})")),
+                (None, true) => Some("interrupted".into()),
+                _ => None,
+            };
+            let spec_decode = match (spec_before, spec_after) {
+                (Some(a), Some(b)) if b.draft_tokens > a.draft_tokens => {
+                    let d = b.draft_tokens - a.draft_tokens;
+                    let acc = (b.accepted_tokens - a.accepted_tokens).max(0.0);
+                    Some(report::SpecDecode { draft_tokens: d, accepted_tokens: acc, acceptance_rate: Some(acc / d) })
+                }
+                _ => None,
+            };
+            let info = TrialInfo {
+                index: t,
+                status,
+                duration_s: metrics.duration_s,
+                completed: metrics.completed,
+                failed: metrics.failed,
+                good: metrics.good,
+                error,
+                cooldown_wait_s,
+                spec_decode,
+                gpu_samples: telemetry::to_report_samples(&samples),
+            };
+            // Durable order: records first, then the report that refers to them.
+            ctx.records.append(&records).with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
+            say!(
+                ctx.opts,
+                "{name} x={x} trial {}/{}: {} ok, {} failed, {} good{}",
+                t + 1,
+                plan.trials,
+                metrics.completed,
+                metrics.failed,
+                metrics.good,
+                info.error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
+            );
+            ctx.sweep.add_trial(name, x, TrialState { metrics, info, samples });
+            ctx.save()?;
+            if let Some(status) = died {
+                let failure = EngineFailure {
+                    kind: "died_during_trial".into(),
+                    message: format!("{name} exited during trial {} at x={x}", t + 1),
+                    exit_status: Some(status),
+                    log_tail: handle.log_tail(20),
+                };
+                say!(ctx.opts, "{name}: {}", failure.message);
+                ctx.sweep.engine(name).error = Some(failure);
+                ctx.save()?;
+                return Ok(handle);
+            }
+        }
+    }
+    Ok(handle)
+}

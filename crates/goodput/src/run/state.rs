@@ -1,0 +1,205 @@
+//! The sweep's state: finished trials per engine and load level, turned into a
+//! report after every trial, and rebuilt from the files on resume.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use report::{EngineFailure, EngineResult, Report, RunStatus, SpecDecode, TrialInfo};
+
+use crate::metrics::{point_summary, trial_metrics, TrialMetrics};
+use crate::plan::Plan;
+use crate::profile::LoadMode;
+use crate::record::RequestRecord;
+use crate::telemetry;
+
+/// One finished (or failed) trial.
+#[derive(Debug, Clone)]
+pub struct TrialState {
+    /// Derived metrics.
+    pub metrics: TrialMetrics,
+    /// Details for the report.
+    pub info: TrialInfo,
+    /// GPU samples.
+    pub samples: Vec<telemetry::Sample>,
+}
+
+/// Everything measured for one engine.
+#[derive(Debug, Clone, Default)]
+pub struct EngineState {
+    /// KV pool and where it came from.
+    pub kv_pool_tokens: Option<u64>,
+    /// Source of the KV pool figure.
+    pub kv_pool_source: Option<String>,
+    /// Why the engine failed, if it did.
+    pub error: Option<EngineFailure>,
+    /// Telemetry source name (`nvml`, `sim`...), when sampling worked.
+    pub telemetry_source: Option<String>,
+    /// Trials by load level (key: x bits) then trial index.
+    pub points: BTreeMap<u64, BTreeMap<u32, TrialState>>,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, Default)]
+pub struct Sweep {
+    /// Engines in the order they ran.
+    pub engines: IndexMap<String, EngineState>,
+}
+
+fn key(x: f64) -> u64 {
+    x.to_bits()
+}
+
+impl Sweep {
+    /// The state of an engine, created on first use.
+    pub fn engine(&mut self, name: &str) -> &mut EngineState {
+        self.engines.entry(name.to_string()).or_default()
+    }
+
+    /// True when trial `t` at `x` of `engine` finished completely.
+    pub fn is_complete(&self, engine: &str, x: f64, t: u32) -> bool {
+        self.engines
+            .get(engine)
+            .and_then(|e| e.points.get(&key(x)))
+            .and_then(|p| p.get(&t))
+            .is_some_and(|s| s.info.status == RunStatus::Complete)
+    }
+
+    /// True when every planned trial of `engine` is complete.
+    pub fn engine_done(&self, plan: &Plan, engine: &str) -> bool {
+        plan.points
+            .iter()
+            .all(|&x| (0..plan.trials).all(|t| self.is_complete(engine, x, t)))
+    }
+
+    /// Records a finished trial.
+    pub fn add_trial(&mut self, engine: &str, x: f64, state: TrialState) {
+        self.engine(engine)
+            .points
+            .entry(key(x))
+            .or_default()
+            .insert(state.info.index, state);
+    }
+
+    /// The report as of now.
+    pub fn report(&self, plan: &Plan) -> Report {
+        let mut load = IndexMap::new();
+        for (name, e) in &self.engines {
+            let mut points = Vec::new();
+            for (&k, trials) in &e.points {
+                let x = f64::from_bits(k);
+                let done: Vec<&TrialState> = trials
+                    .values()
+                    .filter(|t| t.info.status == RunStatus::Complete)
+                    .collect();
+                let metrics: Vec<TrialMetrics> = done.iter().map(|t| t.metrics.clone()).collect();
+                let mut p = point_summary(x, &metrics, &plan.quantiles, plan.mode == LoadMode::Rate);
+                p.planned_trials = Some(plan.trials);
+                p.status = Some(if done.len() as u32 >= plan.trials {
+                    RunStatus::Complete
+                } else {
+                    RunStatus::Partial
+                });
+                let samples: Vec<Vec<telemetry::Sample>> = done
+                    .iter()
+                    .filter(|t| !t.samples.is_empty())
+                    .map(|t| t.samples.clone())
+                    .collect();
+                p.gpu = telemetry::summarize(&samples, e.telemetry_source.as_deref().unwrap_or("unknown"));
+                p.spec_decode = sum_spec(done.iter().filter_map(|t| t.info.spec_decode.as_ref()));
+                p.trials = trials.values().map(|t| t.info.clone()).collect();
+                points.push(p);
+            }
+            load.insert(
+                name.clone(),
+                EngineResult {
+                    kv_pool_tokens: e.kv_pool_tokens,
+                    points,
+                    kv_pool_source: e.kv_pool_source.clone(),
+                    error: e.error.clone(),
+                    extra: Default::default(),
+                },
+            );
+        }
+        Report {
+            profile: plan.name.clone(),
+            slo: report::Slo {
+                ttft_ms: plan.slo.ttft_ms,
+                tpot_ms: plan.slo.tpot_ms,
+                e2el_ms: plan.slo.e2el_ms,
+                extra: Default::default(),
+            },
+            environment: None,
+            quantiles: plan.quantiles.clone(),
+            load,
+            run: None,
+            extra: Default::default(),
+        }
+    }
+
+    /// Rebuilds the state of complete trials from a previous report and its records.
+    /// Records of trials the report does not list as complete are dropped (they were
+    /// in flight when the previous run stopped).
+    pub fn restore(plan: &Plan, old: &Report, records: Vec<RequestRecord>) -> (Sweep, Vec<RequestRecord>) {
+        let mut sweep = Sweep::default();
+        let mut by_trial: BTreeMap<(String, u64, u32), Vec<RequestRecord>> = BTreeMap::new();
+        for r in records {
+            by_trial.entry((r.engine.clone(), key(r.x), r.trial)).or_default().push(r);
+        }
+        let mut kept = Vec::new();
+        for (name, e) in &old.load {
+            if !plan.engines.contains_key(name) {
+                continue;
+            }
+            for p in &e.points {
+                for info in p.trials.iter().filter(|t| t.status == RunStatus::Complete) {
+                    let Some(recs) = by_trial.remove(&(name.clone(), key(p.x), info.index)) else {
+                        continue;
+                    };
+                    let st = sweep.engine(name);
+                    st.kv_pool_tokens = e.kv_pool_tokens;
+                    st.kv_pool_source = e.kv_pool_source.clone();
+                    if let Some(g) = &p.gpu {
+                        st.telemetry_source = g.source.clone();
+                    }
+                    let state = TrialState {
+                        metrics: trial_metrics(&recs, &plan.slo),
+                        info: info.clone(),
+                        samples: info.gpu_samples.iter().map(sample_from_report).collect(),
+                    };
+                    kept.extend(recs);
+                    sweep.add_trial(name, p.x, state);
+                }
+            }
+        }
+        (sweep, kept)
+    }
+}
+
+fn sum_spec<'a>(it: impl Iterator<Item = &'a SpecDecode>) -> Option<SpecDecode> {
+    let mut total: Option<SpecDecode> = None;
+    for s in it {
+        let t = total.get_or_insert_with(SpecDecode::default);
+        t.draft_tokens += s.draft_tokens;
+        t.accepted_tokens += s.accepted_tokens;
+    }
+    if let Some(t) = total.as_mut() {
+        t.acceptance_rate = (t.draft_tokens > 0.0).then(|| t.accepted_tokens / t.draft_tokens);
+    }
+    total
+}
+
+/// A telemetry sample back from the report (fields the report does not keep are unknown).
+fn sample_from_report(g: &report::GpuSample) -> telemetry::Sample {
+    telemetry::Sample {
+        t_s: g.t_s,
+        sm_mhz: g.sm_mhz,
+        mem_mhz: None,
+        max_sm_mhz: None,
+        temp_c: g.temp_c,
+        power_w: g.power_w,
+        power_limit_w: None,
+        mem_used_mib: None,
+        util_pct: None,
+        thermal: g.thermal,
+    }
+}

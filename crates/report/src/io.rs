@@ -1,0 +1,163 @@
+//! Reading and writing reports.
+//!
+//! Writing is atomic: the report goes to a temporary file in the same directory,
+//! which is flushed to disk and renamed over the target, so a crash leaves either
+//! the old report or the new one, never half of one.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::types::Report;
+
+/// Largest report file goodput reads (a report is a few hundred KiB at most).
+pub const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Errors reading or writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file is not a report.
+    #[error("{path}: not a goodput report: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Where and why parsing failed (line and column).
+        source: serde_json::Error,
+    },
+    /// The file is larger than [`MAX_REPORT_BYTES`].
+    #[error("{path}: {size} bytes is larger than the {MAX_REPORT_BYTES}-byte limit for a report")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+}
+
+/// Parses a report from JSON text.
+pub fn parse_report(text: &str) -> Result<Report, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+/// Reads a report file.
+pub fn read_report(path: &Path) -> Result<Report, ReportError> {
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let size = fs::metadata(path).map_err(io)?.len();
+    if size > MAX_REPORT_BYTES {
+        return Err(ReportError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+        });
+    }
+    let text = fs::read_to_string(path).map_err(io)?;
+    parse_report(&text).map_err(|source| ReportError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Serialises a report as pretty JSON (one-space indent, like the reference).
+pub fn to_json(report: &Report) -> String {
+    let mut buf = Vec::new();
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    // Serialising our own types to a Vec cannot fail (no maps with non-string keys).
+    if serde::Serialize::serialize(report, &mut ser).is_err() {
+        return String::from("{}");
+    }
+    buf.push(b'\n');
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+/// Writes `report` to `path` atomically (temporary file, fsync, rename).
+pub fn write_report_atomic(path: &Path, report: &Report) -> Result<(), ReportError> {
+    write_atomic(path, to_json(report).as_bytes())
+}
+
+/// Writes bytes to `path` atomically (temporary file, fsync, rename, fsync dir).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(io)?;
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REFERENCE: &str = include_str!("../../../tests/data/l4-gpu1-vllm.json");
+
+    #[test]
+    fn reference_round_trips_with_every_field_and_value() {
+        let report = parse_report(REFERENCE).expect("reference parses");
+        let written = to_json(&report);
+        let a: serde_json::Value = serde_json::from_str(REFERENCE).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&written).unwrap();
+        assert_eq!(a, b);
+        // Also textually identical: same key order, same number spelling.
+        assert_eq!(written.trim_end(), REFERENCE.trim_end());
+    }
+
+    #[test]
+    fn unknown_fields_survive() {
+        let mut v: serde_json::Value = serde_json::from_str(REFERENCE).unwrap();
+        v["future_field"] = serde_json::json!({"a": 1});
+        v["load"]["vllm-ngram"]["points"][0]["new_metric"] = serde_json::json!(3.5);
+        let report: Report = serde_json::from_value(v.clone()).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&to_json(&report)).unwrap();
+        assert_eq!(v, back);
+    }
+
+    #[test]
+    fn atomic_write_then_read() {
+        let dir = std::env::temp_dir().join(format!("goodput-report-io-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        let report = parse_report(REFERENCE).unwrap();
+        write_report_atomic(&path, &report).unwrap();
+        assert_eq!(read_report(&path).unwrap(), report);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn garbage_is_an_error_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("goodput-report-bad-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.json");
+        fs::write(&path, "{\"profile\": 3}").unwrap();
+        let err = read_report(&path).unwrap_err().to_string();
+        assert!(err.contains("bad.json"), "{err}");
+        assert!(err.contains("line 1"), "{err}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,22 @@
+//! The goodput report: the file `goodput run` writes and every renderer reads.
+//!
+//! The shape is that of the reference report (`shared/reference/l4-gpu1-vllm.json`):
+//! every field it has keeps its name, type and position. goodput adds facts only in
+//! *additive* fields, which are omitted when empty, so a reader of the reference
+//! format reads ours, and we read theirs. Unknown fields are kept (`extra`) and
+//! written back, so reading and rewriting a report preserves it.
+//!
+//! This crate knows nothing about how the numbers were measured.
+//!
+//! # Layout
+//! - [`types`]: the report, field by field.
+//! - [`stats`]: `{median,min,max,n}` summaries and the two quantile rules.
+//! - [`io`]: reading and atomic writing.
+
+pub mod io;
+pub mod stats;
+pub mod types;
+
+pub use io::{read_report, write_report_atomic, ReportError};
+pub use stats::{quantile_linear, quantile_lower, Stat};
+pub use types::*;

@@ -1,0 +1,135 @@
+//! Summary statistics used in reports.
+//!
+//! Two quantile rules, both as numpy names them:
+//! - [`quantile_linear`]: numpy's default (`method="linear"`, Hyndman & Fan type 7):
+//!   `h = q (n-1)`, interpolate between `sorted[floor h]` and `sorted[ceil h]`.
+//!   Used for the per-trial scalars (median and p99 of TTFT, TPOT, ITL, E2EL) and for
+//!   the median over trials in [`Stat`].
+//! - [`quantile_lower`]: numpy's `method="lower"`: `sorted[floor(q (n-1))]`. Used for
+//!   the pooled quantile grids (`ttft_quantiles_ms`, `tpot_quantiles_ms`), as in the
+//!   reference report.
+//!
+//! Both take an already sorted slice without NaN; callers sort once with [`sort_values`].
+
+use serde::{Deserialize, Serialize};
+
+/// Sorts values ascending, dropping NaN (a NaN is never a measurement).
+pub fn sort_values(values: &mut Vec<f64>) {
+    values.retain(|v| !v.is_nan());
+    values.sort_by(f64::total_cmp);
+}
+
+/// numpy's default quantile (linear interpolation) of an ascending slice.
+/// `None` when the slice is empty. `q` is clamped to `[0, 1]`.
+pub fn quantile_linear(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let h = q.clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    let (a, b) = (sorted[lo.min(n - 1)], sorted[hi.min(n - 1)]);
+    Some(a + (h - lo as f64) * (b - a))
+}
+
+/// numpy's "lower" quantile: `sorted[floor(q (n-1))]`. `None` when empty.
+pub fn quantile_lower(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let idx = (q.clamp(0.0, 1.0) * (n - 1) as f64).floor() as usize;
+    Some(sorted[idx.min(n - 1)])
+}
+
+/// One scalar summarised over the trials of a load point: `{median, min, max, n}`.
+///
+/// `n` is the number of trials that produced the scalar; `median` uses
+/// [`quantile_linear`] (the mean of the middle two for an even `n`). When no trial
+/// produced it, `n = 0` and the three values are `null`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Stat {
+    /// Median over trials.
+    pub median: Option<f64>,
+    /// Smallest trial value.
+    pub min: Option<f64>,
+    /// Largest trial value.
+    pub max: Option<f64>,
+    /// Trials that produced a value.
+    pub n: u32,
+}
+
+impl Stat {
+    /// Summarises per-trial values; `None` entries (a trial that produced no value)
+    /// are not counted.
+    pub fn from_trials<I: IntoIterator<Item = Option<f64>>>(values: I) -> Stat {
+        let mut v: Vec<f64> = values.into_iter().flatten().collect();
+        sort_values(&mut v);
+        Stat {
+            median: quantile_linear(&v, 0.5),
+            min: v.first().copied(),
+            max: v.last().copied(),
+            n: v.len() as u32,
+        }
+    }
+
+    /// True when the trial ranges `[min, max]` of two summaries overlap.
+    pub fn overlaps(&self, other: &Stat) -> bool {
+        match (self.min, self.max, other.min, other.max) {
+            (Some(a0), Some(a1), Some(b0), Some(b1)) => a0 <= b1 && b0 <= a1,
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_matches_numpy() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        // numpy.quantile([1,2,3,4], 0.5) == 2.5; 0.99 -> 3.97
+        assert_eq!(quantile_linear(&v, 0.5), Some(2.5));
+        assert!((quantile_linear(&v, 0.99).unwrap() - 3.97).abs() < 1e-12);
+        assert_eq!(quantile_linear(&v, 0.0), Some(1.0));
+        assert_eq!(quantile_linear(&v, 1.0), Some(4.0));
+        assert_eq!(quantile_linear(&[7.0], 0.99), Some(7.0));
+        assert_eq!(quantile_linear(&[], 0.5), None);
+    }
+
+    #[test]
+    fn lower_matches_numpy() {
+        let v: Vec<f64> = (0..32).map(f64::from).collect();
+        // floor(0.02 * 31) = 0, floor(0.04*31) = 1, floor(0.5*31) = 15, floor(0.98*31)=30
+        assert_eq!(quantile_lower(&v, 0.02), Some(0.0));
+        assert_eq!(quantile_lower(&v, 0.04), Some(1.0));
+        assert_eq!(quantile_lower(&v, 0.5), Some(15.0));
+        assert_eq!(quantile_lower(&v, 0.98), Some(30.0));
+        assert_eq!(quantile_lower(&v, 1.0), Some(31.0));
+        assert_eq!(quantile_lower(&[], 1.0), None);
+    }
+
+    #[test]
+    fn stat_over_trials() {
+        let s = Stat::from_trials([Some(3.0), None, Some(1.0)]);
+        assert_eq!(s.n, 2);
+        assert_eq!(s.median, Some(2.0));
+        assert_eq!((s.min, s.max), (Some(1.0), Some(3.0)));
+        let empty = Stat::from_trials([None]);
+        assert_eq!(empty.n, 0);
+        assert_eq!(empty.median, None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn quantiles_are_within_range(mut v in proptest::collection::vec(-1e9f64..1e9, 1..200), q in 0.0f64..=1.0) {
+            sort_values(&mut v);
+            let lin = quantile_linear(&v, q).unwrap();
+            let low = quantile_lower(&v, q).unwrap();
+            proptest::prop_assert!(lin >= v[0] && lin <= v[v.len()-1]);
+            proptest::prop_assert!(low <= lin + 1e-6 * lin.abs().max(1.0));
+        }
+    }
+}

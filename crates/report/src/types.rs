@@ -1,0 +1,422 @@
+//! The report, field by field.
+//!
+//! Fields without a "goodput addition" note are the reference format's own. Additive
+//! fields are skipped when empty so that a report without them is byte-for-byte the
+//! reference shape; `extra` keeps anything this version does not know.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::stats::Stat;
+
+/// Version tag written in [`RunInfo::schema`].
+pub const SCHEMA: &str = "goodput-report/1";
+
+/// A whole benchmark report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Name of the run profile (`name` in the profile TOML).
+    pub profile: String,
+    /// The service-level objective a request must meet to count as good.
+    pub slo: Slo,
+    /// What ran where: tool, host, GPUs, engines. `null` in the reference.
+    pub environment: Option<Environment>,
+    /// The quantile grid of `*_quantiles_ms` (0.0 to 1.0 in steps of 0.02 by default).
+    pub quantiles: Vec<f64>,
+    /// Results per engine, in the order the engines ran.
+    pub load: IndexMap<String, EngineResult>,
+    /// goodput addition: how the run was done and whether it finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunInfo>,
+    /// Fields this version does not know, preserved on rewrite.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The SLO: a request is good when it succeeded and every given bound holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    /// Upper bound on time to first token, milliseconds.
+    pub ttft_ms: f64,
+    /// Upper bound on time per output token, milliseconds.
+    pub tpot_ms: f64,
+    /// goodput addition: optional upper bound on end-to-end latency, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2el_ms: Option<f64>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// goodput addition: how the run was made and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RunInfo {
+    /// Format version, [`SCHEMA`].
+    pub schema: String,
+    /// `complete`, `partial` (interrupted or trials failed) or `running`.
+    pub status: RunStatus,
+    /// Why the run is not complete, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `concurrency` (x = requests in flight) or `rate` (x = requests per second).
+    pub load_mode: String,
+    /// Trials planned per load point.
+    pub planned_trials: u32,
+    /// Measured requests per trial.
+    pub requests_per_trial: u32,
+    /// Requests sent before each trial and not measured.
+    #[serde(default)]
+    pub warmup_requests: u32,
+    /// Seed of workload and arrival generation.
+    #[serde(default)]
+    pub seed: u64,
+    /// The workload, as the profile described it.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub workload: Value,
+    /// The raw per-request records, relative to the report's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_file: Option<String>,
+    /// Unix time (seconds) when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
+    /// Unix time (seconds) when the report was last written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_unix_s: Option<f64>,
+    /// Things the reader should know that are not per point (e.g. "no GPU telemetry").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Whether a run, point or trial finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every planned trial ran.
+    #[default]
+    Complete,
+    /// Some planned trials did not run or failed.
+    Partial,
+    /// The run is in progress (a report written between trials).
+    Running,
+}
+
+/// Results of one engine (configuration).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineResult {
+    /// KV-cache capacity in tokens the engine reported (or the profile gave).
+    pub kv_pool_tokens: Option<u64>,
+    /// One entry per load level, in increasing order of `x`.
+    pub points: Vec<Point>,
+    /// goodput addition: where `kv_pool_tokens` came from (`vllm-log`, `vllm-metrics`,
+    /// `sglang-log`, `llama-cpp-props`, `sim`, `profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_pool_source: Option<String>,
+    /// goodput addition: the engine failed to start, become ready, or died.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<EngineFailure>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// goodput addition: why an engine produced no (or fewer) results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct EngineFailure {
+    /// `unreachable`, `launch`, `ready_timeout`, `exited`, `died_during_trial`.
+    pub kind: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// Exit status of the engine process, when it exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<String>,
+    /// Last lines of the engine's log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_tail: Vec<String>,
+}
+
+/// One load level of one engine, summarised over its trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Load level: concurrency (closed loop) or requests/s (open loop).
+    pub x: f64,
+    /// Output tokens per second of trial duration.
+    pub output_throughput: Stat,
+    /// Median TTFT of each trial, ms.
+    pub median_ttft_ms: Stat,
+    /// p99 TTFT of each trial, ms.
+    pub p99_ttft_ms: Stat,
+    /// Median TPOT of each trial, ms.
+    pub median_tpot_ms: Stat,
+    /// p99 TPOT of each trial, ms.
+    pub p99_tpot_ms: Stat,
+    /// p99 ITL of each trial (gaps pooled over the trial's requests), ms.
+    pub p99_itl_ms: Stat,
+    /// Median ITL of each trial, ms.
+    pub median_itl_ms: Stat,
+    /// Good requests per second of trial duration.
+    pub goodput_rps: Stat,
+    /// Completed requests per second of trial duration.
+    pub request_throughput: Stat,
+    /// Requests completed successfully, one entry per trial.
+    pub completed: Vec<u64>,
+    /// GPU telemetry over the point's trials; `null` when none was sampled.
+    pub gpu: Option<GpuSummary>,
+    /// TTFT grid over all successful requests of all trials ("lower" rule), ms.
+    pub ttft_quantiles_ms: Vec<f64>,
+    /// TPOT grid over the same requests ("lower" rule), ms.
+    pub tpot_quantiles_ms: Vec<f64>,
+
+    /// goodput addition: `complete` when every planned trial produced results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<RunStatus>,
+    /// goodput addition: trials planned for this point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_trials: Option<u32>,
+    /// goodput addition: good requests (met the SLO), one entry per trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub good: Option<Vec<u64>>,
+    /// goodput addition: failed requests, one entry per trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<Vec<u64>>,
+    /// goodput addition: failed requests by error kind, over all trials.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub errors: IndexMap<String, u64>,
+    /// goodput addition: requests whose output token count was estimated from
+    /// chunks because the server sent no usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_tokens: Option<u64>,
+    /// goodput addition: median end-to-end latency of each trial, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_e2el_ms: Option<Stat>,
+    /// goodput addition: p99 end-to-end latency of each trial, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_e2el_ms: Option<Stat>,
+    /// goodput addition: mean prompt tokens per request of each trial (from usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_input_tokens: Option<Stat>,
+    /// goodput addition: mean output tokens per request of each trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_output_tokens: Option<Stat>,
+    /// goodput addition (rate mode): requests/s offered by the schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rate: Option<f64>,
+    /// goodput addition (rate mode): requests actually sent per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_rate: Option<Stat>,
+    /// goodput addition: p99 of (sent - scheduled) per trial, ms: client lag, and in
+    /// rate mode with `max_concurrency`, the wait for a free slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_send_lag_ms: Option<Stat>,
+    /// goodput addition: speculative-decoding acceptance scraped from `/metrics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecode>,
+    /// goodput addition: per-trial details, in trial order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<TrialInfo>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// GPU telemetry of one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuSummary {
+    /// Median SM clock of each trial's samples, MHz.
+    pub median_sm_mhz: Stat,
+    /// Hottest sample of the point, Celsius.
+    pub max_temp_c: Option<f64>,
+    /// Share of samples with a thermal slowdown reason active (hardware or software).
+    pub thermal_share: Option<f64>,
+    /// goodput addition: the GPU's maximum SM clock, MHz (to judge throttling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<f64>,
+    /// goodput addition: median power draw of each trial, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_power_w: Option<Stat>,
+    /// goodput addition: power limit, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    /// goodput addition: most GPU memory used in any sample, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_memory_used_mib: Option<f64>,
+    /// goodput addition: samples taken over the point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    /// goodput addition: `nvml`, `nvidia-smi` or `sim`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// goodput addition: speculative decoding counters over a point (deltas of the
+/// engine's `/metrics` counters between the start and end of each trial, summed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SpecDecode {
+    /// Draft tokens proposed.
+    pub draft_tokens: f64,
+    /// Draft tokens accepted.
+    pub accepted_tokens: f64,
+    /// accepted / drafted.
+    pub acceptance_rate: Option<f64>,
+}
+
+/// goodput addition: what happened in one trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct TrialInfo {
+    /// 0-based trial index.
+    pub index: u32,
+    /// `complete`, or `partial` when the trial was cut short or failed.
+    pub status: RunStatus,
+    /// First send to last completion, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// Successful requests.
+    pub completed: u64,
+    /// Failed requests.
+    pub failed: u64,
+    /// Good requests.
+    pub good: u64,
+    /// Why the trial failed or is partial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Seconds spent waiting for the GPU to cool down before the trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_wait_s: Option<f64>,
+    /// Speculative-decoding counter deltas over the trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecode>,
+    /// GPU samples taken during the trial (time relative to trial start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_samples: Vec<GpuSample>,
+}
+
+/// goodput addition: one GPU telemetry sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuSample {
+    /// Seconds since the trial started.
+    pub t_s: f64,
+    /// SM clock, MHz.
+    pub sm_mhz: Option<f64>,
+    /// Temperature, Celsius.
+    pub temp_c: Option<f64>,
+    /// Power draw, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    /// A thermal slowdown reason was active.
+    #[serde(default)]
+    pub thermal: bool,
+}
+
+/// goodput addition to the reference: what ran where. `null` in the reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Environment {
+    /// goodput's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_version: Option<String>,
+    /// goodput's git commit, when built from a checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+    /// The machine that ran goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
+    /// GPUs visible to goodput.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuInfo>,
+    /// Per engine: how it was started and what it serves.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub engines: IndexMap<String, EngineEnv>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The host that ran goodput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostInfo {
+    /// CPU model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// Logical CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// Memory, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+    /// Operating system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// Kernel release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuInfo {
+    /// Index as the driver numbers it.
+    pub index: u32,
+    /// Product name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Driver version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// CUDA version the driver supports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_version: Option<String>,
+    /// Memory, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<f64>,
+    /// Power limit, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    /// Maximum SM clock, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<f64>,
+    /// Maximum memory clock, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mem_clock_mhz: Option<f64>,
+}
+
+/// One engine as it was run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct EngineEnv {
+    /// `vllm`, `sglang`, `llama-cpp`, `sim` or `url`.
+    pub kind: String,
+    /// Base URL requests went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `completions` or `chat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// The command line that started it, secrets redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// The engine's own version string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The served model id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Detected KV pool, tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_pool_tokens: Option<u64>,
+    /// Engine log file, relative to the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<String>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The default quantile grid: 0.0 to 1.0 in steps of 0.02 (51 points), each value
+/// rounded to two decimals so it prints as the reference's does.
+pub fn default_quantiles() -> Vec<f64> {
+    (0..=50).map(|i| (i as f64 * 2.0).round() / 100.0).collect()
+}
