@@ -1,0 +1,346 @@
+//! Comparing results: reports against the first one, or, with one report, its
+//! engines against its first engine. Points are matched by engine name and `x`.
+//!
+//! A change is "not significant" when the trial ranges `[min, max]` of the two sides
+//! overlap or either side has fewer than two trials: with so few trials, ranges that
+//! touch are the most that can be said.
+
+use report::{EngineResult, Point, Report, Stat};
+
+use super::text::{align, num, stat_full, x_label, Cell, Line, Style};
+
+/// Whether a metric is better when lower (latency) or higher (throughput).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Lower is better.
+    Lower,
+    /// Higher is better.
+    Higher,
+}
+
+/// A compared metric: its name, where it is in a point, and which way is better.
+pub struct Metric {
+    /// Display name.
+    pub name: &'static str,
+    /// The statistic in a point.
+    pub get: fn(&Point) -> &Stat,
+    /// Which way is better.
+    pub better: Better,
+}
+
+/// The metrics `compare` shows, in order.
+pub const METRICS: [Metric; 6] = [
+    Metric {
+        name: "median TTFT ms",
+        get: |p| &p.median_ttft_ms,
+        better: Better::Lower,
+    },
+    Metric {
+        name: "p99 TTFT ms",
+        get: |p| &p.p99_ttft_ms,
+        better: Better::Lower,
+    },
+    Metric {
+        name: "median TPOT ms",
+        get: |p| &p.median_tpot_ms,
+        better: Better::Lower,
+    },
+    Metric {
+        name: "median ITL ms",
+        get: |p| &p.median_itl_ms,
+        better: Better::Lower,
+    },
+    Metric {
+        name: "output tok/s",
+        get: |p| &p.output_throughput,
+        better: Better::Higher,
+    },
+    Metric {
+        name: "goodput req/s",
+        get: |p| &p.goodput_rps,
+        better: Better::Higher,
+    },
+];
+
+/// The verdict on one metric at one load level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// `(candidate - baseline) / baseline` in percent; `None` when the baseline is 0
+    /// or either value is unknown.
+    pub percent: Option<f64>,
+    /// `Some(true)` better, `Some(false)` worse, `None` the same or unknown.
+    pub better: Option<bool>,
+    /// The trial ranges are apart and both sides have at least two trials.
+    pub significant: bool,
+    /// Both medians are known.
+    pub known: bool,
+}
+
+/// Compares one statistic of a candidate against a baseline.
+pub fn change(base: &Stat, cand: &Stat, better: Better) -> Change {
+    let (b, c) = match (base.median, cand.median) {
+        (Some(b), Some(c)) => (b, c),
+        _ => {
+            return Change {
+                percent: None,
+                better: None,
+                significant: false,
+                known: false,
+            }
+        }
+    };
+    let percent = (b != 0.0).then(|| (c - b) / b.abs() * 100.0);
+    let dir = if c == b {
+        None
+    } else {
+        Some((c < b) == (better == Better::Lower))
+    };
+    Change {
+        percent,
+        better: dir,
+        significant: base.n >= 2 && cand.n >= 2 && !base.overlaps(cand),
+        known: true,
+    }
+}
+
+impl Change {
+    /// `-2.6%`, `+3.1%`, `from 0` or `-`.
+    pub fn percent_text(&self, base: &Stat) -> String {
+        match (self.percent, base.median) {
+            (Some(p), _) => format!("{}{}%", if p > 0.0 { "+" } else { "" }, num(p)),
+            (None, Some(_)) if self.better.is_some() => "from 0".into(),
+            (None, Some(_)) => "0%".into(),
+            _ => "-".into(),
+        }
+    }
+
+    /// `better`, `worse, not significant`, `same`, `unknown`; and its style.
+    pub fn verdict(&self) -> (String, Style) {
+        let (word, style) = match self.better {
+            Some(true) => ("better", Style::Good),
+            Some(false) => ("worse", Style::Bad),
+            None if self.known => ("same", Style::Plain),
+            None => ("unknown", Style::Dim),
+        };
+        if self.better.is_some() && !self.significant {
+            (format!("{word}, not significant"), Style::Dim)
+        } else {
+            (word.to_string(), style)
+        }
+    }
+}
+
+/// One side of a comparison: a label (file or engine) and an engine's results.
+struct Side<'a> {
+    label: String,
+    engine: &'a str,
+    result: &'a EngineResult,
+}
+
+#[derive(Default)]
+struct Tally {
+    better: usize,
+    worse: usize,
+    not_significant: usize,
+}
+
+fn same_x(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+fn compare_engines(
+    base: &Side,
+    cand: &Side,
+    lines: &mut Vec<Line>,
+    notes: &mut Vec<String>,
+    tally: &mut Tally,
+) {
+    let mut first_row = true;
+    for bp in &base.result.points {
+        let Some(cp) = cand.result.points.iter().find(|c| same_x(c.x, bp.x)) else {
+            notes.push(format!(
+                "{} x={}: only in {}",
+                base.engine,
+                x_label(bp.x),
+                base.label
+            ));
+            continue;
+        };
+        for (i, m) in METRICS.iter().enumerate() {
+            let (bs, cs) = ((m.get)(bp), (m.get)(cp));
+            let ch = change(bs, cs, m.better);
+            let (verdict, style) = ch.verdict();
+            match (ch.better, ch.significant) {
+                (Some(true), true) => tally.better += 1,
+                (Some(false), true) => tally.worse += 1,
+                (Some(_), false) => tally.not_significant += 1,
+                _ => {}
+            }
+            let engine = if first_row {
+                cand.engine.to_string()
+            } else {
+                String::new()
+            };
+            first_row = false;
+            let x = if i == 0 { x_label(bp.x) } else { String::new() };
+            lines.push(Line::Cells(vec![
+                Cell::plain(engine),
+                Cell::plain(x),
+                Cell::plain(m.name),
+                Cell::plain(stat_full(bs)),
+                Cell::plain(stat_full(cs)),
+                Cell::styled(ch.percent_text(bs), style),
+                Cell::styled(verdict, style),
+            ]));
+        }
+    }
+    for cp in &cand.result.points {
+        if !base.result.points.iter().any(|b| same_x(b.x, cp.x)) {
+            notes.push(format!(
+                "{} x={}: only in {}",
+                cand.engine,
+                x_label(cp.x),
+                cand.label
+            ));
+        }
+    }
+}
+
+fn header() -> Line {
+    Line::Cells(
+        [
+            "engine",
+            "x",
+            "metric",
+            "baseline",
+            "candidate",
+            "change",
+            "verdict",
+        ]
+        .iter()
+        .map(|h| Cell::styled(*h, Style::Bold))
+        .collect(),
+    )
+}
+
+fn finish(
+    title: String,
+    lines: Vec<Line>,
+    notes: Vec<String>,
+    tally: Tally,
+    color: bool,
+) -> String {
+    let mut out = Style::Bold.paint(&title, color);
+    out.push('\n');
+    if lines.len() > 1 {
+        out.push_str(&align(&lines, &[2, 6], color));
+        out.push_str(&format!(
+            "Significant: {} better, {} worse; {} changes not significant \
+             (trial ranges overlap or fewer than 2 trials).\n",
+            tally.better, tally.worse, tally.not_significant
+        ));
+    } else {
+        out.push_str("No load level in common.\n");
+    }
+    for n in notes {
+        out.push_str(&format!("  {n}\n"));
+    }
+    out
+}
+
+/// Compares reports. With two or more, each report after the first is compared with
+/// the first (the baseline), engine by engine and load level by load level. With one,
+/// each engine is compared with the report's first engine. Values are medians over
+/// trials with their min–max range; engines and load levels found on one side only
+/// are listed.
+pub fn compare(reports: &[(String, Report)], color: bool) -> String {
+    match reports {
+        [] => "Nothing to compare: give at least one report.\n".into(),
+        [(label, r)] => compare_within(label, r, color),
+        [(base_label, base), rest @ ..] => rest
+            .iter()
+            .map(|(label, cand)| compare_reports(base_label, base, label, cand, color))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn compare_within(label: &str, r: &Report, color: bool) -> String {
+    let mut engines = r.load.iter();
+    let Some((base_name, base_result)) = engines.next() else {
+        return format!("{label}: no engines to compare.\n");
+    };
+    let base = Side {
+        label: base_name.clone(),
+        engine: base_name,
+        result: base_result,
+    };
+    let mut lines = vec![header()];
+    let (mut notes, mut tally) = (Vec::new(), Tally::default());
+    let mut any = false;
+    for (name, result) in engines {
+        any = true;
+        let cand = Side {
+            label: name.clone(),
+            engine: name,
+            result,
+        };
+        if lines.len() > 1 {
+            lines.push(Line::Note(Cell::plain("")));
+        }
+        compare_engines(&base, &cand, &mut lines, &mut notes, &mut tally);
+    }
+    if !any {
+        return format!("{label}: only one engine ({base_name}); nothing to compare.\n");
+    }
+    let title = format!(
+        "{label} (profile {}): each engine against {base_name} (baseline)",
+        r.profile
+    );
+    finish(title, lines, notes, tally, color)
+}
+
+fn compare_reports(
+    base_label: &str,
+    base: &Report,
+    label: &str,
+    cand: &Report,
+    color: bool,
+) -> String {
+    let mut lines = vec![header()];
+    let (mut notes, mut tally) = (Vec::new(), Tally::default());
+    for (name, bres) in &base.load {
+        let Some(cres) = cand.load.get(name) else {
+            notes.push(format!("engine {name}: only in {base_label}"));
+            continue;
+        };
+        if lines.len() > 1 {
+            lines.push(Line::Note(Cell::plain("")));
+        }
+        let b = Side {
+            label: base_label.to_string(),
+            engine: name,
+            result: bres,
+        };
+        let c = Side {
+            label: label.to_string(),
+            engine: name,
+            result: cres,
+        };
+        compare_engines(&b, &c, &mut lines, &mut notes, &mut tally);
+    }
+    for name in cand.load.keys() {
+        if !base.load.contains_key(name) {
+            notes.push(format!("engine {name}: only in {label}"));
+        }
+    }
+    let mut title = format!("{label} (candidate) against {base_label} (baseline)");
+    if base.slo != cand.slo || base.profile != cand.profile {
+        title.push_str(&format!(
+            "\nnote: profiles differ ({} vs {}) or SLOs differ; goodput is not comparable \
+             across SLOs",
+            base.profile, cand.profile
+        ));
+    }
+    finish(title, lines, notes, tally, color)
+}

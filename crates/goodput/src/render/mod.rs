@@ -1,0 +1,127 @@
+//! Rendering reports for people: `show`, `compare`, the HTML page, exports and
+//! warnings. Reads [`report::Report`] values only; knows nothing about how they were
+//! measured.
+//!
+//! # Layout
+//! - [`rows`]: one row per engine x load level, the model every tabular format shares.
+//! - [`table`]: the writers of that model: text table, Markdown, CSV, JSON.
+//! - [`compare`]: two reports (or the engines of one report) side by side.
+//! - [`warnings`]: the rules that flag results not to trust, and their text.
+//! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
+//! - [`text`]: number formatting, colour and column alignment for terminals.
+
+pub mod charts;
+pub mod compare;
+pub mod html;
+pub mod rows;
+pub mod table;
+pub mod text;
+pub mod warnings;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use compare::compare;
+pub use html::html;
+pub use warnings::{warnings_text, Warning, WarningKind};
+
+/// Output format of [`show`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned text table for a terminal, followed by the warnings.
+    Table,
+    /// Markdown table (for READMEs and pull requests), followed by the warnings.
+    Markdown,
+    /// CSV export: one row per engine x load level, full-precision numbers.
+    Csv,
+    /// JSON export: a flat array of row objects with the same keys as the CSV.
+    Json,
+}
+
+/// An unknown format name given to [`Format::from_str`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat(pub String);
+
+impl fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown format `{}` (expected table, markdown, csv or json)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "table" | "text" => Ok(Format::Table),
+            "markdown" | "md" => Ok(Format::Markdown),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            _ => Err(UnknownFormat(s.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Json => "json",
+        })
+    }
+}
+
+/// Renders a report in `format`. `color` adds ANSI colours (table format only:
+/// green where the SLO is met at the median, red where it is missed).
+///
+/// Table and Markdown end with the warnings; CSV and JSON are exports and carry only
+/// the rows.
+pub fn show(report: &report::Report, format: Format, color: bool) -> String {
+    let rows = rows::rows(report);
+    match format {
+        Format::Table => {
+            let mut out = table::header_text(report);
+            out.push('\n');
+            out.push_str(&table::text_table(report, &rows, color));
+            let w = warnings_text(report, color);
+            if !w.is_empty() {
+                out.push('\n');
+                out.push_str(&w);
+            }
+            out
+        }
+        Format::Markdown => {
+            let mut out = table::header_markdown(report);
+            out.push('\n');
+            out.push_str(&table::markdown_table(report, &rows));
+            out.push('\n');
+            out.push_str(&warnings::warnings_markdown(report));
+            out
+        }
+        Format::Csv => table::csv(&rows),
+        Format::Json => table::json(&rows),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_parses_names() {
+        assert_eq!("table".parse::<Format>(), Ok(Format::Table));
+        assert_eq!("MD".parse::<Format>(), Ok(Format::Markdown));
+        assert_eq!("csv".parse::<Format>(), Ok(Format::Csv));
+        assert_eq!("json".parse::<Format>(), Ok(Format::Json));
+        assert!("xml".parse::<Format>().is_err());
+        assert_eq!(Format::Markdown.to_string(), "markdown");
+    }
+}

@@ -1,0 +1,403 @@
+//! The writers of the row model: aligned text, Markdown, CSV and JSON. Text and
+//! Markdown share [`display_cells`]; CSV and JSON share [`Row::fields`].
+
+use report::{Point, Report, Stat};
+use serde_json::Value;
+
+use super::rows::{field_names, trials_with_results, within, Row};
+use super::text::{align, num, stat_full, stat_median, stat_range, Cell, Line, Style};
+
+/// Column titles of the text, Markdown and HTML tables.
+pub const COLUMNS: [&str; 17] = [
+    "engine",
+    "x",
+    "trials",
+    "requests",
+    "TTFT med",
+    "TTFT p99",
+    "TPOT med",
+    "TPOT p99",
+    "ITL med",
+    "ITL p99",
+    "out tok/s",
+    "req/s",
+    "goodput req/s",
+    "KV pool",
+    "SM MHz",
+    "max °C",
+    "thermal",
+];
+
+/// One displayed cell: the value (the median over trials for statistics), the
+/// min–max range over trials when there are at least two, and a style.
+#[derive(Debug, Clone, Default)]
+pub struct DisplayCell {
+    /// Main text.
+    pub main: String,
+    /// `min–max` over trials, when known.
+    pub range: Option<String>,
+    /// Style of the main text.
+    pub style: Style,
+}
+
+impl DisplayCell {
+    fn text(main: impl Into<String>, style: Style) -> Self {
+        DisplayCell {
+            main: main.into(),
+            range: None,
+            style,
+        }
+    }
+
+    fn stat(s: &Stat, style: Style) -> Self {
+        DisplayCell {
+            main: stat_median(s),
+            range: stat_range(s),
+            style,
+        }
+    }
+
+    /// `main (range)` on one line.
+    pub fn joined(&self) -> String {
+        match &self.range {
+            Some(r) => format!("{} ({r})", self.main),
+            None => self.main.clone(),
+        }
+    }
+}
+
+fn slo_style(ok: Option<bool>) -> Style {
+    match ok {
+        Some(true) => Style::Good,
+        Some(false) => Style::Bad,
+        None => Style::Plain,
+    }
+}
+
+/// The cells of a row, one per entry of [`COLUMNS`]; `None` for an engine without
+/// points.
+pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
+    let p: &Point = row.point?;
+    let slo = &report.slo;
+    let got = trials_with_results(p);
+    let trials = match row.expected_trials {
+        Some(e) => DisplayCell::text(
+            format!("{got}/{e}"),
+            if got < e { Style::Warn } else { Style::Plain },
+        ),
+        None => DisplayCell::text(got.to_string(), Style::Plain),
+    };
+    let requests = match row.failed() {
+        Some(f) if f > 0 => {
+            DisplayCell::text(format!("{} +{f} failed", row.completed()), Style::Warn)
+        }
+        _ => DisplayCell::text(row.completed().to_string(), Style::Plain),
+    };
+    let gp = &p.goodput_rps;
+    let mut goodput = DisplayCell::stat(
+        gp,
+        match gp.median {
+            Some(v) if v > 0.0 => Style::Good,
+            Some(_) => Style::Bad,
+            None => Style::Plain,
+        },
+    );
+    if let Some(good) = row.good() {
+        goodput.main = format!("{} ({good} good)", goodput.main);
+        if good > 0 && goodput.style == Style::Bad {
+            goodput.style = Style::Warn;
+        }
+    }
+    let gpu = p.gpu.as_ref();
+    let opt = |v: Option<String>| DisplayCell::text(v.unwrap_or_else(|| "-".into()), Style::Plain);
+    let thermal = gpu.and_then(|g| g.thermal_share);
+    Some(vec![
+        DisplayCell::text(row.engine, Style::Plain),
+        DisplayCell::text(num(p.x), Style::Plain),
+        trials,
+        requests,
+        DisplayCell::stat(
+            &p.median_ttft_ms,
+            slo_style(within(p.median_ttft_ms.median, slo.ttft_ms)),
+        ),
+        DisplayCell::stat(&p.p99_ttft_ms, Style::Plain),
+        DisplayCell::stat(
+            &p.median_tpot_ms,
+            slo_style(within(p.median_tpot_ms.median, slo.tpot_ms)),
+        ),
+        DisplayCell::stat(&p.p99_tpot_ms, Style::Plain),
+        DisplayCell::stat(&p.median_itl_ms, Style::Plain),
+        DisplayCell::stat(&p.p99_itl_ms, Style::Plain),
+        DisplayCell::stat(&p.output_throughput, Style::Plain),
+        DisplayCell::stat(&p.request_throughput, Style::Plain),
+        goodput,
+        opt(row.result.kv_pool_tokens.map(|k| k.to_string())),
+        opt(gpu.and_then(|g| g.median_sm_mhz.median).map(num)),
+        opt(gpu.and_then(|g| g.max_temp_c).map(num)),
+        DisplayCell::text(
+            thermal
+                .map(|t| format!("{}%", num(t * 100.0)))
+                .unwrap_or_else(|| "-".into()),
+            if thermal.is_some_and(|t| t > 0.05) {
+                Style::Warn
+            } else {
+                Style::Plain
+            },
+        ),
+    ])
+}
+
+/// `(label, value)` lines describing the run: profile, SLO, load mode, run status.
+pub fn header_lines(report: &Report) -> Vec<(String, String)> {
+    let slo = &report.slo;
+    let mut slo_text = format!(
+        "TTFT ≤ {} ms and TPOT ≤ {} ms",
+        num(slo.ttft_ms),
+        num(slo.tpot_ms)
+    );
+    if let Some(e) = slo.e2el_ms {
+        slo_text.push_str(&format!(" and E2E latency ≤ {} ms", num(e)));
+    }
+    slo_text.push_str(" (a request is good when all hold)");
+    let mut lines = vec![
+        ("profile".to_string(), report.profile.clone()),
+        ("SLO".to_string(), slo_text),
+        ("load".to_string(), load_mode_text(report)),
+    ];
+    if let Some(run) = &report.run {
+        let status = serde_json::to_value(run.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let mut s = format!(
+            "{status}, {} trials per point, {} requests per trial",
+            run.planned_trials, run.requests_per_trial
+        );
+        if run.warmup_requests > 0 {
+            s.push_str(&format!(" after {} warm-up requests", run.warmup_requests));
+        }
+        s.push_str(&format!(", seed {}", run.seed));
+        if let Some(r) = &run.reason {
+            s.push_str(&format!(" ({r})"));
+        }
+        lines.push(("run".to_string(), s));
+        for n in &run.notices {
+            lines.push(("notice".to_string(), n.clone()));
+        }
+    }
+    lines
+}
+
+/// What `x` means in this report.
+pub fn load_mode_text(report: &Report) -> String {
+    match report.run.as_ref().map(|r| r.load_mode.as_str()) {
+        Some("concurrency") => "concurrency (x = requests in flight, closed loop)".into(),
+        Some("rate") => "rate (x = requests per second, open loop)".into(),
+        Some(other) => other.to_string(),
+        None => "not recorded (reference format: x is closed-loop concurrency)".into(),
+    }
+}
+
+/// The header of the text table.
+pub fn header_text(report: &Report) -> String {
+    let lines = header_lines(report);
+    let w = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    lines
+        .iter()
+        .map(|(k, v)| format!("{k:<w$}  {v}\n"))
+        .collect()
+}
+
+/// The header of the Markdown output.
+pub fn header_markdown(report: &Report) -> String {
+    let mut out = format!("## goodput report: {}\n\n", md_escape(&report.profile));
+    for (k, v) in header_lines(report).iter().skip(1) {
+        out.push_str(&format!("- **{k}**: {}\n", md_escape(v)));
+    }
+    out
+}
+
+/// Columns of the first text table (latency), as indexes into [`COLUMNS`].
+const LATENCY_COLUMNS: [usize; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+/// Columns of the second text table (throughput and GPU).
+const THROUGHPUT_COLUMNS: [usize; 8] = [1, 10, 11, 12, 13, 14, 15, 16];
+
+/// The text tables: latency, then throughput and GPU, each grouped by engine with
+/// one line of medians per load level and, below it, the min–max over trials. Two
+/// narrower tables instead of one that no terminal holds.
+pub fn text_table(report: &Report, rows: &[Row], color: bool) -> String {
+    let mut out = Style::Bold.paint(
+        "Latency (ms): median over trials, min–max over trials below it",
+        color,
+    );
+    out.push('\n');
+    out.push_str(&text_part(report, rows, &LATENCY_COLUMNS, true, color));
+    out.push('\n');
+    out.push_str(&Style::Bold.paint("Throughput and GPU", color));
+    out.push('\n');
+    out.push_str(&text_part(report, rows, &THROUGHPUT_COLUMNS, false, color));
+    out.push_str(&Style::Dim.paint(
+        "Green: the median meets the SLO (goodput above 0); red: it misses.",
+        color,
+    ));
+    out.push('\n');
+    out
+}
+
+fn text_part(report: &Report, rows: &[Row], cols: &[usize], notes: bool, color: bool) -> String {
+    let mut lines = vec![Line::Cells(
+        cols.iter()
+            .map(|&c| Cell::styled(if c == 1 { "  x" } else { COLUMNS[c] }, Style::Bold))
+            .collect(),
+    )];
+    let mut last_engine = "";
+    for row in rows {
+        if row.engine != last_engine {
+            lines.push(Line::Note(Cell::styled(row.engine, Style::Bold)));
+            last_engine = row.engine;
+        }
+        let Some(cells) = display_cells(report, row) else {
+            if notes {
+                lines.push(Line::Note(failure_note(row)));
+            }
+            continue;
+        };
+        let main = cols
+            .iter()
+            .map(|&c| {
+                let d = &cells[c];
+                let text = if c == 1 {
+                    format!("  {}", d.main)
+                } else {
+                    d.main.clone()
+                };
+                Cell::styled(text, d.style)
+            })
+            .collect();
+        lines.push(Line::Cells(main));
+        if cols.iter().any(|&c| cells[c].range.is_some()) {
+            let ranges = cols
+                .iter()
+                .map(|&c| Cell::styled(cells[c].range.clone().unwrap_or_default(), Style::Dim))
+                .collect();
+            lines.push(Line::Cells(ranges));
+        }
+        let last_of_engine = row.result.points.last().map(|p| p as *const Point)
+            == row.point.map(|p| p as *const Point);
+        if notes && last_of_engine && row.result.error.is_some() {
+            lines.push(Line::Note(failure_note(row)));
+        }
+    }
+    align(&lines, &[], color)
+}
+
+fn failure_note(row: &Row) -> Cell {
+    Cell::styled(
+        format!(
+            "  engine failed: {}",
+            row.engine_error().unwrap_or_else(|| "no results".into())
+        ),
+        Style::Bad,
+    )
+}
+
+/// Escapes text for a Markdown table cell or line.
+pub fn md_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' | '\\' | '*' | '_' | '`' | '<' | '>' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The Markdown table, one row per engine x load level, `median (min–max)` cells.
+pub fn markdown_table(report: &Report, rows: &[Row]) -> String {
+    let mut out = format!("| {} |\n", COLUMNS.join(" | "));
+    out.push('|');
+    for i in 0..COLUMNS.len() {
+        out.push_str(if i == 0 { " --- |" } else { " ---: |" });
+    }
+    out.push('\n');
+    for row in rows {
+        let cells: Vec<String> = match display_cells(report, row) {
+            Some(cells) => cells.iter().map(|c| md_escape(&c.joined())).collect(),
+            None => {
+                let mut v = vec![String::new(); COLUMNS.len()];
+                v[0] = md_escape(row.engine);
+                v[1] = md_escape(&format!(
+                    "failed: {}",
+                    row.engine_error().unwrap_or_default()
+                ));
+                v
+            }
+        };
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push_str("\nLatencies in ms: median over trials (min–max over trials in parentheses).\n");
+    for row in rows.iter().filter(|r| r.point.is_some()) {
+        let first = row.result.points.first().map(|p| p as *const Point)
+            == row.point.map(|p| p as *const Point);
+        if first {
+            if let Some(e) = row.engine_error() {
+                out.push_str(&format!(
+                    "\n**{}** failed: {}\n",
+                    md_escape(row.engine),
+                    md_escape(&e)
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn csv_field(v: &Value) -> String {
+    let s = match v {
+        Value::Null => return String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+/// CSV export: a header, then one line per engine x load level, full precision.
+pub fn csv(rows: &[Row]) -> String {
+    let mut out = field_names()
+        .iter()
+        .map(|k| csv_field(&Value::String(k.clone())))
+        .collect::<Vec<_>>()
+        .join(",");
+    out.push('\n');
+    for row in rows {
+        let line: Vec<String> = row.fields().iter().map(|(_, v)| csv_field(v)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// JSON export: a flat array of row objects with the CSV's keys.
+pub fn json(rows: &[Row]) -> String {
+    let arr: Vec<Value> = rows
+        .iter()
+        .map(|r| Value::Object(r.fields().into_iter().collect()))
+        .collect();
+    let mut s = serde_json::to_string_pretty(&Value::Array(arr)).unwrap_or_else(|_| "[]".into());
+    s.push('\n');
+    s
+}
+
+/// `median (min–max)` of a statistic, for other renderers.
+pub fn stat_text(s: &Stat) -> String {
+    stat_full(s)
+}
