@@ -466,7 +466,7 @@ pub fn gpu_timeline(report: &Report, temp: bool) -> Option<Chart> {
     })
 }
 
-/// Every chart of the page, in order.
+/// Every chart of the page that has data, in order.
 pub fn all(report: &Report) -> Vec<Chart> {
     let mut charts = vec![
         vs_load(
@@ -488,5 +488,6 @@ pub fn all(report: &Report) -> Vec<Chart> {
     ];
     charts.extend(gpu_timeline(report, false));
     charts.extend(gpu_timeline(report, true));
+    charts.retain(|c| !c.series.is_empty());
     charts
 }

@@ -34,7 +34,7 @@ const STYLE: &str = r#"
 * { box-sizing: border-box; }
 body { margin: 0; font: 15px/1.45 "Liberation Sans", "DejaVu Sans", Arial, sans-serif;
   color: var(--fg); background: var(--bg); }
-main { max-width: 1360px; margin: 0 auto; padding: 24px 28px 48px; }
+main { max-width: 1360px; margin: 0 auto; padding: 24px 24px 48px; }
 h1 { font-size: 26px; margin: 0 0 6px; }
 h2 { font-size: 19px; margin: 30px 0 10px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 h3 { font-size: 16px; margin: 16px 0 6px; }
@@ -51,15 +51,16 @@ ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-w
 ul.legend li { display: flex; align-items: center; gap: 6px; }
 .swatch { width: 22px; height: 4px; border-radius: 2px; display: inline-block; }
 .table-wrap { overflow-x: auto; background: #fff; border: 1px solid var(--line); border-radius: 8px; }
-table.results { border-collapse: collapse; font-size: 13px; width: 100%; }
-table.results th, table.results td { padding: 5px 8px; text-align: right; white-space: nowrap; vertical-align: top; }
+table.results { border-collapse: collapse; font-size: 12.5px; width: 100%; }
+table.results th, table.results td { padding: 5px 5px; text-align: right; white-space: nowrap; vertical-align: top; }
+table.results thead th { white-space: normal; vertical-align: bottom; }
 table.results th:first-child, table.results td:first-child { text-align: left; font-weight: 600; }
 table.results thead th { background: #eef1f5; position: sticky; top: 0; }
 table.results tr.first td { border-top: 1px solid var(--line); }
-td .range { display: block; color: var(--muted); font-size: 11px; }
+td .range { display: block; color: var(--muted); font-size: 11px; font-weight: normal; }
 td.good { color: var(--good); font-weight: 600; } td.bad { color: var(--bad); font-weight: 600; }
 td.warn { color: var(--warn); font-weight: 600; }
-td.failed { text-align: left; color: var(--bad); }
+table.results td.failed { text-align: left; color: var(--bad); white-space: normal; }
 .warnings { background: #fff8e6; border: 1px solid #f0d28a; border-radius: 8px; padding: 6px 18px 12px; }
 .warnings h3 { color: var(--warn); }
 .warnings .why { color: var(--muted); font-weight: normal; }
@@ -122,7 +123,11 @@ pub fn html(report: &Report) -> String {
     ));
     warnings_section(report, &mut h);
     h.push_str("<section id=\"charts\">\n<h2>Charts</h2>\n<div class=\"charts\">\n");
-    for chart in charts::all(report) {
+    let all = charts::all(report);
+    if all.is_empty() {
+        h.push_str("<p>No results to chart.</p>\n");
+    }
+    for chart in all {
         figure(&chart, &mut h);
     }
     h.push_str("</div>\n</section>\n");

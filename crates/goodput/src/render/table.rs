@@ -292,13 +292,11 @@ fn text_part(report: &Report, rows: &[Row], cols: &[usize], notes: bool, color: 
 }
 
 fn failure_note(row: &Row) -> Cell {
-    Cell::styled(
-        format!(
-            "  engine failed: {}",
-            row.engine_error().unwrap_or_else(|| "no results".into())
-        ),
-        Style::Bad,
-    )
+    let text = match row.engine_error() {
+        Some(e) => format!("  engine failed: {e}"),
+        None => "  no results".to_string(),
+    };
+    Cell::styled(text, Style::Bad)
 }
 
 /// Escapes text for a Markdown table cell or line.
