@@ -7,7 +7,7 @@
 
 use report::{EngineResult, Point, Report, Stat};
 
-use super::text::{align, num, stat_full, x_label, Cell, Line, Style};
+use super::text::{align, fixed, stat_full, x_label, Cell, Line, Style};
 
 /// Whether a metric is better when lower (latency) or higher (throughput).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,10 @@ impl Change {
     /// `-2.6%`, `+3.1%`, `from 0` or `-`.
     pub fn percent_text(&self, base: &Stat) -> String {
         match (self.percent, base.median) {
-            (Some(p), _) => format!("{}{}%", if p > 0.0 { "+" } else { "" }, num(p)),
+            (Some(p), _) => {
+                let digits = if p.abs() >= 1.0 { 1 } else { 2 };
+                format!("{}{}%", if p > 0.0 { "+" } else { "" }, fixed(p, digits))
+            }
             (None, Some(_)) if self.better.is_some() => "from 0".into(),
             (None, Some(_)) => "0%".into(),
             _ => "-".into(),
