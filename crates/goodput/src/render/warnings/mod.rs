@@ -1,0 +1,260 @@
+//! Warnings: results a reader should not take at face value. Each rule looks at
+//! one engine (and load level) and says what happened, why it matters and what to
+//! do. Printed by `show`, at the end of `goodput run`, and in the HTML page.
+//!
+//! [`rules`] holds the rules; this file the types, the list and its text.
+
+pub mod rules;
+
+use report::Report;
+
+use super::text::{x_label, Style};
+use rules::*;
+
+/// A p99 from fewer requests per trial than this is close to the maximum.
+pub const MIN_REQUESTS_FOR_P99: u64 = 100;
+/// Share of GPU samples with a thermal slowdown above which a point is throttled.
+pub const THERMAL_SHARE_LIMIT: f64 = 0.05;
+/// Median SM clock below this share of the maximum means throttled.
+pub const CLOCK_SHARE_LIMIT: f64 = 0.7;
+/// Achieved rate below this share of the offered rate means the client lagged.
+pub const ACHIEVED_RATE_LIMIT: f64 = 0.9;
+/// p99 send lag above this many ms means the client lagged.
+pub const SEND_LAG_LIMIT_MS: f64 = 10.0;
+
+/// What a warning is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WarningKind {
+    /// The engine failed to launch, become ready, or died.
+    EngineFailed,
+    /// The GPU was thermally throttled.
+    ThermalThrottle,
+    /// Fewer trials produced results than planned.
+    MissingTrials,
+    /// Requests failed.
+    FailedRequests,
+    /// p99 computed from fewer than [`MIN_REQUESTS_FOR_P99`] requests per trial.
+    FewRequestsForP99,
+    /// No request met the SLO.
+    GoodputZero,
+    /// The requests in flight need more tokens than the KV pool holds.
+    KvPoolOverflow,
+    /// The client did not send at the offered rate.
+    ClientLag,
+    /// Output token counts were estimated from stream chunks.
+    EstimatedTokens,
+}
+
+impl WarningKind {
+    /// A short title.
+    pub fn title(self) -> &'static str {
+        match self {
+            WarningKind::EngineFailed => "Engine failed",
+            WarningKind::ThermalThrottle => "GPU thermally throttled",
+            WarningKind::MissingTrials => "Missing trials",
+            WarningKind::FailedRequests => "Failed requests",
+            WarningKind::FewRequestsForP99 => "p99 from too few requests",
+            WarningKind::GoodputZero => "No request met the SLO",
+            WarningKind::KvPoolOverflow => "Load does not fit the KV pool",
+            WarningKind::ClientLag => "Client could not keep up",
+            WarningKind::EstimatedTokens => "Token counts estimated",
+        }
+    }
+
+    /// Why it matters.
+    pub fn why(self) -> &'static str {
+        match self {
+            WarningKind::EngineFailed => "this engine has no results, or fewer than planned.",
+            WarningKind::ThermalThrottle => {
+                "a throttled GPU runs far below its clock: the results measure the cooling, \
+                 not the engine, and change from run to run."
+            }
+            WarningKind::MissingTrials => {
+                "a median over fewer trials is less reliable, and a trial that vanished may \
+                 hide a crash."
+            }
+            WarningKind::FailedRequests => {
+                "failed requests are left out of the latency statistics and count as not \
+                 good: latencies look better than the service was."
+            }
+            WarningKind::FewRequestsForP99 => {
+                "below 100 requests a p99 is about the single slowest request, not a \
+                 percentile; it swings from run to run."
+            }
+            WarningKind::GoodputZero => "at this load the configuration does not serve the SLO.",
+            WarningKind::KvPoolOverflow => {
+                "requests that do not fit in the KV cache wait in the queue: TTFT grows with \
+                 the wait, not with the engine's speed."
+            }
+            WarningKind::ClientLag => {
+                "the server saw less load than x says: the latencies belong to a lighter load."
+            }
+            WarningKind::EstimatedTokens => {
+                "counts from chunks are wrong when a chunk carries several tokens \
+                 (speculative decoding): TPOT and token throughput are approximate."
+            }
+        }
+    }
+}
+
+/// One warning about one engine, at one load level (`x`) or for the whole engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    /// The engine.
+    pub engine: String,
+    /// The load level, `None` when the warning is about the whole engine.
+    pub x: Option<f64>,
+    /// What kind of problem.
+    pub kind: WarningKind,
+    /// What happened, with the numbers.
+    pub message: String,
+    /// What to do about it.
+    pub advice: String,
+}
+
+/// All warnings of a report: engines in run order, then load levels, then kinds.
+pub fn warnings(report: &Report) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for (engine, result) in &report.load {
+        if let Some(w) = engine_failed(engine, result) {
+            out.push(w);
+        }
+        for p in &result.points {
+            let mut ws: Vec<(WarningKind, String, String)> = [
+                thermal(report, p),
+                missing_trials(report, p),
+                failed_requests(p),
+                few_requests(p),
+                goodput_zero(report, p),
+                kv_overflow(report, result, p),
+                client_lag(p),
+                estimated_tokens(p),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            ws.sort_by_key(|w| w.0);
+            out.extend(ws.into_iter().map(|(kind, message, advice)| Warning {
+                engine: engine.clone(),
+                x: Some(p.x),
+                kind,
+                message,
+                advice,
+            }));
+        }
+    }
+    out
+}
+
+/// The warnings of one kind, for display.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The kind.
+    pub kind: WarningKind,
+    /// `(where, message)`: `engine x=1, 4` and what happened there.
+    pub lines: Vec<(String, String)>,
+    /// The distinct pieces of advice, in order.
+    pub advice: Vec<String>,
+}
+
+/// Warnings grouped by kind, in kind order; within a group, lines with the same
+/// engine and message are merged (`x=1, 4`).
+pub fn grouped(ws: &[Warning]) -> Vec<Group> {
+    let mut kinds: Vec<WarningKind> = ws.iter().map(|w| w.kind).collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .map(|kind| {
+            let mut lines: Vec<(String, Vec<String>, String)> = Vec::new();
+            let mut advice: Vec<String> = Vec::new();
+            for w in ws.iter().filter(|w| w.kind == kind) {
+                let x = w.x.map(x_label);
+                match lines
+                    .iter_mut()
+                    .find(|(e, _, m)| *e == w.engine && *m == w.message)
+                {
+                    Some((_, xs, _)) => xs.extend(x),
+                    None => {
+                        lines.push((w.engine.clone(), x.into_iter().collect(), w.message.clone()))
+                    }
+                }
+                if !advice.contains(&w.advice) {
+                    advice.push(w.advice.clone());
+                }
+            }
+            let lines = lines
+                .into_iter()
+                .map(|(e, xs, m)| {
+                    let at = if xs.is_empty() {
+                        e
+                    } else {
+                        format!("{e} x={}", xs.join(", "))
+                    };
+                    (at, m)
+                })
+                .collect();
+            Group {
+                kind,
+                lines,
+                advice,
+            }
+        })
+        .collect()
+}
+
+/// The warnings as text, grouped by kind: the title and why it matters, one line per
+/// engine and load level, then what to do. `No warnings.` when there are none.
+pub fn warnings_text(report: &Report, color: bool) -> String {
+    let ws = warnings(report);
+    if ws.is_empty() {
+        return "No warnings.\n".into();
+    }
+    let mut out = Style::Bold.paint(&format!("Warnings ({})", ws.len()), color);
+    out.push('\n');
+    for Group {
+        kind,
+        lines,
+        advice,
+    } in grouped(&ws)
+    {
+        let title = Style::Warn.paint(&format!("! {}", kind.title()), color);
+        out.push_str(&format!("{title}: {}\n", kind.why()));
+        for (at, m) in lines {
+            out.push_str(&format!("    {at}: {m}\n"));
+        }
+        for a in advice {
+            out.push_str(&format!("    -> {a}\n"));
+        }
+    }
+    out
+}
+
+/// The warnings as Markdown.
+pub fn warnings_markdown(report: &Report) -> String {
+    use super::table::md_escape;
+    let ws = warnings(report);
+    if ws.is_empty() {
+        return "No warnings.\n".into();
+    }
+    let mut out = format!("### Warnings ({})\n", ws.len());
+    for Group {
+        kind,
+        lines,
+        advice,
+    } in grouped(&ws)
+    {
+        out.push_str(&format!(
+            "\n**{}**: {}\n\n",
+            kind.title(),
+            md_escape(kind.why())
+        ));
+        for (at, m) in lines {
+            out.push_str(&format!("- {}: {}\n", md_escape(&at), md_escape(&m)));
+        }
+        for a in advice {
+            out.push_str(&format!("- *What to do*: {}\n", md_escape(&a)));
+        }
+    }
+    out
+}
