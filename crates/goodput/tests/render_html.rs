@@ -169,3 +169,42 @@ fn report_without_points_still_renders() {
     assert!(page.contains("</html>"));
     assert!(render::show(&empty, render::Format::Table, false).contains("No warnings."));
 }
+
+#[test]
+fn odd_reports_render_without_panicking() {
+    use goodput::render::Format;
+    use goodput::report::Stat;
+    let base = parse(ADDITIVE);
+    let mut odd = base.clone();
+    for (i, e) in odd.load.values_mut().enumerate() {
+        e.points.truncate(1);
+        for p in &mut e.points {
+            p.x = if i == 0 { 0.0 } else { 1e9 };
+            for s in [
+                &mut p.median_ttft_ms,
+                &mut p.p99_ttft_ms,
+                &mut p.median_tpot_ms,
+                &mut p.output_throughput,
+                &mut p.goodput_rps,
+            ] {
+                *s = Stat::default();
+            }
+            p.completed.clear();
+            p.good = None;
+            p.gpu = None;
+            p.ttft_quantiles_ms.truncate(3);
+            p.tpot_quantiles_ms.clear();
+            p.trials.clear();
+        }
+    }
+    odd.quantiles.clear();
+    odd.slo.ttft_ms = 0.0;
+    for r in [&odd, &base] {
+        for f in [Format::Table, Format::Markdown, Format::Csv, Format::Json] {
+            assert!(!render::show(r, f, true).is_empty());
+        }
+        assert!(render::html(r).contains("</html>"));
+    }
+    let pair = vec![("a".to_string(), base), ("b".to_string(), odd)];
+    assert!(render::compare(&pair, true).contains("against"));
+}
