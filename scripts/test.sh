@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need (idempotent, cached), then runs
+# every test of the workspace. Used as-is by CI (.ci/run).
+#
+#   - Debian's chromium, for the HTML report's browser test (skipped with
+#     GOODPUT_SKIP_BROWSER=1 when you cannot install it);
+#   - llama.cpp's llama-server and the SmolLM2-135M model, built into
+#     ~/.cache/goodput by scripts/install-llama-server.sh (about 6 minutes the first
+#     time on 2 cores, instant afterwards).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${GOODPUT_SKIP_BROWSER:-0}" != "1" ] && ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    echo "installing chromium for the browser test..." >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium is missing and cannot be installed here: install it or set GOODPUT_SKIP_BROWSER=1" >&2
+    exit 1
+  fi
+fi
+
+eval "$(scripts/install-llama-server.sh | grep -E '^(LLAMA_SERVER|GOODPUT_SMOLLM2)=')"
+export LLAMA_SERVER GOODPUT_SMOLLM2
+
+cargo test --workspace --locked "$@"
