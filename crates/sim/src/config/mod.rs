@@ -1,0 +1,356 @@
+//! The simulator's configuration: one TOML table, [`SimConfig`], plus named presets.
+//!
+//! Every field has a default, so a file only names what it changes. Unknown
+//! fields are an error (a typo must not silently fall back to a default), and
+//! [`SimConfig::validate`] names the field and its allowed range.
+
+mod presets;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::faults::FaultSpec;
+
+pub use presets::{preset, PRESETS};
+
+/// Why a configuration could not be loaded or is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read sim config {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or names an unknown field.
+    #[error("invalid sim config {path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (it names the offending key).
+        source: Box<toml::de::Error>,
+    },
+    /// A numeric field is outside its range.
+    #[error("{field} = {value} is out of range: must be {allowed}")]
+    OutOfRange {
+        /// Dotted field name, e.g. `thermal.heat_after_s`.
+        field: String,
+        /// The value given.
+        value: String,
+        /// The allowed range, e.g. `1..=1024`.
+        allowed: String,
+    },
+    /// A field is invalid for another reason.
+    #[error("{field} is invalid: {reason}")]
+    Invalid {
+        /// Dotted field name.
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Everything that shapes the simulated engine.
+///
+/// Durations are in simulated milliseconds or seconds; the server divides all
+/// of them by [`SimConfig::time_scale`] when it maps them onto the wall clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Served model id (what `/v1/models` lists and responses carry).
+    pub model: String,
+    /// Longest prompt + completion a request may have, in tokens.
+    pub max_model_len: u32,
+    /// KV-cache capacity in tokens (rounded down to whole blocks).
+    pub kv_pool_tokens: u32,
+    /// Tokens per KV block.
+    pub block_size: u32,
+    /// Most requests running (admitted) at once.
+    pub max_num_seqs: u32,
+    /// Token budget of one scheduler step (decodes + prefill chunks).
+    pub max_num_batched_tokens: u32,
+    /// How long `/health` answers 503 after start, in ms.
+    pub load_time_ms: f64,
+    /// Speed-up factor: every simulated duration is divided by it on the wall clock.
+    pub time_scale: f64,
+    /// Fixed cost of one step, ms (at the boost clock).
+    pub step_fixed_ms: f64,
+    /// Cost per prefill token in a step, ms.
+    pub per_prefill_token_ms: f64,
+    /// Cost per decoding sequence in a step, ms.
+    pub per_decode_seq_ms: f64,
+    /// Cost per KV token attended (context of every scheduled request), ms.
+    pub per_kv_token_ms: f64,
+    /// Hide the scheduler's CPU time behind the GPU step (`max`) instead of adding it.
+    pub async_scheduling: bool,
+    /// CPU scheduling cost of one step, ms (not scaled by the SM clock).
+    pub sched_cpu_ms: f64,
+    /// Speculative decoding (n-gram style), if any.
+    pub speculative: Option<SpeculativeConfig>,
+    /// Thermal model, if any; without it the GPU stays at its boost clock.
+    pub thermal: Option<ThermalConfig>,
+    /// Seed for every random draw (acceptance rates, pseudo-EOS points).
+    pub seed: u64,
+    /// Fixed-schedule mode: no model, every request gets exactly this timing.
+    pub schedule: Option<ScheduleConfig>,
+    /// Add `goodput_probe_ns` (CLOCK_MONOTONIC send time) to every SSE chunk.
+    pub probe: bool,
+    /// Faults injected into requests (first matching rule wins).
+    pub faults: Vec<FaultRule>,
+}
+
+/// Speculative decoding: `num_speculative_tokens` drafts per decode step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeculativeConfig {
+    /// Draft tokens proposed per decoding step (k).
+    pub num_speculative_tokens: u32,
+    /// Distribution of each request's per-token acceptance rate.
+    pub acceptance: Acceptance,
+    /// Extra cost of a step that verifies drafts, ms (at the boost clock):
+    /// proposing, rejection sampling, bookkeeping.
+    #[serde(default)]
+    pub verify_cost_ms: f64,
+    /// Extra step cost per draft token verified, ms (at the boost clock).
+    #[serde(default)]
+    pub per_draft_token_ms: f64,
+}
+
+/// Distribution each request draws its draft acceptance rate from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Acceptance {
+    /// Beta(alpha, beta).
+    Beta {
+        /// Beta's alpha (> 0).
+        alpha: f64,
+        /// Beta's beta (> 0).
+        beta: f64,
+    },
+    /// Uniform on `[mean - spread, mean + spread]`, clamped to `[0, 1]`.
+    Uniform {
+        /// Centre of the range.
+        mean: f64,
+        /// Half-width of the range.
+        spread: f64,
+    },
+}
+
+/// Thermal model: the SM clock falls under sustained load and recovers when idle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThermalConfig {
+    /// SM clock of a cool card, MHz.
+    pub boost_mhz: f64,
+    /// SM clock while thermally throttled, MHz.
+    pub throttled_mhz: f64,
+    /// Busy seconds from cool until the card throttles.
+    pub heat_after_s: f64,
+    /// Idle seconds from hot until the card is cool (and unthrottled) again.
+    pub recover_after_s: f64,
+    /// Temperature of a cool card, °C.
+    #[serde(default = "default_idle_temp")]
+    pub idle_temp_c: f64,
+    /// Temperature of a hot (throttling) card, °C.
+    #[serde(default = "default_hot_temp")]
+    pub hot_temp_c: f64,
+}
+
+fn default_idle_temp() -> f64 {
+    45.0
+}
+
+fn default_hot_temp() -> f64 {
+    88.0
+}
+
+/// Fixed-schedule mode timing.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleConfig {
+    /// Time to first token, ms.
+    pub ttft_ms: f64,
+    /// Time between tokens, ms.
+    pub itl_ms: f64,
+}
+
+/// One fault-injection rule: `spec` applies to every `every`-th request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultRule {
+    /// The fault, in the `x-goodput-fault` header syntax (e.g. `drop_after=5`).
+    pub spec: FaultSpec,
+    /// Apply to requests number `every`, `2*every`, ... (1 = every request).
+    #[serde(default = "default_every")]
+    pub every: u64,
+}
+
+fn default_every() -> u64 {
+    1
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            model: "goodput-sim".to_string(),
+            max_model_len: 4096,
+            kv_pool_tokens: 65_536,
+            block_size: 16,
+            max_num_seqs: 256,
+            max_num_batched_tokens: 8192,
+            load_time_ms: 0.0,
+            time_scale: 1.0,
+            step_fixed_ms: 10.0,
+            per_prefill_token_ms: 0.02,
+            per_decode_seq_ms: 0.05,
+            per_kv_token_ms: 0.0,
+            async_scheduling: true,
+            sched_cpu_ms: 1.0,
+            speculative: None,
+            thermal: None,
+            seed: 0,
+            schedule: None,
+            probe: false,
+            faults: Vec::new(),
+        }
+    }
+}
+
+impl SimConfig {
+    /// Read a TOML file and validate it.
+    pub fn load(path: impl AsRef<Path>) -> Result<SimConfig, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let config = SimConfig::from_toml_str(&text).map_err(|e| match e {
+            ConfigError::Parse { source, .. } => ConfigError::Parse {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => other,
+        })?;
+        Ok(config)
+    }
+
+    /// Parse TOML text and validate it.
+    pub fn from_toml_str(text: &str) -> Result<SimConfig, ConfigError> {
+        let config: SimConfig = toml::from_str(text).map_err(|source| ConfigError::Parse {
+            path: PathBuf::from("<string>"),
+            source: Box::new(source),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The configuration as TOML (for `--dump-config` style output).
+    pub fn to_toml_string(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string_pretty(self)
+    }
+
+    /// Check every field's range; the error names the field and what is allowed.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate::validate(self)
+    }
+
+    /// Apply command-line overrides: a time scale, and switching the thermal model off.
+    #[must_use]
+    pub fn with_overrides(mut self, time_scale: Option<f64>, thermal_off: bool) -> SimConfig {
+        if let Some(scale) = time_scale {
+            self.time_scale = scale;
+        }
+        if thermal_off {
+            self.thermal = None;
+        }
+        self
+    }
+
+    /// Number of KV blocks in the pool.
+    pub fn num_gpu_blocks(&self) -> u32 {
+        self.kv_pool_tokens / self.block_size.max(1)
+    }
+
+    /// KV capacity as the engine reports it: whole blocks times block size.
+    pub fn kv_capacity_tokens(&self) -> u64 {
+        u64::from(self.num_gpu_blocks()) * u64::from(self.block_size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_roundtrips() {
+        let c = SimConfig::default();
+        c.validate().unwrap();
+        let text = c.to_toml_string().unwrap();
+        let back = SimConfig::from_toml_str(&text).unwrap();
+        assert_eq!(c, back);
+    }
+
+    #[test]
+    fn unknown_field_is_rejected() {
+        let err = SimConfig::from_toml_str("blocksize = 16").unwrap_err();
+        assert!(err.to_string().contains("blocksize"), "{err}");
+    }
+
+    #[test]
+    fn out_of_range_names_field() {
+        let err = SimConfig::from_toml_str("block_size = 0").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "block_size = 0 is out of range: must be 1..=1024"
+        );
+    }
+
+    #[test]
+    fn acceptance_forms_parse() {
+        let c = SimConfig::from_toml_str(
+            "[speculative]\nnum_speculative_tokens = 3\nacceptance = { alpha = 2.0, beta = 1.0 }\n",
+        )
+        .unwrap();
+        let s = c.speculative.unwrap();
+        assert_eq!(
+            s.acceptance,
+            Acceptance::Beta {
+                alpha: 2.0,
+                beta: 1.0
+            }
+        );
+        let c = SimConfig::from_toml_str(
+            "[speculative]\nnum_speculative_tokens = 3\nacceptance = { mean = 0.5, spread = 0.1 }\n",
+        )
+        .unwrap();
+        assert!(matches!(
+            c.speculative.unwrap().acceptance,
+            Acceptance::Uniform { .. }
+        ));
+    }
+
+    #[test]
+    fn faults_parse_from_toml() {
+        let c = SimConfig::from_toml_str(
+            "[[faults]]\nspec = \"drop_after=3\"\nevery = 2\n[[faults]]\nspec = \"status=429\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.faults.len(), 2);
+        assert_eq!(c.faults[0].every, 2);
+        assert_eq!(c.faults[0].spec.drop_after, Some(3));
+        assert_eq!(c.faults[1].spec.status, Some(429));
+    }
+
+    #[test]
+    fn overrides() {
+        let c = preset("vllm-fast-b")
+            .unwrap()
+            .with_overrides(Some(10.0), true);
+        assert_eq!(c.time_scale, 10.0);
+        assert!(c.thermal.is_none());
+    }
+}
