@@ -108,8 +108,11 @@ impl Row<'_> {
     pub fn engine_error(&self) -> Option<String> {
         self.result.error.as_ref().map(|e| {
             let mut s = format!("{}: {}", e.kind, e.message);
-            if let Some(st) = &e.exit_status {
-                s.push_str(&format!(" (exit status {st})"));
+            match &e.exit_status {
+                Some(st) if !e.message.contains(st.as_str()) => {
+                    s.push_str(&format!(" (exit status {st})"))
+                }
+                _ => {}
             }
             s
         })

@@ -232,6 +232,9 @@ pub fn text_table(report: &Report, rows: &[Row], color: bool) -> String {
     );
     out.push('\n');
     out.push_str(&text_part(report, rows, &LATENCY_COLUMNS, true, color));
+    if rows.iter().all(|r| r.point.is_none()) {
+        return out;
+    }
     out.push('\n');
     out.push_str(&Style::Bold.paint("Throughput and GPU", color));
     out.push('\n');
@@ -252,6 +255,9 @@ fn text_part(report: &Report, rows: &[Row], cols: &[usize], notes: bool, color: 
     )];
     let mut last_engine = "";
     for row in rows {
+        if !notes && row.point.is_none() {
+            continue;
+        }
         if row.engine != last_engine {
             lines.push(Line::Note(Cell::styled(row.engine, Style::Bold)));
             last_engine = row.engine;

@@ -17,8 +17,11 @@ pub type Found = Option<(WarningKind, String, String)>;
 pub fn engine_failed(engine: &str, result: &EngineResult) -> Option<Warning> {
     let e = result.error.as_ref()?;
     let mut message = format!("{} ({})", e.message, e.kind);
-    if let Some(st) = &e.exit_status {
-        message.push_str(&format!("; exit status {st}"));
+    match &e.exit_status {
+        Some(st) if !e.message.contains(st.as_str()) => {
+            message.push_str(&format!("; exit status {st}"))
+        }
+        _ => {}
     }
     if let Some(last) = e.log_tail.iter().rev().find(|l| !l.trim().is_empty()) {
         message.push_str(&format!("; last log line: {}", last.trim()));
