@@ -151,24 +151,52 @@ fn same_x(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
+/// Says that load level `x` of `side` has no match on `other`.
+fn only_note(side: &Side, other: &Side, x: f64, within: bool) -> String {
+    if within {
+        format!(
+            "x={}: only {} has this load level, {} does not",
+            x_label(x),
+            side.engine,
+            other.engine
+        )
+    } else {
+        format!("{} x={}: only in {}", side.engine, x_label(x), side.label)
+    }
+}
+
 fn compare_engines(
     base: &Side,
     cand: &Side,
+    within: bool,
     lines: &mut Vec<Line>,
     notes: &mut Vec<String>,
     tally: &mut Tally,
 ) {
+    for side in [base, cand] {
+        if side.result.points.is_empty() {
+            let why = match &side.result.error {
+                Some(e) => format!("engine failed: {}: {}", e.kind, e.message),
+                None => "no load level ran".to_string(),
+            };
+            let at = if within {
+                side.engine.to_string()
+            } else {
+                format!("{} in {}", side.engine, side.label)
+            };
+            notes.push(format!("{at}: no results to compare ({why})"));
+            return;
+        }
+    }
     let mut first_row = true;
     for bp in &base.result.points {
         let Some(cp) = cand.result.points.iter().find(|c| same_x(c.x, bp.x)) else {
-            notes.push(format!(
-                "{} x={}: only in {}",
-                base.engine,
-                x_label(bp.x),
-                base.label
-            ));
+            notes.push(only_note(base, cand, bp.x, within));
             continue;
         };
+        if first_row && lines.len() > 1 {
+            lines.push(Line::Note(Cell::plain("")));
+        }
         for (i, m) in METRICS.iter().enumerate() {
             let (bs, cs) = ((m.get)(bp), (m.get)(cp));
             let ch = change(bs, cs, m.better);
@@ -199,12 +227,7 @@ fn compare_engines(
     }
     for cp in &cand.result.points {
         if !base.result.points.iter().any(|b| same_x(b.x, cp.x)) {
-            notes.push(format!(
-                "{} x={}: only in {}",
-                cand.engine,
-                x_label(cp.x),
-                cand.label
-            ));
+            notes.push(only_note(cand, base, cp.x, within));
         }
     }
 }
@@ -237,10 +260,13 @@ fn finish(
     out.push('\n');
     if lines.len() > 1 {
         out.push_str(&align(&lines, &[2, 6], color));
+        let n = tally.not_significant;
         out.push_str(&format!(
-            "Significant: {} better, {} worse; {} changes not significant \
+            "Significant: {} better, {} worse; {n} {} not significant \
              (trial ranges overlap or fewer than 2 trials).\n",
-            tally.better, tally.worse, tally.not_significant
+            tally.better,
+            tally.worse,
+            if n == 1 { "change" } else { "changes" }
         ));
     } else {
         out.push_str("No load level in common.\n");
@@ -288,10 +314,7 @@ fn compare_within(label: &str, r: &Report, color: bool) -> String {
             engine: name,
             result,
         };
-        if lines.len() > 1 {
-            lines.push(Line::Note(Cell::plain("")));
-        }
-        compare_engines(&base, &cand, &mut lines, &mut notes, &mut tally);
+        compare_engines(&base, &cand, true, &mut lines, &mut notes, &mut tally);
     }
     if !any {
         return format!("{label}: only one engine ({base_name}); nothing to compare.\n");
@@ -317,9 +340,6 @@ fn compare_reports(
             notes.push(format!("engine {name}: only in {base_label}"));
             continue;
         };
-        if lines.len() > 1 {
-            lines.push(Line::Note(Cell::plain("")));
-        }
         let b = Side {
             label: base_label.to_string(),
             engine: name,
@@ -330,7 +350,7 @@ fn compare_reports(
             engine: name,
             result: cres,
         };
-        compare_engines(&b, &c, &mut lines, &mut notes, &mut tally);
+        compare_engines(&b, &c, false, &mut lines, &mut notes, &mut tally);
     }
     for name in cand.load.keys() {
         if !base.load.contains_key(name) {
