@@ -1,0 +1,441 @@
+//! Engines: launch (or reach) one, wait until it is ready, learn its KV pool, model
+//! and version, and stop it, leaving nothing running.
+//!
+//! # Layout
+//! - [`command`]: the command line of each kind, ports, redaction of secrets.
+//! - [`process`]: the engine process group, its log, and the cleanup that kills it
+//!   on every exit path (stop, error, drop, panic, `exit`, SIGINT/SIGTERM).
+//! - [`probe`]: HTTP questions: readiness, served models, version.
+//! - [`kvpool`]: KV-pool capacity from logs, `/metrics`, `/get_server_info`, `/props`.
+//! - [`prom`]: a reader of Prometheus text (`/metrics`).
+//! - [`specdec`]: speculative-decoding counters from `/metrics`.
+//!
+//! # Use
+//! ```no_run
+//! # async fn demo(spec: goodput::profile::EngineSpec, ctx: goodput::engine::EngineContext) {
+//! goodput::engine::install_cleanup_hooks(); // once, early in main
+//! let handle = goodput::engine::start("vllm-a", &spec, &ctx).await; // Err: report it
+//! # let handle = handle.unwrap();
+//! // ... run trials; select on goodput::engine::shutdown_signal() ...
+//! let _ = handle.stop().await;
+//! # }
+//! ```
+
+pub mod command;
+pub mod kvpool;
+pub mod probe;
+pub mod process;
+pub mod prom;
+pub mod specdec;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use report::{EngineEnv, EngineFailure};
+use tokio::time::Instant;
+
+use crate::profile::{Api, EngineKind, EngineSpec};
+use probe::{Probe, Readiness};
+use process::EngineProcess;
+
+pub use process::{install_cleanup_hooks, kill_all_engines, shutdown_signal};
+pub use specdec::{parse_spec_counters, SpecCounters};
+
+/// Default readiness timeout, seconds.
+const DEFAULT_READY_TIMEOUT_S: f64 = 600.0;
+/// Default grace between SIGTERM and SIGKILL, seconds.
+const DEFAULT_STOP_GRACE_S: f64 = 10.0;
+/// An engine given by URL that does not answer within this is unreachable.
+const URL_CONNECT_WINDOW: Duration = Duration::from_secs(5);
+/// Between two readiness looks.
+const READY_POLL: Duration = Duration::from_millis(250);
+/// Lines of log kept in a failure.
+const FAILURE_LOG_LINES: usize = 20;
+
+/// What [`start`] needs besides the engine's spec.
+#[derive(Debug, Clone)]
+pub struct EngineContext {
+    /// Directory of the engine logs (`<log_dir>/<engine>.log`); created if missing.
+    pub log_dir: PathBuf,
+    /// goodput's own executable, which runs the simulator (`goodput sim`).
+    pub goodput_exe: PathBuf,
+    /// The HTTP client for readiness and metadata requests.
+    pub client: reqwest::Client,
+}
+
+/// A ready engine: where to send requests, what it serves, what it is.
+pub struct EngineHandle {
+    /// The engine's name in the profile.
+    pub name: String,
+    /// Base URL, no trailing slash.
+    pub base_url: String,
+    /// The model id to send in requests.
+    pub model: String,
+    /// Completions or chat.
+    pub api: Api,
+    /// Bearer token from the variable `api_key_env` names. Never logged or written:
+    /// `Debug` shows `***`.
+    pub api_key: Option<String>,
+    /// KV-pool capacity, tokens.
+    pub kv_pool_tokens: Option<u64>,
+    /// Where `kv_pool_tokens` came from (see [`kvpool`]).
+    pub kv_pool_source: Option<String>,
+    /// The engine as the report's `environment.engines` describes it.
+    pub env: EngineEnv,
+    /// Things the reader of the report should know (e.g. no KV pool detected).
+    pub notices: Vec<String>,
+    /// The engine log of a launched engine.
+    pub log_path: Option<PathBuf>,
+    kind: EngineKind,
+    process: Option<EngineProcess>,
+    stop_grace: Duration,
+    gpu_baseline: Option<Vec<f64>>,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for EngineHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineHandle")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api", &self.api)
+            .field("api_key", &self.api_key.as_ref().map(|_| command::REDACTED))
+            .field("kv_pool_tokens", &self.kv_pool_tokens)
+            .field("kv_pool_source", &self.kv_pool_source)
+            .field("env", &self.env)
+            .field("notices", &self.notices)
+            .field("log_path", &self.log_path)
+            .field("pid", &self.pid())
+            .finish()
+    }
+}
+
+/// The kind as the report names it.
+pub fn kind_name(kind: EngineKind) -> &'static str {
+    match kind {
+        EngineKind::Url => "url",
+        EngineKind::Vllm => "vllm",
+        EngineKind::Sglang => "sglang",
+        EngineKind::LlamaCpp => "llama-cpp",
+        EngineKind::Sim => "sim",
+        EngineKind::Command => "command",
+    }
+}
+
+fn failure(kind: &str, message: impl Into<String>) -> EngineFailure {
+    EngineFailure {
+        kind: kind.to_string(),
+        message: message.into(),
+        exit_status: None,
+        log_tail: Vec::new(),
+    }
+}
+
+/// A file name made of the engine name (`/` and the like become `_`).
+fn log_file_name(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}.log", clean.trim_start_matches('.'))
+}
+
+fn seconds(value: Option<f64>, default: f64) -> Duration {
+    Duration::try_from_secs_f64(value.unwrap_or(default).max(0.0))
+        .unwrap_or(Duration::from_secs_f64(default))
+}
+
+/// Launches (or reaches) engine `name` and waits until it is ready.
+///
+/// Errors, as the report records them: `launch` (bad spec, missing API key
+/// variable, program not found), `unreachable` (a URL engine that does not answer
+/// or refuses us), `exited` (the process ended before it was ready),
+/// `ready_timeout`. A launched engine that fails is stopped before this returns.
+pub async fn start(
+    name: &str,
+    spec: &EngineSpec,
+    ctx: &EngineContext,
+) -> Result<EngineHandle, EngineFailure> {
+    let kind = spec.effective_kind();
+    let api_key = match &spec.api_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.is_empty() => Some(v),
+            _ => {
+                return Err(failure(
+                    "launch",
+                    format!("api_key_env: environment variable {var} is not set"),
+                ))
+            }
+        },
+        None => None,
+    };
+    let launched = kind != EngineKind::Url;
+    let port = if launched {
+        Some(command::resolve_port(spec).map_err(|e| failure("launch", e.to_string()))?)
+    } else {
+        None
+    };
+    let base_url = command::base_url(spec, port)
+        .ok_or_else(|| failure("unreachable", "the engine has no `url`"))?;
+    let llama_server = std::env::var("LLAMA_SERVER").unwrap_or_else(|_| "llama-server".into());
+    let argv = command::launch_argv(spec, port.unwrap_or(0), &ctx.goodput_exe, &llama_server)
+        .map_err(|e| failure("launch", e.to_string()))?;
+    let shown = argv
+        .as_ref()
+        .map(|a| command::redacted_command(a, &spec.env, api_key.as_deref()));
+
+    let mut handle = EngineHandle {
+        name: name.to_string(),
+        base_url: base_url.clone(),
+        model: String::new(),
+        api: spec.api,
+        api_key,
+        kv_pool_tokens: None,
+        kv_pool_source: None,
+        env: EngineEnv {
+            kind: kind_name(kind).to_string(),
+            url: Some(base_url.clone()),
+            api: Some(spec.api.name().to_string()),
+            command: shown.clone(),
+            ..Default::default()
+        },
+        notices: Vec::new(),
+        log_path: None,
+        kind,
+        process: None,
+        stop_grace: seconds(spec.stop_grace_s, DEFAULT_STOP_GRACE_S),
+        gpu_baseline: None,
+        client: ctx.client.clone(),
+    };
+
+    if let Some(argv) = &argv {
+        std::fs::create_dir_all(&ctx.log_dir).map_err(|e| {
+            failure(
+                "launch",
+                format!("cannot create log directory {}: {e}", ctx.log_dir.display()),
+            )
+        })?;
+        let log_path = ctx.log_dir.join(log_file_name(name));
+        if !matches!(kind, EngineKind::Sim) {
+            handle.gpu_baseline =
+                tokio::task::spawn_blocking(crate::telemetry::gpu_memory_used_mib)
+                    .await
+                    .ok()
+                    .flatten();
+        }
+        let header = format!(
+            "# goodput: starting engine `{name}` on {base_url}: {}",
+            shown.as_ref().map(|s| s.join(" ")).unwrap_or_default()
+        );
+        let process =
+            EngineProcess::spawn(argv, &spec.env, spec.cwd.as_deref(), &log_path, &header)
+                .map_err(|e| {
+                    let mut f = failure("launch", format!("cannot start `{}`: {e}", argv[0]));
+                    f.log_tail = process::log_tail(&log_path, FAILURE_LOG_LINES);
+                    f
+                })?;
+        handle.env.log_file = Some(log_path.display().to_string());
+        handle.log_path = Some(log_path);
+        handle.process = Some(process);
+    }
+
+    let ready_timeout = seconds(spec.ready_timeout_s, DEFAULT_READY_TIMEOUT_S);
+    let models = match handle.wait_ready(ready_timeout).await {
+        Ok(models) => models,
+        Err(mut f) => {
+            f.log_tail = handle.log_tail(FAILURE_LOG_LINES);
+            if let Err(stop) = handle.shutdown().await {
+                f.message = format!("{}; {}", f.message, stop.message);
+            }
+            return Err(f);
+        }
+    };
+    // For vLLM, SGLang, llama.cpp and the simulator, `model` is what to load; the
+    // id to send is the one served. For other engines `model` is the id to send.
+    handle.model = match (kind, &spec.model) {
+        (_, Some(m)) if models.contains(m) => m.clone(),
+        (EngineKind::Url | EngineKind::Command, Some(m)) => m.clone(),
+        _ => models.first().cloned().unwrap_or_default(),
+    };
+    if !models.contains(&handle.model) {
+        handle.notices.push(format!(
+            "engine {name}: model `{}` is not among those /v1/models lists ({})",
+            handle.model,
+            models.join(", ")
+        ));
+    }
+    handle.describe(spec).await;
+    Ok(handle)
+}
+
+impl EngineHandle {
+    fn probe(&self) -> Probe<'_> {
+        Probe {
+            client: &self.client,
+            base: &self.base_url,
+            api_key: self.api_key.as_deref(),
+        }
+    }
+
+    /// The engine process's pid (its process group id), when launched.
+    pub fn pid(&self) -> Option<u32> {
+        self.process
+            .as_ref()
+            .and_then(|p| u32::try_from(p.pgid()).ok())
+    }
+
+    /// Polls until ready; the served model ids.
+    async fn wait_ready(&mut self, timeout: Duration) -> Result<Vec<String>, EngineFailure> {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.exit_status() {
+                let mut f = failure(
+                    "exited",
+                    format!("engine {} exited before it was ready ({status})", self.name),
+                );
+                f.exit_status = Some(status);
+                return Err(f);
+            }
+            let last = match self.probe().readiness().await {
+                Readiness::Ready(models) => return Ok(models),
+                Readiness::Refused(why) => return Err(failure("unreachable", why)),
+                Readiness::NotYet(why) => why,
+                Readiness::Unreachable(why) => {
+                    if self.kind == EngineKind::Url
+                        && start.elapsed() >= URL_CONNECT_WINDOW.min(timeout)
+                    {
+                        return Err(failure("unreachable", why));
+                    }
+                    why
+                }
+            };
+            if start.elapsed() >= timeout {
+                let message = format!(
+                    "engine {} not ready after {:.0} s (last: {last})",
+                    self.name,
+                    timeout.as_secs_f64()
+                );
+                return Err(failure("ready_timeout", message));
+            }
+            tokio::time::sleep(READY_POLL).await;
+        }
+    }
+
+    /// Fills the KV pool, version and environment of a ready engine.
+    async fn describe(&mut self, spec: &EngineSpec) {
+        let detected = kvpool::detect(self.kind, self.log_path.as_deref(), &self.probe()).await;
+        match (spec.kv_pool_tokens, &detected) {
+            (Some(tokens), found) => {
+                self.kv_pool_tokens = Some(tokens);
+                self.kv_pool_source = Some("profile".into());
+                if let Some(d) = found.as_ref().filter(|d| d.tokens != tokens) {
+                    self.notices.push(format!(
+                        "engine {}: kv_pool_tokens = {tokens} from the profile, but the engine reports {} ({})",
+                        self.name, d.tokens, d.source
+                    ));
+                }
+            }
+            (None, Some(d)) => {
+                self.kv_pool_tokens = Some(d.tokens);
+                self.kv_pool_source = Some(d.source.to_string());
+            }
+            (None, None) => self.notices.push(format!(
+                "engine {}: KV pool size not detected (no KV line in its log, nothing in /metrics, \
+                 /get_server_info or /props); set kv_pool_tokens in the profile",
+                self.name
+            )),
+        }
+        self.env.kv_pool_tokens = self.kv_pool_tokens;
+        self.env.model = Some(self.model.clone());
+        self.env.version = self.probe().version(self.kind).await;
+    }
+
+    /// How the launched process exited, if it has (`exit code 1`, `killed by signal
+    /// 9 (SIGKILL)`); `None` while it runs, and always for URL engines.
+    pub fn exit_status(&mut self) -> Option<String> {
+        self.process.as_mut().and_then(EngineProcess::try_exit)
+    }
+
+    /// The last `lines` lines of the engine log (empty for URL engines).
+    pub fn log_tail(&self, lines: usize) -> Vec<String> {
+        self.log_path
+            .as_deref()
+            .map(|p| process::log_tail(p, lines))
+            .unwrap_or_default()
+    }
+
+    /// Stops a launched engine: SIGTERM to its process group, SIGKILL after
+    /// `stop_grace_s` (default 10), wait until the group is gone; then, when a GPU
+    /// is visible, wait (up to 60 s) until the GPU memory it held is released.
+    /// Nothing to do for a URL engine.
+    ///
+    /// Errs (kind `stop`) only when something is left behind: processes that
+    /// survived SIGKILL, or GPU memory still held. The results measured stand.
+    pub async fn stop(mut self) -> Result<(), EngineFailure> {
+        self.shutdown().await
+    }
+
+    async fn shutdown(&mut self) -> Result<(), EngineFailure> {
+        let Some(mut process) = self.process.take() else {
+            return Ok(());
+        };
+        process
+            .terminate(self.stop_grace)
+            .await
+            .map_err(|m| failure("stop", format!("engine {}: {m}", self.name)))?;
+        drop(process);
+        match self.gpu_baseline.take() {
+            Some(baseline) => process::wait_gpu_release(&self.name, baseline)
+                .await
+                .map_err(|m| failure("stop", m)),
+            None => Ok(()),
+        }
+    }
+
+    /// Speculative-decoding counters from `GET {base}/metrics`; `None` when the
+    /// engine has no such endpoint or does not count drafts.
+    pub async fn scrape_spec_counters(&self) -> Option<SpecCounters> {
+        let text = self.probe().text("/metrics").await?;
+        parse_spec_counters(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_redacted_debug() {
+        assert_eq!(log_file_name("vllm/a b"), "vllm_a_b.log");
+        assert_eq!(kind_name(EngineKind::LlamaCpp), "llama-cpp");
+        let h = EngineHandle {
+            name: "x".into(),
+            base_url: "http://h".into(),
+            model: "m".into(),
+            api: Api::Completions,
+            api_key: Some("sk-secret".into()),
+            kv_pool_tokens: None,
+            kv_pool_source: None,
+            env: EngineEnv::default(),
+            notices: Vec::new(),
+            log_path: None,
+            kind: EngineKind::Url,
+            process: None,
+            stop_grace: Duration::from_secs(1),
+            gpu_baseline: None,
+            client: reqwest::Client::new(),
+        };
+        let shown = format!("{h:?}");
+        assert!(
+            !shown.contains("sk-secret") && shown.contains("***"),
+            "{shown}"
+        );
+    }
+}

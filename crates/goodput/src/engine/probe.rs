@@ -1,0 +1,211 @@
+//! HTTP questions to an engine: is it ready, what does it serve, which version is
+//! it, what do its `/metrics` say.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::profile::EngineKind;
+
+/// The longest one probe request may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An engine's base URL with the client and key to ask it with.
+#[derive(Clone, Copy)]
+pub struct Probe<'a> {
+    /// The HTTP client.
+    pub client: &'a reqwest::Client,
+    /// Base URL, no trailing slash.
+    pub base: &'a str,
+    /// Bearer token, when the engine wants one.
+    pub api_key: Option<&'a str>,
+}
+
+/// One look at an engine that is starting.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Readiness {
+    /// `/health` is fine and `/v1/models` lists these ids.
+    Ready(Vec<String>),
+    /// It answers but is not ready; why.
+    NotYet(String),
+    /// Nothing answers (connection refused, DNS, ...); why.
+    Unreachable(String),
+    /// It refuses us (HTTP 401/403): waiting will not help.
+    Refused(String),
+}
+
+impl<'a> Probe<'a> {
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        let req = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .timeout(PROBE_TIMEOUT);
+        match self.api_key {
+            Some(key) => req.bearer_auth(key),
+            None => req,
+        }
+    }
+
+    /// The body of a successful `GET path` as text.
+    pub async fn text(&self, path: &str) -> Option<String> {
+        let resp = self.get(path).send().await.ok()?;
+        if !resp.status().is_success() {
+            return None;
+        }
+        resp.text().await.ok()
+    }
+
+    /// The body of a successful `GET path` as JSON.
+    pub async fn json(&self, path: &str) -> Option<Value> {
+        serde_json::from_str(&self.text(path).await?).ok()
+    }
+
+    /// Looks once: `GET /health` (200, or 404 for servers without it), then
+    /// `GET /v1/models` with at least one model.
+    pub async fn readiness(&self) -> Readiness {
+        match self.get("/health").send().await {
+            Err(e) if e.is_connect() || e.is_request() => {
+                return Readiness::Unreachable(format!(
+                    "GET {}/health: {}",
+                    self.base,
+                    error_chain(&e)
+                ))
+            }
+            Err(e) => return Readiness::NotYet(format!("GET /health: {}", error_chain(&e))),
+            Ok(resp) => {
+                let code = resp.status().as_u16();
+                if !(resp.status().is_success() || code == 404 || code == 405) {
+                    return Readiness::NotYet(format!("GET /health answered HTTP {code}"));
+                }
+            }
+        }
+        let resp = match self.get("/v1/models").send().await {
+            Ok(r) => r,
+            Err(e) => return Readiness::NotYet(format!("GET /v1/models: {}", error_chain(&e))),
+        };
+        let code = resp.status().as_u16();
+        if code == 401 || code == 403 {
+            return Readiness::Refused(format!(
+                "GET /v1/models answered HTTP {code}: the engine wants an API key (set api_key_env)"
+            ));
+        }
+        if !resp.status().is_success() {
+            return Readiness::NotYet(format!("GET /v1/models answered HTTP {code}"));
+        }
+        match resp.json::<Value>().await {
+            Ok(body) => {
+                let ids = model_ids(&body);
+                if ids.is_empty() {
+                    Readiness::NotYet("GET /v1/models lists no model".into())
+                } else {
+                    Readiness::Ready(ids)
+                }
+            }
+            Err(e) => Readiness::NotYet(format!("GET /v1/models: {}", error_chain(&e))),
+        }
+    }
+
+    /// The engine's own version string, best effort: vLLM and the simulator answer
+    /// `GET /version`, SGLang `GET /get_server_info` (or `/server_info`), llama.cpp
+    /// `GET /props` (`build_info`). Other kinds try each.
+    pub async fn version(&self, kind: EngineKind) -> Option<String> {
+        let tries: &[(&str, &str)] = match kind {
+            EngineKind::Vllm | EngineKind::Sim => &[("/version", "version")],
+            EngineKind::Sglang => &[("/get_server_info", "version"), ("/server_info", "version")],
+            EngineKind::LlamaCpp => &[("/props", "build_info")],
+            EngineKind::Url | EngineKind::Command => &[
+                ("/version", "version"),
+                ("/get_server_info", "version"),
+                ("/props", "build_info"),
+            ],
+        };
+        for (path, key) in tries {
+            if let Some(v) = self
+                .json(path)
+                .await
+                .as_ref()
+                .and_then(|b| string_field(b, key))
+            {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+/// The `id`s of an OpenAI `/v1/models` list, in order.
+pub fn model_ids(body: &Value) -> Vec<String> {
+    body.get("data")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|m| m.get("id").and_then(Value::as_str))
+                .filter(|id| !id.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn string_field(body: &Value, key: &str) -> Option<String> {
+    match body.get(key)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// An error with its causes, `a: b: c`.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_and_versions() {
+        let body = serde_json::json!({"object": "list", "data": [
+            {"id": "Qwen/Qwen2.5-0.5B-Instruct", "object": "model"}, {"id": ""}, {"object": "model"}]});
+        assert_eq!(model_ids(&body), ["Qwen/Qwen2.5-0.5B-Instruct"]);
+        assert!(model_ids(&serde_json::json!({"data": null})).is_empty());
+        assert_eq!(
+            string_field(
+                &serde_json::json!({"build_info": "b11434-3f2a1c0"}),
+                "build_info"
+            )
+            .as_deref(),
+            Some("b11434-3f2a1c0")
+        );
+        assert_eq!(
+            string_field(&serde_json::json!({"version": " "}), "version"),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn nothing_listening_is_unreachable() {
+        let port = super::super::command::free_port().unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        let probe = Probe {
+            client: &client,
+            base: &base,
+            api_key: None,
+        };
+        assert!(matches!(probe.readiness().await, Readiness::Unreachable(_)));
+        assert_eq!(probe.version(EngineKind::Url).await, None);
+    }
+}

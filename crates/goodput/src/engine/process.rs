@@ -1,0 +1,416 @@
+//! Engine processes: each launched engine runs in its own process group, so that
+//! one signal reaches the engine and every process it started (vLLM's engine core,
+//! tokenizer workers, ...), and so that a Ctrl-C in the terminal reaches goodput
+//! alone, which then stops the engines itself.
+//!
+//! Nothing is left running:
+//! - [`EngineProcess::terminate`]: SIGTERM to the group, SIGKILL after the grace
+//!   period, then wait until no live (non-zombie) process of the group remains;
+//! - dropping an [`EngineProcess`] without terminating it SIGKILLs its group;
+//! - every live group is registered in a fixed table of atomics, which
+//!   [`kill_all_engines`] walks with nothing but atomic loads and `kill(2)`: safe in
+//!   a panic hook, an `atexit` handler, or after a signal ([`install_cleanup_hooks`]
+//!   installs the first two);
+//! - [`shutdown_signal`] resolves on SIGINT or SIGTERM so the caller can stop its
+//!   engines and write what it has.
+//!
+//! A SIGKILL of goodput itself cannot be caught; the engines then outlive it.
+
+use std::future::Future;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Once;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+/// Most engine process groups alive at once (more are still killed on drop).
+const MAX_LIVE: usize = 64;
+/// After SIGKILL, the longest wait for the group to vanish.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+/// How often a stopping group is looked at.
+const POLL: Duration = Duration::from_millis(50);
+/// After stopping, the longest wait for the GPU memory the engine held to be freed.
+const GPU_RELEASE_WAIT: Duration = Duration::from_secs(60);
+/// GPU memory above the pre-launch level still counted as released, MiB.
+const GPU_RELEASE_SLACK_MIB: f64 = 512.0;
+/// Bytes read from the end of a log for its tail.
+const TAIL_BYTES: u64 = 256 * 1024;
+
+static LIVE: [AtomicI32; MAX_LIVE] = [const { AtomicI32::new(0) }; MAX_LIVE];
+
+fn register(pgid: i32) {
+    for slot in &LIVE {
+        if slot
+            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+fn unregister(pgid: i32) {
+    for slot in &LIVE {
+        let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// SIGKILLs every registered engine process group. Uses only atomic loads and
+/// `kill(2)`, so it may run in a panic hook, an `atexit` handler or a fatal exit
+/// path.
+pub fn kill_all_engines() {
+    for slot in &LIVE {
+        let pgid = slot.swap(0, Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: kill(2) with a negative pid signals a process group; no memory
+            // is shared with the callee.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+extern "C" fn kill_all_at_exit() {
+    kill_all_engines();
+}
+
+/// Installs, once, a panic hook that SIGKILLs every live engine process group and
+/// then calls the previous hook, and an `atexit` handler that does the same when
+/// the process exits (`std::process::exit` included) with engines still running.
+pub fn install_cleanup_hooks() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            kill_all_engines();
+            previous(info);
+        }));
+        // SAFETY: registers a plain extern "C" function with no captured state.
+        unsafe {
+            libc::atexit(kill_all_at_exit);
+        }
+    });
+}
+
+/// Resolves with `"SIGINT"` or `"SIGTERM"` when goodput receives either. The
+/// handlers are installed when this is called (inside a tokio runtime), so a signal
+/// arriving before the future is first polled is not lost. Once installed, the
+/// default action (terminating goodput) no longer applies: the caller stops its
+/// engines (or calls [`kill_all_engines`]) and exits itself.
+pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static {
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    let int = signal(SignalKind::interrupt()).ok();
+    let term = signal(SignalKind::terminate()).ok();
+    async fn recv(s: Option<Signal>) {
+        match s {
+            Some(mut s) => {
+                if s.recv().await.is_none() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+    async move {
+        tokio::select! {
+            _ = recv(int) => "SIGINT",
+            _ = recv(term) => "SIGTERM",
+        }
+    }
+}
+
+/// Sends `sig` to process group `pgid`; false when the group no longer exists.
+fn signal_group(pgid: i32, sig: i32) -> bool {
+    // SAFETY: see kill_all_engines.
+    unsafe { libc::kill(-pgid, sig) == 0 }
+}
+
+/// Whether any live (not zombie) process is in group `pgid`. Reads `/proc` on
+/// Linux; elsewhere asks `kill(-pgid, 0)` (which also counts zombies).
+pub fn group_alive(pgid: i32) -> bool {
+    match group_members(pgid) {
+        Some(members) => !members.is_empty(),
+        None => signal_group(pgid, 0),
+    }
+}
+
+/// The pids of the live (not zombie) processes in group `pgid`, from `/proc`;
+/// `None` where `/proc` cannot be read.
+pub fn group_members(pgid: i32) -> Option<Vec<i32>> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    let mut pids = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some((state, pgrp)) = parse_stat(&stat) {
+            if pgrp == pgid && state != 'Z' && state != 'X' {
+                pids.push(pid);
+            }
+        }
+    }
+    Some(pids)
+}
+
+/// State and process group of a `/proc/PID/stat` line (`pid (comm) S ppid pgrp ...`;
+/// `comm` may hold spaces and parentheses).
+fn parse_stat(stat: &str) -> Option<(char, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// `exit code 1`, `killed by signal 9 (SIGKILL)`.
+pub fn describe_exit(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exit code {code}");
+    }
+    match status.signal() {
+        Some(sig) => {
+            let name = match sig {
+                libc::SIGHUP => " (SIGHUP)",
+                libc::SIGINT => " (SIGINT)",
+                libc::SIGQUIT => " (SIGQUIT)",
+                libc::SIGILL => " (SIGILL)",
+                libc::SIGABRT => " (SIGABRT)",
+                libc::SIGBUS => " (SIGBUS)",
+                libc::SIGKILL => " (SIGKILL)",
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGTERM => " (SIGTERM)",
+                _ => "",
+            };
+            format!("killed by signal {sig}{name}")
+        }
+        None => status.to_string(),
+    }
+}
+
+/// The last `lines` lines of a log file (of its last 256 KiB); a line redrawn with
+/// carriage returns (progress bars) reads as its last drawing.
+pub fn log_tail(path: &Path, lines: usize) -> Vec<String> {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(TAIL_BYTES);
+    if file.seek(SeekFrom::Start(start)).is_err() {
+        return Vec::new();
+    }
+    let mut buf = Vec::new();
+    if file.read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let mut all: Vec<&str> = text.lines().collect();
+    if start > 0 && !all.is_empty() {
+        all.remove(0); // most likely cut in the middle
+    }
+    let kept: Vec<String> = all
+        .iter()
+        .map(|l| {
+            l.trim_end_matches('\r')
+                .rsplit('\r')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    kept[kept.len().saturating_sub(lines)..].to_vec()
+}
+
+/// A launched engine: the leader of its own process group.
+#[derive(Debug)]
+pub struct EngineProcess {
+    child: Child,
+    pgid: i32,
+    exit: Option<ExitStatus>,
+    done: bool,
+}
+
+impl EngineProcess {
+    /// Starts `argv` in a new process group with stdout and stderr appended to
+    /// `log` (one file, both streams), extra `env` (after `PYTHONUNBUFFERED=1`, so a
+    /// Python engine's prints reach the log at once) and working directory `cwd`.
+    pub fn spawn(
+        argv: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: Option<&Path>,
+        log: &Path,
+        header: &str,
+    ) -> std::io::Result<EngineProcess> {
+        let (program, args) = argv.split_first().ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command")
+        })?;
+        let mut out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
+        writeln!(out, "{header}")?;
+        let err = out.try_clone()?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env("PYTHONUNBUFFERED", "1")
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        let child = cmd.spawn()?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .ok_or_else(|| std::io::Error::other("the engine exited at once"))?;
+        register(pgid);
+        Ok(EngineProcess {
+            child,
+            pgid,
+            exit: None,
+            done: false,
+        })
+    }
+
+    /// The process group id (the leader's pid).
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// How the leader exited, if it has.
+    pub fn try_exit(&mut self) -> Option<String> {
+        if self.exit.is_none() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.exit = Some(status);
+            }
+        }
+        self.exit.map(describe_exit)
+    }
+
+    /// Stops the whole group: SIGTERM, up to `grace` for it to exit, then SIGKILL
+    /// and up to 10 s more. Errs when a live process of the group remains.
+    pub async fn terminate(&mut self, grace: Duration) -> Result<(), String> {
+        if self.done {
+            return Ok(());
+        }
+        signal_group(self.pgid, libc::SIGTERM);
+        if !self.wait_gone(grace).await {
+            signal_group(self.pgid, libc::SIGKILL);
+            self.wait_gone(KILL_WAIT).await;
+        }
+        let _ = self.try_exit();
+        if group_alive(self.pgid) {
+            return Err(format!(
+                "engine process group {} still has live processes after SIGKILL",
+                self.pgid
+            ));
+        }
+        self.done = true;
+        unregister(self.pgid);
+        Ok(())
+    }
+
+    /// Waits up to `limit` until no live process of the group remains, reaping the
+    /// leader meanwhile; true when none remains.
+    async fn wait_gone(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            let _ = self.try_exit();
+            if !group_alive(self.pgid) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+impl Drop for EngineProcess {
+    fn drop(&mut self) {
+        if !self.done {
+            signal_group(self.pgid, libc::SIGKILL);
+            let _ = self.child.try_wait();
+            unregister(self.pgid);
+        }
+    }
+}
+
+/// After an engine stopped, waits (up to 60 s) until every GPU's memory use is
+/// back near its level before the launch (within 512 MiB).
+pub async fn wait_gpu_release(name: &str, baseline: Vec<f64>) -> Result<(), String> {
+    let start = Instant::now();
+    loop {
+        let now = tokio::task::spawn_blocking(crate::telemetry::gpu_memory_used_mib)
+            .await
+            .ok()
+            .flatten();
+        let Some(now) = now else {
+            return Ok(()); // the GPU is no longer visible: nothing to wait for
+        };
+        let held: f64 = now
+            .iter()
+            .zip(&baseline)
+            .map(|(n, b)| (n - b - GPU_RELEASE_SLACK_MIB).max(0.0))
+            .sum();
+        if held <= 0.0 {
+            return Ok(());
+        }
+        if start.elapsed() >= GPU_RELEASE_WAIT {
+            return Err(format!(
+                "engine {name}: {held:.0} MiB of GPU memory still held 60 s after it stopped"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines() {
+        assert_eq!(parse_stat("42 (sleep) S 1 42 42 0 -1"), Some(('S', 42)));
+        assert_eq!(parse_stat("7 (a (weird) name) Z 1 99 99"), Some(('Z', 99)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn tail_of_a_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.log");
+        std::fs::write(&path, "a\nb\n\nloading 10%\rloading 100%\nc\n").unwrap();
+        assert_eq!(log_tail(&path, 2), ["loading 100%", "c"]);
+        assert_eq!(log_tail(&path, 10), ["a", "b", "loading 100%", "c"]);
+        assert!(log_tail(&dir.path().join("none"), 3).is_empty());
+    }
+
+    #[test]
+    fn exit_descriptions() {
+        assert_eq!(describe_exit(ExitStatus::from_raw(1 << 8)), "exit code 1");
+        assert_eq!(
+            describe_exit(ExitStatus::from_raw(9)),
+            "killed by signal 9 (SIGKILL)"
+        );
+    }
+}
