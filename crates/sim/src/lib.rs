@@ -1,5 +1,180 @@
 //! `goodput-sim`: a simulated OpenAI-compatible LLM serving engine.
+//!
+//! It serves vLLM's API (streaming completions and chat, `/metrics`,
+//! `/tokenize`, `/health`, ...) from a model of a continuous-batching engine:
+//! a KV pool in blocks, FCFS admission, chunked prefill, preemption, async
+//! scheduling, n-gram speculative decoding and a thermally throttling GPU.
+//! Presets mimic the engines of the reference report, so `goodput` can be
+//! developed and tested without a GPU. It can also run a fixed schedule
+//! (exact TTFT and ITL) with a timing probe, to measure a client's fidelity,
+//! and inject faults.
+//!
+//! # Layout
+//! - [`config`]: [`SimConfig`] (TOML), validation, presets.
+//! - [`model`]: the engine as a pure state machine in explicit simulated time,
+//!   and a virtual-time closed-loop driver used to calibrate the presets.
+//! - [`server`]: the axum app; a driver task runs the model on the wall clock.
+//! - [`faults`]: fault-injection specs (`x-goodput-fault` header, `faults` config).
+//! - [`text`]: the deterministic tokenizer and generated words.
+//! - [`clock`]: CLOCK_MONOTONIC timestamps for the timing probe.
+
+pub mod clock;
 pub mod config;
 pub mod faults;
 pub mod model;
-pub use config::{preset, SimConfig, PRESETS};
+pub mod server;
+pub mod text;
+
+use std::io::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+
+pub use config::{preset, ConfigError, SimConfig, PRESETS};
+pub use faults::FaultSpec;
+pub use server::{app, serve, SimState};
+
+/// Options of the `goodput sim` subcommand.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// The engine to simulate.
+    pub config: SimConfig,
+    /// Address to bind (loopback unless you mean to expose it).
+    pub host: IpAddr,
+    /// Port to bind (0 picks a free one).
+    pub port: u16,
+}
+
+/// `MM-DD HH:MM:SS` in UTC, as vLLM's log prefix.
+fn log_time() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    format!(
+        "{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `2928` -> `2,928`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The startup lines, in vLLM's log format.
+pub fn banner(config: &SimConfig, addr: SocketAddr) -> Vec<String> {
+    let t = log_time();
+    let kv = config.kv_capacity_tokens();
+    let mut lines = vec![
+        format!(
+            "INFO {t} [goodput-sim] goodput-sim {} serving model {:?} (simulated engine)",
+            env!("CARGO_PKG_VERSION"),
+            config.model
+        ),
+        format!(
+            "INFO {t} [kv_cache_utils.py] GPU KV cache size: {} tokens",
+            thousands(kv)
+        ),
+        format!(
+            "INFO {t} [kv_cache_utils.py] Maximum concurrency for {} tokens per request: {:.2}x",
+            thousands(u64::from(config.max_model_len)),
+            kv as f64 / f64::from(config.max_model_len)
+        ),
+    ];
+    if !addr.ip().is_loopback() {
+        lines.push(format!(
+            "WARNING {t} [goodput-sim] listening on {addr}, which is not a loopback address: \
+             the simulator is exposed to the network"
+        ));
+    }
+    lines.push(format!(
+        "INFO {t} [goodput-sim] listening on http://{addr} (Press CTRL+C to quit)"
+    ));
+    lines
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Bind `host:port`, print the startup banner, serve until Ctrl-C or SIGTERM.
+pub async fn run_standalone(opts: SimOptions) -> anyhow::Result<()> {
+    opts.config.validate()?;
+    let addr = SocketAddr::new(opts.host, opts.port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr().context("no local address")?;
+    {
+        let mut out = std::io::stdout().lock();
+        for line in banner(&opts.config, local) {
+            writeln!(out, "{line}").context("cannot write the banner")?;
+        }
+        out.flush().context("cannot write the banner")?;
+    }
+    serve(listener, opts.config, shutdown_signal())
+        .await
+        .context("server failed")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separator() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(2928), "2,928");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn banner_has_vllm_kv_line_and_exposure_warning() {
+        let c = preset("vllm-fast-b").unwrap();
+        let lines = banner(&c, "127.0.0.1:8000".parse().unwrap());
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("INFO ") && l.ends_with("GPU KV cache size: 2,928 tokens")));
+        assert!(!lines.iter().any(|l| l.contains("exposed")));
+        let lines = banner(&c, "0.0.0.0:8000".parse().unwrap());
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("WARNING") && l.contains("exposed")));
+        assert_eq!(log_time().len(), "11-30 11:45:02".len());
+    }
+}

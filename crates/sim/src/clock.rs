@@ -1,0 +1,67 @@
+//! CLOCK_MONOTONIC in nanoseconds, the clock `std::time::Instant` uses on
+//! Linux, so probe timestamps written by the server compare directly with a
+//! client's `Instant`s converted the same way.
+
+use std::time::Instant;
+
+/// CLOCK_MONOTONIC now, in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// Converts `Instant`s to CLOCK_MONOTONIC nanoseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct MonoClock {
+    base: Instant,
+    base_ns: u64,
+}
+
+impl MonoClock {
+    /// Calibrate against the current time.
+    pub fn new() -> MonoClock {
+        let base = Instant::now();
+        let base_ns = monotonic_ns();
+        MonoClock { base, base_ns }
+    }
+
+    /// CLOCK_MONOTONIC nanoseconds of `t`.
+    pub fn ns(&self, t: Instant) -> u64 {
+        match t.checked_duration_since(self.base) {
+            Some(d) => self.base_ns.saturating_add(d.as_nanos() as u64),
+            None => self
+                .base_ns
+                .saturating_sub(self.base.duration_since(t).as_nanos() as u64),
+        }
+    }
+}
+
+impl Default for MonoClock {
+    fn default() -> Self {
+        MonoClock::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instant_and_monotonic_agree() {
+        let clock = MonoClock::new();
+        let a = monotonic_ns();
+        let b = clock.ns(Instant::now());
+        let c = monotonic_ns();
+        assert!(a <= b + 100_000 && b <= c + 100_000, "{a} {b} {c}");
+    }
+}

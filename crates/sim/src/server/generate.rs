@@ -1,0 +1,197 @@
+//! `POST /v1/completions` and `POST /v1/chat/completions`.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::mpsc;
+
+use super::driver::{Command, DELIVERY_CAPACITY};
+use super::format::ChunkFormat;
+use super::openai::{plan, ApiError, Endpoint, GenerationRequest};
+use super::stream::{CancelGuard, InFlight, Source, Writer};
+use super::SimState;
+use crate::faults::FaultSpec;
+use crate::model::RequestSpec;
+use crate::text;
+
+/// Header that injects a fault into one request (see [`crate::faults`]).
+pub const FAULT_HEADER: &str = "x-goodput-fault";
+/// Header that turns the timing probe on for one request.
+pub const PROBE_HEADER: &str = "x-goodput-probe";
+
+pub(super) async fn completions(
+    State(state): State<SimState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(&state, &headers, &body, Endpoint::Completions).unwrap_or_else(|e| e.into_response())
+}
+
+pub(super) async fn chat_completions(
+    State(state): State<SimState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(&state, &headers, &body, Endpoint::Chat).unwrap_or_else(|e| e.into_response())
+}
+
+/// Faults for request number `n`: the header wins over the configured rules.
+fn faults_for(state: &SimState, headers: &HeaderMap, n: u64) -> Result<FaultSpec, ApiError> {
+    if let Some(v) = headers.get(FAULT_HEADER) {
+        let v = v
+            .to_str()
+            .map_err(|_| ApiError::bad_request(format!("{FAULT_HEADER} is not ASCII")))?;
+        return v
+            .parse()
+            .map_err(|e| ApiError::bad_request(format!("invalid {FAULT_HEADER} header: {e}")));
+    }
+    Ok(state
+        .inner
+        .config
+        .faults
+        .iter()
+        .find(|r| r.every > 0 && n % r.every == 0)
+        .map(|r| r.spec.clone())
+        .unwrap_or_default())
+}
+
+fn probe_requested(state: &SimState, headers: &HeaderMap) -> bool {
+    state.inner.config.probe
+        || headers
+            .get(PROBE_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn ms(value: f64, time_scale: f64) -> Duration {
+    Duration::try_from_secs_f64(value / 1000.0 / time_scale).unwrap_or(Duration::ZERO)
+}
+
+fn generate(
+    state: &SimState,
+    headers: &HeaderMap,
+    body: &[u8],
+    endpoint: Endpoint,
+) -> Result<Response, ApiError> {
+    let inner = &state.inner;
+    let config = &inner.config;
+    if !state.is_ready() {
+        return Err(ApiError::with_status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The model is still loading.",
+        ));
+    }
+    let req: GenerationRequest = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("Invalid JSON request body: {e}")))?;
+    if let Some(m) = &req.model {
+        if m != &config.model {
+            return Err(ApiError::with_status(
+                StatusCode::NOT_FOUND,
+                format!("The model `{m}` does not exist."),
+            ));
+        }
+    }
+    let job = plan(&req, endpoint, config)?;
+    let n = inner.next_id.fetch_add(1, Ordering::Relaxed);
+    let faults = faults_for(state, headers, n)?;
+    if let Some(code) = faults.status {
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Err(ApiError::with_status(
+            status,
+            format!("fault injected: status={code}"),
+        ));
+    }
+    if faults.not_sse {
+        return Ok((
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            "<!doctype html><html><body><h1>goodput-sim</h1>\
+             <p>fault injected: not_sse</p></body></html>\n",
+        )
+            .into_response());
+    }
+    let source = match (&config.schedule, &inner.commands) {
+        (Some(s), _) => {
+            let stats = inner.schedule_stats.clone();
+            stats.running.fetch_add(1, Ordering::Relaxed);
+            stats
+                .prompt_tokens
+                .fetch_add(u64::from(job.prompt_tokens), Ordering::Relaxed);
+            Source::Schedule {
+                next: 0,
+                total: (!faults.endless).then_some(u64::from(job.output_tokens)),
+                first_at: Instant::now() + ms(s.ttft_ms, config.time_scale),
+                itl: ms(s.itl_ms, config.time_scale),
+                stats: stats.clone(),
+                _inflight: InFlight(stats),
+            }
+        }
+        (None, Some(commands)) => {
+            let (tx, rx) = mpsc::channel(DELIVERY_CAPACITY);
+            let spec = RequestSpec {
+                prompt_tokens: job.prompt_tokens,
+                output_tokens: job.output_tokens,
+                endless: faults.endless,
+                seed: job.text_seed,
+            };
+            commands
+                .send(Command::Add { id: n, spec, tx })
+                .map_err(|_| {
+                    ApiError::with_status(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "The engine is shutting down.",
+                    )
+                })?;
+            Source::Model {
+                rx,
+                _guard: CancelGuard {
+                    id: n,
+                    commands: commands.clone(),
+                },
+            }
+        }
+        (None, None) => {
+            return Err(ApiError::with_status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "no engine is running",
+            ))
+        }
+    };
+    let prefix = match endpoint {
+        Endpoint::Completions => "cmpl",
+        Endpoint::Chat => "chatcmpl",
+    };
+    let id = format!("{prefix}-{:016x}{:016x}", text::mix(n), text::mix(!n));
+    let format = ChunkFormat::new(endpoint, id, unix_now(), &config.model);
+    let content_type = if job.stream {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let writer = Writer::new(
+        job,
+        format,
+        source,
+        faults,
+        probe_requested(state, headers),
+        inner.mono,
+        inner.shutdown.clone(),
+    );
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(writer.into_stream()),
+    )
+        .into_response())
+}

@@ -1,0 +1,184 @@
+//! The HTTP server: an axum app that speaks vLLM's OpenAI-compatible API and
+//! drives the [`crate::model`] in real time.
+//!
+//! Layout:
+//! - [`driver`]: the task that owns the engine and runs steps on the wall clock.
+//! - `generate`: `/v1/completions` and `/v1/chat/completions` handlers.
+//! - `stream`: response bodies (SSE or JSON), timing probe, stream faults.
+//! - `format`: vLLM's chunk and response shapes.
+//! - [`openai`]: request parsing, validation and error bodies.
+//! - `routes`: health, models, tokenize, version, metrics, `/sim/gpu`.
+//! - [`timer`]: a sub-millisecond timer for absolute deadlines.
+
+pub(crate) mod driver;
+mod format;
+mod generate;
+pub mod openai;
+mod routes;
+mod stream;
+pub mod timer;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use axum::Router;
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, watch};
+
+use crate::clock::MonoClock;
+use crate::config::SimConfig;
+use crate::model::{Counters, Engine};
+use driver::{Command, Driver, Published, SimClock};
+
+/// Counters of fixed-schedule mode (no model).
+#[derive(Debug, Default)]
+pub(crate) struct ScheduleStats {
+    pub running: AtomicI64,
+    pub prompt_tokens: AtomicU64,
+    pub generation_tokens: AtomicU64,
+}
+
+pub(crate) struct Inner {
+    pub config: SimConfig,
+    pub clock: SimClock,
+    pub ready_at: Instant,
+    pub mono: MonoClock,
+    pub commands: Option<mpsc::UnboundedSender<Command>>,
+    pub published: Arc<Mutex<Published>>,
+    pub schedule_stats: Arc<ScheduleStats>,
+    pub next_id: AtomicU64,
+    pub shutdown_tx: watch::Sender<bool>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Shared state of one simulated engine: configuration, the driver task's
+/// command channel, and what `/metrics` reads. Cheap to clone.
+#[derive(Clone)]
+pub struct SimState {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SimState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimState")
+            .field("model", &self.inner.config.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimState {
+    /// Start an engine for `config`: its clock starts now (and `/health`
+    /// answers 503 for `load_time_ms`). Outside fixed-schedule mode this
+    /// spawns the driver task, so it must be called inside a tokio runtime.
+    pub fn new(config: SimConfig) -> SimState {
+        let start = Instant::now();
+        let clock = SimClock {
+            start,
+            time_scale: config.time_scale,
+        };
+        let load = Duration::try_from_secs_f64(config.load_time_ms / 1000.0 / config.time_scale)
+            .unwrap_or(Duration::ZERO);
+        let engine = Engine::new(&config);
+        let published = Arc::new(Mutex::new(Published {
+            running: 0,
+            waiting: 0,
+            kv_usage: 0.0,
+            counters: Counters::default(),
+            gpu: engine.gpu().clone(),
+        }));
+        let (shutdown_tx, shutdown) = watch::channel(false);
+        let commands = if config.schedule.is_none() {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let driver = Driver {
+                engine,
+                commands: rx,
+                published: published.clone(),
+                clock,
+                shutdown: shutdown.clone(),
+            };
+            tokio::spawn(driver.run());
+            Some(tx)
+        } else {
+            None
+        };
+        SimState {
+            inner: Arc::new(Inner {
+                config,
+                clock,
+                ready_at: start + load,
+                mono: MonoClock::new(),
+                commands,
+                published,
+                schedule_stats: Arc::new(ScheduleStats::default()),
+                next_id: AtomicU64::new(1),
+                shutdown_tx,
+                shutdown,
+            }),
+        }
+    }
+
+    /// The configuration served.
+    pub fn config(&self) -> &SimConfig {
+        &self.inner.config
+    }
+
+    /// Stop the driver and end stalled or endless streams (idempotent).
+    pub fn shutdown(&self) {
+        let _ = self.inner.shutdown_tx.send(true);
+    }
+
+    /// Whether the simulated model has finished loading.
+    pub fn is_ready(&self) -> bool {
+        Instant::now() >= self.inner.ready_at
+    }
+}
+
+/// The axum router of the simulated engine.
+pub fn app(state: SimState) -> Router {
+    Router::new()
+        .route("/v1/completions", post(generate::completions))
+        .route("/v1/chat/completions", post(generate::chat_completions))
+        .route("/v1/models", get(routes::models))
+        .route("/health", get(routes::health))
+        .route("/tokenize", post(routes::tokenize))
+        .route("/detokenize", post(routes::detokenize))
+        .route("/version", get(routes::version))
+        .route("/metrics", get(routes::metrics))
+        .route("/sim/gpu", get(routes::gpu))
+        .with_state(state)
+}
+
+/// Serve `config` on `listener` until `shutdown` completes; then stalled and
+/// endless streams are ended and open connections are let finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: SimConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let state = SimState::new(config);
+    serve_state(listener, state, shutdown).await
+}
+
+/// [`serve`] with a state the caller built (to keep a handle on it).
+pub async fn serve_state(
+    listener: tokio::net::TcpListener,
+    state: SimState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let router = app(state.clone());
+    let listener = listener.tap_io(|tcp| {
+        // Streaming latency: never let Nagle hold back a small chunk.
+        let _ = tcp.set_nodelay(true);
+    });
+    let signal = async move {
+        shutdown.await;
+        state.shutdown();
+    };
+    axum::serve(listener, router)
+        .with_graceful_shutdown(signal)
+        .await
+}

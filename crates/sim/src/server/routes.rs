@@ -1,0 +1,230 @@
+//! The small endpoints: health, models, tokenize/detokenize, version,
+//! Prometheus metrics and the simulated GPU.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::openai::{render_chat, ApiError, Message};
+use super::SimState;
+use crate::text;
+
+pub(super) async fn health(State(state): State<SimState>) -> Response {
+    if state.is_ready() {
+        StatusCode::OK.into_response()
+    } else {
+        ApiError::with_status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The model is still loading.",
+        )
+        .into_response()
+    }
+}
+
+pub(super) async fn models(State(state): State<SimState>) -> Json<serde_json::Value> {
+    let c = state.config();
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Json(json!({
+        "object": "list",
+        "data": [{
+            "id": c.model,
+            "object": "model",
+            "created": created,
+            "owned_by": "vllm",
+            "root": c.model,
+            "parent": null,
+            "max_model_len": c.max_model_len,
+            "permission": [],
+        }],
+    }))
+}
+
+pub(super) async fn version() -> Json<serde_json::Value> {
+    Json(json!({"version": concat!("goodput-sim ", env!("CARGO_PKG_VERSION"))}))
+}
+
+#[derive(Deserialize)]
+struct TokenizeRequest {
+    prompt: Option<String>,
+    messages: Option<Vec<Message>>,
+}
+
+pub(super) async fn tokenize(State(state): State<SimState>, body: Bytes) -> Response {
+    let req: TokenizeRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return ApiError::bad_request(format!("Invalid JSON request body: {e}")).into_response()
+        }
+    };
+    let text = match (req.prompt, req.messages) {
+        (Some(p), _) => p,
+        (None, Some(m)) => render_chat(&m),
+        (None, None) => {
+            return ApiError::bad_request("either `prompt` or `messages` is required")
+                .into_response()
+        }
+    };
+    let tokens = text::tokenize(&text);
+    Json(json!({
+        "count": tokens.len(),
+        "max_model_len": state.config().max_model_len,
+        "tokens": tokens,
+        "token_strs": null,
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize)]
+struct DetokenizeRequest {
+    tokens: Vec<u32>,
+}
+
+pub(super) async fn detokenize(body: Bytes) -> Response {
+    match serde_json::from_slice::<DetokenizeRequest>(&body) {
+        Ok(r) => Json(json!({"prompt": text::detokenize(&r.tokens)})).into_response(),
+        Err(e) => ApiError::bad_request(format!("Invalid JSON request body: {e}")).into_response(),
+    }
+}
+
+pub(super) async fn gpu(State(state): State<SimState>) -> Json<crate::model::GpuState> {
+    let now = state.inner.clock.sim(Instant::now());
+    let gpu = state.inner.published.lock().gpu.clone();
+    Json(gpu.state_at(now))
+}
+
+/// One metric family in Prometheus text format.
+fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (labels, value) in samples {
+        let sample = if kind == "counter" {
+            format!("{name}_total")
+        } else {
+            name.to_string()
+        };
+        let _ = writeln!(out, "{sample}{{{labels}}} {value:?}");
+    }
+}
+
+/// Prometheus label value escaping.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+pub(super) async fn metrics(State(state): State<SimState>) -> Response {
+    let c = state.config();
+    let (running, waiting, kv, counters) = {
+        let p = state.inner.published.lock();
+        (p.running as f64, p.waiting as f64, p.kv_usage, p.counters)
+    };
+    let s = &state.inner.schedule_stats;
+    let running = running + s.running.load(Ordering::Relaxed).max(0) as f64;
+    let prompt = counters.prompt_tokens + s.prompt_tokens.load(Ordering::Relaxed);
+    let generation = counters.generation_tokens + s.generation_tokens.load(Ordering::Relaxed);
+    let m = format!("model_name=\"{}\"", label(&c.model));
+    let mut out = String::new();
+    let one = |v: f64| vec![(m.clone(), v)];
+    family(
+        &mut out,
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        &one(running),
+    );
+    family(
+        &mut out,
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        &one(waiting),
+    );
+    family(
+        &mut out,
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        &one(kv),
+    );
+    family(
+        &mut out,
+        "vllm:gpu_cache_usage_perc",
+        "gauge",
+        "GPU KV-cache usage. 1 means 100 percent usage.",
+        &one(kv),
+    );
+    let info = format!(
+        "{m},block_size=\"{}\",num_gpu_blocks=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"False\"",
+        c.block_size,
+        c.num_gpu_blocks()
+    );
+    family(
+        &mut out,
+        "vllm:cache_config_info",
+        "gauge",
+        "Information of the LLMEngine CacheConfig",
+        &[(info, 1.0)],
+    );
+    family(
+        &mut out,
+        "vllm:num_preemptions",
+        "counter",
+        "Cumulative number of preemption from the engine.",
+        &one(counters.num_preemptions as f64),
+    );
+    family(
+        &mut out,
+        "vllm:prompt_tokens",
+        "counter",
+        "Number of prefill tokens processed.",
+        &one(prompt as f64),
+    );
+    family(
+        &mut out,
+        "vllm:generation_tokens",
+        "counter",
+        "Number of generation tokens processed.",
+        &one(generation as f64),
+    );
+    family(
+        &mut out,
+        "vllm:spec_decode_num_drafts",
+        "counter",
+        "Number of spec decoding drafts.",
+        &one(counters.spec_num_drafts as f64),
+    );
+    family(
+        &mut out,
+        "vllm:spec_decode_num_draft_tokens",
+        "counter",
+        "Number of draft tokens.",
+        &one(counters.spec_draft_tokens as f64),
+    );
+    family(
+        &mut out,
+        "vllm:spec_decode_num_accepted_tokens",
+        "counter",
+        "Number of accepted tokens.",
+        &one(counters.spec_accepted_tokens as f64),
+    );
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        out,
+    )
+        .into_response()
+}

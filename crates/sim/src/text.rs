@@ -1,0 +1,344 @@
+//! Deterministic text: the simulator's tokenizer and its generated pseudo-words.
+//!
+//! Tokenizer: whitespace separates tokens and is dropped; a run of letters and
+//! digits is one token; every other character is a token of its own. So about
+//! one token per word, consistently for `/tokenize`, usage counts and limits.
+//! Token ids: ASCII punctuation is its byte value, words of the simulator's
+//! vocabulary are `256 + index`, other words hash into `1024..VOCAB_SIZE`
+//! (detokenized as `<unk:ID>`). Generated text is one vocabulary word per
+//! token, each with a leading space, chosen by a seeded hash: the same seed
+//! gives the same text.
+
+/// Size of the simulated vocabulary (ids are below it).
+pub const VOCAB_SIZE: u32 = 32_000;
+const WORD_BASE: u32 = 256;
+const HASH_BASE: u32 = 1024;
+
+/// The words generated text is made of.
+pub const WORDS: &[&str] = &[
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+    "enim",
+    "ad",
+    "minim",
+    "veniam",
+    "quis",
+    "nostrud",
+    "exercitation",
+    "ullamco",
+    "laboris",
+    "nisi",
+    "aliquip",
+    "ex",
+    "ea",
+    "commodo",
+    "consequat",
+    "duis",
+    "aute",
+    "irure",
+    "in",
+    "reprehenderit",
+    "voluptate",
+    "velit",
+    "esse",
+    "cillum",
+    "eu",
+    "fugiat",
+    "nulla",
+    "pariatur",
+    "excepteur",
+    "sint",
+    "occaecat",
+    "cupidatat",
+    "non",
+    "proident",
+    "sunt",
+    "culpa",
+    "qui",
+    "officia",
+    "deserunt",
+    "mollit",
+    "anim",
+    "id",
+    "est",
+    "laborum",
+    "at",
+    "vero",
+    "eos",
+    "accusamus",
+    "iusto",
+    "odio",
+    "dignissimos",
+    "ducimus",
+    "blanditiis",
+    "praesentium",
+    "voluptatum",
+    "deleniti",
+    "atque",
+    "corrupti",
+    "quos",
+    "dolores",
+    "quas",
+    "molestias",
+    "excepturi",
+    "occaecati",
+    "cupiditate",
+    "provident",
+    "similique",
+    "mollitia",
+    "animi",
+    "harum",
+    "quidem",
+    "rerum",
+    "facilis",
+    "expedita",
+    "distinctio",
+    "nam",
+    "libero",
+    "tempore",
+    "cum",
+    "soluta",
+    "nobis",
+    "eligendi",
+    "optio",
+    "cumque",
+    "nihil",
+    "impedit",
+    "quo",
+    "minus",
+    "maxime",
+    "placeat",
+    "facere",
+    "possimus",
+    "omnis",
+    "voluptas",
+    "assumenda",
+    "repellendus",
+    "temporibus",
+    "autem",
+    "quibusdam",
+    "officiis",
+    "debitis",
+    "aut",
+    "necessitatibus",
+    "saepe",
+    "eveniet",
+    "voluptates",
+    "repudiandae",
+    "recusandae",
+    "itaque",
+    "earum",
+    "hic",
+    "tenetur",
+    "sapiente",
+    "delectus",
+];
+
+/// SplitMix64: a fast, well-mixed hash of one word.
+pub fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// FNV-1a hash of bytes (stable across runs and platforms).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    h
+}
+
+/// Split text into token strings.
+pub fn split(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            if start.is_none() {
+                start = Some(i);
+            }
+            continue;
+        }
+        if let Some(s) = start.take() {
+            out.push(&text[s..i]);
+        }
+        if !c.is_whitespace() {
+            out.push(&text[i..i + c.len_utf8()]);
+        }
+    }
+    if let Some(s) = start {
+        out.push(&text[s..]);
+    }
+    out
+}
+
+/// Number of tokens in `text`.
+pub fn count_tokens(text: &str) -> usize {
+    split(text).len()
+}
+
+fn token_id(token: &str) -> u32 {
+    if token.len() == 1 && token.is_ascii() {
+        if let Some(b) = token.bytes().next() {
+            if !b.is_ascii_alphanumeric() {
+                return u32::from(b);
+            }
+        }
+    }
+    if let Some(i) = WORDS.iter().position(|w| *w == token) {
+        return WORD_BASE + i as u32;
+    }
+    HASH_BASE + (fnv1a(token.as_bytes()) % u64::from(VOCAB_SIZE - HASH_BASE)) as u32
+}
+
+/// Token ids of `text`.
+pub fn tokenize(text: &str) -> Vec<u32> {
+    split(text).into_iter().map(token_id).collect()
+}
+
+/// Text of token ids: words separated by spaces, punctuation attached.
+pub fn detokenize(ids: &[u32]) -> String {
+    let mut out = String::new();
+    for &id in ids {
+        if id < WORD_BASE {
+            if let Some(c) = char::from_u32(id) {
+                out.push(c);
+            }
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        match WORDS.get((id - WORD_BASE) as usize) {
+            Some(w) if id < HASH_BASE => out.push_str(w),
+            _ => out.push_str(&format!("<unk:{id}>")),
+        }
+    }
+    out
+}
+
+/// The `index`-th generated word (without its leading space) for `seed`.
+pub fn word(seed: u64, index: u64) -> &'static str {
+    let h = mix(seed ^ mix(index));
+    WORDS[(h % WORDS.len() as u64) as usize]
+}
+
+/// Text of generated tokens `from..from + count`: `" word"` per token.
+pub fn generated_text(seed: u64, from: u64, count: u64) -> String {
+    let mut s = String::with_capacity(count as usize * 8);
+    for i in from..from + count {
+        s.push(' ');
+        s.push_str(word(seed, i));
+    }
+    s
+}
+
+/// Where a request without `ignore_eos` produces its pseudo end-of-sequence:
+/// after 32..=1055 tokens, fixed by the seed.
+pub fn eos_point(seed: u64) -> u32 {
+    32 + (mix(seed ^ 0x00E0_5E05) % 1024) as u32
+}
+
+/// Scan the first `limit` generated tokens for a stop string. Returns the
+/// number of tokens generated until the stop string is complete and the byte
+/// length of the text before it (the text returned to the client).
+pub fn find_stop(seed: u64, limit: u32, stops: &[String]) -> Option<(u32, usize)> {
+    let stops: Vec<&String> = stops.iter().filter(|s| !s.is_empty()).collect();
+    if stops.is_empty() {
+        return None;
+    }
+    let longest = stops.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut text = String::new();
+    for i in 0..u64::from(limit) {
+        let before = text.len();
+        text.push(' ');
+        text.push_str(word(seed, i));
+        // Only matches ending in the new token are new.
+        let from = before.saturating_sub(longest);
+        let from = (0..=from)
+            .rev()
+            .find(|&p| text.is_char_boundary(p))
+            .unwrap_or(0);
+        let mut best: Option<usize> = None;
+        for s in &stops {
+            if let Some(p) = text[from..].find(s.as_str()) {
+                let p = from + p;
+                best = Some(best.map_or(p, |b: usize| b.min(p)));
+            }
+        }
+        if let Some(p) = best {
+            return Some((i as u32 + 1, p));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_words_and_punctuation() {
+        assert_eq!(
+            split("Hello, world!  a1b"),
+            vec!["Hello", ",", "world", "!", "a1b"]
+        );
+        assert_eq!(count_tokens(""), 0);
+        assert_eq!(count_tokens("héllo wörld"), 2);
+    }
+
+    #[test]
+    fn vocabulary_roundtrips() {
+        let text = generated_text(7, 0, 20);
+        let ids = tokenize(&text);
+        assert_eq!(ids.len(), 20);
+        assert_eq!(format!(" {}", detokenize(&ids)), text);
+        assert_eq!(detokenize(&tokenize("lorem, ipsum")), "lorem, ipsum");
+        let unk = tokenize("zebra");
+        assert!(unk[0] >= HASH_BASE && unk[0] < VOCAB_SIZE);
+    }
+
+    #[test]
+    fn generation_is_deterministic() {
+        assert_eq!(generated_text(1, 0, 10), generated_text(1, 0, 10));
+        assert_ne!(generated_text(1, 0, 10), generated_text(2, 0, 10));
+        assert_eq!(
+            generated_text(1, 0, 10),
+            generated_text(1, 0, 4) + &generated_text(1, 4, 6)
+        );
+        assert!((32..1056).contains(&eos_point(99)));
+    }
+
+    #[test]
+    fn stop_strings_cut_the_text() {
+        let text = generated_text(3, 0, 50);
+        let target = word(3, 10);
+        let stop = vec![format!(" {target}")];
+        let (tokens, cut) = find_stop(3, 50, &stop).unwrap();
+        let first = text.find(&stop[0]).unwrap();
+        assert_eq!(cut, first);
+        assert!(tokens <= 11);
+        assert_eq!(find_stop(3, 50, &["no such".to_string()]), None);
+    }
+}
