@@ -225,10 +225,6 @@ impl Writer {
             if self.done {
                 return None;
             }
-            if self.faults.drop_after.is_some_and(|n| self.tokens >= n) {
-                self.done = true;
-                return Some(Err(abort("fault injected: drop_after")));
-            }
             if self.faults.stall_after.is_some_and(|n| self.tokens >= n) {
                 // Free the request, keep the connection open until shutdown.
                 self.source = Source::Closed;
@@ -240,6 +236,13 @@ impl Writer {
                 self.done = true;
                 return Some(Err(abort("the engine dropped the request")));
             };
+            if self.faults.drop_after.is_some_and(|n| self.tokens >= n) {
+                // Abort when the next token is due (so everything before it
+                // has been flushed), without sending it.
+                self.source = Source::Closed;
+                self.done = true;
+                return Some(Err(abort("fault injected: drop_after")));
+            }
             let first = self.tokens == 0;
             let t = self.next_text(d.tokens);
             self.tokens += u64::from(d.tokens);
