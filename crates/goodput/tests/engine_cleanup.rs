@@ -3,6 +3,9 @@
 //! grandchild, then panics, exits, or is sent SIGTERM or SIGINT; the test checks
 //! that every process of the engine's group is gone afterwards.
 //!
+//! In the `stuck` mode the helper never finishes stopping after the first signal;
+//! a second signal must kill the engine and end the helper.
+//!
 //! In the `panic-forgotten` and `exit` modes the helper leaks its engine handle
 //! first, so only the panic hook or the `atexit` handler of
 //! `engine::install_cleanup_hooks` can be what kills the engine.
@@ -81,6 +84,14 @@ fn engine_holder_helper() {
             "exit" => {
                 std::mem::forget(handle);
                 std::process::exit(2);
+            }
+            "stuck" => {
+                println!("READY");
+                let name = signal.await;
+                println!("STOPPING after {name}");
+                // A stop that hangs: only the second signal ends this.
+                std::future::pending::<()>().await;
+                drop(handle);
             }
             _ => {
                 println!("READY");
@@ -189,13 +200,24 @@ fn check(mode: &str, signal: Option<i32>) -> String {
         unsafe {
             libc::kill(child.id() as i32, sig);
         }
-        last = wait_line(&rx, "STOPPED");
+        if mode == "stuck" {
+            last = wait_line(&rx, "STOPPING");
+            // SAFETY: signals our own child process.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGINT);
+            }
+        } else {
+            last = wait_line(&rx, "STOPPED");
+        }
     }
     let status = wait_exit(&mut child);
     assert!(
         !status.success(),
         "the helper must exit non-zero ({status})"
     );
+    if mode == "stuck" {
+        assert_eq!(status.code(), Some(130), "{status}");
+    }
     let deadline = Instant::now() + Duration::from_secs(5);
     while !group(pgid).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -251,5 +273,15 @@ fn sigterm_stops_the_engine() {
 fn sigint_stops_the_engine() {
     if has_python() {
         assert_eq!(check("signal", Some(libc::SIGINT)), "STOPPED by SIGINT");
+    }
+}
+
+#[test]
+fn a_second_signal_kills_engines_and_exits() {
+    if has_python() {
+        assert_eq!(
+            check("stuck", Some(libc::SIGTERM)),
+            "STOPPING after SIGTERM"
+        );
     }
 }

@@ -392,3 +392,65 @@ async fn simulator_engine() {
         assert_eq!(env.command.unwrap()[1], "sim");
     }
 }
+
+/// `(llama-server, model)` from `$LLAMA_SERVER`/`$GOODPUT_SMOLLM2` or the cache the
+/// install script writes (`scripts/install-llama-server.sh`); `None` when absent.
+fn llama_server() -> Option<(String, String)> {
+    let from_env = std::env::var("LLAMA_SERVER")
+        .ok()
+        .zip(std::env::var("GOODPUT_SMOLLM2").ok());
+    let found = from_env.or_else(|| {
+        let home = std::env::var("HOME").ok()?;
+        let cache = std::env::var("GOODPUT_CACHE").unwrap_or(format!("{home}/.cache/goodput"));
+        let text = std::fs::read_to_string(format!("{cache}/llama-env.sh")).ok()?;
+        let get = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("export {k}=")))
+                .map(|v| v.trim_matches(['\'', '"']).to_string())
+        };
+        get("LLAMA_SERVER").zip(get("GOODPUT_SMOLLM2"))
+    });
+    found.filter(|(s, m)| Path::new(s).exists() && Path::new(m).exists())
+}
+
+/// A real llama-server (CPU, SmolLM2-135M) launched as `kind = "llama-cpp"`.
+#[tokio::test]
+async fn llama_cpp_engine() {
+    let Some((server, model)) = llama_server() else {
+        eprintln!("skipped: no llama-server (run scripts/install-llama-server.sh)");
+        return;
+    };
+    // The kind runs `$LLAMA_SERVER`; no other test of this binary reads it.
+    std::env::set_var("LLAMA_SERVER", &server);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = EngineSpec {
+        kind: Some(EngineKind::LlamaCpp),
+        model: Some(model.clone()),
+        args: ["-c", "2048", "-np", "4", "--metrics"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        ready_timeout_s: Some(120.0),
+        ..Default::default()
+    };
+    let handle = engine::start("llama", &spec, &ctx(dir.path()))
+        .await
+        .unwrap();
+    assert_eq!(handle.kv_pool_tokens, Some(2048), "{handle:?}");
+    assert_eq!(handle.kv_pool_source.as_deref(), Some("llama-cpp-props"));
+    assert_eq!(handle.model, model, "served under its path");
+    assert!(
+        handle
+            .env
+            .version
+            .as_deref()
+            .is_some_and(|v| v.starts_with('b')),
+        "{:?}",
+        handle.env.version
+    );
+    assert_eq!(handle.env.command.as_ref().unwrap()[0], server);
+    assert!(handle.notices.is_empty(), "{:?}", handle.notices);
+    let pgid = handle.pid().unwrap();
+    handle.stop().await.unwrap();
+    assert_gone(pgid);
+}

@@ -98,18 +98,23 @@ pub fn install_cleanup_hooks() {
     });
 }
 
-/// Resolves with `"SIGINT"` or `"SIGTERM"` when goodput receives either. The
-/// handlers are installed when this is called (inside a tokio runtime), so a signal
-/// arriving before the future is first polled is not lost. Once installed, the
-/// default action (terminating goodput) no longer applies: the caller stops its
-/// engines (or calls [`kill_all_engines`]) and exits itself.
+/// Resolves with `"SIGINT"` or `"SIGTERM"` when goodput receives either.
+///
+/// Call it (inside a tokio runtime) before starting any engine and keep the future:
+/// the handlers are installed by the call, so a signal arriving before the future
+/// is first polled is not lost. From then on the default action (terminating
+/// goodput, which would leave the engines, in their own process groups, running)
+/// no longer applies: the caller stops its engines, writes what it has and exits.
+/// Should a second SIGINT or SIGTERM arrive after the first resolved (the user
+/// insists), every engine is SIGKILLed and goodput exits at once with status
+/// 128 + the signal number.
 pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static {
     use tokio::signal::unix::{signal, Signal, SignalKind};
-    let int = signal(SignalKind::interrupt()).ok();
-    let term = signal(SignalKind::terminate()).ok();
-    async fn recv(s: Option<Signal>) {
+    let mut int = signal(SignalKind::interrupt()).ok();
+    let mut term = signal(SignalKind::terminate()).ok();
+    async fn recv(s: &mut Option<Signal>) {
         match s {
-            Some(mut s) => {
+            Some(s) => {
                 if s.recv().await.is_none() {
                     std::future::pending::<()>().await;
                 }
@@ -118,10 +123,20 @@ pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static 
         }
     }
     async move {
-        tokio::select! {
-            _ = recv(int) => "SIGINT",
-            _ = recv(term) => "SIGTERM",
-        }
+        let first = tokio::select! {
+            _ = recv(&mut int) => "SIGINT",
+            _ = recv(&mut term) => "SIGTERM",
+        };
+        tokio::spawn(async move {
+            let (name, code) = tokio::select! {
+                _ = recv(&mut int) => ("SIGINT", 128 + libc::SIGINT),
+                _ = recv(&mut term) => ("SIGTERM", 128 + libc::SIGTERM),
+            };
+            kill_all_engines();
+            eprintln!("goodput: second signal ({name}): engines killed, exiting");
+            std::process::exit(code);
+        });
+        first
     }
 }
 
