@@ -54,7 +54,7 @@ fn faults_for(state: &SimState, headers: &HeaderMap, n: u64) -> Result<FaultSpec
         .config
         .faults
         .iter()
-        .find(|r| r.every > 0 && n % r.every == 0)
+        .find(|r| r.every > 0 && n.is_multiple_of(r.every))
         .map(|r| r.spec.clone())
         .unwrap_or_default())
 }
