@@ -67,14 +67,16 @@ pub struct Trial {
     pub limits: Limits,
     /// Longest the trial may run.
     pub timeout: Option<Duration>,
+    /// After `stop`, how long in-flight requests may still finish.
+    pub grace: Duration,
 }
 
 /// Called with every finished record (for progress display).
 pub type OnRecord = Box<dyn FnMut(&RequestRecord) + Send>;
 
 /// Runs a trial; returns every sent request's record, in index order.
-/// `stop` turning true cancels the trial: nothing new is sent and in-flight requests
-/// are recorded as `cancelled`.
+/// `stop` turning true stops the trial: nothing new is sent, in-flight requests get
+/// `trial.grace` to finish, then the rest are recorded as `cancelled`.
 pub async fn run_trial(
     client: reqwest::Client,
     target: Target,
@@ -83,8 +85,8 @@ pub async fn run_trial(
     mut on_record: OnRecord,
 ) -> Vec<RequestRecord> {
     let (cancel_tx, cancel_rx) = watch::channel(false);
-    let timeout = trial.timeout;
-    let forward = tokio::spawn(forward_stop(stop, cancel_tx, timeout));
+    let (no_new_tx, no_new_rx) = watch::channel(false);
+    let forward = tokio::spawn(forward_stop(stop, no_new_tx, cancel_tx, trial.timeout, trial.grace));
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let shared = Arc::new(Shared {
         client,
@@ -97,6 +99,7 @@ pub async fn run_trial(
         origin: now_ns(),
         origin_instant: Instant::now(),
         cancel: cancel_rx,
+        no_new: no_new_rx,
         tx,
     });
     let n = shared.requests.len();
@@ -110,7 +113,7 @@ pub async fn run_trial(
                 tasks.spawn(async move {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= s.requests.len() || *s.cancel.borrow() {
+                        if i >= s.requests.len() || *s.no_new.borrow() {
                             break;
                         }
                         let scheduled = now_ns().saturating_sub(s.origin);
@@ -125,7 +128,7 @@ pub async fn run_trial(
             let offsets = trial.offsets;
             tasks.spawn(async move {
                 let mut inflight = JoinSet::new();
-                let mut cancel = s.cancel.clone();
+                let mut cancel = s.no_new.clone();
                 for (i, &off) in offsets.iter().enumerate().take(s.requests.len()) {
                     let when = s.origin_instant + Duration::from_nanos(off);
                     tokio::select! {
@@ -175,16 +178,29 @@ async fn sleep_precisely(when: Instant) {
     }
 }
 
-async fn forward_stop(mut stop: watch::Receiver<bool>, cancel: watch::Sender<bool>, timeout: Option<Duration>) {
+/// Turns the run's stop signal and the trial timeout into the trial's two signals:
+/// `no_new` (send nothing more) and, after the grace period, `cancel` (abandon
+/// in-flight requests). The trial timeout cancels at once.
+async fn forward_stop(
+    mut stop: watch::Receiver<bool>,
+    no_new: watch::Sender<bool>,
+    cancel: watch::Sender<bool>,
+    timeout: Option<Duration>,
+    grace: Duration,
+) {
     let deadline = async {
         match timeout {
             Some(t) => tokio::time::sleep(t).await,
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
-        _ = stop.wait_for(|s| *s) => {}
-        _ = deadline => {}
+    let stopped = tokio::select! {
+        _ = stop.wait_for(|s| *s) => true,
+        _ = deadline => false,
+    };
+    let _ = no_new.send(true);
+    if stopped {
+        tokio::time::sleep(grace).await;
     }
     let _ = cancel.send(true);
 }
@@ -200,6 +216,7 @@ struct Shared {
     origin: u64,
     origin_instant: Instant,
     cancel: watch::Receiver<bool>,
+    no_new: watch::Receiver<bool>,
     tx: mpsc::UnboundedSender<RequestRecord>,
 }
 

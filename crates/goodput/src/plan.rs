@@ -211,7 +211,8 @@ impl Profile {
         if engines.is_empty() {
             return Err(bad("engines", "needs at least one engine".into()));
         }
-        for (name, e) in &engines {
+        for (name, e) in engines.iter_mut() {
+            expand_engine(e).map_err(|(f, m)| bad(&format!("engines.{name}.{f}"), m))?;
             validate_engine(name, e).map_err(|(f, m)| bad(&format!("engines.{name}.{f}"), m))?;
         }
         Ok(Plan {
@@ -235,6 +236,57 @@ impl Profile {
             workload_description,
         })
     }
+}
+
+/// Replaces `${NAME}` with the environment variable NAME in every string of an
+/// engine that names a path, URL or argument (not in `api_key_env`, which names a
+/// variable itself).
+fn expand_engine(e: &mut EngineSpec) -> Result<(), (&'static str, String)> {
+    fn one(field: &'static str, s: &mut String) -> Result<(), (&'static str, String)> {
+        *s = expand_vars(s).map_err(|m| (field, m))?;
+        Ok(())
+    }
+    for (field, v) in [("model", e.model.as_mut()), ("url", e.url.as_mut()), ("shell", e.shell.as_mut())] {
+        if let Some(v) = v {
+            one(field, v)?;
+        }
+    }
+    for a in e.args.iter_mut() {
+        one("args", a)?;
+    }
+    for a in e.command.iter_mut().flatten() {
+        one("command", a)?;
+    }
+    for v in e.env.values_mut() {
+        one("env", v)?;
+    }
+    if let Some(cwd) = e.cwd.as_mut() {
+        let mut s = cwd.to_string_lossy().into_owned();
+        one("cwd", &mut s)?;
+        *cwd = PathBuf::from(s);
+    }
+    Ok(())
+}
+
+/// Expands `${NAME}` from the environment; an unset variable is an error naming it.
+pub fn expand_vars(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(j) = after.find('}') else {
+            return Err(format!("`{text}`: `${{` without a closing `}}`"));
+        };
+        let name = &after[..j];
+        match std::env::var(name) {
+            Ok(v) => out.push_str(&v),
+            Err(_) => return Err(format!("environment variable `{name}` (used in `{text}`) is not set")),
+        }
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'static str, String)> {
@@ -315,4 +367,71 @@ fn read_jsonl(path: &std::path::Path, default_max: Option<u32>) -> Result<Vec<Js
         return Err(format!("{} holds no prompts", path.display()));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    const BASE: &str = "name = \"t\"\n[slo]\nttft_ms = 100\ntpot_ms = 10\n[load]\npoints = [4, 1]\nrequests_per_trial = 3\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n";
+
+    fn plan(extra: &str) -> Result<Plan, ProfileError> {
+        Profile::parse(&format!("{BASE}{extra}"), "p.toml")?.into_plan("p.toml", &Overrides::default())
+    }
+
+    #[test]
+    fn defaults_and_sorting() {
+        let p = plan("[engines.a]\nurl = \"http://127.0.0.1:1\"\n").unwrap();
+        assert_eq!(p.points, vec![1.0, 4.0]);
+        assert_eq!(p.trials, 1);
+        assert_eq!(p.quantiles.len(), 51);
+        assert_eq!(p.quantiles[1], 0.02);
+    }
+
+    #[test]
+    fn env_vars_expand_and_a_missing_one_is_named() {
+        std::env::set_var("GOODPUT_TEST_MODEL_PATH", "/m.gguf");
+        let p = plan("[engines.a]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_TEST_MODEL_PATH}\"\n").unwrap();
+        assert_eq!(p.engines["a"].model.as_deref(), Some("/m.gguf"));
+        let e = plan("[engines.a]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_NOT_SET_X}\"\n").unwrap_err().to_string();
+        assert!(e.contains("engines.a.model") && e.contains("GOODPUT_NOT_SET_X"), "{e}");
+    }
+
+    #[test]
+    fn engine_errors_name_the_field() {
+        let e = plan("[engines.a]\nkind = \"vllm\"\n").unwrap_err().to_string();
+        assert!(e.contains("engines.a.model"), "{e}");
+        let e = plan("[engines.a]\nurl = \"localhost:8000\"\n").unwrap_err().to_string();
+        assert!(e.contains("engines.a.url"), "{e}");
+        let e = plan("[engines.a]\nurl = \"http://x\"\nport = \"any\"\n").unwrap_err().to_string();
+        assert!(e.contains("engines.a.port"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_name_key_and_line() {
+        let e = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\nmodle = \"m\"\n"), "p.toml").unwrap_err().to_string();
+        assert!(e.contains("modle") && e.contains("line 13"), "{e}");
+    }
+
+    #[test]
+    fn overrides_apply() {
+        let prof = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\n[engines.b]\nurl = \"http://y\"\n"), "p").unwrap();
+        let ov = Overrides {
+            rate: Some(vec![2.5]),
+            trials: Some(3),
+            requests: Some(9),
+            slo: Some(crate::profile::parse_slo("ttft:1000,tpot:100,e2el:5000").unwrap()),
+            engines: vec!["b".into()],
+            ..Default::default()
+        };
+        let p = prof.into_plan("p", &ov).unwrap();
+        assert_eq!(p.mode, crate::profile::LoadMode::Rate);
+        assert_eq!(p.points, vec![2.5]);
+        assert_eq!((p.trials, p.requests_per_trial), (3, 9));
+        assert_eq!(p.slo.e2el_ms, Some(5000.0));
+        assert_eq!(p.engines.keys().collect::<Vec<_>>(), vec!["b"]);
+        assert!(crate::profile::parse_slo("ttft:x").is_err());
+        assert!(crate::profile::parse_slo("foo:1").is_err());
+    }
 }

@@ -164,8 +164,11 @@ pub async fn count_tokens(client: &reqwest::Client, base_url: &str, model: &str,
         if let Some(c) = v.get("count").and_then(|c| c.as_u64()) {
             return Some(c);
         }
+        // llama.cpp answers the vLLM shape with an empty list: try the next shape.
         if let Some(t) = v.get("tokens").and_then(|t| t.as_array()) {
-            return Some(t.len() as u64);
+            if !t.is_empty() || text.is_empty() {
+                return Some(t.len() as u64);
+            }
         }
     }
     None

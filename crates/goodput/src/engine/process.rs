@@ -291,6 +291,19 @@ impl EngineProcess {
         if let Some(dir) = cwd {
             cmd.current_dir(dir);
         }
+        // If goodput itself is SIGKILLed (nothing can be cleaned up then), the kernel
+        // kills the engine's leader with it.
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
         let child = cmd.spawn()?;
         let pgid = child
             .id()

@@ -348,6 +348,7 @@ async fn run_engine(ctx: &mut Ctx<'_>, name: &str, mut handle: EngineHandle, tel
                     requests: builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream),
                     limits,
                     timeout: plan.trial_timeout,
+                    grace: ctx.opts.grace,
                 };
                 run_trial(ctx.client.clone(), target.clone(), warm, ctx.stop.clone(), Box::new(|_| {})).await;
             }
@@ -366,6 +367,7 @@ async fn run_engine(ctx: &mut Ctx<'_>, name: &str, mut handle: EngineHandle, tel
                 requests,
                 limits,
                 timeout: plan.trial_timeout,
+                grace: ctx.opts.grace,
             };
             let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
             let (bar, on_record) = progress::trial_bar(ctx.opts.progress, label, plan.requests_per_trial as u64);

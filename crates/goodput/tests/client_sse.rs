@@ -1,0 +1,158 @@
+//! The client against real HTTP servers on loopback that stream SSE with known
+//! timings: computed TTFT, TPOT, ITL and goodput must match the timings the server
+//! used, within a tolerance a loaded machine meets (late by at most TOL, never early).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use goodput::client::{http_client, stream_request, Limits, SseLimits, Target};
+use goodput::metrics::{request_metrics, trial_metrics};
+use goodput::profile::SloSpec;
+use goodput::record::{now_ns, ErrorKind, RequestRecord};
+
+/// Slack for a loaded 2-core machine.
+const TOL_MS: f64 = 40.0;
+
+fn limits() -> Limits {
+    Limits { request_timeout: Duration::from_secs(10), stall_timeout: Some(Duration::from_millis(800)), sse: SseLimits::default() }
+}
+
+fn slo() -> SloSpec {
+    SloSpec { ttft_ms: 1000.0, tpot_ms: 100.0, e2el_ms: None }
+}
+
+async fn one(server: &ScriptServer, limits: Limits) -> RequestRecord {
+    let client = http_client(4).unwrap();
+    let target = Target::new(&server.url, "/v1/completions", None);
+    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
+    let origin = now_ns();
+    stream_request(&client, &target, bytes::Bytes::from_static(b"{}"), &mut rec, &limits, origin).await;
+    rec
+}
+
+fn near(measured: f64, truth: f64) {
+    assert!(measured >= truth - 2.0 && measured <= truth + TOL_MS, "measured {measured:.2} ms, truth {truth} ms");
+}
+
+#[tokio::test]
+async fn ttft_tpot_itl_match_the_server_timings() {
+    // TTFT 150 ms, then 4 more tokens every 50 ms; usage-only final chunk.
+    let mut steps = vec![step(150, text_chunk(" a"))];
+    for _ in 0..4 {
+        steps.push(step(50, text_chunk(" b")));
+    }
+    steps.push(step(0, usage_chunk(7, 5)));
+    steps.push(step(0, DONE));
+    let s = serve(sse_head(), steps, true).await;
+    let rec = one(&s, limits()).await;
+    assert!(rec.ok(), "{:?}", rec.error_detail);
+    assert_eq!(rec.completion_tokens, Some(5));
+    assert_eq!(rec.prompt_tokens, Some(7));
+    assert!(!rec.tokens_estimated);
+    let m = request_metrics(&rec, &slo()).unwrap();
+    near(m.ttft_ms, 150.0);
+    near(m.e2el_ms, 350.0);
+    // TPOT = (350 - 150) / 4 = 50; both ends are late by similar amounts
+    assert!((m.tpot_ms.unwrap() - 50.0).abs() < TOL_MS / 2.0, "{:?}", m.tpot_ms);
+    let t = trial_metrics(&[rec], &slo());
+    assert!((t.median_itl_ms.unwrap() - 50.0).abs() < TOL_MS / 2.0);
+    assert_eq!(t.good, 1);
+}
+
+#[tokio::test]
+async fn multi_token_chunks_tpot_counts_tokens_itl_counts_chunks() {
+    // speculative decoding: 3 chunks, 1 + 4 + 4 tokens, 120 ms apart
+    let steps = vec![
+        step(100, text_chunk(" a")),
+        step(120, text_chunk(" b c d e")),
+        step(120, text_chunk(" f g h i")),
+        step(0, usage_chunk(3, 9)),
+        step(0, DONE),
+    ];
+    let s = serve(sse_head(), steps, true).await;
+    let rec = one(&s, limits()).await;
+    let m = request_metrics(&rec, &slo()).unwrap();
+    // TPOT = 240 / 8 = 30 ms; ITL = 120 ms
+    assert!((m.tpot_ms.unwrap() - 30.0).abs() < TOL_MS / 4.0, "{:?}", m.tpot_ms);
+    let t = trial_metrics(&[rec], &slo());
+    assert!((t.median_itl_ms.unwrap() - 120.0).abs() < TOL_MS / 2.0, "{:?}", t.median_itl_ms);
+}
+
+#[tokio::test]
+async fn crlf_comments_and_events_split_across_writes() {
+    let steps = vec![
+        step(0, ": keep-alive comment\r\n\r\n"),
+        step(80, "data: {\"choices\":[{\"index\":0,\"te"),
+        step(0, "xt\":\" hello\"}]}\r"),
+        step(0, "\n\r\n"),
+        step(60, "data: {\"choices\":[{\"index\":0,\"text\":\" world\"}]}\r\n\r\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2}}\r\n\r\n"),
+        step(0, "data: [DO"),
+        step(10, "NE]\r\n\r\n"),
+    ];
+    let s = serve(sse_head(), steps, true).await;
+    let rec = one(&s, limits()).await;
+    assert!(rec.ok(), "{:?} {:?}", rec.error, rec.error_detail);
+    assert_eq!(rec.chunks.len(), 2);
+    assert_eq!(rec.chunks[0].len, 6);
+    let m = request_metrics(&rec, &slo()).unwrap();
+    near(m.ttft_ms, 80.0);
+    near(m.e2el_ms, 140.0);
+}
+
+#[tokio::test]
+async fn no_usage_means_estimated_token_count() {
+    let steps = vec![step(20, text_chunk("x")), step(20, text_chunk("y")), step(20, text_chunk("z")), step(0, DONE)];
+    let s = serve(sse_head(), steps, true).await;
+    let rec = one(&s, limits()).await;
+    assert!(rec.ok());
+    assert_eq!(rec.completion_tokens, Some(3));
+    assert!(rec.tokens_estimated);
+    assert_eq!(trial_metrics(&[rec], &slo()).estimated, 1);
+}
+
+#[tokio::test]
+async fn failures_are_recorded_with_their_kind() {
+    // stream cut before [DONE]
+    let s = serve(sse_head(), vec![step(10, text_chunk("a"))], true).await;
+    assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::Incomplete));
+    // malformed chunk
+    let s = serve(sse_head(), vec![step(10, "data: {oops\n\n"), step(0, DONE)], true).await;
+    assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::Malformed));
+    // chunk without choices
+    let s = serve(sse_head(), vec![step(10, "data: {\"id\":1}\n\n"), step(0, DONE)], true).await;
+    assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::Malformed));
+    // HTTP 429
+    let head = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"e\":\"no\"}\n".to_vec();
+    let s = serve(head, vec![], true).await;
+    let r = one(&s, limits()).await;
+    assert_eq!((r.error, r.status), (Some(ErrorKind::Http), Some(429)));
+    assert_eq!(r.error_label().as_deref(), Some("http_429"));
+    // not SSE
+    let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 6\r\nconnection: close\r\n\r\n<html>".to_vec();
+    let s = serve(head, vec![], true).await;
+    assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::NotSse));
+    // stall: one chunk then silence
+    let s = serve(sse_head(), vec![step(10, text_chunk("a"))], false).await;
+    let r = one(&s, limits()).await;
+    assert_eq!(r.error, Some(ErrorKind::Stall));
+    assert_eq!(r.chunks.len(), 1, "what arrived before the stall is kept");
+    // whole-request timeout
+    let l = Limits { request_timeout: Duration::from_millis(300), stall_timeout: None, sse: SseLimits::default() };
+    let s = serve(sse_head(), vec![step(10, text_chunk("a"))], false).await;
+    assert_eq!(one(&s, l).await.error, Some(ErrorKind::Timeout));
+    // line beyond the size limit
+    let l = Limits { sse: SseLimits { max_event_bytes: 1024 }, ..limits() };
+    let s = serve(sse_head(), vec![step(0, vec![b'a'; 5000])], true).await;
+    assert_eq!(one(&s, l).await.error, Some(ErrorKind::TooLarge));
+    // error object in the stream
+    let s = serve(sse_head(), vec![step(0, "data: {\"error\":{\"message\":\"overloaded\"}}\n\n")], true).await;
+    assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::ServerError));
+    // connection refused
+    let dead = { let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap(); l.local_addr().unwrap() };
+    let client = http_client(1).unwrap();
+    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
+    stream_request(&client, &Target::new(&format!("http://{dead}"), "/v1/completions", None), bytes::Bytes::new(), &mut rec, &limits(), now_ns()).await;
+    assert_eq!(rec.error, Some(ErrorKind::Connect));
+}

@@ -1,0 +1,124 @@
+//! `goodput run` end to end, as a user runs it: the binary, a profile, the built-in
+//! simulator launched as child engines on free loopback ports.
+
+use std::path::Path;
+use std::process::Command;
+
+fn goodput() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_goodput"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const FIXED: &str = r#"
+name = "fixed-sim"
+[slo]
+ttft_ms = 500
+tpot_ms = 50
+[load]
+points = [1, 4]
+requests_per_trial = 8
+trials = 2
+warmup_requests = 1
+request_timeout_s = 30
+[workload]
+input_tokens = 32
+output_tokens = 12
+[engines.fixed]
+kind = "sim"
+preset = "fixed"
+"#;
+
+#[test]
+fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write(dir.path(), "p.toml", FIXED);
+    let out = dir.path().join("r.json");
+    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"]).output().unwrap();
+    assert!(o.status.success(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let r = report::read_report(&out).unwrap();
+    assert_eq!(r.profile, "fixed-sim");
+    let e = &r.load["fixed"];
+    assert_eq!(e.points.len(), 2);
+    assert!(e.kv_pool_tokens.is_some(), "KV pool detected from the simulator");
+    for p in &e.points {
+        assert_eq!(p.completed, vec![8, 8]);
+        assert_eq!(p.failed, Some(vec![0, 0]));
+        // The fixed preset: TTFT 50 ms, ITL 20 ms. Loaded machines are late, never early.
+        let ttft = p.median_ttft_ms.median.unwrap();
+        let itl = p.median_itl_ms.median.unwrap();
+        let tpot = p.median_tpot_ms.median.unwrap();
+        assert!((48.0..90.0).contains(&ttft), "ttft {ttft}");
+        assert!((18.0..30.0).contains(&itl), "itl {itl}");
+        assert!((18.0..30.0).contains(&tpot), "tpot {tpot}");
+        assert_eq!(p.ttft_quantiles_ms.len(), 51);
+        assert_eq!(p.mean_output_tokens.unwrap().median, Some(12.0));
+        assert_eq!(p.good, Some(vec![8, 8]));
+        assert_eq!(p.status, Some(report::RunStatus::Complete));
+    }
+    let run = r.run.as_ref().unwrap();
+    assert_eq!(run.status, report::RunStatus::Complete);
+    // Every request's raw record is kept: 2 points x 2 trials x 8.
+    let lines = std::fs::read_to_string(dir.path().join("r.requests.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 32);
+    assert!(dir.path().join("r.html").exists());
+    assert!(dir.path().join("fixed.log").exists(), "engine log beside the report");
+    // `show` reads it back.
+    let o = goodput().args(["show", out.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("fixed"));
+}
+
+#[test]
+fn a_mistyped_key_names_the_key_and_its_line_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = FIXED.replace("requests_per_trial", "request_per_trial");
+    let profile = write(dir.path(), "p.toml", &text);
+    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", dir.path().join("r.json").to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("request_per_trial"), "{err}");
+    assert!(err.contains("line 9"), "{err}");
+}
+
+#[test]
+fn out_of_range_values_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write(dir.path(), "p.toml", &FIXED.replace("points = [1, 4]", "points = [0.5]"));
+    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", dir.path().join("r.json").to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("load.points"));
+    let o = goodput().args(["run", profile.to_str().unwrap(), "--slo", "ttft:abc"]).output().unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--slo"));
+}
+
+#[test]
+fn an_unwritable_output_fails_before_any_engine_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write(dir.path(), "p.toml", FIXED);
+    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", "/proc/no/such/r.json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("/proc/no/such"), "{err}");
+    assert!(!err.contains("starting"), "no engine started: {err}");
+}
+
+#[test]
+fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let text = format!("{}\n", FIXED.split("[engines.fixed]").next().unwrap()) + &format!("[engines.gone]\nurl = \"http://127.0.0.1:{port}\"\nmodel = \"m\"\n");
+    let profile = write(dir.path(), "p.toml", &text);
+    let out = dir.path().join("r.json");
+    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = report::read_report(&out).unwrap();
+    let e = &r.load["gone"];
+    assert_eq!(e.error.as_ref().unwrap().kind, "unreachable");
+    assert_eq!(r.run.unwrap().status, report::RunStatus::Partial);
+}
