@@ -144,3 +144,15 @@ fn the_2928_token_pool_bounds_concurrency() {
     // With 800-token prompts (50 blocks) only three are admitted; the fourth waits.
     assert_eq!(run_batch(800, 4), (3, 0));
 }
+
+#[test]
+fn default_preset_is_a_fast_small_engine() {
+    let config = preset("default").expect("preset exists");
+    for input in [500, 1000] {
+        let s = summarize(&simulate_closed_loop(&config, 1, 8, input, 64));
+        assert!((20.0..=50.0).contains(&s.median_ttft_ms), "{s:?}");
+        assert!((10.0..=20.0).contains(&s.median_itl_ms), "{s:?}");
+    }
+    let s = summarize(&simulate_closed_loop(&config, 64, 256, 1000, 256));
+    assert!((10.0..=20.0).contains(&s.median_itl_ms), "{s:?}");
+}
