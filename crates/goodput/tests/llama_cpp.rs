@@ -77,7 +77,7 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
         assert_eq!(e.kv_pool_tokens, Some(2048), "{name}");
         assert_eq!(e.points.len(), 2);
         for p in &e.points {
-            assert_eq!(p.completed, vec![8, 8], "{name} x={}", p.x);
+            assert_eq!(p.completed, vec![8, 8], "{name} x={}: errors {:?}, trials {:?}", p.x, p.errors, p.trials);
             assert!(p.gpu.is_none(), "no GPU here");
             assert!(p.mean_input_tokens.unwrap().median.unwrap() > 50.0, "actual prompt tokens reported");
         }
