@@ -95,6 +95,9 @@ pub struct RequestRecord {
     pub trial: u32,
     /// Request index within the trial.
     pub index: u32,
+    /// Run of the trial: 0, or the number of engine restarts before it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u32,
     /// When the load generator meant to send it (ns since trial start).
     pub scheduled: u64,
     /// When it was actually sent.
@@ -136,6 +139,7 @@ impl RequestRecord {
             x,
             trial,
             index,
+            attempt: 0,
             scheduled,
             sent: scheduled,
             done: None,
@@ -225,4 +229,8 @@ pub fn records_path(report: &Path) -> PathBuf {
         .unwrap_or_else(|| "report.json".into());
     let stem = name.strip_suffix(".json").unwrap_or(&name);
     report.with_file_name(format!("{stem}.requests.jsonl"))
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }

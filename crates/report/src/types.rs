@@ -118,6 +118,10 @@ pub struct EngineResult {
     /// goodput addition: the engine failed to start, become ready, or died.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<EngineFailure>,
+    /// goodput addition: deaths after which the engine was restarted (as the
+    /// profile's `max_restarts` allows), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<EngineFailure>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -271,6 +275,9 @@ pub struct SpecDecode {
 pub struct TrialInfo {
     /// 0-based trial index.
     pub index: u32,
+    /// Engine restarts before this run of the trial (0 normally); records carry it too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u32,
     /// `complete`, or `partial` when the trial was cut short or failed.
     pub status: RunStatus,
     /// First send to last completion, seconds.
@@ -419,4 +426,8 @@ pub struct EngineEnv {
 /// rounded to two decimals so it prints as the reference's does.
 pub fn default_quantiles() -> Vec<f64> {
     (0..=50).map(|i| (i as f64 * 2.0).round() / 100.0).collect()
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }

@@ -202,6 +202,7 @@ pub fn field_names() -> Vec<String> {
         points: Vec::new(),
         kv_pool_source: None,
         error: None,
+        restarts: Vec::new(),
         extra: Default::default(),
     };
     let row = Row {

@@ -9,23 +9,21 @@
 
 mod progress;
 mod state;
+mod trials;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use report::{EngineFailure, Report, RunInfo, RunStatus, TrialInfo};
+use report::{Report, RunInfo, RunStatus};
 use tokio::sync::watch;
 
-use crate::client::{http_client, Limits, SseLimits, Target};
-use crate::engine::{self, EngineContext, EngineHandle};
-use crate::load::{arrival_offsets, run_trial, Trial};
-use crate::metrics::trial_metrics;
+use crate::client::http_client;
+use crate::engine::{self, EngineContext};
 use crate::plan::Plan;
 use crate::profile::LoadMode;
 use crate::record::{read_records, records_path, RecordsFile};
 use crate::telemetry;
-use crate::workload::{calibrate, Builder};
 pub use state::{EngineState, Sweep, TrialState};
 
 /// How to run.
@@ -83,7 +81,7 @@ macro_rules! say {
     };
 }
 
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     plan: &'a Plan,
     opts: &'a RunOptions,
     client: reqwest::Client,
@@ -223,9 +221,10 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
             gpus = tel.gpus();
         }
         ctx.environment = crate::environment::capture(gpus.clone(), engine_envs.clone());
-        let handle = run_engine(&mut ctx, name, handle, &tel).await?;
-        if let Err(f) = handle.stop().await {
-            ctx.info.notices.push(format!("{name}: {}", f.message));
+        if let Some(handle) = trials::run_engine(&mut ctx, name, spec, &engine_ctx, handle, &tel).await? {
+            if let Err(f) = handle.stop().await {
+                ctx.info.notices.push(format!("{name}: {}", f.message));
+            }
         }
         ctx.save()?;
     }
@@ -299,140 +298,3 @@ fn resume_state(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> anyhow::Resu
     Ok(Sweep::restore(plan, &old, records))
 }
 
-/// Runs every load level and trial of one engine; returns the handle to stop it.
-async fn run_engine(ctx: &mut Ctx<'_>, name: &str, mut handle: EngineHandle, tel: &telemetry::Telemetry) -> anyhow::Result<EngineHandle> {
-    let plan = ctx.plan;
-    {
-        let st = ctx.sweep.engine(name);
-        st.kv_pool_tokens = handle.kv_pool_tokens;
-        st.kv_pool_source = handle.kv_pool_source.clone();
-        st.telemetry_source = tel.source_name().map(str::to_string);
-    }
-    let mut builder = Builder {
-        workload: plan.workload.clone(),
-        model: handle.model.clone(),
-        api: handle.api,
-        tokens_per_word: 1.0,
-    };
-    if let Some(tpw) = calibrate(&builder, &ctx.client, &handle.base_url).await {
-        builder.tokens_per_word = tpw;
-    }
-    let target = Target::new(&handle.base_url, handle.api.path(), handle.api_key.as_deref());
-    let limits = Limits {
-        request_timeout: plan.request_timeout,
-        stall_timeout: plan.stall_timeout,
-        sse: SseLimits::default(),
-    };
-    for (pi, &x) in plan.points.iter().enumerate() {
-        for t in 0..plan.trials {
-            if ctx.stopped() {
-                return Ok(handle);
-            }
-            if ctx.sweep.is_complete(name, x, t) {
-                continue;
-            }
-            let cooldown_wait_s = match &plan.telemetry.cooldown {
-                Some(c) => tel.cooldown(c).await,
-                None => None,
-            };
-            // Requests: the same on every engine; different per trial and load level.
-            let stream = (pi as u64) << 32 | t as u64;
-            if plan.warmup_requests > 0 {
-                let warm = Trial {
-                    engine: name.into(),
-                    x,
-                    index: t,
-                    mode: LoadMode::Concurrency,
-                    max_concurrency: None,
-                    offsets: Vec::new(),
-                    requests: builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream),
-                    limits,
-                    timeout: plan.trial_timeout,
-                    grace: ctx.opts.grace,
-                };
-                run_trial(ctx.client.clone(), target.clone(), warm, ctx.stop.clone(), Box::new(|_| {})).await;
-            }
-            let requests = builder.build(plan.requests_per_trial, plan.seed, stream);
-            let offsets = match plan.mode {
-                LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ stream),
-                LoadMode::Concurrency => Vec::new(),
-            };
-            let trial = Trial {
-                engine: name.into(),
-                x,
-                index: t,
-                mode: plan.mode,
-                max_concurrency: plan.max_concurrency,
-                offsets,
-                requests,
-                limits,
-                timeout: plan.trial_timeout,
-                grace: ctx.opts.grace,
-            };
-            let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
-            let (bar, on_record) = progress::trial_bar(ctx.opts.progress, label, plan.requests_per_trial as u64);
-            let spec_before = handle.scrape_spec_counters().await;
-            let sampler = tel.start_trial();
-            let records = run_trial(ctx.client.clone(), target.clone(), trial, ctx.stop.clone(), on_record).await;
-            let samples = sampler.finish().await;
-            let spec_after = handle.scrape_spec_counters().await;
-            bar.finish_and_clear();
-            let died = handle.exit_status();
-            let metrics = trial_metrics(&records, &plan.slo);
-            let interrupted = ctx.stopped();
-            let status = if died.is_some() || interrupted { RunStatus::Partial } else { RunStatus::Complete };
-            let error = match (&died, interrupted) {
-                (Some(s), _) => Some(format!("the engine exited during the trial ({s})")),
-                (None, true) => Some("interrupted".into()),
-                _ => None,
-            };
-            let spec_decode = match (spec_before, spec_after) {
-                (Some(a), Some(b)) if b.draft_tokens > a.draft_tokens => {
-                    let d = b.draft_tokens - a.draft_tokens;
-                    let acc = (b.accepted_tokens - a.accepted_tokens).max(0.0);
-                    Some(report::SpecDecode { draft_tokens: d, accepted_tokens: acc, acceptance_rate: Some(acc / d) })
-                }
-                _ => None,
-            };
-            let info = TrialInfo {
-                index: t,
-                status,
-                duration_s: metrics.duration_s,
-                completed: metrics.completed,
-                failed: metrics.failed,
-                good: metrics.good,
-                error,
-                cooldown_wait_s,
-                spec_decode,
-                gpu_samples: telemetry::to_report_samples(&samples),
-            };
-            // Durable order: records first, then the report that refers to them.
-            ctx.records.append(&records).with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
-            say!(
-                ctx.opts,
-                "{name} x={x} trial {}/{}: {} ok, {} failed, {} good{}",
-                t + 1,
-                plan.trials,
-                metrics.completed,
-                metrics.failed,
-                metrics.good,
-                info.error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
-            );
-            ctx.sweep.add_trial(name, x, TrialState { metrics, info, samples });
-            ctx.save()?;
-            if let Some(status) = died {
-                let failure = EngineFailure {
-                    kind: "died_during_trial".into(),
-                    message: format!("{name} exited during trial {} at x={x}", t + 1),
-                    exit_status: Some(status),
-                    log_tail: handle.log_tail(20),
-                };
-                say!(ctx.opts, "{name}: {}", failure.message);
-                ctx.sweep.engine(name).error = Some(failure);
-                ctx.save()?;
-                return Ok(handle);
-            }
-        }
-    }
-    Ok(handle)
-}

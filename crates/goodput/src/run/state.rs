@@ -32,6 +32,8 @@ pub struct EngineState {
     pub kv_pool_source: Option<String>,
     /// Why the engine failed, if it did.
     pub error: Option<EngineFailure>,
+    /// Deaths after which it was restarted.
+    pub restarts: Vec<EngineFailure>,
     /// Telemetry source name (`nvml`, `sim`...), when sampling worked.
     pub telemetry_source: Option<String>,
     /// Trials by load level (key: x bits) then trial index.
@@ -116,6 +118,7 @@ impl Sweep {
                     points,
                     kv_pool_source: e.kv_pool_source.clone(),
                     error: e.error.clone(),
+                    restarts: e.restarts.clone(),
                     extra: Default::default(),
                 },
             );
@@ -141,9 +144,9 @@ impl Sweep {
     /// in flight when the previous run stopped).
     pub fn restore(plan: &Plan, old: &Report, records: Vec<RequestRecord>) -> (Sweep, Vec<RequestRecord>) {
         let mut sweep = Sweep::default();
-        let mut by_trial: BTreeMap<(String, u64, u32), Vec<RequestRecord>> = BTreeMap::new();
+        let mut by_trial: BTreeMap<(String, u64, u32, u32), Vec<RequestRecord>> = BTreeMap::new();
         for r in records {
-            by_trial.entry((r.engine.clone(), key(r.x), r.trial)).or_default().push(r);
+            by_trial.entry((r.engine.clone(), key(r.x), r.trial, r.attempt)).or_default().push(r);
         }
         let mut kept = Vec::new();
         for (name, e) in &old.load {
@@ -152,12 +155,13 @@ impl Sweep {
             }
             for p in &e.points {
                 for info in p.trials.iter().filter(|t| t.status == RunStatus::Complete) {
-                    let Some(recs) = by_trial.remove(&(name.clone(), key(p.x), info.index)) else {
+                    let Some(recs) = by_trial.remove(&(name.clone(), key(p.x), info.index, info.attempt)) else {
                         continue;
                     };
                     let st = sweep.engine(name);
                     st.kv_pool_tokens = e.kv_pool_tokens;
                     st.kv_pool_source = e.kv_pool_source.clone();
+                    st.restarts = e.restarts.clone();
                     if let Some(g) = &p.gpu {
                         st.telemetry_source = g.source.clone();
                     }

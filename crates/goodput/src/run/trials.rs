@@ -1,0 +1,214 @@
+//! One engine's share of the sweep: every load level and trial, with the engine's
+//! death detected after each trial and, when the profile allows, a bounded number
+//! of recorded restarts.
+
+use anyhow::Context;
+use report::{EngineFailure, RunStatus, TrialInfo};
+
+use super::progress;
+use super::{Ctx, TrialState};
+use crate::client::{Limits, SseLimits, Target};
+use crate::engine::{self, EngineContext, EngineHandle};
+use crate::load::{arrival_offsets, run_trial, Trial};
+use crate::metrics::trial_metrics;
+use crate::profile::{EngineSpec, LoadMode};
+use crate::telemetry;
+use crate::workload::{calibrate, Builder};
+
+macro_rules! say {
+    ($opts:expr, $($arg:tt)*) => {
+        if $opts.verbose { eprintln!($($arg)*); }
+    };
+}
+
+/// Runs every load level and trial of one engine; returns the handle to stop (none
+/// when a restart failed: the dead engine was stopped already).
+pub(crate) async fn run_engine(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    spec: &EngineSpec,
+    engine_ctx: &EngineContext,
+    mut handle: EngineHandle,
+    tel: &telemetry::Telemetry,
+) -> anyhow::Result<Option<EngineHandle>> {
+    let plan = ctx.plan;
+    {
+        let st = ctx.sweep.engine(name);
+        st.kv_pool_tokens = handle.kv_pool_tokens;
+        st.kv_pool_source = handle.kv_pool_source.clone();
+        st.telemetry_source = tel.source_name().map(str::to_string);
+    }
+    let mut builder = Builder {
+        workload: plan.workload.clone(),
+        model: handle.model.clone(),
+        api: handle.api,
+        tokens_per_word: 1.0,
+    };
+    if let Some(tpw) = calibrate(&builder, &ctx.client, &handle.base_url).await {
+        builder.tokens_per_word = tpw;
+    }
+    let mut target = Target::new(&handle.base_url, handle.api.path(), handle.api_key.as_deref());
+    let work: Vec<(usize, f64, u32)> = plan
+        .points
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, &x)| (0..plan.trials).map(move |t| (pi, x, t)))
+        .collect();
+    let mut restarts = 0u32;
+    let mut attempt = 0u32;
+    let mut i = 0;
+    while i < work.len() {
+        let (pi, x, t) = work[i];
+        if ctx.stopped() {
+            break;
+        }
+        if ctx.sweep.is_complete(name, x, t) {
+            i += 1;
+            continue;
+        }
+        let died = run_one(ctx, name, &mut handle, tel, &builder, &target, pi, x, t, attempt).await?;
+        let Some(status) = died else {
+            i += 1;
+            attempt = 0;
+            continue;
+        };
+        let failure = EngineFailure {
+            kind: "died_during_trial".into(),
+            message: format!("{name} exited during trial {} at x={x}", t + 1),
+            exit_status: Some(status),
+            log_tail: handle.log_tail(20),
+        };
+        say!(ctx.opts, "{name}: {} ({})", failure.message, failure.exit_status.as_deref().unwrap_or("?"));
+        if restarts >= spec.max_restarts {
+            ctx.sweep.engine(name).error = Some(failure);
+            ctx.save()?;
+            break;
+        }
+        // A restart the profile allows: recorded, and the trial runs again.
+        restarts += 1;
+        attempt += 1;
+        ctx.sweep.engine(name).restarts.push(failure);
+        if let Err(f) = handle.stop().await {
+            ctx.info.notices.push(format!("{name}: {}", f.message));
+        }
+        say!(ctx.opts, "{name}: restarting ({restarts} of {} allowed)", spec.max_restarts);
+        match engine::start(name, spec, engine_ctx).await {
+            Ok(h) => {
+                handle = h;
+                target = Target::new(&handle.base_url, handle.api.path(), handle.api_key.as_deref());
+            }
+            Err(f) => {
+                ctx.sweep.engine(name).error = Some(f);
+                ctx.save()?;
+                return Ok(None);
+            }
+        }
+        ctx.save()?;
+    }
+    Ok(Some(handle))
+}
+
+/// Runs trial `t` at load `x`; returns the engine's exit status if it died.
+#[allow(clippy::too_many_arguments)]
+async fn run_one(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    handle: &mut EngineHandle,
+    tel: &telemetry::Telemetry,
+    builder: &Builder,
+    target: &Target,
+    pi: usize,
+    x: f64,
+    t: u32,
+    attempt: u32,
+) -> anyhow::Result<Option<String>> {
+    let plan = ctx.plan;
+    let limits = Limits {
+        request_timeout: plan.request_timeout,
+        stall_timeout: plan.stall_timeout,
+        sse: SseLimits::default(),
+    };
+    let cooldown_wait_s = match &plan.telemetry.cooldown {
+        Some(c) => tel.cooldown(c).await,
+        None => None,
+    };
+    // Requests: the same on every engine; different per trial and load level.
+    let stream = (pi as u64) << 32 | t as u64;
+    let trial = |requests, mode, offsets| Trial {
+        engine: name.into(),
+        x,
+        index: t,
+        mode,
+        max_concurrency: plan.max_concurrency,
+        offsets,
+        requests,
+        limits,
+        timeout: plan.trial_timeout,
+        grace: ctx.opts.grace,
+    };
+    if plan.warmup_requests > 0 {
+        let warm = trial(builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream), LoadMode::Concurrency, Vec::new());
+        run_trial(ctx.client.clone(), target.clone(), warm, ctx.stop.clone(), Box::new(|_| {})).await;
+    }
+    let requests = builder.build(plan.requests_per_trial, plan.seed, stream);
+    let offsets = match plan.mode {
+        LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ stream),
+        LoadMode::Concurrency => Vec::new(),
+    };
+    let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
+    let (bar, on_record) = progress::trial_bar(ctx.opts.progress, label, plan.requests_per_trial as u64);
+    let spec_before = handle.scrape_spec_counters().await;
+    let sampler = tel.start_trial();
+    let mut records = run_trial(ctx.client.clone(), target.clone(), trial(requests, plan.mode, offsets), ctx.stop.clone(), on_record).await;
+    let samples = sampler.finish().await;
+    let spec_after = handle.scrape_spec_counters().await;
+    bar.finish_and_clear();
+    for r in &mut records {
+        r.attempt = attempt;
+    }
+    let died = handle.exit_status();
+    let metrics = trial_metrics(&records, &plan.slo);
+    let interrupted = ctx.stopped();
+    let status = if died.is_some() || interrupted { RunStatus::Partial } else { RunStatus::Complete };
+    let error = match (&died, interrupted) {
+        (Some(s), _) => Some(format!("the engine exited during the trial ({s})")),
+        (None, true) => Some("interrupted".into()),
+        _ => None,
+    };
+    let spec_decode = match (spec_before, spec_after) {
+        (Some(a), Some(b)) if b.draft_tokens > a.draft_tokens => {
+            let d = b.draft_tokens - a.draft_tokens;
+            let acc = (b.accepted_tokens - a.accepted_tokens).max(0.0);
+            Some(report::SpecDecode { draft_tokens: d, accepted_tokens: acc, acceptance_rate: Some(acc / d) })
+        }
+        _ => None,
+    };
+    let info = TrialInfo {
+        index: t,
+        attempt,
+        status,
+        duration_s: metrics.duration_s,
+        completed: metrics.completed,
+        failed: metrics.failed,
+        good: metrics.good,
+        error,
+        cooldown_wait_s,
+        spec_decode,
+        gpu_samples: telemetry::to_report_samples(&samples),
+    };
+    // Durable order: records first, then the report that refers to them.
+    ctx.records.append(&records).with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
+    say!(
+        ctx.opts,
+        "{name} x={x} trial {}/{}: {} ok, {} failed, {} good{}",
+        t + 1,
+        plan.trials,
+        metrics.completed,
+        metrics.failed,
+        metrics.good,
+        info.error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
+    );
+    ctx.sweep.add_trial(name, x, TrialState { metrics, info, samples });
+    ctx.save()?;
+    Ok(died)
+}
