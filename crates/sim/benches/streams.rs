@@ -7,7 +7,7 @@
 //! the client, and how many streams were open at once.
 //!
 //! Run: `cargo bench -p goodput-sim --bench streams`. Environment:
-//! `STREAMS` (2000), `TOKENS` per stream (200), `TTFT_MS` (50), `ITL_MS` (20),
+//! `STREAMS` (2000), `TOKENS` per stream (40), `TTFT_MS` (50), `ITL_MS` (100),
 //! `RAMP_MS` over which streams start (1000), `SERVER_THREADS` (2),
 //! `CLIENT_THREADS` (1).
 
@@ -81,7 +81,7 @@ async fn one_stream(
     let now_open = open.fetch_add(1, Ordering::Relaxed) + 1;
     peak.fetch_max(now_open, Ordering::Relaxed);
     let mut stream = resp.bytes_stream();
-    let mut buf = String::new();
+    let mut buf: Vec<u8> = Vec::new();
     while let Some(item) = stream.next().await {
         let received = mono.ns(Instant::now()) as i64;
         let bytes = match item {
@@ -91,21 +91,42 @@ async fn one_stream(
                 break;
             }
         };
-        buf.push_str(&String::from_utf8_lossy(&bytes));
-        while let Some(pos) = buf.find("\n\n") {
-            let event: String = buf.drain(..pos + 2).collect();
-            let (Some(sent), Some(sched)) = (
-                field(&event, "\"goodput_probe_ns\":"),
-                field(&event, "\"goodput_sched_ns\":"),
-            ) else {
-                continue;
-            };
-            out.send_lag.push(sent as i64 - sched as i64);
-            out.delivery.push(received - sent as i64);
+        buf.extend_from_slice(&bytes);
+        let mut start = 0;
+        while let Some(pos) = buf[start..].windows(2).position(|w| w == b"\n\n") {
+            let event = std::str::from_utf8(&buf[start..start + pos]).unwrap_or("");
+            if let (Some(sent), Some(sched)) = (
+                field(event, "\"goodput_probe_ns\":"),
+                field(event, "\"goodput_sched_ns\":"),
+            ) {
+                out.send_lag.push(sent as i64 - sched as i64);
+                out.delivery.push(received - sent as i64);
+            }
+            start += pos + 2;
         }
+        buf.drain(..start);
     }
     open.fetch_sub(1, Ordering::Relaxed);
     out
+}
+
+/// User + system CPU seconds of this process so far.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills a valid, owned rusage struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return f64::NAN;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// The 1-minute load average (other work on the machine skews the figures).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn quantile(sorted: &[i64], q: f64) -> f64 {
@@ -131,9 +152,9 @@ fn report(name: &str, mut v: Vec<i64>) {
 fn main() {
     raise_fd_limit();
     let streams: usize = env("STREAMS", 2000);
-    let tokens: u32 = env("TOKENS", 200);
+    let tokens: u32 = env("TOKENS", 40);
     let ttft_ms: f64 = env("TTFT_MS", 50.0);
-    let itl_ms: f64 = env("ITL_MS", 20.0);
+    let itl_ms: f64 = env("ITL_MS", 100.0);
     let ramp_ms: u64 = env("RAMP_MS", 1000);
     let server_threads: usize = env("SERVER_THREADS", 2);
     let client_threads: usize = env("CLIENT_THREADS", 1);
@@ -169,6 +190,8 @@ fn main() {
     let mono = MonoClock::new();
     let open = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
+    let load_before = load_average();
+    let cpu_before = cpu_seconds();
     let started = Instant::now();
     let results: Vec<StreamResult> = client_rt.block_on(async {
         let client = reqwest::Client::builder()
@@ -193,6 +216,8 @@ fn main() {
         results
     });
     let elapsed = started.elapsed();
+    let cpu = cpu_seconds() - cpu_before;
+    let load_after = load_average();
     let _ = stop_tx.send(());
     let _ = server_rt.block_on(server);
 
@@ -211,6 +236,11 @@ fn main() {
         elapsed.as_secs_f64(),
         chunks as f64 / elapsed.as_secs_f64(),
         errors.len()
+    );
+    println!(
+        "CPU {cpu:.1} s (server + client, {:.0} us per chunk); load average {load_before} before, \
+         {load_after} after",
+        cpu / chunks.max(1) as f64 * 1e6
     );
     if let Some(e) = errors.first() {
         println!("first error: {e}");

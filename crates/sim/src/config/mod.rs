@@ -122,7 +122,7 @@ pub struct SpeculativeConfig {
 
 /// Distribution each request draws its draft acceptance rate from.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum Acceptance {
     /// Beta(alpha, beta).
     Beta {
@@ -331,6 +331,10 @@ mod tests {
             c.speculative.unwrap().acceptance,
             Acceptance::Uniform { .. }
         ));
+        assert!(SimConfig::from_toml_str(
+            "[speculative]\nnum_speculative_tokens = 3\nacceptance = { alpha = 2.0, beta = 1.0, mean = 0.5 }\n",
+        )
+        .is_err());
     }
 
     #[test]
