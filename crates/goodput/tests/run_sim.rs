@@ -82,7 +82,7 @@ fn a_mistyped_key_names_the_key_and_its_line_and_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("request_per_trial"), "{err}");
-    assert!(err.contains("line 9"), "{err}");
+    assert!(err.contains("line 8"), "{err}");
 }
 
 #[test]
