@@ -55,6 +55,8 @@ fn field(data: &str, key: &str) -> Option<u64> {
 struct StreamResult {
     /// Server send time minus scheduled time, ns (negative: early).
     send_lag: Vec<i64>,
+    /// Scheduled time of each chunk, CLOCK_MONOTONIC ns.
+    scheduled: Vec<u64>,
     /// Client receive time minus server send time, ns.
     delivery: Vec<i64>,
     error: Option<String>,
@@ -100,6 +102,7 @@ async fn one_stream(
                 field(event, "\"goodput_sched_ns\":"),
             ) {
                 out.send_lag.push(sent as i64 - sched as i64);
+                out.scheduled.push(sched);
                 out.delivery.push(received - sent as i64);
             }
             start += pos + 2;
@@ -140,13 +143,28 @@ fn quantile(sorted: &[i64], q: f64) -> f64 {
 fn report(name: &str, mut v: Vec<i64>) {
     v.sort_unstable();
     println!(
-        "{name:<28} n={:<8} p50={:.3} ms  p99={:.3} ms  p99.9={:.3} ms  max={:.3} ms",
+        "{name:<30} n={:<8} p50={:.3} ms  p99={:.3} ms  p99.9={:.3} ms  max={:.3} ms",
         v.len(),
         quantile(&v, 0.5),
         quantile(&v, 0.99),
         quantile(&v, 0.999),
         quantile(&v, 1.0)
     );
+}
+
+/// Wake-up lateness of one task on the precise timer, 1 ms apart, with nothing
+/// else running: what the machine itself allows (VM scheduling, other load).
+fn timer_baseline(rt: &tokio::runtime::Runtime) -> Vec<i64> {
+    rt.block_on(async {
+        let mut lates = Vec::with_capacity(1000);
+        let mut deadline = Instant::now() + Duration::from_millis(1);
+        for _ in 0..1000 {
+            goodput_sim::server::timer::sleep_until(deadline).await;
+            lates.push(Instant::now().duration_since(deadline).as_nanos() as i64);
+            deadline += Duration::from_millis(1);
+        }
+        lates
+    })
 }
 
 fn main() {
@@ -190,6 +208,7 @@ fn main() {
     let mono = MonoClock::new();
     let open = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
+    let baseline = timer_baseline(&server_rt);
     let load_before = load_average();
     let cpu_before = cpu_seconds();
     let started = Instant::now();
@@ -245,11 +264,27 @@ fn main() {
     if let Some(e) = errors.first() {
         println!("first error: {e}");
     }
+    report("timer baseline (1 task, idle)", baseline);
     report(
         "send lag (sent - scheduled)",
         results
             .iter()
             .flat_map(|r| r.send_lag.iter().copied())
+            .collect(),
+    );
+    // Steady state: chunks scheduled after every stream was open (no connection setup).
+    let steady_from = mono.ns(started + Duration::from_millis(ramp_ms + 200));
+    report(
+        "send lag, steady state",
+        results
+            .iter()
+            .flat_map(|r| {
+                r.send_lag
+                    .iter()
+                    .zip(&r.scheduled)
+                    .filter(|(_, &s)| s >= steady_from)
+                    .map(|(&l, _)| l)
+            })
             .collect(),
     );
     report(
