@@ -18,6 +18,8 @@
 //! - [`text`]: the deterministic tokenizer and generated words.
 //! - [`clock`]: CLOCK_MONOTONIC timestamps for the timing probe.
 
+#![warn(missing_docs)]
+
 pub mod clock;
 pub mod config;
 pub mod faults;

@@ -69,7 +69,9 @@ impl SimClock {
     /// Wall instant of simulated time `s`.
     pub fn wall(&self, s: f64) -> Instant {
         let secs = (s / self.time_scale).max(0.0);
-        self.start + Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX / 4)
+        let far = Duration::from_secs(1 << 32);
+        let d = Duration::try_from_secs_f64(secs).unwrap_or(far).min(far);
+        self.start.checked_add(d).unwrap_or(self.start)
     }
 }
 

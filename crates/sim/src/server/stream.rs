@@ -79,7 +79,8 @@ impl Source {
                 if total.is_some_and(|t| *next >= t) {
                     return None;
                 }
-                let at = *first_at + itl.saturating_mul(u32::try_from(*next).unwrap_or(u32::MAX));
+                let offset = itl.saturating_mul(u32::try_from(*next).unwrap_or(u32::MAX));
+                let at = first_at.checked_add(offset).unwrap_or(*first_at);
                 timer::sleep_until(at).await;
                 *next += 1;
                 stats
