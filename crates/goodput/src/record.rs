@@ -54,6 +54,9 @@ pub enum ErrorKind {
     TooLarge,
     /// The stream completed with no content.
     Empty,
+    /// `usage.completion_tokens` contradicts the stream: fewer tokens than content
+    /// chunks, or more than the request allowed.
+    BadUsage,
     /// The trial was stopped (interrupt or trial timeout) while it was in flight.
     Cancelled,
 }

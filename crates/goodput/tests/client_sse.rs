@@ -156,3 +156,19 @@ async fn failures_are_recorded_with_their_kind() {
     stream_request(&client, &Target::new(&format!("http://{dead}"), "/v1/completions", None), bytes::Bytes::new(), &mut rec, &limits(), now_ns()).await;
     assert_eq!(rec.error, Some(ErrorKind::Connect));
 }
+
+#[tokio::test]
+async fn a_usage_block_that_contradicts_the_stream_is_a_failure() {
+    // 3 chunks but usage says 2: impossible.
+    let steps = vec![step(5, text_chunk("a")), step(5, text_chunk("b")), step(5, text_chunk("c")), step(0, usage_chunk(1, 2)), step(0, DONE)];
+    let s = serve(sse_head(), steps, true).await;
+    assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::BadUsage));
+    // More tokens than the request allowed.
+    let steps = vec![step(5, text_chunk("a")), step(0, usage_chunk(1, 9)), step(0, DONE)];
+    let s = serve(sse_head(), steps, true).await;
+    let client = http_client(1).unwrap();
+    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
+    rec.requested_tokens = Some(4);
+    stream_request(&client, &Target::new(&s.url, "/v1/completions", None), bytes::Bytes::new(), &mut rec, &limits(), now_ns()).await;
+    assert_eq!(rec.error, Some(ErrorKind::BadUsage));
+}

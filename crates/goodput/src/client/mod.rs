@@ -179,9 +179,21 @@ pub async fn stream_request(
         rec.error_detail = Some("the stream carried no generated text".into());
         return;
     }
-    if rec.completion_tokens.is_none() {
-        rec.completion_tokens = Some(chunk_count);
-        rec.tokens_estimated = true;
+    match rec.completion_tokens {
+        None => {
+            rec.completion_tokens = Some(chunk_count);
+            rec.tokens_estimated = true;
+        }
+        // Every content chunk carries at least one token, and the server may not
+        // generate more than it was allowed: anything else is a lying usage block.
+        Some(n) if n < chunk_count || rec.requested_tokens.is_some_and(|m| n > u64::from(m)) => {
+            rec.error = Some(ErrorKind::BadUsage);
+            rec.error_detail = Some(format!(
+                "usage.completion_tokens = {n} contradicts the stream ({chunk_count} content chunks, {} tokens allowed)",
+                rec.requested_tokens.map_or("any".into(), |m| m.to_string())
+            ));
+        }
+        Some(_) => {}
     }
 }
 
