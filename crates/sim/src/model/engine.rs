@@ -291,7 +291,9 @@ impl Engine {
         let mut budget = self.max_batched;
         let mut batch = Vec::new();
         let preempted = self.schedule_running(&mut budget, &mut batch);
-        if !preempted {
+        // Like vLLM, admit nobody in a step that preempted, unless the step
+        // would otherwise be empty (everything running was preempted).
+        if !preempted || batch.is_empty() {
             self.schedule_waiting(&mut budget, &mut batch);
         }
         if batch.is_empty() {

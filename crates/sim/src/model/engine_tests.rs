@@ -128,7 +128,27 @@ fn newest_request_is_preempted_when_the_pool_runs_out() {
 }
 
 #[test]
-fn a_request_that_is_itself_the_newest_preempts_itself() {
+fn the_newest_request_needing_a_block_preempts_itself() {
+    // 3 blocks; two 16-token prompts take one each. r1's first decode takes the
+    // last free block; r2 (the newest) then needs one and preempts itself.
+    let mut e = Engine::new(&cfg(48, 1024));
+    e.add_request(1, req(16, 3));
+    e.add_request(2, req(16, 3));
+    let s1 = e.step(0.0).unwrap();
+    assert_eq!(s1.events.len(), 2);
+    let s2 = e.step(s1.end).unwrap();
+    assert_eq!(e.counters().num_preemptions, 1);
+    assert_eq!(s2.events.len(), 1);
+    assert_eq!(s2.events[0].id, 1);
+    assert_eq!((e.num_running(), e.num_waiting()), (1, 1));
+    assert_eq!(e.free_blocks(), 1);
+}
+
+#[test]
+fn blocks_are_capped_at_max_model_len() {
+    // max_model_len = pool = 32 tokens: a 16 + 40 token request still runs alone
+    // because its KV footprint is capped at max_model_len (the server rejects
+    // such requests; the cap keeps endless requests bounded).
     let mut e = Engine::new(&cfg(32, 1024));
     e.add_request(1, req(16, 40));
     let mut now = 0.0;
@@ -137,9 +157,8 @@ fn a_request_that_is_itself_the_newest_preempts_itself() {
         now = out.end;
         tokens += out.events.iter().map(|ev| ev.tokens).sum::<u32>();
     }
-    // 16 + 40 > 32 tokens; the pool cap (max_model_len) keeps it going without
-    // preemption because blocks are capped at max_model_len = 32.
     assert_eq!(tokens, 40);
+    assert_eq!(e.counters().num_preemptions, 0);
 }
 
 #[test]

@@ -112,6 +112,7 @@ impl Driver {
         let mut senders: HashMap<RequestId, mpsc::Sender<Delivery>> = HashMap::new();
         // Scheduled end of the previous step while steps run back to back.
         let mut chain: Option<f64> = None;
+        let mut idle = false;
         loop {
             if *self.shutdown.borrow() {
                 return;
@@ -119,7 +120,9 @@ impl Driver {
             while let Ok(cmd) = self.commands.try_recv() {
                 self.apply(cmd, &mut senders);
             }
-            if !self.engine.has_work() {
+            // `idle`: nothing to do, or nothing schedulable until something changes.
+            if !self.engine.has_work() || idle {
+                idle = false;
                 chain = None;
                 self.publish();
                 tokio::select! {
@@ -133,7 +136,7 @@ impl Driver {
             }
             let start = chain.unwrap_or_else(|| self.clock.sim(Instant::now()));
             let Some(out) = self.engine.step(start) else {
-                chain = None;
+                idle = true;
                 continue;
             };
             self.publish();
