@@ -172,3 +172,37 @@ async fn a_usage_block_that_contradicts_the_stream_is_a_failure() {
     stream_request(&client, &Target::new(&s.url, "/v1/completions", None), bytes::Bytes::new(), &mut rec, &limits(), now_ns()).await;
     assert_eq!(rec.error, Some(ErrorKind::BadUsage));
 }
+
+#[tokio::test]
+async fn a_connection_closed_before_any_response_is_retried_once_on_a_fresh_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // The first connection reads the request and closes without answering (a stale
+    // keep-alive connection); later connections answer normally.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let mut n = 0;
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            n += 1;
+            let first = n == 1;
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                if first {
+                    return; // dropped: closed with no response
+                }
+                let body = format!("{}{}{}", text_chunk("a"), usage_chunk(1, 1), DONE);
+                let _ = sock.write_all(&sse_head()).await;
+                let _ = sock.write_all(body.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    let client = http_client(1).unwrap();
+    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
+    stream_request(&client, &Target::new(&format!("http://{addr}"), "/v1/completions", None), bytes::Bytes::from_static(b"{}"), &mut rec, &limits(), now_ns()).await;
+    server.abort();
+    assert!(rec.ok(), "{:?} {:?}", rec.error, rec.error_detail);
+    assert_eq!(rec.chunks.len(), 1);
+}

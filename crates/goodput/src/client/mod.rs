@@ -86,16 +86,24 @@ pub async fn stream_request(
     origin: u64,
 ) {
     let deadline = tokio::time::Instant::now() + limits.request_timeout;
-    rec.sent = now_ns().saturating_sub(origin);
-    let fut = client
-        .post(&target.url)
-        .headers(target.headers.clone())
-        .body(body)
-        .send();
-    let resp = match tokio::time::timeout_at(deadline, fut).await {
-        Err(_) => return fail(rec, origin, ErrorKind::Timeout, "no response headers before the request timeout".into()),
-        Ok(Err(e)) => return fail(rec, origin, ErrorKind::Connect, describe(&e)),
-        Ok(Ok(r)) => r,
+    let mut retried = false;
+    let resp = loop {
+        rec.sent = now_ns().saturating_sub(origin);
+        let fut = client
+            .post(&target.url)
+            .headers(target.headers.clone())
+            .body(body.clone())
+            .send();
+        match tokio::time::timeout_at(deadline, fut).await {
+            Err(_) => return fail(rec, origin, ErrorKind::Timeout, "no response headers before the request timeout".into()),
+            // A pooled keep-alive connection the server had already closed (llama.cpp
+            // closes one after a few requests): the request never reached the engine,
+            // so it is sent once more on a fresh connection. The record's `sent` is
+            // the resend; `scheduled` keeps the plan, so the delay shows as send lag.
+            Ok(Err(e)) if !retried && e.is_request() && !e.is_connect() && !e.is_timeout() => retried = true,
+            Ok(Err(e)) => return fail(rec, origin, ErrorKind::Connect, describe(&e)),
+            Ok(Ok(r)) => break r,
+        }
     };
     rec.status = Some(resp.status().as_u16());
     if !resp.status().is_success() {
