@@ -33,6 +33,7 @@ use crate::clock::MonoClock;
 use crate::config::SimConfig;
 use crate::model::{Counters, Engine};
 use driver::{Command, Driver, Published, SimClock};
+pub use generate::{FAULT_HEADER, PROBE_HEADER};
 
 /// Counters of fixed-schedule mode (no model).
 #[derive(Debug, Default)]
