@@ -55,6 +55,9 @@ pub enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Measure the client itself against the simulator's fixed schedule: added latency,
+    /// TTFT/ITL error, capacity, send lag.
+    BenchClient(crate::bench::BenchArgs),
 }
 
 /// `goodput run`.
@@ -148,6 +151,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             eprintln!("wrote {}", out.display());
             Ok(0)
         }
+        Command::BenchClient(args) => crate::bench::run(args).await,
     }
 }
 

@@ -13,10 +13,12 @@
 //! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
+//! - [`bench`]: `goodput bench-client`, the client's own fidelity and capacity.
 //! - [`cli`]: the command line.
 //!
 //! The simulated engine lives beside it, in the `goodput-sim` crate.
 
+pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod engine;

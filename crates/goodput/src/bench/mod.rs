@@ -1,0 +1,332 @@
+//! `goodput bench-client`: how much the client itself adds to what it measures, and
+//! how much load it can drive, against the simulator's fixed schedule.
+//!
+//! The simulator runs in fixed-schedule probe mode: every request gets exactly the
+//! configured TTFT and ITL, and every chunk carries the CLOCK_MONOTONIC time it was
+//! written (`goodput_probe_ns`). goodput's load generator drives it, and from the
+//! records alone this module reports:
+//! - client-added latency per chunk (receipt − probe: the time a chunk spends in the
+//!   kernel and in goodput before its timestamp is taken), and TTFT / ITL error
+//!   against the schedule, at several stream counts, at a realistic ITL and at the
+//!   fastest the simulator can emit (ITL 0);
+//! - a capacity sweep: the largest token rate ingested while p99 added latency stays
+//!   under 1 ms; CPU time per million tokens; memory per in-flight stream;
+//! - open-loop runs: offered versus achieved request rate and the send lag.
+//!
+//! By default the simulator is a child `goodput sim` process pinned to one core and
+//! the client is pinned to another, with one runtime thread: the client's CPU time
+//! (`getrusage`) and RSS are its own, and "per core" figures mean one core.
+//!
+//! # Layout
+//! - [`scenarios`]: one run each (closed loop or rate), through [`crate::load`].
+//! - [`figures`]: the figures of a run from its records (pure).
+//! - [`sim`]: the simulator, as a child process or in-process.
+//! - [`os`]: CPU time, RSS, file-descriptor limit, CPU affinity.
+//! - [`table`]: Markdown tables.
+
+pub mod figures;
+pub mod os;
+pub mod scenarios;
+pub mod sim;
+pub mod table;
+
+mod plan;
+
+use std::io::Write as _;
+
+pub use plan::{BenchArgs, BenchPlan, SimMode};
+
+use figures::StreamFigures;
+use scenarios::{RateRun, StreamRun};
+use sim::{Schedule, SimKind};
+
+/// Runs `goodput bench-client`; prints the tables to stdout, progress to stderr.
+pub async fn run(args: BenchArgs) -> anyhow::Result<i32> {
+    let plan = BenchPlan::from_args(&args)?;
+    // A runtime of its own, on its own (pinned) threads: the caller's runtime must not
+    // share the client's core or be counted in its figures.
+    tokio::task::spawn_blocking(move || run_on_own_runtime(plan)).await?
+}
+
+fn run_on_own_runtime(plan: BenchPlan) -> anyhow::Result<i32> {
+    let host = crate::environment::host();
+    let fd_limit = os::raise_fd_limit();
+    let cpus = os::allowed_cpus();
+    let (client_cpus, sim_cpus) = if plan.pin && cpus.len() > plan.client_threads {
+        let (a, b) = cpus.split_at(plan.client_threads);
+        (a.to_vec(), b.to_vec())
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    if !client_cpus.is_empty() {
+        os::pin_current_thread(&client_cpus);
+    }
+    let kind = match plan.sim {
+        SimMode::Child => SimKind::Child {
+            bin: plan.sim_bin.clone(),
+            cpus: sim_cpus.clone(),
+        },
+        SimMode::InProcess => SimKind::InProcess { threads: 1 },
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(plan.client_threads)
+        .enable_all()
+        .build()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}",
+        header(&plan, &host, fd_limit, &client_cpus, &sim_cpus)
+    )?;
+    out.flush()?;
+    drop(out);
+    let code = rt.block_on(run_all(&plan, &kind))?;
+    Ok(code)
+}
+
+fn header(
+    plan: &BenchPlan,
+    host: &report::HostInfo,
+    fd_limit: u64,
+    client_cpus: &[usize],
+    sim_cpus: &[usize],
+) -> String {
+    let commit = crate::environment::GIT_COMMIT
+        .filter(|c| !c.is_empty())
+        .unwrap_or("unknown");
+    let pinned = |c: &[usize]| {
+        if c.is_empty() {
+            "not pinned".to_string()
+        } else {
+            format!("pinned to CPU {c:?}")
+        }
+    };
+    let sim = match plan.sim {
+        SimMode::Child => format!("child `goodput sim` process, {}", pinned(sim_cpus)),
+        SimMode::InProcess => "in this process (1 runtime thread)".to_string(),
+    };
+    format!(
+        "# goodput bench-client\n\n\
+         - date: {}\n\
+         - machine: {}, {} CPUs, {} MiB, {}, kernel {}\n\
+         - goodput {} ({commit}); open-file limit {fd_limit}; load average at start {}\n\
+         - client: goodput's load generator and client, {} runtime thread(s), {}\n\
+         - simulator: {sim}; fixed schedule, TTFT {} ms, probe on\n\
+         - each closed-loop run: {} s of sends, {} tokens per request, connections opened by a warm-up round first",
+        utc_now(),
+        host.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        host.cpus.unwrap_or(0),
+        host.memory_mib.unwrap_or(0),
+        host.os.as_deref().unwrap_or("unknown OS"),
+        host.kernel.as_deref().unwrap_or("?"),
+        env!("CARGO_PKG_VERSION"),
+        std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "unknown".into(), |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")),
+        plan.client_threads,
+        pinned(client_cpus),
+        plan.ttft_ms,
+        plan.duration.as_secs_f64(),
+        plan.tokens,
+    )
+}
+
+/// `YYYY-MM-DD HH:MM UTC`.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+fn progress(msg: &str) {
+    eprintln!("bench-client: {msg}");
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()?;
+    Ok(())
+}
+
+async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
+    let mut failed_runs = 0;
+    let mut fidelity = Vec::new();
+    for &streams in &plan.streams {
+        for &itl_ms in &plan.itl_ms {
+            let run = StreamRun {
+                streams,
+                schedule: Schedule {
+                    ttft_ms: plan.ttft_ms,
+                    itl_ms,
+                },
+                tokens: plan.tokens,
+                duration: plan.duration,
+            };
+            progress(&format!(
+                "{streams} streams, ITL {itl_ms} ms, {} s",
+                plan.duration.as_secs_f64()
+            ));
+            match scenarios::streams(kind, run).await {
+                Ok(f) => fidelity.push(f),
+                Err(e) => {
+                    failed_runs += 1;
+                    progress(&format!("{streams} streams, ITL {itl_ms} ms failed: {e:#}"));
+                }
+            }
+        }
+    }
+    print(&format!(
+        "\n## Fidelity (closed loop; ms; lag = client receipt − server write per chunk; errors = measured − configured)\n\n{}",
+        table::streams(&fidelity)
+    ))?;
+    print(&summary(&fidelity))?;
+
+    if let Some(itl_ms) = plan.sweep_itl_ms {
+        let steps = sweep(plan, kind, itl_ms).await;
+        print(&format!(
+            "\n## Capacity sweep (ITL {itl_ms} ms, {} tokens per request; doubling streams until p99 lag ≥ 1 ms)\n\n{}",
+            plan.tokens,
+            table::sweep(&steps)
+        ))?;
+        match steps.iter().filter(|s| s.2 == PASS).max_by(|a, b| a.0.tokens_per_s().total_cmp(&b.0.tokens_per_s())) {
+            Some((f, _, _)) => print(&format!(
+                "\nLargest rate with p99 added latency < 1 ms: {} chunks/s, {} tokens/s ({} streams at ITL {} ms), client at {:.2} cores.",
+                table::count(f.chunks_per_s()),
+                table::count(f.tokens_per_s()),
+                f.streams,
+                f.itl_ms,
+                f.cores()
+            ))?,
+            None => print("\nNo sweep step kept p99 added latency under 1 ms.")?,
+        }
+    }
+
+    let mut rates = Vec::new();
+    for (i, &rps) in plan.rates.iter().enumerate() {
+        progress(&format!(
+            "rate {rps} req/s, {} s",
+            plan.rate_duration.as_secs_f64()
+        ));
+        let schedule = Schedule {
+            ttft_ms: plan.ttft_ms,
+            itl_ms: 20.0,
+        };
+        let run = RateRun {
+            rps,
+            schedule,
+            tokens: plan.rate_tokens,
+            duration: plan.rate_duration,
+            seed: 42 + i as u64,
+        };
+        match scenarios::rate(kind, run).await {
+            Ok(f) => rates.push(f),
+            Err(e) => {
+                failed_runs += 1;
+                progress(&format!("rate {rps} failed: {e:#}"));
+            }
+        }
+    }
+    if !rates.is_empty() {
+        print(&format!(
+            "\n## Open loop (Poisson arrivals; TTFT {} ms, ITL 20 ms, {} tokens per request; send lag = sent − scheduled, ms)\n\n{}",
+            plan.ttft_ms,
+            plan.rate_tokens,
+            table::rates(&rates)
+        ))?;
+    }
+    Ok(if failed_runs > 0 { 3 } else { 0 })
+}
+
+const PASS: &str = "p99 < 1 ms";
+
+/// Doubles the streams at `itl_ms` until p99 lag reaches 1 ms, requests fail, or the
+/// simulator cannot emit what is asked (achieved < 80 % of offered).
+async fn sweep(
+    plan: &BenchPlan,
+    kind: &SimKind,
+    itl_ms: f64,
+) -> Vec<(StreamFigures, f64, &'static str)> {
+    let mut steps = Vec::new();
+    let mut streams = plan.sweep_start;
+    while streams <= plan.sweep_max {
+        let schedule = Schedule {
+            ttft_ms: plan.ttft_ms,
+            itl_ms,
+        };
+        let run = StreamRun {
+            streams,
+            schedule,
+            tokens: plan.tokens,
+            duration: plan.sweep_duration,
+        };
+        progress(&format!("sweep: {streams} streams, ITL {itl_ms} ms"));
+        let f = match scenarios::streams(kind, run).await {
+            Ok(f) => f,
+            Err(e) => {
+                progress(&format!("sweep step failed: {e:#}"));
+                break;
+            }
+        };
+        let request_s = (plan.ttft_ms + itl_ms * f64::from(plan.tokens)) / 1e3;
+        let offered = streams as f64 * f64::from(plan.tokens) / request_s;
+        let verdict = if f.failed > 0 {
+            "requests failed"
+        } else if f.lag.p99.is_none_or(|p| p >= 1.0) {
+            "p99 ≥ 1 ms"
+        } else if f.tokens_per_s() < 0.8 * offered {
+            "sim saturated"
+        } else {
+            PASS
+        };
+        steps.push((f, offered, verdict));
+        if verdict != PASS {
+            break;
+        }
+        streams *= 2;
+    }
+    steps
+}
+
+fn summary(runs: &[StreamFigures]) -> String {
+    let mut lines = Vec::new();
+    if let Some(best) = runs
+        .iter()
+        .filter_map(|f| f.tokens_per_core_s().map(|t| (t, f)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+    {
+        lines.push(format!(
+            "- ingest cost: {:.2} CPU s per million tokens at best ({} streams, ITL {} ms): {} tokens/s per core",
+            best.1.cpu_s_per_mtok().unwrap_or(f64::NAN),
+            best.1.streams,
+            best.1.itl_ms,
+            table::count(best.0)
+        ));
+    }
+    if let Some(big) = runs.iter().max_by_key(|f| f.streams) {
+        lines.push(format!(
+            "- memory: {:.1} KiB of RSS per in-flight stream at {} streams (peak RSS − RSS before the run)",
+            big.kib_per_stream(),
+            big.streams
+        ));
+    }
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("\n{}", lines.join("\n"))
+    }
+}

@@ -1,0 +1,219 @@
+//! One benchmark run each: a closed-loop fidelity run at a number of streams, or an
+//! open-loop run at a request rate, against a freshly started simulator, through
+//! goodput's own load generator ([`crate::load::run_trial`]) and client.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::figures::{RateFigures, StreamFigures, Usage};
+use super::os::{cpu_time, rss_bytes, RssPeak};
+use super::sim::{Schedule, Sim, SimKind};
+use crate::client::{http_client, Limits, SseLimits, Target};
+use crate::load::{arrival_offsets, run_trial, Trial};
+use crate::profile::LoadMode;
+use crate::record::RequestRecord;
+use crate::workload::Prepared;
+
+/// A closed-loop run: `streams` workers for `duration`, each request `tokens` long.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamRun {
+    /// Concurrent streams.
+    pub streams: usize,
+    /// The simulator's schedule.
+    pub schedule: Schedule,
+    /// Output tokens per request.
+    pub tokens: u32,
+    /// How long new requests are sent; in-flight ones then finish.
+    pub duration: Duration,
+}
+
+/// An open-loop run: Poisson arrivals at `rps` for `duration`.
+#[derive(Debug, Clone, Copy)]
+pub struct RateRun {
+    /// Requests per second.
+    pub rps: f64,
+    /// The simulator's schedule.
+    pub schedule: Schedule,
+    /// Output tokens per request.
+    pub tokens: u32,
+    /// Span of the planned arrivals.
+    pub duration: Duration,
+    /// Seed of the arrivals.
+    pub seed: u64,
+}
+
+fn request(tokens: u32) -> Prepared {
+    let body = serde_json::json!({
+        "model": "goodput-sim",
+        "prompt": "bench",
+        "max_tokens": tokens,
+        "min_tokens": tokens,
+        "ignore_eos": true,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    Prepared {
+        body: Bytes::from(body.to_string()),
+        max_tokens: Some(tokens),
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        request_timeout: Duration::from_secs(600),
+        stall_timeout: Some(Duration::from_secs(60)),
+        sse: SseLimits::default(),
+    }
+}
+
+fn trial(x: f64, mode: LoadMode, offsets: Vec<u64>, requests: Vec<Prepared>) -> Trial {
+    Trial {
+        engine: "sim".into(),
+        x,
+        index: 0,
+        mode,
+        max_concurrency: None,
+        offsets,
+        requests,
+        limits: limits(),
+        timeout: None,
+        grace: Duration::from_secs(120),
+    }
+}
+
+/// One short request per connection, `connections` at once: opens the connections
+/// the measured run reuses, as a benchmark of a running engine would have them.
+async fn warm_up(
+    client: &reqwest::Client,
+    target: &Target,
+    connections: usize,
+) -> anyhow::Result<()> {
+    let (_keep, stop) = watch::channel(false);
+    let requests = vec![request(1); connections];
+    let t = trial(
+        connections as f64,
+        LoadMode::Concurrency,
+        Vec::new(),
+        requests,
+    );
+    let records = run_trial(client.clone(), target.clone(), t, stop, Box::new(|_| {})).await;
+    if let Some(r) = records.iter().find(|r| !r.ok()) {
+        anyhow::bail!(
+            "warm-up request failed ({}): {}",
+            r.error_label().unwrap_or_default(),
+            r.error_detail.as_deref().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+/// Runs `trial` with the client's CPU time and peak RSS measured around it;
+/// `stop_after` turns the trial's stop signal on after that long.
+async fn measured(
+    client: reqwest::Client,
+    target: Target,
+    t: Trial,
+    stop_after: Option<Duration>,
+    rss_before: u64,
+) -> (Vec<RequestRecord>, Usage) {
+    // The sender must outlive the trial: a closed stop channel counts as "stop".
+    let (stop_tx, stop) = watch::channel(false);
+    let stop_tx = std::sync::Arc::new(stop_tx);
+    let timer = stop_after.map(|d| {
+        let stop_tx = stop_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            let _ = stop_tx.send(true);
+        })
+    });
+    let peak = RssPeak::start(Duration::from_millis(50));
+    let cpu0 = cpu_time();
+    let records = run_trial(client, target, t, stop, Box::new(|_| {})).await;
+    let cpu = cpu_time().saturating_sub(cpu0);
+    let rss_delta = peak.finish().saturating_sub(rss_before);
+    if let Some(t) = timer {
+        t.abort();
+    }
+    drop(stop_tx);
+    (records, Usage { cpu, rss_delta })
+}
+
+/// A closed-loop fidelity run.
+pub async fn streams(kind: &SimKind, run: StreamRun) -> anyhow::Result<StreamFigures> {
+    let rss_before = rss_bytes();
+    let sim = Sim::start(kind, run.schedule)
+        .await
+        .context("cannot start the simulator")?;
+    let target = Target::new(&sim.base_url, "/v1/completions", None);
+    let client = http_client(run.streams).context("cannot build the HTTP client")?;
+    let result = async {
+        warm_up(&client, &target, run.streams).await?;
+        // Enough requests that no worker runs out before the stop signal.
+        let per_request_s =
+            (run.schedule.ttft_ms + run.schedule.itl_ms * f64::from(run.tokens)) / 1e3;
+        let rounds =
+            (run.duration.as_secs_f64() / per_request_s.max(0.01) * 2.0).ceil() as usize + 2;
+        let n = run.streams.saturating_mul(rounds).min(5_000_000);
+        let requests = vec![request(run.tokens); n];
+        let t = trial(
+            run.streams as f64,
+            LoadMode::Concurrency,
+            Vec::new(),
+            requests,
+        );
+        let (records, usage) = measured(
+            client.clone(),
+            target.clone(),
+            t,
+            Some(run.duration),
+            rss_before,
+        )
+        .await;
+        Ok::<_, anyhow::Error>(StreamFigures::from_records(
+            run.streams,
+            run.schedule.ttft_ms,
+            run.schedule.itl_ms,
+            &records,
+            usage,
+        ))
+    }
+    .await;
+    drop(client);
+    sim.stop().await;
+    result
+}
+
+/// An open-loop run at a request rate.
+pub async fn rate(kind: &SimKind, run: RateRun) -> anyhow::Result<RateFigures> {
+    let rss_before = rss_bytes();
+    let sim = Sim::start(kind, run.schedule)
+        .await
+        .context("cannot start the simulator")?;
+    let target = Target::new(&sim.base_url, "/v1/completions", None);
+    let per_request_s = (run.schedule.ttft_ms + run.schedule.itl_ms * f64::from(run.tokens)) / 1e3;
+    // Twice the mean number in flight, so sends rarely wait for a new connection.
+    let connections = ((run.rps * per_request_s * 2.0).ceil() as usize).clamp(1, 4000);
+    let client = http_client(connections).context("cannot build the HTTP client")?;
+    let result = async {
+        warm_up(&client, &target, connections).await?;
+        let n = (run.rps * run.duration.as_secs_f64()).round().max(1.0) as usize;
+        let offsets = arrival_offsets(run.rps, 1.0, n, run.seed);
+        let t = trial(
+            run.rps,
+            LoadMode::Rate,
+            offsets.clone(),
+            vec![request(run.tokens); n],
+        );
+        let (records, usage) = measured(client.clone(), target.clone(), t, None, rss_before).await;
+        Ok::<_, anyhow::Error>(RateFigures::from_records(
+            run.rps, &offsets, &records, usage,
+        ))
+    }
+    .await;
+    drop(client);
+    sim.stop().await;
+    result
+}

@@ -1,0 +1,188 @@
+//! The benchmark's tables, as Markdown (readable in a terminal, pasteable into docs).
+
+use std::fmt::Write as _;
+
+use super::figures::{RateFigures, Spread, StreamFigures};
+
+/// Milliseconds with three decimals (microsecond resolution), `-` when unknown.
+pub fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+/// A count with thousands separators.
+pub fn count(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 && digits != "0" {
+        out.insert(0, '-');
+    }
+    out
+}
+
+fn row(out: &mut String, cells: &[String]) {
+    let _ = writeln!(out, "| {} |", cells.join(" | "));
+}
+
+fn header(out: &mut String, names: &[&str]) {
+    row(
+        out,
+        &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+    );
+    let _ = writeln!(out, "|{}", "---:|".repeat(names.len()));
+}
+
+fn spread3(s: &Spread) -> [String; 3] {
+    [ms(s.p50), ms(s.p99), ms(s.max)]
+}
+
+/// Closed-loop fidelity runs: added latency, TTFT and ITL error, and their cost.
+pub fn streams(runs: &[StreamFigures]) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        &[
+            "streams",
+            "ITL ms",
+            "ok/failed",
+            "chunks/s",
+            "tokens/s",
+            "lag p50",
+            "lag p99",
+            "lag max",
+            "TTFT err p50",
+            "TTFT err p99",
+            "ITL err p50",
+            "ITL err p99",
+            "client cores",
+            "CPU s/Mtok",
+            "KiB/stream",
+        ],
+    );
+    for f in runs {
+        let [l50, l99, lmax] = spread3(&f.lag);
+        row(
+            &mut out,
+            &[
+                count(f.streams as f64),
+                format!("{}", f.itl_ms),
+                format!("{}/{}", count(f.ok as f64), count(f.failed as f64)),
+                count(f.chunks_per_s()),
+                count(f.tokens_per_s()),
+                l50,
+                l99,
+                lmax,
+                ms(f.ttft_err.p50),
+                ms(f.ttft_err.p99),
+                ms(f.itl_err.p50),
+                ms(f.itl_err.p99),
+                format!("{:.2}", f.cores()),
+                f.cpu_s_per_mtok()
+                    .map_or_else(|| "-".into(), |v| format!("{v:.2}")),
+                format!("{:.1}", f.kib_per_stream()),
+            ],
+        );
+    }
+    out
+}
+
+/// The capacity sweep: one row per step, with whether it kept p99 lag under 1 ms.
+pub fn sweep(runs: &[(StreamFigures, f64, &'static str)]) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        &[
+            "streams",
+            "ITL ms",
+            "offered tokens/s",
+            "chunks/s",
+            "tokens/s",
+            "lag p50",
+            "lag p99",
+            "lag max",
+            "client cores",
+            "verdict",
+        ],
+    );
+    for (f, offered, verdict) in runs {
+        let [l50, l99, lmax] = spread3(&f.lag);
+        row(
+            &mut out,
+            &[
+                count(f.streams as f64),
+                format!("{}", f.itl_ms),
+                count(*offered),
+                count(f.chunks_per_s()),
+                count(f.tokens_per_s()),
+                l50,
+                l99,
+                lmax,
+                format!("{:.2}", f.cores()),
+                verdict.to_string(),
+            ],
+        );
+    }
+    out
+}
+
+/// Open-loop runs: offered versus achieved rate, and the send lag.
+pub fn rates(runs: &[RateFigures]) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        &[
+            "target req/s",
+            "planned",
+            "sent/ok",
+            "offered req/s",
+            "achieved req/s",
+            "completed req/s",
+            "send lag p50",
+            "send lag p99",
+            "send lag max",
+            "client cores",
+        ],
+    );
+    for f in runs {
+        let [l50, l99, lmax] = spread3(&f.send_lag);
+        let seconds = f.planned as f64 / f.offered_rps.max(1e-9);
+        row(
+            &mut out,
+            &[
+                count(f.target_rps),
+                count(f.planned as f64),
+                format!("{}/{}", count(f.sent as f64), count(f.ok as f64)),
+                format!("{:.1}", f.offered_rps),
+                format!("{:.1}", f.achieved_rps),
+                format!("{:.1}", f.completed_rps),
+                l50,
+                l99,
+                lmax,
+                format!("{:.2}", f.usage.cpu.as_secs_f64() / seconds.max(1e-9)),
+            ],
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(count(1234567.4), "1,234,567");
+        assert_eq!(count(999.0), "999");
+        assert_eq!(count(-1500.0), "-1,500");
+        assert_eq!(ms(Some(0.01234)), "0.012");
+        assert_eq!(ms(None), "-");
+    }
+}
