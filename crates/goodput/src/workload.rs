@@ -123,7 +123,6 @@ fn draw_len(rng: &mut StdRng, l: u32, r: f64) -> u32 {
 
 fn synthetic_text(rng: &mut StdRng, words: usize, style: TextStyle) -> String {
     let mut s = String::with_capacity(words * 6);
-    // A distinct opening per request so prefix caches do not make prompts free.
     match style {
         TextStyle::Random => {
             for k in 0..words {
@@ -134,13 +133,20 @@ fn synthetic_text(rng: &mut StdRng, words: usize, style: TextStyle) -> String {
             }
         }
         TextStyle::Repetitive => {
+            // A random opening makes every prompt distinct (no prefix-cache hits
+            // across requests); the repeated passage after it gives n-gram drafting
+            // something to find.
             let passage: Vec<&str> = PASSAGE.split(' ').collect();
-            let start = rng.gen_range(0..passage.len());
+            let opening = words.min(8);
             for k in 0..words {
                 if k > 0 {
                     s.push(' ');
                 }
-                s.push_str(passage[(start + k) % passage.len()]);
+                if k < opening {
+                    s.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
+                } else {
+                    s.push_str(passage[(k - opening) % passage.len()]);
+                }
             }
         }
     }
@@ -222,6 +228,24 @@ mod tests {
         let b = builder(TextStyle::Repetitive);
         assert_eq!(b.build(5, 3, 1).iter().map(|p| p.body.clone()).collect::<Vec<_>>(), b.build(5, 3, 1).iter().map(|p| p.body.clone()).collect::<Vec<_>>());
         assert_ne!(b.build(5, 3, 1)[0].body, b.build(5, 3, 2)[0].body);
+    }
+
+    #[test]
+    fn repetitive_prompts_are_distinct_from_their_first_words() {
+        let b = Builder {
+            workload: Workload::Synthetic { input_tokens: 64, output_tokens: 8, range_ratio: 0.0, text: TextStyle::Repetitive, calibrate: false },
+            model: "m".into(),
+            api: Api::Completions,
+            tokens_per_word: 1.0,
+        };
+        let prompts: Vec<String> = b
+            .build(50, 1, 0)
+            .iter()
+            .map(|p| serde_json::from_slice::<serde_json::Value>(&p.body).unwrap()["prompt"].as_str().unwrap().to_string())
+            .collect();
+        let openings: std::collections::HashSet<String> = prompts.iter().map(|p| p.split(' ').take(8).collect::<Vec<_>>().join(" ")).collect();
+        assert_eq!(openings.len(), 50, "no two prompts share a prefix a cache could reuse");
+        assert!(prompts[0].matches("quick brown fox").count() >= 2, "the passage repeats");
     }
 
     #[test]

@@ -213,7 +213,10 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         engine_envs.insert(name.clone(), handle.env.clone());
         let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.client).await;
         if let Some(n) = notice {
-            if !ctx.info.notices.contains(&n) {
+            // One telemetry notice per run, not one per engine (they differ only
+            // in the engine's port).
+            let head = n.split('(').next().unwrap_or(&n).to_string();
+            if !ctx.info.notices.iter().any(|m| m.starts_with(&head)) {
                 ctx.info.notices.push(n);
             }
         }
