@@ -122,3 +122,33 @@ fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
     assert_eq!(e.error.as_ref().unwrap().kind, "unreachable");
     assert_eq!(r.run.unwrap().status, report::RunStatus::Partial);
 }
+
+#[test]
+fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = FIXED
+        .replace("points = [1, 4]", "mode = \"rate\"\npoints = [20]\nmax_concurrency = 2\nseed = 3")
+        .replace("requests_per_trial = 8", "requests_per_trial = 20")
+        .replace("trials = 2", "trials = 1")
+        .replace("warmup_requests = 1", "warmup_requests = 0");
+    let profile = write(dir.path(), "p.toml", &text);
+    let out = dir.path().join("r.json");
+    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = report::read_report(&out).unwrap();
+    assert_eq!(r.run.as_ref().unwrap().load_mode, "rate");
+    let p = &r.load["fixed"].points[0];
+    assert_eq!(p.completed, vec![20], "never dropped at the cap");
+    assert_eq!(p.offered_rate, Some(20.0));
+    // 2 slots x (50 ms + 11 x 20 ms) per request: about 7 requests/s get through.
+    let achieved = p.achieved_rate.unwrap().median.unwrap();
+    assert!(achieved < 12.0, "achieved {achieved}");
+    // The wait for a slot shows as send lag; TTFT (from the actual send) stays ~50 ms.
+    let lag = p.p99_send_lag_ms.unwrap().median.unwrap();
+    assert!(lag > 500.0, "lag {lag}");
+    let ttft = p.median_ttft_ms.median.unwrap();
+    assert!(ttft < 90.0, "ttft {ttft}");
+    // And the report warns that the client could not keep up.
+    let o = goodput().args(["show", out.to_str().unwrap()]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).to_lowercase().contains("keep up"), "{}", String::from_utf8_lossy(&o.stdout));
+}
