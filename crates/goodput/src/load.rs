@@ -86,7 +86,13 @@ pub async fn run_trial(
 ) -> Vec<RequestRecord> {
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let (no_new_tx, no_new_rx) = watch::channel(false);
-    let forward = tokio::spawn(forward_stop(stop, no_new_tx, cancel_tx, trial.timeout, trial.grace));
+    let forward = tokio::spawn(forward_stop(
+        stop,
+        no_new_tx,
+        cancel_tx,
+        trial.timeout,
+        trial.grace,
+    ));
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let shared = Arc::new(Shared {
         client,
@@ -124,7 +130,9 @@ pub async fn run_trial(
         }
         LoadMode::Rate => {
             let s = shared.clone();
-            let sem = trial.max_concurrency.map(|c| Arc::new(Semaphore::new(c as usize)));
+            let sem = trial
+                .max_concurrency
+                .map(|c| Arc::new(Semaphore::new(c as usize)));
             let offsets = trial.offsets;
             tasks.spawn(async move {
                 let mut inflight = JoinSet::new();
@@ -227,7 +235,14 @@ impl Shared {
         rec.requested_tokens = req.max_tokens;
         let mut cancel = self.cancel.clone();
         {
-            let fut = stream_request(&self.client, &self.target, req.body.clone(), &mut rec, &self.limits, self.origin);
+            let fut = stream_request(
+                &self.client,
+                &self.target,
+                req.body.clone(),
+                &mut rec,
+                &self.limits,
+                self.origin,
+            );
             tokio::select! {
                 _ = fut => {}
                 _ = cancel.wait_for(|c| *c) => {}
@@ -270,6 +285,9 @@ mod tests {
         let (m2, cv2) = cv(0.25);
         assert!((m1 - 0.1).abs() < 0.01 && (m2 - 0.1).abs() < 0.01);
         // Gamma: cv = 1/sqrt(shape): 1.0 and 2.0
-        assert!((cv1 - 1.0).abs() < 0.1 && (cv2 - 2.0).abs() < 0.2, "{cv1} {cv2}");
+        assert!(
+            (cv1 - 1.0).abs() < 0.1 && (cv2 - 2.0).abs() < 0.2,
+            "{cv1} {cv2}"
+        );
     }
 }

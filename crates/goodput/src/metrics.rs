@@ -205,8 +205,14 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
             .filter_map(|&q| quantile_lower(values, q))
             .collect()
     };
-    let mut ttfts: Vec<f64> = trials.iter().flat_map(|t| t.ttfts_ms.iter().copied()).collect();
-    let mut tpots: Vec<f64> = trials.iter().flat_map(|t| t.tpots_ms.iter().copied()).collect();
+    let mut ttfts: Vec<f64> = trials
+        .iter()
+        .flat_map(|t| t.ttfts_ms.iter().copied())
+        .collect();
+    let mut tpots: Vec<f64> = trials
+        .iter()
+        .flat_map(|t| t.tpots_ms.iter().copied())
+        .collect();
     let mut errors = IndexMap::new();
     for t in trials {
         for (k, v) in &t.errors {

@@ -133,8 +133,14 @@ fn send_lag_is_sent_minus_scheduled() {
 #[test]
 fn point_pools_quantiles_with_the_lower_rule_from_the_same_values() {
     let slo = slo(1000.0, 100.0);
-    let t0 = trial_metrics(&[rec(0, 0, &[10, 20], Some(2)), rec(1, 0, &[30, 60], Some(2))], &slo);
-    let t1 = trial_metrics(&[rec(0, 0, &[20, 22], Some(2)), rec(1, 0, &[40, 45], Some(2))], &slo);
+    let t0 = trial_metrics(
+        &[rec(0, 0, &[10, 20], Some(2)), rec(1, 0, &[30, 60], Some(2))],
+        &slo,
+    );
+    let t1 = trial_metrics(
+        &[rec(0, 0, &[20, 22], Some(2)), rec(1, 0, &[40, 45], Some(2))],
+        &slo,
+    );
     let q = [0.0, 0.5, 1.0];
     let p = point_summary(4.0, &[t0, t1], &q, false);
     // ttfts pooled: 10, 20, 30, 40 -> lower rule: idx floor(q*3) = 0, 1, 3

@@ -118,7 +118,11 @@ impl Profile {
             load.seed = s;
         }
         let slo = ov.slo.clone().unwrap_or(self.slo);
-        for (field, v) in [("slo.ttft_ms", Some(slo.ttft_ms)), ("slo.tpot_ms", Some(slo.tpot_ms)), ("slo.e2el_ms", slo.e2el_ms)] {
+        for (field, v) in [
+            ("slo.ttft_ms", Some(slo.ttft_ms)),
+            ("slo.tpot_ms", Some(slo.tpot_ms)),
+            ("slo.e2el_ms", slo.e2el_ms),
+        ] {
             if let Some(v) = v {
                 if v.is_nan() || v <= 0.0 {
                     return Err(bad(field, format!("{v} must be a positive number of ms")));
@@ -147,13 +151,19 @@ impl Profile {
             return Err(bad("load.requests_per_trial", "must be at least 1".into()));
         }
         if load.trials == 0 || load.trials > 1000 {
-            return Err(bad("load.trials", format!("{} is out of range 1..=1000", load.trials)));
+            return Err(bad(
+                "load.trials",
+                format!("{} is out of range 1..=1000", load.trials),
+            ));
         }
         let positive_secs = |field: &str, v: f64| -> Result<Duration, ProfileError> {
             if v.is_finite() && v > 0.0 && v < 1e7 {
                 Ok(Duration::from_secs_f64(v))
             } else {
-                Err(bad(field, format!("{v} must be a positive number of seconds")))
+                Err(bad(
+                    field,
+                    format!("{v} must be a positive number of seconds"),
+                ))
             }
         };
         let request_timeout = positive_secs("load.request_timeout_s", load.request_timeout_s)?;
@@ -166,35 +176,69 @@ impl Profile {
             .map(|v| positive_secs("load.trial_timeout_s", v))
             .transpose()?;
         if !(load.burstiness.is_finite() && load.burstiness > 0.0) {
-            return Err(bad("load.burstiness", format!("{} must be > 0 (1.0 = Poisson)", load.burstiness)));
+            return Err(bad(
+                "load.burstiness",
+                format!("{} must be > 0 (1.0 = Poisson)", load.burstiness),
+            ));
         }
         if load.max_concurrency == Some(0) {
             return Err(bad("load.max_concurrency", "must be at least 1".into()));
         }
         let quantiles = self.quantiles.unwrap_or_else(report::default_quantiles);
         if quantiles.is_empty() || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
-            return Err(bad("quantiles", "every quantile must be in 0.0..=1.0".into()));
+            return Err(bad(
+                "quantiles",
+                "every quantile must be in 0.0..=1.0".into(),
+            ));
         }
         let w = &self.workload;
         let workload_description = serde_json::to_value(w).unwrap_or_default();
         if !(0.0..1.0).contains(&w.range_ratio) {
-            return Err(bad("workload.range_ratio", format!("{} is out of range 0.0..1.0", w.range_ratio)));
+            return Err(bad(
+                "workload.range_ratio",
+                format!("{} is out of range 0.0..1.0", w.range_ratio),
+            ));
         }
         let workload = match w.kind {
             WorkloadKind::Synthetic => {
-                let input_tokens = w.input_tokens.ok_or_else(|| bad("workload.input_tokens", "is required for a synthetic workload".into()))?;
-                let output_tokens = w.output_tokens.ok_or_else(|| bad("workload.output_tokens", "is required for a synthetic workload".into()))?;
+                let input_tokens = w.input_tokens.ok_or_else(|| {
+                    bad(
+                        "workload.input_tokens",
+                        "is required for a synthetic workload".into(),
+                    )
+                })?;
+                let output_tokens = w.output_tokens.ok_or_else(|| {
+                    bad(
+                        "workload.output_tokens",
+                        "is required for a synthetic workload".into(),
+                    )
+                })?;
                 if input_tokens == 0 || input_tokens > 1_000_000 {
-                    return Err(bad("workload.input_tokens", format!("{input_tokens} is out of range 1..=1000000")));
+                    return Err(bad(
+                        "workload.input_tokens",
+                        format!("{input_tokens} is out of range 1..=1000000"),
+                    ));
                 }
                 if output_tokens == 0 || output_tokens > 1_000_000 {
-                    return Err(bad("workload.output_tokens", format!("{output_tokens} is out of range 1..=1000000")));
+                    return Err(bad(
+                        "workload.output_tokens",
+                        format!("{output_tokens} is out of range 1..=1000000"),
+                    ));
                 }
-                Workload::Synthetic { input_tokens, output_tokens, range_ratio: w.range_ratio, text: w.text, calibrate: w.calibrate }
+                Workload::Synthetic {
+                    input_tokens,
+                    output_tokens,
+                    range_ratio: w.range_ratio,
+                    text: w.text,
+                    calibrate: w.calibrate,
+                }
             }
             WorkloadKind::Jsonl => {
-                let path = w.path.clone().ok_or_else(|| bad("workload.path", "is required for a jsonl workload".into()))?;
-                let prompts = read_jsonl(&path, w.output_tokens).map_err(|m| bad("workload.path", m))?;
+                let path = w.path.clone().ok_or_else(|| {
+                    bad("workload.path", "is required for a jsonl workload".into())
+                })?;
+                let prompts =
+                    read_jsonl(&path, w.output_tokens).map_err(|m| bad("workload.path", m))?;
                 Workload::Jsonl { path, prompts }
             }
         };
@@ -203,7 +247,13 @@ impl Profile {
             for name in &ov.engines {
                 if !engines.contains_key(name) {
                     let known: Vec<&str> = engines.keys().map(String::as_str).collect();
-                    return Err(bad("engines", format!("no engine named `{name}` (the profile has: {})", known.join(", "))));
+                    return Err(bad(
+                        "engines",
+                        format!(
+                            "no engine named `{name}` (the profile has: {})",
+                            known.join(", ")
+                        ),
+                    ));
                 }
             }
             engines.retain(|k, _| ov.engines.contains(k));
@@ -246,7 +296,11 @@ fn expand_engine(e: &mut EngineSpec) -> Result<(), (&'static str, String)> {
         *s = expand_vars(s).map_err(|m| (field, m))?;
         Ok(())
     }
-    for (field, v) in [("model", e.model.as_mut()), ("url", e.url.as_mut()), ("shell", e.shell.as_mut())] {
+    for (field, v) in [
+        ("model", e.model.as_mut()),
+        ("url", e.url.as_mut()),
+        ("shell", e.shell.as_mut()),
+    ] {
         if let Some(v) = v {
             one(field, v)?;
         }
@@ -281,7 +335,11 @@ pub fn expand_vars(text: &str) -> Result<String, String> {
         let name = &after[..j];
         match std::env::var(name) {
             Ok(v) => out.push_str(&v),
-            Err(_) => return Err(format!("environment variable `{name}` (used in `{text}`) is not set")),
+            Err(_) => {
+                return Err(format!(
+                    "environment variable `{name}` (used in `{text}`) is not set"
+                ))
+            }
         }
         rest = &after[j + 1..];
     }
@@ -293,18 +351,28 @@ fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'static str, Str
     let kind = e.effective_kind();
     if let Some(url) = &e.url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(("url", format!("`{url}` must start with http:// or https://")));
+            return Err((
+                "url",
+                format!("`{url}` must start with http:// or https://"),
+            ));
         }
     }
     match kind {
         EngineKind::Url if e.url.is_none() => {
-            return Err(("url", "is required for an engine that goodput does not launch (or give kind and command)".into()))
+            return Err((
+                "url",
+                "is required for an engine that goodput does not launch (or give kind and command)"
+                    .into(),
+            ))
         }
         EngineKind::Vllm | EngineKind::Sglang | EngineKind::LlamaCpp if e.model.is_none() => {
             return Err(("model", "is required to launch this kind of engine".into()))
         }
         EngineKind::Command if e.command.is_none() && e.shell.is_none() => {
-            return Err(("command", "kind = \"command\" needs `command` (argv list) or `shell`".into()))
+            return Err((
+                "command",
+                "kind = \"command\" needs `command` (argv list) or `shell`".into(),
+            ))
         }
         _ => {}
     }
@@ -318,25 +386,38 @@ fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'static str, Str
     }
     if let Some(crate::profile::PortSpec::Auto(s)) = &e.port {
         if s != "auto" {
-            return Err(("port", format!("`{s}` is not a port: use a number or \"auto\"")));
+            return Err((
+                "port",
+                format!("`{s}` is not a port: use a number or \"auto\""),
+            ));
         }
     }
     if let Some(t) = e.ready_timeout_s {
         if !(t.is_finite() && t > 0.0) {
-            return Err(("ready_timeout_s", format!("{t} must be a positive number of seconds")));
+            return Err((
+                "ready_timeout_s",
+                format!("{t} must be a positive number of seconds"),
+            ));
         }
     }
     if let Some(var) = &e.api_key_env {
         if var.is_empty() || var.contains(char::is_whitespace) {
-            return Err(("api_key_env", "must be the NAME of an environment variable, not the key".into()));
+            return Err((
+                "api_key_env",
+                "must be the NAME of an environment variable, not the key".into(),
+            ));
         }
     }
     Ok(())
 }
 
-fn read_jsonl(path: &std::path::Path, default_max: Option<u32>) -> Result<Vec<JsonlPrompt>, String> {
+fn read_jsonl(
+    path: &std::path::Path,
+    default_max: Option<u32>,
+) -> Result<Vec<JsonlPrompt>, String> {
     use std::io::BufRead;
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut out = Vec::new();
     let mut reader = std::io::BufReader::new(f);
     let mut line = String::new();
@@ -351,12 +432,16 @@ fn read_jsonl(path: &std::path::Path, default_max: Option<u32>) -> Result<Vec<Js
             break;
         }
         if n > MAX_JSONL_LINE {
-            return Err(format!("{}:{no}: line longer than {MAX_JSONL_LINE} bytes", path.display()));
+            return Err(format!(
+                "{}:{no}: line longer than {MAX_JSONL_LINE} bytes",
+                path.display()
+            ));
         }
         if line.trim().is_empty() {
             continue;
         }
-        let mut p: JsonlPrompt = serde_json::from_str(&line).map_err(|e| format!("{}:{no}: {e}", path.display()))?;
+        let mut p: JsonlPrompt =
+            serde_json::from_str(&line).map_err(|e| format!("{}:{no}: {e}", path.display()))?;
         if p.max_tokens.is_none() {
             p.max_tokens = default_max;
         }
@@ -377,7 +462,8 @@ mod tests {
     const BASE: &str = "name = \"t\"\n[slo]\nttft_ms = 100\ntpot_ms = 10\n[load]\npoints = [4, 1]\nrequests_per_trial = 3\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n";
 
     fn plan(extra: &str) -> Result<Plan, ProfileError> {
-        Profile::parse(&format!("{BASE}{extra}"), "p.toml")?.into_plan("p.toml", &Overrides::default())
+        Profile::parse(&format!("{BASE}{extra}"), "p.toml")?
+            .into_plan("p.toml", &Overrides::default())
     }
 
     #[test]
@@ -392,31 +478,52 @@ mod tests {
     #[test]
     fn env_vars_expand_and_a_missing_one_is_named() {
         std::env::set_var("GOODPUT_TEST_MODEL_PATH", "/m.gguf");
-        let p = plan("[engines.a]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_TEST_MODEL_PATH}\"\n").unwrap();
+        let p = plan("[engines.a]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_TEST_MODEL_PATH}\"\n")
+            .unwrap();
         assert_eq!(p.engines["a"].model.as_deref(), Some("/m.gguf"));
-        let e = plan("[engines.a]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_NOT_SET_X}\"\n").unwrap_err().to_string();
-        assert!(e.contains("engines.a.model") && e.contains("GOODPUT_NOT_SET_X"), "{e}");
+        let e = plan("[engines.a]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_NOT_SET_X}\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("engines.a.model") && e.contains("GOODPUT_NOT_SET_X"),
+            "{e}"
+        );
     }
 
     #[test]
     fn engine_errors_name_the_field() {
-        let e = plan("[engines.a]\nkind = \"vllm\"\n").unwrap_err().to_string();
+        let e = plan("[engines.a]\nkind = \"vllm\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("engines.a.model"), "{e}");
-        let e = plan("[engines.a]\nurl = \"localhost:8000\"\n").unwrap_err().to_string();
+        let e = plan("[engines.a]\nurl = \"localhost:8000\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("engines.a.url"), "{e}");
-        let e = plan("[engines.a]\nurl = \"http://x\"\nport = \"any\"\n").unwrap_err().to_string();
+        let e = plan("[engines.a]\nurl = \"http://x\"\nport = \"any\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("engines.a.port"), "{e}");
     }
 
     #[test]
     fn unknown_keys_name_key_and_line() {
-        let e = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\nmodle = \"m\"\n"), "p.toml").unwrap_err().to_string();
+        let e = Profile::parse(
+            &format!("{BASE}[engines.a]\nurl = \"http://x\"\nmodle = \"m\"\n"),
+            "p.toml",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("modle") && e.contains("line 13"), "{e}");
     }
 
     #[test]
     fn overrides_apply() {
-        let prof = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\n[engines.b]\nurl = \"http://y\"\n"), "p").unwrap();
+        let prof = Profile::parse(
+            &format!("{BASE}[engines.a]\nurl = \"http://x\"\n[engines.b]\nurl = \"http://y\"\n"),
+            "p",
+        )
+        .unwrap();
         let ov = Overrides {
             rate: Some(vec![2.5]),
             trials: Some(3),

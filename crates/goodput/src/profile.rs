@@ -405,7 +405,9 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
             .parse()
             .map_err(|_| format!("`{part}`: `{value}` is not a number of milliseconds"))?;
         if !(ms.is_finite() && ms > 0.0) {
-            return Err(format!("`{part}`: the bound must be a positive number of ms"));
+            return Err(format!(
+                "`{part}`: the bound must be a positive number of ms"
+            ));
         }
         match key.trim().to_ascii_lowercase().as_str() {
             "ttft" => slo.ttft_ms = ms,
@@ -457,4 +459,3 @@ impl Profile {
         })
     }
 }
-

@@ -64,7 +64,13 @@ impl Builder {
 
     fn one(&self, rng: &mut StdRng, i: u32) -> Prepared {
         let (prompt, max_tokens, fixed) = match &self.workload {
-            Workload::Synthetic { input_tokens, output_tokens, range_ratio, text, .. } => {
+            Workload::Synthetic {
+                input_tokens,
+                output_tokens,
+                range_ratio,
+                text,
+                ..
+            } => {
                 let inp = draw_len(rng, *input_tokens, *range_ratio);
                 let out = draw_len(rng, *output_tokens, *range_ratio);
                 let words = ((inp as f64) / self.tokens_per_word).round().max(1.0) as usize;
@@ -85,7 +91,9 @@ impl Builder {
     pub fn body(&self, prompt: &str, max_tokens: Option<u32>, fixed: bool) -> serde_json::Value {
         let mut body = match self.api {
             Api::Completions => json!({"model": self.model, "prompt": prompt}),
-            Api::Chat => json!({"model": self.model, "messages": [{"role": "user", "content": prompt}]}),
+            Api::Chat => {
+                json!({"model": self.model, "messages": [{"role": "user", "content": prompt}]})
+            }
         };
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
@@ -155,10 +163,24 @@ fn synthetic_text(rng: &mut StdRng, words: usize, style: TextStyle) -> String {
 
 /// Asks the engine how many tokens `text` is: vLLM/SGLang (`{"prompt"}` → `count`)
 /// then llama.cpp (`{"content"}` → `tokens`). `None` when neither answers.
-pub async fn count_tokens(client: &reqwest::Client, base_url: &str, model: &str, text: &str) -> Option<u64> {
+pub async fn count_tokens(
+    client: &reqwest::Client,
+    base_url: &str,
+    model: &str,
+    text: &str,
+) -> Option<u64> {
     let url = format!("{}/tokenize", base_url.trim_end_matches('/'));
-    for body in [json!({"model": model, "prompt": text}), json!({"content": text})] {
-        let Ok(resp) = client.post(&url).json(&body).timeout(std::time::Duration::from_secs(10)).send().await else {
+    for body in [
+        json!({"model": model, "prompt": text}),
+        json!({"content": text}),
+    ] {
+        let Ok(resp) = client
+            .post(&url)
+            .json(&body)
+            .timeout(std::time::Duration::from_secs(10))
+            .send()
+            .await
+        else {
             return None;
         };
         if !resp.status().is_success() {
@@ -183,12 +205,25 @@ pub async fn count_tokens(client: &reqwest::Client, base_url: &str, model: &str,
 /// Tokens per word of synthetic text on this engine, via `/tokenize`; `None` when the
 /// engine has no tokenizer endpoint.
 pub async fn calibrate(builder: &Builder, client: &reqwest::Client, base_url: &str) -> Option<f64> {
-    let Workload::Synthetic { input_tokens, calibrate: true, .. } = &builder.workload else {
+    let Workload::Synthetic {
+        input_tokens,
+        calibrate: true,
+        ..
+    } = &builder.workload
+    else {
         return None;
     };
     let words = (*input_tokens as usize).clamp(16, 4096);
-    let n = count_tokens(client, base_url, &builder.model, &builder.sample_prompt(words)).await?;
-    let empty = count_tokens(client, base_url, &builder.model, "").await.unwrap_or(0);
+    let n = count_tokens(
+        client,
+        base_url,
+        &builder.model,
+        &builder.sample_prompt(words),
+    )
+    .await?;
+    let empty = count_tokens(client, base_url, &builder.model, "")
+        .await
+        .unwrap_or(0);
     let per_word = n.saturating_sub(empty) as f64 / words as f64;
     (per_word > 0.05 && per_word < 20.0).then_some(per_word)
 }
@@ -199,7 +234,13 @@ mod tests {
 
     fn builder(text: TextStyle) -> Builder {
         Builder {
-            workload: Workload::Synthetic { input_tokens: 100, output_tokens: 32, range_ratio: 0.5, text, calibrate: false },
+            workload: Workload::Synthetic {
+                input_tokens: 100,
+                output_tokens: 32,
+                range_ratio: 0.5,
+                text,
+                calibrate: false,
+            },
             model: "m".into(),
             api: Api::Completions,
             tokens_per_word: 1.0,
@@ -226,14 +267,29 @@ mod tests {
     #[test]
     fn same_seed_same_requests_other_trial_other_requests() {
         let b = builder(TextStyle::Repetitive);
-        assert_eq!(b.build(5, 3, 1).iter().map(|p| p.body.clone()).collect::<Vec<_>>(), b.build(5, 3, 1).iter().map(|p| p.body.clone()).collect::<Vec<_>>());
+        assert_eq!(
+            b.build(5, 3, 1)
+                .iter()
+                .map(|p| p.body.clone())
+                .collect::<Vec<_>>(),
+            b.build(5, 3, 1)
+                .iter()
+                .map(|p| p.body.clone())
+                .collect::<Vec<_>>()
+        );
         assert_ne!(b.build(5, 3, 1)[0].body, b.build(5, 3, 2)[0].body);
     }
 
     #[test]
     fn repetitive_prompts_are_distinct_from_their_first_words() {
         let b = Builder {
-            workload: Workload::Synthetic { input_tokens: 64, output_tokens: 8, range_ratio: 0.0, text: TextStyle::Repetitive, calibrate: false },
+            workload: Workload::Synthetic {
+                input_tokens: 64,
+                output_tokens: 8,
+                range_ratio: 0.0,
+                text: TextStyle::Repetitive,
+                calibrate: false,
+            },
             model: "m".into(),
             api: Api::Completions,
             tokens_per_word: 1.0,
@@ -241,11 +297,26 @@ mod tests {
         let prompts: Vec<String> = b
             .build(50, 1, 0)
             .iter()
-            .map(|p| serde_json::from_slice::<serde_json::Value>(&p.body).unwrap()["prompt"].as_str().unwrap().to_string())
+            .map(|p| {
+                serde_json::from_slice::<serde_json::Value>(&p.body).unwrap()["prompt"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
-        let openings: std::collections::HashSet<String> = prompts.iter().map(|p| p.split(' ').take(8).collect::<Vec<_>>().join(" ")).collect();
-        assert_eq!(openings.len(), 50, "no two prompts share a prefix a cache could reuse");
-        assert!(prompts[0].matches("quick brown fox").count() >= 2, "the passage repeats");
+        let openings: std::collections::HashSet<String> = prompts
+            .iter()
+            .map(|p| p.split(' ').take(8).collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(
+            openings.len(),
+            50,
+            "no two prompts share a prefix a cache could reuse"
+        );
+        assert!(
+            prompts[0].matches("quick brown fox").count() >= 2,
+            "the passage repeats"
+        );
     }
 
     #[test]

@@ -16,11 +16,19 @@ use goodput::record::{now_ns, ErrorKind, RequestRecord};
 const TOL_MS: f64 = 40.0;
 
 fn limits() -> Limits {
-    Limits { request_timeout: Duration::from_secs(10), stall_timeout: Some(Duration::from_millis(800)), sse: SseLimits::default() }
+    Limits {
+        request_timeout: Duration::from_secs(10),
+        stall_timeout: Some(Duration::from_millis(800)),
+        sse: SseLimits::default(),
+    }
 }
 
 fn slo() -> SloSpec {
-    SloSpec { ttft_ms: 1000.0, tpot_ms: 100.0, e2el_ms: None }
+    SloSpec {
+        ttft_ms: 1000.0,
+        tpot_ms: 100.0,
+        e2el_ms: None,
+    }
 }
 
 async fn one(server: &ScriptServer, limits: Limits) -> RequestRecord {
@@ -28,12 +36,23 @@ async fn one(server: &ScriptServer, limits: Limits) -> RequestRecord {
     let target = Target::new(&server.url, "/v1/completions", None);
     let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
     let origin = now_ns();
-    stream_request(&client, &target, bytes::Bytes::from_static(b"{}"), &mut rec, &limits, origin).await;
+    stream_request(
+        &client,
+        &target,
+        bytes::Bytes::from_static(b"{}"),
+        &mut rec,
+        &limits,
+        origin,
+    )
+    .await;
     rec
 }
 
 fn near(measured: f64, truth: f64) {
-    assert!(measured >= truth - 2.0 && measured <= truth + TOL_MS, "measured {measured:.2} ms, truth {truth} ms");
+    assert!(
+        measured >= truth - 2.0 && measured <= truth + TOL_MS,
+        "measured {measured:.2} ms, truth {truth} ms"
+    );
 }
 
 #[tokio::test]
@@ -55,7 +74,11 @@ async fn ttft_tpot_itl_match_the_server_timings() {
     near(m.ttft_ms, 150.0);
     near(m.e2el_ms, 350.0);
     // TPOT = (350 - 150) / 4 = 50; both ends are late by similar amounts
-    assert!((m.tpot_ms.unwrap() - 50.0).abs() < TOL_MS / 2.0, "{:?}", m.tpot_ms);
+    assert!(
+        (m.tpot_ms.unwrap() - 50.0).abs() < TOL_MS / 2.0,
+        "{:?}",
+        m.tpot_ms
+    );
     let t = trial_metrics(&[rec], &slo());
     assert!((t.median_itl_ms.unwrap() - 50.0).abs() < TOL_MS / 2.0);
     assert_eq!(t.good, 1);
@@ -75,9 +98,17 @@ async fn multi_token_chunks_tpot_counts_tokens_itl_counts_chunks() {
     let rec = one(&s, limits()).await;
     let m = request_metrics(&rec, &slo()).unwrap();
     // TPOT = 240 / 8 = 30 ms; ITL = 120 ms
-    assert!((m.tpot_ms.unwrap() - 30.0).abs() < TOL_MS / 4.0, "{:?}", m.tpot_ms);
+    assert!(
+        (m.tpot_ms.unwrap() - 30.0).abs() < TOL_MS / 4.0,
+        "{:?}",
+        m.tpot_ms
+    );
     let t = trial_metrics(&[rec], &slo());
-    assert!((t.median_itl_ms.unwrap() - 120.0).abs() < TOL_MS / 2.0, "{:?}", t.median_itl_ms);
+    assert!(
+        (t.median_itl_ms.unwrap() - 120.0).abs() < TOL_MS / 2.0,
+        "{:?}",
+        t.median_itl_ms
+    );
 }
 
 #[tokio::test]
@@ -103,7 +134,12 @@ async fn crlf_comments_and_events_split_across_writes() {
 
 #[tokio::test]
 async fn no_usage_means_estimated_token_count() {
-    let steps = vec![step(20, text_chunk("x")), step(20, text_chunk("y")), step(20, text_chunk("z")), step(0, DONE)];
+    let steps = vec![
+        step(20, text_chunk("x")),
+        step(20, text_chunk("y")),
+        step(20, text_chunk("z")),
+        step(0, DONE),
+    ];
     let s = serve(sse_head(), steps, true).await;
     let rec = one(&s, limits()).await;
     assert!(rec.ok());
@@ -118,10 +154,20 @@ async fn failures_are_recorded_with_their_kind() {
     let s = serve(sse_head(), vec![step(10, text_chunk("a"))], true).await;
     assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::Incomplete));
     // malformed chunk
-    let s = serve(sse_head(), vec![step(10, "data: {oops\n\n"), step(0, DONE)], true).await;
+    let s = serve(
+        sse_head(),
+        vec![step(10, "data: {oops\n\n"), step(0, DONE)],
+        true,
+    )
+    .await;
     assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::Malformed));
     // chunk without choices
-    let s = serve(sse_head(), vec![step(10, "data: {\"id\":1}\n\n"), step(0, DONE)], true).await;
+    let s = serve(
+        sse_head(),
+        vec![step(10, "data: {\"id\":1}\n\n"), step(0, DONE)],
+        true,
+    )
+    .await;
     assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::Malformed));
     // HTTP 429
     let head = b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"e\":\"no\"}\n".to_vec();
@@ -139,37 +185,83 @@ async fn failures_are_recorded_with_their_kind() {
     assert_eq!(r.error, Some(ErrorKind::Stall));
     assert_eq!(r.chunks.len(), 1, "what arrived before the stall is kept");
     // whole-request timeout
-    let l = Limits { request_timeout: Duration::from_millis(300), stall_timeout: None, sse: SseLimits::default() };
+    let l = Limits {
+        request_timeout: Duration::from_millis(300),
+        stall_timeout: None,
+        sse: SseLimits::default(),
+    };
     let s = serve(sse_head(), vec![step(10, text_chunk("a"))], false).await;
     assert_eq!(one(&s, l).await.error, Some(ErrorKind::Timeout));
     // line beyond the size limit
-    let l = Limits { sse: SseLimits { max_event_bytes: 1024 }, ..limits() };
+    let l = Limits {
+        sse: SseLimits {
+            max_event_bytes: 1024,
+        },
+        ..limits()
+    };
     let s = serve(sse_head(), vec![step(0, vec![b'a'; 5000])], true).await;
     assert_eq!(one(&s, l).await.error, Some(ErrorKind::TooLarge));
     // error object in the stream
-    let s = serve(sse_head(), vec![step(0, "data: {\"error\":{\"message\":\"overloaded\"}}\n\n")], true).await;
+    let s = serve(
+        sse_head(),
+        vec![step(
+            0,
+            "data: {\"error\":{\"message\":\"overloaded\"}}\n\n",
+        )],
+        true,
+    )
+    .await;
     assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::ServerError));
     // connection refused
-    let dead = { let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap(); l.local_addr().unwrap() };
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
     let client = http_client(1).unwrap();
     let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    stream_request(&client, &Target::new(&format!("http://{dead}"), "/v1/completions", None), bytes::Bytes::new(), &mut rec, &limits(), now_ns()).await;
+    stream_request(
+        &client,
+        &Target::new(&format!("http://{dead}"), "/v1/completions", None),
+        bytes::Bytes::new(),
+        &mut rec,
+        &limits(),
+        now_ns(),
+    )
+    .await;
     assert_eq!(rec.error, Some(ErrorKind::Connect));
 }
 
 #[tokio::test]
 async fn a_usage_block_that_contradicts_the_stream_is_a_failure() {
     // 3 chunks but usage says 2: impossible.
-    let steps = vec![step(5, text_chunk("a")), step(5, text_chunk("b")), step(5, text_chunk("c")), step(0, usage_chunk(1, 2)), step(0, DONE)];
+    let steps = vec![
+        step(5, text_chunk("a")),
+        step(5, text_chunk("b")),
+        step(5, text_chunk("c")),
+        step(0, usage_chunk(1, 2)),
+        step(0, DONE),
+    ];
     let s = serve(sse_head(), steps, true).await;
     assert_eq!(one(&s, limits()).await.error, Some(ErrorKind::BadUsage));
     // More tokens than the request allowed.
-    let steps = vec![step(5, text_chunk("a")), step(0, usage_chunk(1, 9)), step(0, DONE)];
+    let steps = vec![
+        step(5, text_chunk("a")),
+        step(0, usage_chunk(1, 9)),
+        step(0, DONE),
+    ];
     let s = serve(sse_head(), steps, true).await;
     let client = http_client(1).unwrap();
     let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
     rec.requested_tokens = Some(4);
-    stream_request(&client, &Target::new(&s.url, "/v1/completions", None), bytes::Bytes::new(), &mut rec, &limits(), now_ns()).await;
+    stream_request(
+        &client,
+        &Target::new(&s.url, "/v1/completions", None),
+        bytes::Bytes::new(),
+        &mut rec,
+        &limits(),
+        now_ns(),
+    )
+    .await;
     assert_eq!(rec.error, Some(ErrorKind::BadUsage));
 }
 
@@ -183,7 +275,9 @@ async fn a_connection_closed_before_any_response_is_retried_once_on_a_fresh_one(
     let server = tokio::spawn(async move {
         let mut n = 0;
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
             n += 1;
             let first = n == 1;
             tokio::spawn(async move {
@@ -201,7 +295,15 @@ async fn a_connection_closed_before_any_response_is_retried_once_on_a_fresh_one(
     });
     let client = http_client(1).unwrap();
     let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    stream_request(&client, &Target::new(&format!("http://{addr}"), "/v1/completions", None), bytes::Bytes::from_static(b"{}"), &mut rec, &limits(), now_ns()).await;
+    stream_request(
+        &client,
+        &Target::new(&format!("http://{addr}"), "/v1/completions", None),
+        bytes::Bytes::from_static(b"{}"),
+        &mut rec,
+        &limits(),
+        now_ns(),
+    )
+    .await;
     server.abort();
     assert!(rec.ok(), "{:?} {:?}", rec.error, rec.error_detail);
     assert_eq!(rec.chunks.len(), 1);

@@ -40,7 +40,13 @@ fn run(max_restarts: u32) -> (std::process::Output, report::Report, tempfile::Te
     std::fs::write(&p, profile(max_restarts)).unwrap();
     let out = dir.path().join("r.json");
     let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"])
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
         .output()
         .unwrap();
     let r = report::read_report(&out).unwrap();
@@ -50,21 +56,38 @@ fn run(max_restarts: u32) -> (std::process::Output, report::Report, tempfile::Te
 #[test]
 fn death_mid_trial_is_recorded_and_the_next_engine_runs() {
     let (o, r, dir) = run(0);
-    assert_eq!(o.status.code(), Some(3), "trials failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "trials failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let dies = &r.load["dies"];
     let err = dies.error.as_ref().expect("engine failure recorded");
     assert_eq!(err.kind, "died_during_trial");
-    assert!(err.exit_status.as_deref().unwrap_or("").contains('9'), "{err:?}");
+    assert!(
+        err.exit_status.as_deref().unwrap_or("").contains('9'),
+        "{err:?}"
+    );
     assert!(dies.restarts.is_empty(), "not restarted silently");
     let p = &dies.points[0];
     assert_eq!(p.status, Some(report::RunStatus::Partial));
     assert_eq!(p.trials[0].status, report::RunStatus::Partial);
     assert!(p.trials[0].error.as_deref().unwrap().contains("exited"));
-    assert!(p.completed.is_empty(), "the partial trial does not count as a trial");
+    assert!(
+        p.completed.is_empty(),
+        "the partial trial does not count as a trial"
+    );
     // What was measured before the death is kept in the requests file.
     let recs = goodput::record::read_records(&dir.path().join("r.requests.jsonl")).unwrap();
-    assert!(recs.iter().any(|r| r.engine == "dies" && r.ok()), "some requests finished before the death");
-    assert!(recs.iter().any(|r| r.engine == "dies" && !r.ok()), "the in-flight ones failed");
+    assert!(
+        recs.iter().any(|r| r.engine == "dies" && r.ok()),
+        "some requests finished before the death"
+    );
+    assert!(
+        recs.iter().any(|r| r.engine == "dies" && !r.ok()),
+        "the in-flight ones failed"
+    );
     // The next engine still ran.
     assert_eq!(r.load["healthy"].points[0].completed, vec![30]);
 }

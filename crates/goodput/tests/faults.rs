@@ -39,30 +39,66 @@ output_tokens = 6
     );
     for (i, (spec, _)) in FAULTS.iter().enumerate() {
         let cfg = dir.path().join(format!("f{i}.toml"));
-        std::fs::write(&cfg, format!("[schedule]\nttft_ms = 10\nitl_ms = 5\n\n[[faults]]\nspec = \"{spec}\"\n")).unwrap();
-        profile.push_str(&format!("\n[engines.f{i}]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n", cfg.display()));
+        std::fs::write(
+            &cfg,
+            format!("[schedule]\nttft_ms = 10\nitl_ms = 5\n\n[[faults]]\nspec = \"{spec}\"\n"),
+        )
+        .unwrap();
+        profile.push_str(&format!(
+            "\n[engines.f{i}]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n",
+            cfg.display()
+        ));
     }
     let p = dir.path().join("p.toml");
     std::fs::write(&p, profile).unwrap();
     let out = dir.path().join("r.json");
     let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"])
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(4), "nothing succeeded, and the exit status says so: {stderr}");
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "nothing succeeded, and the exit status says so: {stderr}"
+    );
     let r = report::read_report(&out).unwrap();
     for (i, (spec, kind)) in FAULTS.iter().enumerate() {
         let e = &r.load[&format!("f{i}")];
-        assert!(e.error.is_none(), "{spec}: the engine itself is fine: {:?}", e.error);
+        assert!(
+            e.error.is_none(),
+            "{spec}: the engine itself is fine: {:?}",
+            e.error
+        );
         let p = &e.points[0];
-        assert_eq!(p.errors.get(*kind), Some(&3), "{spec}: errors {:?}", p.errors);
+        assert_eq!(
+            p.errors.get(*kind),
+            Some(&3),
+            "{spec}: errors {:?}",
+            p.errors
+        );
         assert_eq!(p.failed, Some(vec![3]), "{spec}");
         assert_eq!(p.completed, vec![0], "{spec}");
-        assert_eq!(p.status, Some(report::RunStatus::Complete), "{spec}: the trial ran");
+        assert_eq!(
+            p.status,
+            Some(report::RunStatus::Complete),
+            "{spec}: the trial ran"
+        );
     }
     // `show` names them.
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput")).args(["show", out.to_str().unwrap()]).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["show", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("http_429") && text.contains("stall"), "{text}");
+    assert!(
+        text.contains("http_429") && text.contains("stall"),
+        "{text}"
+    );
 }

@@ -32,7 +32,13 @@ preset = "fixed"
 
 fn start(profile: &Path, out: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"])
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
         .env("GOODPUT_TEST_MARKER", out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -41,7 +47,9 @@ fn start(profile: &Path, out: &Path) -> Child {
 }
 
 fn complete_trials(out: &Path) -> usize {
-    let Ok(r) = report::read_report(out) else { return 0 };
+    let Ok(r) = report::read_report(out) else {
+        return 0;
+    };
     r.load
         .values()
         .flat_map(|e| &e.points)
@@ -56,10 +64,18 @@ fn sim_children(out: &Path) -> Vec<u32> {
     let marker = format!("GOODPUT_TEST_MARKER={}", out.display());
     let mut v = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let (Ok(env), Ok(cmd)) = (std::fs::read(entry.path().join("environ")), std::fs::read(entry.path().join("cmdline"))) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let (Ok(env), Ok(cmd)) = (
+            std::fs::read(entry.path().join("environ")),
+            std::fs::read(entry.path().join("cmdline")),
+        ) else {
+            continue;
+        };
         let is_sim = cmd.split(|&b| b == 0).any(|a| a == b"sim");
-        let zombie = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
+        let zombie =
+            std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
         if is_sim && !zombie && env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()) {
             v.push(pid);
         }
@@ -85,14 +101,24 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     std::fs::write(&profile, PROFILE).unwrap();
     let out = dir.path().join("r.json");
     let mut child = start(&profile, &out);
-    assert!(wait_for(|| complete_trials(&out) >= 3, 120), "three trials never completed");
+    assert!(
+        wait_for(|| complete_trials(&out) >= 3, 120),
+        "three trials never completed"
+    );
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     let before = report::read_report(&out).unwrap();
     let kept: Vec<(String, f64, u32, u64)> = before
         .load
         .iter()
-        .flat_map(|(n, e)| e.points.iter().flat_map(move |p| p.trials.iter().filter(|t| t.status == RunStatus::Complete).map(move |t| (n.clone(), p.x, t.index, t.completed))))
+        .flat_map(|(n, e)| {
+            e.points.iter().flat_map(move |p| {
+                p.trials
+                    .iter()
+                    .filter(|t| t.status == RunStatus::Complete)
+                    .map(move |t| (n.clone(), p.x, t.index, t.completed))
+            })
+        })
         .collect();
     assert!(kept.len() >= 3);
     // The engine of the killed run dies with its parent (parent-death signal).
@@ -116,13 +142,28 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     }
     // Trials complete before the kill were kept, not rerun: their records are the same.
     let records = read_records(&dir.path().join("r.requests.jsonl")).unwrap();
-    assert_eq!(records.len(), 2 * 3 * 2 * 6, "exactly the planned requests, no duplicates from the killed trial");
+    assert_eq!(
+        records.len(),
+        2 * 3 * 2 * 6,
+        "exactly the planned requests, no duplicates from the killed trial"
+    );
     for (name, x, index, completed) in &kept {
         let p = after.load[name].points.iter().find(|p| p.x == *x).unwrap();
         let t = &p.trials[*index as usize];
         assert_eq!(t.completed, *completed);
-        let old = before.load[name].points.iter().find(|p| p.x == *x).unwrap().trials.iter().find(|t| t.index == *index).unwrap();
-        assert_eq!(t.duration_s, old.duration_s, "{name} x={x} trial {index} was not rerun");
+        let old = before.load[name]
+            .points
+            .iter()
+            .find(|p| p.x == *x)
+            .unwrap()
+            .trials
+            .iter()
+            .find(|t| t.index == *index)
+            .unwrap();
+        assert_eq!(
+            t.duration_s, old.duration_s,
+            "{name} x={x} trial {index} was not rerun"
+        );
     }
 }
 
@@ -130,21 +171,37 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
 fn sigint_writes_a_partial_report_stops_engines_and_exits_nonzero() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("p.toml");
-    std::fs::write(&profile, PROFILE.replace("requests_per_trial = 6", "requests_per_trial = 40")).unwrap();
+    std::fs::write(
+        &profile,
+        PROFILE.replace("requests_per_trial = 6", "requests_per_trial = 40"),
+    )
+    .unwrap();
     let out = dir.path().join("r.json");
     let child = start(&profile, &out);
     let pid = child.id() as i32;
     assert!(wait_for(|| complete_trials(&out) >= 1, 120));
     unsafe { libc::kill(pid, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = report::read_report(&out).unwrap();
     let run = r.run.unwrap();
     assert_eq!(run.status, RunStatus::Partial);
     assert!(run.reason.unwrap().contains("SIGINT"));
     assert!(complete_trials(&out) >= 1, "what finished is kept");
     // Every engine log's process is gone: no `goodput sim` child with this output dir.
-    let logs: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "log")).collect();
+    let logs: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .collect();
     assert!(!logs.is_empty());
-    assert!(sim_children(&out).is_empty(), "engines stopped before goodput exited");
+    assert!(
+        sim_children(&out).is_empty(),
+        "engines stopped before goodput exited"
+    );
 }

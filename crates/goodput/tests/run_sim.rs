@@ -38,13 +38,29 @@ fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
     let dir = tempfile::tempdir().unwrap();
     let profile = write(dir.path(), "p.toml", FIXED);
     let out = dir.path().join("r.json");
-    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"]).output().unwrap();
-    assert!(o.status.success(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let o = goodput()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = report::read_report(&out).unwrap();
     assert_eq!(r.profile, "fixed-sim");
     let e = &r.load["fixed"];
     assert_eq!(e.points.len(), 2);
-    assert!(e.kv_pool_tokens.is_some(), "KV pool detected from the simulator");
+    assert!(
+        e.kv_pool_tokens.is_some(),
+        "KV pool detected from the simulator"
+    );
     for p in &e.points {
         assert_eq!(p.completed, vec![8, 8]);
         assert_eq!(p.failed, Some(vec![0, 0]));
@@ -66,9 +82,15 @@ fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
     let lines = std::fs::read_to_string(dir.path().join("r.requests.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 32);
     assert!(dir.path().join("r.html").exists());
-    assert!(dir.path().join("fixed.log").exists(), "engine log beside the report");
+    assert!(
+        dir.path().join("fixed.log").exists(),
+        "engine log beside the report"
+    );
     // `show` reads it back.
-    let o = goodput().args(["show", out.to_str().unwrap()]).output().unwrap();
+    let o = goodput()
+        .args(["show", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("fixed"));
 }
@@ -78,7 +100,15 @@ fn a_mistyped_key_names_the_key_and_its_line_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let text = FIXED.replace("requests_per_trial", "request_per_trial");
     let profile = write(dir.path(), "p.toml", &text);
-    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", dir.path().join("r.json").to_str().unwrap()]).output().unwrap();
+    let o = goodput()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            dir.path().join("r.json").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("request_per_trial"), "{err}");
@@ -88,11 +118,26 @@ fn a_mistyped_key_names_the_key_and_its_line_and_exits_2() {
 #[test]
 fn out_of_range_values_name_the_field() {
     let dir = tempfile::tempdir().unwrap();
-    let profile = write(dir.path(), "p.toml", &FIXED.replace("points = [1, 4]", "points = [0.5]"));
-    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", dir.path().join("r.json").to_str().unwrap()]).output().unwrap();
+    let profile = write(
+        dir.path(),
+        "p.toml",
+        &FIXED.replace("points = [1, 4]", "points = [0.5]"),
+    );
+    let o = goodput()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            dir.path().join("r.json").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("load.points"));
-    let o = goodput().args(["run", profile.to_str().unwrap(), "--slo", "ttft:abc"]).output().unwrap();
+    let o = goodput()
+        .args(["run", profile.to_str().unwrap(), "--slo", "ttft:abc"])
+        .output()
+        .unwrap();
     assert_ne!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--slo"));
 }
@@ -101,7 +146,15 @@ fn out_of_range_values_name_the_field() {
 fn an_unwritable_output_fails_before_any_engine_starts() {
     let dir = tempfile::tempdir().unwrap();
     let profile = write(dir.path(), "p.toml", FIXED);
-    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", "/proc/no/such/r.json"]).output().unwrap();
+    let o = goodput()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            "/proc/no/such/r.json",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("/proc/no/such"), "{err}");
@@ -111,12 +164,31 @@ fn an_unwritable_output_fails_before_any_engine_starts() {
 #[test]
 fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let text = format!("{}\n", FIXED.split("[engines.fixed]").next().unwrap()) + &format!("[engines.gone]\nurl = \"http://127.0.0.1:{port}\"\nmodel = \"m\"\n");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!("{}\n", FIXED.split("[engines.fixed]").next().unwrap())
+        + &format!("[engines.gone]\nurl = \"http://127.0.0.1:{port}\"\nmodel = \"m\"\n");
     let profile = write(dir.path(), "p.toml", &text);
     let out = dir.path().join("r.json");
-    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = goodput()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = report::read_report(&out).unwrap();
     let e = &r.load["gone"];
     assert_eq!(e.error.as_ref().unwrap().kind, "unreachable");
@@ -127,13 +199,25 @@ fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
 fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
     let dir = tempfile::tempdir().unwrap();
     let text = FIXED
-        .replace("points = [1, 4]", "mode = \"rate\"\npoints = [20]\nmax_concurrency = 2\nseed = 3")
+        .replace(
+            "points = [1, 4]",
+            "mode = \"rate\"\npoints = [20]\nmax_concurrency = 2\nseed = 3",
+        )
         .replace("requests_per_trial = 8", "requests_per_trial = 20")
         .replace("trials = 2", "trials = 1")
         .replace("warmup_requests = 1", "warmup_requests = 0");
     let profile = write(dir.path(), "p.toml", &text);
     let out = dir.path().join("r.json");
-    let o = goodput().args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap(), "--quiet"]).output().unwrap();
+    let o = goodput()
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = report::read_report(&out).unwrap();
     assert_eq!(r.run.as_ref().unwrap().load_mode, "rate");
@@ -149,6 +233,15 @@ fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
     let ttft = p.median_ttft_ms.median.unwrap();
     assert!(ttft < 90.0, "ttft {ttft}");
     // And the report warns that the client could not keep up.
-    let o = goodput().args(["show", out.to_str().unwrap()]).output().unwrap();
-    assert!(String::from_utf8_lossy(&o.stdout).to_lowercase().contains("keep up"), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = goodput()
+        .args(["show", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .to_lowercase()
+            .contains("keep up"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }

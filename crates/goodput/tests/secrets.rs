@@ -8,9 +8,15 @@ use std::process::Command;
 const KEY: &str = "sk-planted-4f1e9c0b7d2a6e35";
 
 fn outputs_of(dir: &std::path::Path, stdout: &[u8], stderr: &[u8]) -> Vec<(String, Vec<u8>)> {
-    let mut all = vec![("stdout".to_string(), stdout.to_vec()), ("stderr".to_string(), stderr.to_vec())];
+    let mut all = vec![
+        ("stdout".to_string(), stdout.to_vec()),
+        ("stderr".to_string(), stderr.to_vec()),
+    ];
     for e in std::fs::read_dir(dir).unwrap().flatten() {
-        all.push((e.path().display().to_string(), std::fs::read(e.path()).unwrap()));
+        all.push((
+            e.path().display().to_string(),
+            std::fs::read(e.path()).unwrap(),
+        ));
     }
     all
 }
@@ -25,7 +31,11 @@ fn assert_no_key(outputs: &[(String, Vec<u8>)]) {
 #[test]
 fn a_planted_api_key_appears_in_no_output() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let profile = format!(
         r#"
 name = "secrets"
@@ -64,11 +74,20 @@ api_key_env = "GOODPUT_TEST_API_KEY"
         .output()
         .unwrap();
     let r = report::read_report(&out).unwrap();
-    assert_eq!(r.load["sim"].points[0].completed, vec![3], "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        r.load["sim"].points[0].completed,
+        vec![3],
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(r.load["unreachable"].error.is_some());
     // The key was used: the environment records the engine command line, redacted.
     let env = r.environment.unwrap();
-    let cmd = env.engines["with-key-in-args"].command.clone().unwrap().join(" ");
+    let cmd = env.engines["with-key-in-args"]
+        .command
+        .clone()
+        .unwrap()
+        .join(" ");
     assert!(cmd.contains("***"), "{cmd}");
     assert_no_key(&outputs_of(dir.path(), &o.stdout, &o.stderr));
 }

@@ -33,7 +33,9 @@ pub struct Target {
 impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Headers may hold the API key: never print them.
-        f.debug_struct("Target").field("url", &self.url).finish_non_exhaustive()
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -95,12 +97,21 @@ pub async fn stream_request(
             .body(body.clone())
             .send();
         match tokio::time::timeout_at(deadline, fut).await {
-            Err(_) => return fail(rec, origin, ErrorKind::Timeout, "no response headers before the request timeout".into()),
+            Err(_) => {
+                return fail(
+                    rec,
+                    origin,
+                    ErrorKind::Timeout,
+                    "no response headers before the request timeout".into(),
+                )
+            }
             // A pooled keep-alive connection the server had already closed (llama.cpp
             // closes one after a few requests): the request never reached the engine,
             // so it is sent once more on a fresh connection. The record's `sent` is
             // the resend; `scheduled` keeps the plan, so the delay shows as send lag.
-            Ok(Err(e)) if !retried && e.is_request() && !e.is_connect() && !e.is_timeout() => retried = true,
+            Ok(Err(e)) if !retried && e.is_request() && !e.is_connect() && !e.is_timeout() => {
+                retried = true
+            }
             Ok(Err(e)) => return fail(rec, origin, ErrorKind::Connect, describe(&e)),
             Ok(Ok(r)) => break r,
         }
@@ -112,7 +123,12 @@ pub async fn stream_request(
             Ok(Ok(b)) => String::from_utf8_lossy(&b[..b.len().min(300)]).into_owned(),
             _ => String::new(),
         };
-        return fail(rec, origin, ErrorKind::Http, format!("HTTP {status}: {detail}"));
+        return fail(
+            rec,
+            origin,
+            ErrorKind::Http,
+            format!("HTTP {status}: {detail}"),
+        );
     }
     let ctype = resp
         .headers()
@@ -121,7 +137,12 @@ pub async fn stream_request(
         .unwrap_or("")
         .to_ascii_lowercase();
     if !ctype.starts_with("text/event-stream") {
-        return fail(rec, origin, ErrorKind::NotSse, format!("content-type `{ctype}` is not text/event-stream"));
+        return fail(
+            rec,
+            origin,
+            ErrorKind::NotSse,
+            format!("content-type `{ctype}` is not text/event-stream"),
+        );
     }
     let mut stream = resp.bytes_stream();
     let mut parser = SseParser::new(limits.sse);
@@ -135,9 +156,21 @@ pub async fn stream_request(
         let next = match tokio::time::timeout_at(wait_until, stream.next()).await {
             Ok(n) => n,
             Err(_) if wait_until < deadline => {
-                return fail(rec, origin, ErrorKind::Stall, "no data within the stall timeout".into())
+                return fail(
+                    rec,
+                    origin,
+                    ErrorKind::Stall,
+                    "no data within the stall timeout".into(),
+                )
             }
-            Err(_) => return fail(rec, origin, ErrorKind::Timeout, "stream still open at the request timeout".into()),
+            Err(_) => {
+                return fail(
+                    rec,
+                    origin,
+                    ErrorKind::Timeout,
+                    "stream still open at the request timeout".into(),
+                )
+            }
         };
         let bytes = match next {
             None => break,

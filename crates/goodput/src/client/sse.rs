@@ -212,7 +212,10 @@ pub fn parse_data(data: &[u8]) -> Result<ChunkInfo, ChunkError> {
                 probe_ns: msg.goodput_probe_ns,
             });
         }
-        return Err(ChunkError::Malformed(format!("chunk without `choices`: `{}`", excerpt(data))));
+        return Err(ChunkError::Malformed(format!(
+            "chunk without `choices`: `{}`",
+            excerpt(data)
+        )));
     };
     let mut len = 0usize;
     for c in &choices {
@@ -265,10 +268,14 @@ mod tests {
 
     #[test]
     fn oversize_line_is_an_error_not_an_allocation() {
-        let mut p = SseParser::new(SseLimits { max_event_bytes: 64 });
+        let mut p = SseParser::new(SseLimits {
+            max_event_bytes: 64,
+        });
         let big = vec![b'a'; 65];
         assert!(p.push(&big).is_err());
-        let mut p = SseParser::new(SseLimits { max_event_bytes: 64 });
+        let mut p = SseParser::new(SseLimits {
+            max_event_bytes: 64,
+        });
         for _ in 0..10 {
             if p.push(&[b'a'; 10]).is_err() {
                 return;
@@ -283,16 +290,31 @@ mod tests {
         assert_eq!(c.text_len, 5);
         let c = parse_data(br#"{"choices":[{"delta":{"role":"assistant"}}]}"#).unwrap();
         assert_eq!(c.text_len, 0);
-        let c = parse_data(br#"{"choices":[{"delta":{"content":"h\u00e9"}}],"goodput_probe_ns":7}"#).unwrap();
+        let c =
+            parse_data(br#"{"choices":[{"delta":{"content":"h\u00e9"}}],"goodput_probe_ns":7}"#)
+                .unwrap();
         assert_eq!((c.text_len, c.probe_ns), (3, Some(7)));
-        let c = parse_data(br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9}}"#).unwrap();
+        let c = parse_data(br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9}}"#)
+            .unwrap();
         assert_eq!(c.usage.unwrap().completion_tokens, Some(9));
         let c = parse_data(br#"{"usage":{"prompt_tokens":3,"completion_tokens":9}}"#).unwrap();
         assert_eq!(c.text_len, 0);
-        assert!(matches!(parse_data(b"{not json"), Err(ChunkError::Malformed(_))));
-        assert!(matches!(parse_data(br#"{"id":"x"}"#), Err(ChunkError::Malformed(_))));
-        assert!(matches!(parse_data(br#"{"error":{"message":"boom"}}"#), Err(ChunkError::Server(_))));
-        assert!(matches!(parse_data(br#"{"choices":3}"#), Err(ChunkError::Malformed(_))));
+        assert!(matches!(
+            parse_data(b"{not json"),
+            Err(ChunkError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_data(br#"{"id":"x"}"#),
+            Err(ChunkError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_data(br#"{"error":{"message":"boom"}}"#),
+            Err(ChunkError::Server(_))
+        ));
+        assert!(matches!(
+            parse_data(br#"{"choices":3}"#),
+            Err(ChunkError::Malformed(_))
+        ));
     }
 
     proptest::proptest! {

@@ -119,7 +119,8 @@ impl Ctx<'_> {
 pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outcome)> {
     let output = &opts.output;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     }
     let rec_path = records_path(output);
     let (sweep, kept) = resume_state(plan, opts, &rec_path)?;
@@ -132,9 +133,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     }
     report::io::write_atomic(&rec_path, text.as_bytes())
         .with_context(|| format!("cannot write the requests file {}", rec_path.display()))?;
-    let records = RecordsFile::open(&rec_path).with_context(|| format!("cannot open {}", rec_path.display()))?;
+    let records = RecordsFile::open(&rec_path)
+        .with_context(|| format!("cannot open {}", rec_path.display()))?;
     let max_streams = plan.points.iter().fold(1.0f64, |a, &b| a.max(b)) as usize;
-    let client = http_client(plan.max_concurrency.map_or(max_streams, |c| c as usize)).context("cannot build the HTTP client")?;
+    let client = http_client(plan.max_concurrency.map_or(max_streams, |c| c as usize))
+        .context("cannot build the HTTP client")?;
     let (stop_tx, stop) = watch::channel(false);
     let signal = tokio::spawn(async move {
         let name = engine::shutdown_signal().await;
@@ -154,7 +157,9 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         warmup_requests: plan.warmup_requests,
         seed: plan.seed,
         workload: plan.workload_description.clone(),
-        requests_file: rec_path.file_name().map(|n| n.to_string_lossy().into_owned()),
+        requests_file: rec_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned()),
         started_unix_s: Some(unix_now()),
         updated_unix_s: None,
         notices: Vec::new(),
@@ -171,12 +176,20 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         stop,
     };
     // Writing the first report proves the output is writable before any load is sent.
-    ctx.save().with_context(|| format!("cannot write the report {}", output.display()))?;
+    ctx.save()
+        .with_context(|| format!("cannot write the report {}", output.display()))?;
     if resumed {
-        say!(opts, "resuming {}: complete trials are kept", output.display());
+        say!(
+            opts,
+            "resuming {}: complete trials are kept",
+            output.display()
+        );
     }
     let engine_ctx = EngineContext {
-        log_dir: output.parent().filter(|d| !d.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        log_dir: output
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
         goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
         client: ctx.client.clone(),
     };
@@ -205,7 +218,10 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
             "{name}: ready at {} serving `{}`, KV pool {}",
             handle.base_url,
             handle.model,
-            handle.kv_pool_tokens.map_or("unknown".into(), |k| format!("{k} tokens ({})", handle.kv_pool_source.as_deref().unwrap_or("?")))
+            handle.kv_pool_tokens.map_or("unknown".into(), |k| format!(
+                "{k} tokens ({})",
+                handle.kv_pool_source.as_deref().unwrap_or("?")
+            ))
         );
         for n in &handle.notices {
             ctx.info.notices.push(format!("{name}: {n}"));
@@ -224,14 +240,21 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
             gpus = tel.gpus();
         }
         ctx.environment = crate::environment::capture(gpus.clone(), engine_envs.clone());
-        if let Some(handle) = trials::run_engine(&mut ctx, name, spec, &engine_ctx, handle, &tel).await? {
+        if let Some(handle) =
+            trials::run_engine(&mut ctx, name, spec, &engine_ctx, handle, &tel).await?
+        {
             if let Err(f) = handle.stop().await {
                 ctx.info.notices.push(format!("{name}: {}", f.message));
             }
         }
         ctx.save()?;
     }
-    let interrupted = if ctx.stopped() { signal.await.ok() } else { signal.abort(); None };
+    let interrupted = if ctx.stopped() {
+        signal.await.ok()
+    } else {
+        signal.abort();
+        None
+    };
     // Outcome.
     let report = ctx.report();
     let mut outcome = Outcome::Complete;
@@ -259,7 +282,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     if let Some(sig) = interrupted {
         outcome = Outcome::Interrupted(sig);
     }
-    ctx.info.status = if outcome == Outcome::Complete { RunStatus::Complete } else { RunStatus::Partial };
+    ctx.info.status = if outcome == Outcome::Complete {
+        RunStatus::Complete
+    } else {
+        RunStatus::Partial
+    };
     ctx.info.reason = match &outcome {
         Outcome::Complete => None,
         Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
@@ -274,7 +301,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     Ok((report, outcome))
 }
 
-fn resume_state(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> anyhow::Result<(Sweep, Vec<crate::record::RequestRecord>)> {
+fn resume_state(
+    plan: &Plan,
+    opts: &RunOptions,
+    rec_path: &Path,
+) -> anyhow::Result<(Sweep, Vec<crate::record::RequestRecord>)> {
     if opts.fresh || !opts.output.exists() {
         return Ok((Sweep::default(), Vec::new()));
     }
@@ -287,7 +318,10 @@ fn resume_state(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> anyhow::Resu
     let Some(info) = &old.run else {
         return Ok((Sweep::default(), Vec::new()));
     };
-    if old.profile != plan.name || info.requests_per_trial != plan.requests_per_trial || info.seed != plan.seed {
+    if old.profile != plan.name
+        || info.requests_per_trial != plan.requests_per_trial
+        || info.seed != plan.seed
+    {
         anyhow::bail!(
             "{} holds a run of another plan (profile `{}`, {} requests per trial, seed {}); use --fresh to overwrite it or choose another output",
             opts.output.display(), old.profile, info.requests_per_trial, info.seed
@@ -300,4 +334,3 @@ fn resume_state(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> anyhow::Resu
     };
     Ok(Sweep::restore(plan, &old, records))
 }
-

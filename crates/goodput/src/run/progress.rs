@@ -36,7 +36,11 @@ pub fn trial_bar(enabled: bool, label: String, n: u64) -> (ProgressBar, OnRecord
             let mut v = ttfts.clone();
             sort_values(&mut v);
             let med = quantile_linear(&v, 0.5).map_or("-".into(), |m| format!("{m:.1} ms"));
-            let fail = if failed > 0 { format!(", {failed} failed") } else { String::new() };
+            let fail = if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            };
             b.set_message(format!("median TTFT {med}{fail}"));
         }
     });

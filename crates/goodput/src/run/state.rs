@@ -94,7 +94,8 @@ impl Sweep {
                     .filter(|t| t.info.status == RunStatus::Complete)
                     .collect();
                 let metrics: Vec<TrialMetrics> = done.iter().map(|t| t.metrics.clone()).collect();
-                let mut p = point_summary(x, &metrics, &plan.quantiles, plan.mode == LoadMode::Rate);
+                let mut p =
+                    point_summary(x, &metrics, &plan.quantiles, plan.mode == LoadMode::Rate);
                 p.planned_trials = Some(plan.trials);
                 p.status = Some(if done.len() as u32 >= plan.trials {
                     RunStatus::Complete
@@ -106,7 +107,10 @@ impl Sweep {
                     .filter(|t| !t.samples.is_empty())
                     .map(|t| t.samples.clone())
                     .collect();
-                p.gpu = telemetry::summarize(&samples, e.telemetry_source.as_deref().unwrap_or("unknown"));
+                p.gpu = telemetry::summarize(
+                    &samples,
+                    e.telemetry_source.as_deref().unwrap_or("unknown"),
+                );
                 p.spec_decode = sum_spec(done.iter().filter_map(|t| t.info.spec_decode.as_ref()));
                 p.trials = trials.values().map(|t| t.info.clone()).collect();
                 points.push(p);
@@ -142,11 +146,18 @@ impl Sweep {
     /// Rebuilds the state of complete trials from a previous report and its records.
     /// Records of trials the report does not list as complete are dropped (they were
     /// in flight when the previous run stopped).
-    pub fn restore(plan: &Plan, old: &Report, records: Vec<RequestRecord>) -> (Sweep, Vec<RequestRecord>) {
+    pub fn restore(
+        plan: &Plan,
+        old: &Report,
+        records: Vec<RequestRecord>,
+    ) -> (Sweep, Vec<RequestRecord>) {
         let mut sweep = Sweep::default();
         let mut by_trial: BTreeMap<(String, u64, u32, u32), Vec<RequestRecord>> = BTreeMap::new();
         for r in records {
-            by_trial.entry((r.engine.clone(), key(r.x), r.trial, r.attempt)).or_default().push(r);
+            by_trial
+                .entry((r.engine.clone(), key(r.x), r.trial, r.attempt))
+                .or_default()
+                .push(r);
         }
         let mut kept = Vec::new();
         for (name, e) in &old.load {
@@ -155,7 +166,9 @@ impl Sweep {
             }
             for p in &e.points {
                 for info in p.trials.iter().filter(|t| t.status == RunStatus::Complete) {
-                    let Some(recs) = by_trial.remove(&(name.clone(), key(p.x), info.index, info.attempt)) else {
+                    let Some(recs) =
+                        by_trial.remove(&(name.clone(), key(p.x), info.index, info.attempt))
+                    else {
                         continue;
                     };
                     let st = sweep.engine(name);

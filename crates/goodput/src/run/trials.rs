@@ -47,7 +47,11 @@ pub(crate) async fn run_engine(
     if let Some(tpw) = calibrate(&builder, &ctx.client, &handle.base_url).await {
         builder.tokens_per_word = tpw;
     }
-    let mut target = Target::new(&handle.base_url, handle.api.path(), handle.api_key.as_deref());
+    let mut target = Target::new(
+        &handle.base_url,
+        handle.api.path(),
+        handle.api_key.as_deref(),
+    );
     let work: Vec<(usize, f64, u32)> = plan
         .points
         .iter()
@@ -66,7 +70,19 @@ pub(crate) async fn run_engine(
             i += 1;
             continue;
         }
-        let died = run_one(ctx, name, &mut handle, tel, &builder, &target, pi, x, t, attempt).await?;
+        let died = run_one(
+            ctx,
+            name,
+            &mut handle,
+            tel,
+            &builder,
+            &target,
+            pi,
+            x,
+            t,
+            attempt,
+        )
+        .await?;
         let Some(status) = died else {
             i += 1;
             attempt = 0;
@@ -78,7 +94,12 @@ pub(crate) async fn run_engine(
             exit_status: Some(status),
             log_tail: handle.log_tail(20),
         };
-        say!(ctx.opts, "{name}: {} ({})", failure.message, failure.exit_status.as_deref().unwrap_or("?"));
+        say!(
+            ctx.opts,
+            "{name}: {} ({})",
+            failure.message,
+            failure.exit_status.as_deref().unwrap_or("?")
+        );
         if restarts >= spec.max_restarts {
             ctx.sweep.engine(name).error = Some(failure);
             ctx.save()?;
@@ -91,11 +112,19 @@ pub(crate) async fn run_engine(
         if let Err(f) = handle.stop().await {
             ctx.info.notices.push(format!("{name}: {}", f.message));
         }
-        say!(ctx.opts, "{name}: restarting ({restarts} of {} allowed)", spec.max_restarts);
+        say!(
+            ctx.opts,
+            "{name}: restarting ({restarts} of {} allowed)",
+            spec.max_restarts
+        );
         match engine::start(name, spec, engine_ctx).await {
             Ok(h) => {
                 handle = h;
-                target = Target::new(&handle.base_url, handle.api.path(), handle.api_key.as_deref());
+                target = Target::new(
+                    &handle.base_url,
+                    handle.api.path(),
+                    handle.api_key.as_deref(),
+                );
             }
             Err(f) => {
                 ctx.sweep.engine(name).error = Some(f);
@@ -147,8 +176,19 @@ async fn run_one(
         grace: ctx.opts.grace,
     };
     if plan.warmup_requests > 0 {
-        let warm = trial(builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream), LoadMode::Concurrency, Vec::new());
-        run_trial(ctx.client.clone(), target.clone(), warm, ctx.stop.clone(), Box::new(|_| {})).await;
+        let warm = trial(
+            builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream),
+            LoadMode::Concurrency,
+            Vec::new(),
+        );
+        run_trial(
+            ctx.client.clone(),
+            target.clone(),
+            warm,
+            ctx.stop.clone(),
+            Box::new(|_| {}),
+        )
+        .await;
     }
     let requests = builder.build(plan.requests_per_trial, plan.seed, stream);
     let offsets = match plan.mode {
@@ -156,10 +196,18 @@ async fn run_one(
         LoadMode::Concurrency => Vec::new(),
     };
     let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
-    let (bar, on_record) = progress::trial_bar(ctx.opts.progress, label, plan.requests_per_trial as u64);
+    let (bar, on_record) =
+        progress::trial_bar(ctx.opts.progress, label, plan.requests_per_trial as u64);
     let spec_before = handle.scrape_spec_counters().await;
     let sampler = tel.start_trial();
-    let mut records = run_trial(ctx.client.clone(), target.clone(), trial(requests, plan.mode, offsets), ctx.stop.clone(), on_record).await;
+    let mut records = run_trial(
+        ctx.client.clone(),
+        target.clone(),
+        trial(requests, plan.mode, offsets),
+        ctx.stop.clone(),
+        on_record,
+    )
+    .await;
     let samples = sampler.finish().await;
     let spec_after = handle.scrape_spec_counters().await;
     bar.finish_and_clear();
@@ -169,7 +217,11 @@ async fn run_one(
     let died = handle.exit_status();
     let metrics = trial_metrics(&records, &plan.slo);
     let interrupted = ctx.stopped();
-    let status = if died.is_some() || interrupted { RunStatus::Partial } else { RunStatus::Complete };
+    let status = if died.is_some() || interrupted {
+        RunStatus::Partial
+    } else {
+        RunStatus::Complete
+    };
     let error = match (&died, interrupted) {
         (Some(s), _) => Some(format!("the engine exited during the trial ({s})")),
         (None, true) => Some("interrupted".into()),
@@ -179,7 +231,11 @@ async fn run_one(
         (Some(a), Some(b)) if b.draft_tokens > a.draft_tokens => {
             let d = b.draft_tokens - a.draft_tokens;
             let acc = (b.accepted_tokens - a.accepted_tokens).max(0.0);
-            Some(report::SpecDecode { draft_tokens: d, accepted_tokens: acc, acceptance_rate: Some(acc / d) })
+            Some(report::SpecDecode {
+                draft_tokens: d,
+                accepted_tokens: acc,
+                acceptance_rate: Some(acc / d),
+            })
         }
         _ => None,
     };
@@ -197,7 +253,9 @@ async fn run_one(
         gpu_samples: telemetry::to_report_samples(&samples),
     };
     // Durable order: records first, then the report that refers to them.
-    ctx.records.append(&records).with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
+    ctx.records
+        .append(&records)
+        .with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
     say!(
         ctx.opts,
         "{name} x={x} trial {}/{}: {} ok, {} failed, {} good{}",
@@ -206,9 +264,19 @@ async fn run_one(
         metrics.completed,
         metrics.failed,
         metrics.good,
-        info.error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
+        info.error
+            .as_ref()
+            .map_or(String::new(), |e| format!(" ({e})"))
     );
-    ctx.sweep.add_trial(name, x, TrialState { metrics, info, samples });
+    ctx.sweep.add_trial(
+        name,
+        x,
+        TrialState {
+            metrics,
+            info,
+            samples,
+        },
+    );
     ctx.save()?;
     Ok(died)
 }

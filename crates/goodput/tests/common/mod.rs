@@ -19,7 +19,10 @@ pub struct Step {
 }
 
 pub fn step(ms: u64, bytes: impl Into<Vec<u8>>) -> Step {
-    Step { delay: Duration::from_millis(ms), bytes: bytes.into() }
+    Step {
+        delay: Duration::from_millis(ms),
+        bytes: bytes.into(),
+    }
 }
 
 pub struct ScriptServer {
@@ -48,7 +51,9 @@ pub async fn serve(head: Vec<u8>, steps: Vec<Step>, close: bool) -> ScriptServer
     let count = requests.clone();
     let task = tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
             sock.set_nodelay(true).ok();
             let (head, steps) = (head.clone(), steps.clone());
             let count = count.clone();
@@ -57,20 +62,36 @@ pub async fn serve(head: Vec<u8>, steps: Vec<Step>, close: bool) -> ScriptServer
                 let mut buf = Vec::new();
                 let mut tmp = [0u8; 4096];
                 loop {
-                    let Ok(n) = sock.read(&mut tmp).await else { return };
-                    if n == 0 { return; }
+                    let Ok(n) = sock.read(&mut tmp).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
                     buf.extend_from_slice(&tmp[..n]);
                     if let Some(end) = find(&buf, b"\r\n\r\n") {
                         let head_text = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                        let len = head_text.lines().find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))).unwrap_or(0);
-                        if buf.len() >= end + 4 + len { break; }
+                        let len = head_text
+                            .lines()
+                            .find_map(|l| {
+                                l.strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + len {
+                            break;
+                        }
                     }
                 }
                 count.fetch_add(1, Ordering::SeqCst);
-                if sock.write_all(&head).await.is_err() { return; }
+                if sock.write_all(&head).await.is_err() {
+                    return;
+                }
                 for s in steps {
                     tokio::time::sleep(s.delay).await;
-                    if sock.write_all(&s.bytes).await.is_err() { return; }
+                    if sock.write_all(&s.bytes).await.is_err() {
+                        return;
+                    }
                     let _ = sock.flush().await;
                 }
                 if close {
@@ -81,7 +102,11 @@ pub async fn serve(head: Vec<u8>, steps: Vec<Step>, close: bool) -> ScriptServer
             });
         }
     });
-    ScriptServer { url: format!("http://{addr}"), requests, task }
+    ScriptServer {
+        url: format!("http://{addr}"),
+        requests,
+        task,
+    }
 }
 
 fn find(h: &[u8], n: &[u8]) -> Option<usize> {
