@@ -217,3 +217,52 @@ pub async fn rate(kind: &SimKind, run: RateRun) -> anyhow::Result<RateFigures> {
     sim.stop().await;
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SIM: SimKind = SimKind::InProcess { threads: 1 };
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_loop_run_measures_every_chunk() {
+        let run = StreamRun {
+            streams: 4,
+            schedule: Schedule {
+                ttft_ms: 5.0,
+                itl_ms: 1.0,
+            },
+            tokens: 8,
+            duration: Duration::from_millis(200),
+        };
+        let f = streams(&SIM, run).await.unwrap();
+        assert_eq!(f.failed, 0);
+        assert!(f.ok >= 4, "{f:?}");
+        assert_eq!(f.chunks, f.ok as u64 * 8);
+        assert_eq!(f.tokens, f.chunks);
+        // Every chunk carried the probe, and nothing arrives before it was written
+        // or before the schedule allowed (causality, not a timing tolerance).
+        assert_eq!(f.lag.n, f.chunks as usize);
+        assert!(f.lag.p50.unwrap() >= 0.0);
+        assert!(f.ttft_err.p50.unwrap() >= 0.0);
+        assert_eq!(f.itl_err.n, f.ok * 7);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_rate_run_sends_every_planned_request() {
+        let run = RateRun {
+            rps: 50.0,
+            schedule: Schedule {
+                ttft_ms: 1.0,
+                itl_ms: 1.0,
+            },
+            tokens: 2,
+            duration: Duration::from_millis(200),
+            seed: 1,
+        };
+        let f = rate(&SIM, run).await.unwrap();
+        assert_eq!(f.planned, 10);
+        assert_eq!((f.sent, f.ok), (10, 10));
+        assert!(f.send_lag.p50.unwrap() >= 0.0);
+    }
+}

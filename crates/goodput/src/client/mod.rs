@@ -87,6 +87,21 @@ pub async fn stream_request(
     limits: &Limits,
     origin: u64,
 ) {
+    stream(client, target, body, rec, limits, origin).await;
+    // Chunks were reserved for the whole answer; a short one keeps no slack.
+    if rec.chunks.capacity() > 2 * rec.chunks.len() + 16 {
+        rec.chunks.shrink_to_fit();
+    }
+}
+
+async fn stream(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    rec: &mut RequestRecord,
+    limits: &Limits,
+    origin: u64,
+) {
     let deadline = tokio::time::Instant::now() + limits.request_timeout;
     let mut retried = false;
     let resp = loop {
@@ -148,28 +163,46 @@ pub async fn stream_request(
     let mut parser = SseParser::new(limits.sse);
     let mut saw_done = false;
     let mut chunk_count = 0u64;
+    // Room for every chunk asked for, so recording one never reallocates.
+    let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
+    rec.chunks.reserve(expected + 1);
+    // One timer for the whole stream, re-armed only when it fires: a stall is "no read
+    // since `last_read + stall`", checked lazily, so no timer is set per read.
+    let (start, start_ns) = (tokio::time::Instant::now(), now_ns());
+    let mut last_read_ns = start_ns;
+    let stall_at = |last_ns: u64| {
+        limits
+            .stall_timeout
+            .map(|s| start + Duration::from_nanos(last_ns.saturating_sub(start_ns)) + s)
+    };
+    let timer =
+        tokio::time::sleep_until(stall_at(last_read_ns).map_or(deadline, |at| at.min(deadline)));
+    tokio::pin!(timer);
     loop {
-        let wait_until = match limits.stall_timeout {
-            Some(s) => deadline.min(tokio::time::Instant::now() + s),
-            None => deadline,
-        };
-        let next = match tokio::time::timeout_at(wait_until, stream.next()).await {
-            Ok(n) => n,
-            Err(_) if wait_until < deadline => {
-                return fail(
-                    rec,
-                    origin,
-                    ErrorKind::Stall,
-                    "no data within the stall timeout".into(),
-                )
-            }
-            Err(_) => {
-                return fail(
-                    rec,
-                    origin,
-                    ErrorKind::Timeout,
-                    "stream still open at the request timeout".into(),
-                )
+        let next = tokio::select! {
+            biased;
+            next = stream.next() => next,
+            () = &mut timer => {
+                let now = tokio::time::Instant::now();
+                let stall = stall_at(last_read_ns);
+                if stall.is_some_and(|at| at < deadline && now >= at) {
+                    return fail(
+                        rec,
+                        origin,
+                        ErrorKind::Stall,
+                        "no data within the stall timeout".into(),
+                    );
+                }
+                if now >= deadline {
+                    return fail(
+                        rec,
+                        origin,
+                        ErrorKind::Timeout,
+                        "stream still open at the request timeout".into(),
+                    );
+                }
+                timer.as_mut().reset(stall.map_or(deadline, |at| at.min(deadline)));
+                continue;
             }
         };
         let bytes = match next {
@@ -179,16 +212,19 @@ pub async fn stream_request(
         };
         // Arrival time first, then parsing.
         let t = now_ns();
-        let events = match parser.push(&bytes) {
-            Ok(ev) => ev,
-            Err(e) => return fail(rec, origin, ErrorKind::TooLarge, e.to_string()),
-        };
-        for data in events {
+        last_read_ns = t;
+        let mut rest: &[u8] = &bytes;
+        loop {
+            let data = match parser.next_event(&mut rest) {
+                Ok(Some(data)) => data,
+                Ok(None) => break,
+                Err(e) => return fail(rec, origin, ErrorKind::TooLarge, e.to_string()),
+            };
             if data.trim_ascii() == b"[DONE]" {
                 saw_done = true;
                 continue;
             }
-            let info = match parse_data(&data) {
+            let info = match parse_data(data) {
                 Ok(i) => i,
                 Err(e) => return fail(rec, origin, e.kind(), e.to_string()),
             };

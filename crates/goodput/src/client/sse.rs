@@ -33,12 +33,20 @@ impl Default for SseLimits {
 pub struct SseError(pub usize);
 
 /// Incremental SSE parser yielding the `data` of each event.
+///
+/// [`SseParser::next_event`] is the hot path: it lends each event's data from one
+/// buffer the parser keeps for the whole stream, so parsing a stream allocates nothing
+/// per event, and a line that arrives whole in one read is not copied before it is
+/// looked at.
 #[derive(Debug)]
 pub struct SseParser {
     limits: SseLimits,
+    /// The start of a line split across reads.
     line: Vec<u8>,
     data: Vec<u8>,
     has_data: bool,
+    /// `data` was lent out by `next_event`: clear it before the next line.
+    dispatched: bool,
     skip_lf: bool,
 }
 
@@ -50,6 +58,7 @@ impl SseParser {
             line: Vec::with_capacity(512),
             data: Vec::with_capacity(512),
             has_data: false,
+            dispatched: false,
             skip_lf: false,
         }
     }
@@ -57,28 +66,56 @@ impl SseParser {
     /// Feeds bytes; returns the data of every event completed by them.
     pub fn push(&mut self, mut bytes: &[u8]) -> Result<Vec<Vec<u8>>, SseError> {
         let mut events = Vec::new();
+        while let Some(data) = self.next_event(&mut bytes)? {
+            events.push(data.to_vec());
+        }
+        Ok(events)
+    }
+
+    /// Consumes `bytes` up to the end of the next complete event and lends its data;
+    /// `None` once `bytes` is used up with no event completed (the rest is kept for
+    /// the next read). Call it until `None` for every read.
+    pub fn next_event(&mut self, bytes: &mut &[u8]) -> Result<Option<&[u8]>, SseError> {
+        if self.dispatched {
+            self.dispatched = false;
+            self.has_data = false;
+            self.data.clear();
+        }
         while !bytes.is_empty() {
             if self.skip_lf {
                 self.skip_lf = false;
                 if bytes[0] == b'\n' {
-                    bytes = &bytes[1..];
+                    *bytes = &bytes[1..];
                     continue;
                 }
             }
-            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
-                Some(i) => {
-                    self.extend_line(&bytes[..i])?;
-                    self.skip_lf = bytes[i] == b'\r';
-                    bytes = &bytes[i + 1..];
-                    self.end_line(&mut events)?;
+            let Some(i) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.extend_line(bytes)?;
+                *bytes = &[];
+                break;
+            };
+            let part = &bytes[..i];
+            self.skip_lf = bytes[i] == b'\r';
+            *bytes = &bytes[i + 1..];
+            let dispatch = if self.line.is_empty() {
+                if part.len() > self.limits.max_event_bytes {
+                    return Err(SseError(self.limits.max_event_bytes));
                 }
-                None => {
-                    self.extend_line(bytes)?;
-                    bytes = &[];
-                }
+                self.end_line(part)?
+            } else {
+                self.extend_line(part)?;
+                let line = std::mem::take(&mut self.line);
+                let dispatch = self.end_line(&line);
+                self.line = line;
+                self.line.clear();
+                dispatch?
+            };
+            if dispatch {
+                self.dispatched = true;
+                return Ok(Some(&self.data));
             }
         }
-        Ok(events)
+        Ok(None)
     }
 
     fn extend_line(&mut self, part: &[u8]) -> Result<(), SseError> {
@@ -89,35 +126,32 @@ impl SseParser {
         Ok(())
     }
 
-    fn end_line(&mut self, events: &mut Vec<Vec<u8>>) -> Result<(), SseError> {
-        let line = std::mem::take(&mut self.line);
+    /// Takes one complete line; true when it completes an event with data.
+    fn end_line(&mut self, line: &[u8]) -> Result<bool, SseError> {
         if line.is_empty() {
-            if self.has_data {
-                events.push(std::mem::take(&mut self.data));
-                self.has_data = false;
-            }
-        } else if line[0] != b':' {
-            let (field, value) = match line.iter().position(|&b| b == b':') {
-                Some(i) => {
-                    let v = &line[i + 1..];
-                    (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-                }
-                None => (&line[..], &b""[..]),
-            };
-            if field == b"data" {
-                if self.data.len() + value.len() + 1 > self.limits.max_event_bytes {
-                    return Err(SseError(self.limits.max_event_bytes));
-                }
-                if self.has_data {
-                    self.data.push(b'\n');
-                }
-                self.data.extend_from_slice(value);
-                self.has_data = true;
-            }
+            return Ok(self.has_data);
         }
-        self.line = line;
-        self.line.clear();
-        Ok(())
+        if line[0] == b':' {
+            return Ok(false);
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        if field == b"data" {
+            if self.data.len() + value.len() + 1 > self.limits.max_event_bytes {
+                return Err(SseError(self.limits.max_event_bytes));
+            }
+            if self.has_data {
+                self.data.push(b'\n');
+            }
+            self.data.extend_from_slice(value);
+            self.has_data = true;
+        }
+        Ok(false)
     }
 }
 
