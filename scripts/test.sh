@@ -14,7 +14,7 @@ if [ "${GOODPUT_SKIP_BROWSER:-0}" != "1" ] && ! command -v chromium >/dev/null 2
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     echo "installing chromium for the browser test..." >&2
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-liberation >/dev/null
   else
     echo "chromium is missing and cannot be installed here: install it or set GOODPUT_SKIP_BROWSER=1" >&2
     exit 1
