@@ -161,12 +161,23 @@ pub async fn run_trial(
         }
     }
     drop(shared);
-    let mut records = Vec::with_capacity(n);
-    while let Some(r) = rx.recv().await {
-        on_record(&r);
-        records.push(r);
-    }
+    // Records are collected by a task on the runtime's workers, beside the requests,
+    // not by the caller: a caller outside the workers (`block_on`'s thread) would be
+    // woken, a thread switch, for every finished request.
+    let collector = tokio::spawn(async move {
+        let mut records = Vec::with_capacity(n);
+        while let Some(r) = rx.recv().await {
+            on_record(&r);
+            records.push(r);
+        }
+        records
+    });
     while tasks.join_next().await.is_some() {}
+    let mut records = match collector.await {
+        Ok(records) => records,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Vec::new(),
+    };
     forward.abort();
     records.sort_by_key(|r| r.index);
     records

@@ -34,6 +34,8 @@ mod plan;
 
 use std::io::Write as _;
 
+use anyhow::Context as _;
+
 pub use plan::{BenchArgs, BenchPlan, SimMode};
 
 use figures::StreamFigures;
@@ -164,6 +166,23 @@ fn print(text: &str) -> anyhow::Result<()> {
 }
 
 async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
+    let mut records = match &plan.records {
+        Some(path) => {
+            let _ = std::fs::remove_file(path);
+            Some(
+                crate::record::RecordsFile::open(path)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let mut keep = |r: &[crate::record::RequestRecord]| -> anyhow::Result<()> {
+        if let Some(f) = records.as_mut() {
+            f.append(r)
+                .with_context(|| format!("cannot write {}", f.path().display()))?;
+        }
+        Ok(())
+    };
     let mut failed_runs = 0;
     let mut fidelity = Vec::new();
     for &streams in &plan.streams {
@@ -182,7 +201,10 @@ async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
                 plan.duration.as_secs_f64()
             ));
             match scenarios::streams(kind, run).await {
-                Ok(f) => fidelity.push(f),
+                Ok((f, r)) => {
+                    keep(&r)?;
+                    fidelity.push(f);
+                }
                 Err(e) => {
                     failed_runs += 1;
                     progress(&format!("{streams} streams, ITL {itl_ms} ms failed: {e:#}"));
@@ -197,7 +219,7 @@ async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
     print(&summary(&fidelity))?;
 
     if let Some(itl_ms) = plan.sweep_itl_ms {
-        let steps = sweep(plan, kind, itl_ms).await;
+        let steps = sweep(plan, kind, itl_ms, &mut keep).await?;
         print(&format!(
             "\n## Capacity sweep (ITL {itl_ms} ms, {} tokens per request; doubling streams until p99 lag ≥ 1 ms)\n\n{}",
             plan.tokens,
@@ -234,7 +256,10 @@ async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
             seed: 42 + i as u64,
         };
         match scenarios::rate(kind, run).await {
-            Ok(f) => rates.push(f),
+            Ok((f, r)) => {
+                keep(&r)?;
+                rates.push(f);
+            }
             Err(e) => {
                 failed_runs += 1;
                 progress(&format!("rate {rps} failed: {e:#}"));
@@ -260,7 +285,8 @@ async fn sweep(
     plan: &BenchPlan,
     kind: &SimKind,
     itl_ms: f64,
-) -> Vec<(StreamFigures, f64, &'static str)> {
+    keep: &mut impl FnMut(&[crate::record::RequestRecord]) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<(StreamFigures, f64, &'static str)>> {
     let mut steps = Vec::new();
     let mut streams = plan.sweep_start;
     while streams <= plan.sweep_max {
@@ -276,7 +302,10 @@ async fn sweep(
         };
         progress(&format!("sweep: {streams} streams, ITL {itl_ms} ms"));
         let f = match scenarios::streams(kind, run).await {
-            Ok(f) => f,
+            Ok((f, r)) => {
+                keep(&r)?;
+                f
+            }
             Err(e) => {
                 progress(&format!("sweep step failed: {e:#}"));
                 break;
@@ -299,7 +328,7 @@ async fn sweep(
         }
         streams *= 2;
     }
-    steps
+    Ok(steps)
 }
 
 fn summary(runs: &[StreamFigures]) -> String {

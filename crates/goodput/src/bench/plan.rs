@@ -56,6 +56,10 @@ pub struct BenchArgs {
     /// The `goodput` binary that serves `goodput sim` (default: this one).
     #[arg(long, value_name = "PATH")]
     pub sim_bin: Option<PathBuf>,
+    /// Also write every request's record (JSON Lines; `engine` names the run, `x` its
+    /// streams or rate) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub records: Option<PathBuf>,
 }
 
 /// What `bench-client` will run.
@@ -93,6 +97,8 @@ pub struct BenchPlan {
     pub sim: SimMode,
     /// The binary serving `goodput sim`.
     pub sim_bin: PathBuf,
+    /// Where to write the records, if anywhere.
+    pub records: Option<PathBuf>,
 }
 
 fn list<T: std::str::FromStr>(flag: &str, text: &str) -> anyhow::Result<Vec<T>> {
@@ -172,6 +178,7 @@ impl BenchPlan {
             pin: !a.no_pin,
             sim: a.sim,
             sim_bin,
+            records: a.records.clone(),
         })
     }
 }

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 
 use super::figures::{RateFigures, StreamFigures, Usage};
@@ -61,6 +63,18 @@ fn request(tokens: u32) -> Prepared {
     }
 }
 
+/// `n` requests of `tokens` output tokens on average, each drawn uniformly from
+/// `[tokens/2, tokens*3/2]` (seeded): streams that start together drift apart, as
+/// real traffic does, instead of finishing and restarting in lockstep forever.
+fn varied(tokens: u32, n: usize) -> Vec<Prepared> {
+    let (lo, hi) = ((tokens / 2).max(1), tokens + tokens / 2);
+    let bodies: Vec<Prepared> = (lo..=hi).map(request).collect();
+    let mut rng = StdRng::seed_from_u64(7);
+    (0..n)
+        .map(|_| bodies[rng.gen_range(0..bodies.len())].clone())
+        .collect()
+}
+
 fn limits() -> Limits {
     Limits {
         request_timeout: Duration::from_secs(600),
@@ -69,9 +83,15 @@ fn limits() -> Limits {
     }
 }
 
-fn trial(x: f64, mode: LoadMode, offsets: Vec<u64>, requests: Vec<Prepared>) -> Trial {
+fn trial(
+    engine: &str,
+    x: f64,
+    mode: LoadMode,
+    offsets: Vec<u64>,
+    requests: Vec<Prepared>,
+) -> Trial {
     Trial {
-        engine: "sim".into(),
+        engine: engine.into(),
         x,
         index: 0,
         mode,
@@ -94,6 +114,7 @@ async fn warm_up(
     let (_keep, stop) = watch::channel(false);
     let requests = vec![request(1); connections];
     let t = trial(
+        "warm-up",
         connections as f64,
         LoadMode::Concurrency,
         Vec::new(),
@@ -141,8 +162,11 @@ async fn measured(
     (records, Usage { cpu, rss_delta })
 }
 
-/// A closed-loop fidelity run.
-pub async fn streams(kind: &SimKind, run: StreamRun) -> anyhow::Result<StreamFigures> {
+/// A closed-loop fidelity run: its figures and its records.
+pub async fn streams(
+    kind: &SimKind,
+    run: StreamRun,
+) -> anyhow::Result<(StreamFigures, Vec<RequestRecord>)> {
     let rss_before = rss_bytes();
     let sim = Sim::start(kind, run.schedule)
         .await
@@ -157,8 +181,9 @@ pub async fn streams(kind: &SimKind, run: StreamRun) -> anyhow::Result<StreamFig
         let rounds =
             (run.duration.as_secs_f64() / per_request_s.max(0.01) * 2.0).ceil() as usize + 2;
         let n = run.streams.saturating_mul(rounds).min(5_000_000);
-        let requests = vec![request(run.tokens); n];
+        let requests = varied(run.tokens, n);
         let t = trial(
+            &format!("streams-itl{}ms", run.schedule.itl_ms),
             run.streams as f64,
             LoadMode::Concurrency,
             Vec::new(),
@@ -172,13 +197,14 @@ pub async fn streams(kind: &SimKind, run: StreamRun) -> anyhow::Result<StreamFig
             rss_before,
         )
         .await;
-        Ok::<_, anyhow::Error>(StreamFigures::from_records(
+        let figures = StreamFigures::from_records(
             run.streams,
             run.schedule.ttft_ms,
             run.schedule.itl_ms,
             &records,
             usage,
-        ))
+        );
+        Ok::<_, anyhow::Error>((figures, records))
     }
     .await;
     drop(client);
@@ -186,8 +212,11 @@ pub async fn streams(kind: &SimKind, run: StreamRun) -> anyhow::Result<StreamFig
     result
 }
 
-/// An open-loop run at a request rate.
-pub async fn rate(kind: &SimKind, run: RateRun) -> anyhow::Result<RateFigures> {
+/// An open-loop run at a request rate: its figures and its records.
+pub async fn rate(
+    kind: &SimKind,
+    run: RateRun,
+) -> anyhow::Result<(RateFigures, Vec<RequestRecord>)> {
     let rss_before = rss_bytes();
     let sim = Sim::start(kind, run.schedule)
         .await
@@ -202,15 +231,15 @@ pub async fn rate(kind: &SimKind, run: RateRun) -> anyhow::Result<RateFigures> {
         let n = (run.rps * run.duration.as_secs_f64()).round().max(1.0) as usize;
         let offsets = arrival_offsets(run.rps, 1.0, n, run.seed);
         let t = trial(
+            "rate",
             run.rps,
             LoadMode::Rate,
             offsets.clone(),
             vec![request(run.tokens); n],
         );
         let (records, usage) = measured(client.clone(), target.clone(), t, None, rss_before).await;
-        Ok::<_, anyhow::Error>(RateFigures::from_records(
-            run.rps, &offsets, &records, usage,
-        ))
+        let figures = RateFigures::from_records(run.rps, &offsets, &records, usage);
+        Ok::<_, anyhow::Error>((figures, records))
     }
     .await;
     drop(client);
@@ -235,17 +264,23 @@ mod tests {
             tokens: 8,
             duration: Duration::from_millis(200),
         };
-        let f = streams(&SIM, run).await.unwrap();
+        let (f, records) = streams(&SIM, run).await.unwrap();
+        assert_eq!(records.len(), f.ok + f.failed);
         assert_eq!(f.failed, 0);
         assert!(f.ok >= 4, "{f:?}");
-        assert_eq!(f.chunks, f.ok as u64 * 8);
+        // Lengths vary around 8 (4..=12 tokens); every one arrived whole.
         assert_eq!(f.tokens, f.chunks);
+        let asked: u64 = records
+            .iter()
+            .map(|r| u64::from(r.requested_tokens.unwrap()))
+            .sum();
+        assert_eq!(f.chunks, asked);
         // Every chunk carried the probe, and nothing arrives before it was written
         // or before the schedule allowed (causality, not a timing tolerance).
         assert_eq!(f.lag.n, f.chunks as usize);
         assert!(f.lag.p50.unwrap() >= 0.0);
         assert!(f.ttft_err.p50.unwrap() >= 0.0);
-        assert_eq!(f.itl_err.n, f.ok * 7);
+        assert_eq!(f.itl_err.n as u64, f.chunks - f.ok as u64);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,7 +295,7 @@ mod tests {
             duration: Duration::from_millis(200),
             seed: 1,
         };
-        let f = rate(&SIM, run).await.unwrap();
+        let (f, _) = rate(&SIM, run).await.unwrap();
         assert_eq!(f.planned, 10);
         assert_eq!((f.sent, f.ok), (10, 10));
         assert!(f.send_lag.p50.unwrap() >= 0.0);
