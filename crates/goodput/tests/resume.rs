@@ -101,9 +101,10 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     std::fs::write(&profile, PROFILE).unwrap();
     let out = dir.path().join("r.json");
     let mut child = start(&profile, &out);
+    // Engine `a` (6 trials) is done and `b` has started.
     assert!(
-        wait_for(|| complete_trials(&out) >= 3, 120),
-        "three trials never completed"
+        wait_for(|| complete_trials(&out) >= 7, 120),
+        "seven trials never completed"
     );
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
@@ -120,7 +121,7 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
             })
         })
         .collect();
-    assert!(kept.len() >= 3);
+    assert!(kept.len() >= 7);
     // The engine of the killed run dies with its parent (parent-death signal).
     let orphans_gone = wait_for(|| sim_children(&out).is_empty(), 10);
     for pid in sim_children(&out) {
@@ -133,6 +134,13 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let after = report::read_report(&out).unwrap();
     assert_eq!(after.run.as_ref().unwrap().status, RunStatus::Complete);
+    // `a` did not need to start again, and its environment was kept.
+    let env = after.environment.as_ref().unwrap();
+    assert!(
+        env.engines.contains_key("a") && env.engines.contains_key("b"),
+        "{:?}",
+        env.engines.keys()
+    );
     for (name, e) in &after.load {
         assert_eq!(e.points.len(), 3, "{name}");
         for p in &e.points {
@@ -204,4 +212,30 @@ fn sigint_writes_a_partial_report_stops_engines_and_exits_nonzero() {
         sim_children(&out).is_empty(),
         "engines stopped before goodput exited"
     );
+}
+
+#[test]
+fn rerunning_a_complete_report_measures_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.toml");
+    let small = PROFILE
+        .replace("points = [1, 2, 3]", "points = [2]")
+        .replace("trials = 2", "trials = 1")
+        .replace("[engines.b]\nkind = \"sim\"\npreset = \"fixed\"\n", "");
+    std::fs::write(&profile, small).unwrap();
+    let out = dir.path().join("r.json");
+    let started = |out: &Path| {
+        report::read_report(out)
+            .unwrap()
+            .run
+            .unwrap()
+            .started_unix_s
+            .unwrap()
+    };
+    assert!(start(&profile, &out).wait().unwrap().success());
+    let first = started(&out);
+    assert!(start(&profile, &out).wait().unwrap().success());
+    assert!(started(&out) > first, "a new run, not the old one kept");
+    let records = read_records(&dir.path().join("r.requests.jsonl")).unwrap();
+    assert_eq!(records.len(), 6, "the new run's records only");
 }

@@ -125,6 +125,12 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     let rec_path = records_path(output);
     let (sweep, kept) = resume_state(plan, opts, &rec_path)?;
     let resumed = !sweep.engines.is_empty();
+    // Engines of a resumed run that need not start again keep their environment.
+    let previous = if resumed {
+        report::read_report(output).ok().and_then(|r| r.environment)
+    } else {
+        None
+    };
     // Rewrite the records file with the kept records only (atomically), then append.
     let mut text = String::new();
     for r in &kept {
@@ -172,9 +178,22 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         sweep,
         records,
         info,
-        environment: crate::environment::capture(Vec::new(), Default::default()),
+        environment: Default::default(),
         stop,
     };
+    let mut gpus = previous
+        .as_ref()
+        .map(|e| e.gpus.clone())
+        .unwrap_or_default();
+    let mut engine_envs: indexmap::IndexMap<String, report::EngineEnv> = previous
+        .map(|e| {
+            e.engines
+                .into_iter()
+                .filter(|(n, _)| plan.engines.contains_key(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    ctx.environment = crate::environment::capture(gpus.clone(), engine_envs.clone());
     // Writing the first report proves the output is writable before any load is sent.
     ctx.save()
         .with_context(|| format!("cannot write the report {}", output.display()))?;
@@ -193,8 +212,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
         client: ctx.client.clone(),
     };
-    let mut gpus = Vec::new();
-    let mut engine_envs = indexmap::IndexMap::new();
+
     for (name, spec) in &plan.engines {
         if ctx.stopped() {
             break;
@@ -240,6 +258,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
             gpus = tel.gpus();
         }
         ctx.environment = crate::environment::capture(gpus.clone(), engine_envs.clone());
+
         if let Some(handle) =
             trials::run_engine(&mut ctx, name, spec, &engine_ctx, handle, &tel).await?
         {
@@ -318,6 +337,10 @@ fn resume_state(
     let Some(info) = &old.run else {
         return Ok((Sweep::default(), Vec::new()));
     };
+    // A finished run has nothing to resume: running again measures again.
+    if info.status == RunStatus::Complete {
+        return Ok((Sweep::default(), Vec::new()));
+    }
     if old.profile != plan.name
         || info.requests_per_trial != plan.requests_per_trial
         || info.seed != plan.seed
