@@ -52,6 +52,36 @@ pub struct Usage {
     pub cpu: Duration,
     /// Peak RSS during the run minus RSS before it, bytes (0 if it shrank).
     pub rss_delta: u64,
+    /// CPU time of the simulator child process during the run (`None`: in-process).
+    pub sim_cpu: Option<Duration>,
+    /// CPU time the whole machine spent during the run, all processes (`/proc/stat`).
+    pub machine_cpu: Option<Duration>,
+    /// Wall time of the run.
+    pub wall: Duration,
+}
+
+impl Usage {
+    /// Cores used by the simulator child.
+    pub fn sim_cores(&self) -> Option<f64> {
+        self.sim_cpu.map(|c| ratio(c, self.wall))
+    }
+
+    /// Cores used by everything else on the machine (other processes, the kernel's
+    /// own threads): the noise the run was measured under.
+    pub fn other_cores(&self) -> Option<f64> {
+        let rest = self
+            .machine_cpu?
+            .saturating_sub(self.cpu + self.sim_cpu.unwrap_or_default());
+        Some(ratio(rest, self.wall))
+    }
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    if b.is_zero() {
+        0.0
+    } else {
+        a.as_secs_f64() / b.as_secs_f64()
+    }
 }
 
 /// Figures of one closed-loop fidelity run.
@@ -278,6 +308,9 @@ mod tests {
             Usage {
                 cpu: Duration::from_millis(3),
                 rss_delta: 2048,
+                sim_cpu: Some(Duration::from_millis(2)),
+                machine_cpu: Some(Duration::from_millis(6)),
+                wall: Duration::from_millis(10),
             },
         );
         assert_eq!((f.ok, f.failed, f.chunks, f.tokens), (1, 0, 3, 3));
@@ -290,6 +323,8 @@ mod tests {
         assert_eq!(f.cpu_s_per_mtok(), Some(1000.0));
         assert_eq!(f.tokens_per_core_s(), Some(1000.0));
         assert_eq!(f.kib_per_stream(), 2.0);
+        assert_eq!(f.usage.sim_cores(), Some(0.2));
+        assert!((f.usage.other_cores().unwrap() - 0.1).abs() < 1e-9);
     }
 
     #[test]

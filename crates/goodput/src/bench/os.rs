@@ -17,6 +17,44 @@ pub fn cpu_time() -> Duration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// CPU time the whole machine has spent (all CPUs, everything but idle and I/O wait),
+/// from `/proc/stat`.
+pub fn machine_cpu_time() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let busy: u64 = ticks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, t)| t)
+        .take(8)
+        .sum();
+    Some(ticks_to_duration(busy))
+}
+
+/// CPU time (user + system) of process `pid`, from `/proc/PID/stat`.
+pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold spaces or parentheses: fields count from the last `)`.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let (utime, stime): (u64, u64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
+    Some(ticks_to_duration(utime + stime))
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100);
+    Duration::from_nanos(ticks.saturating_mul(1_000_000_000 / hz))
+}
+
 /// Resident set size of this process in bytes (`/proc/self/statm`), 0 if unknown.
 pub fn rss_bytes() -> u64 {
     let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {
@@ -145,6 +183,8 @@ mod tests {
     #[test]
     fn readings_are_plausible() {
         assert!(rss_bytes() > 0);
+        assert!(machine_cpu_time().is_some());
+        assert!(process_cpu_time(std::process::id()).is_some());
         let before = cpu_time();
         let mut x = 0u64;
         for i in 0..2_000_000u64 {

@@ -2,7 +2,7 @@
 //! open-loop run at a request rate, against a freshly started simulator, through
 //! goodput's own load generator ([`crate::load::run_trial`]) and client.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 
 use super::figures::{RateFigures, StreamFigures, Usage};
-use super::os::{cpu_time, rss_bytes, RssPeak};
+use super::os::{cpu_time, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
 use super::sim::{Schedule, Sim, SimKind};
 use crate::client::{http_client, Limits, SseLimits, Target};
 use crate::load::{arrival_offsets, run_trial, Trial};
@@ -139,6 +139,7 @@ async fn measured(
     t: Trial,
     stop_after: Option<Duration>,
     rss_before: u64,
+    sim_pid: Option<u32>,
 ) -> (Vec<RequestRecord>, Usage) {
     // The sender must outlive the trial: a closed stop channel counts as "stop".
     let (stop_tx, stop) = watch::channel(false);
@@ -151,15 +152,28 @@ async fn measured(
         })
     });
     let peak = RssPeak::start(Duration::from_millis(50));
-    let cpu0 = cpu_time();
+    let sim_cpu = || sim_pid.and_then(process_cpu_time);
+    let (sim0, machine0, wall0, cpu0) = (sim_cpu(), machine_cpu_time(), Instant::now(), cpu_time());
     let records = run_trial(client, target, t, stop, Box::new(|_| {})).await;
     let cpu = cpu_time().saturating_sub(cpu0);
+    let wall = wall0.elapsed();
+    let sim_cpu = sim_cpu().zip(sim0).map(|(b, a)| b.saturating_sub(a));
+    let machine_cpu = machine_cpu_time()
+        .zip(machine0)
+        .map(|(b, a)| b.saturating_sub(a));
     let rss_delta = peak.finish().saturating_sub(rss_before);
     if let Some(t) = timer {
         t.abort();
     }
     drop(stop_tx);
-    (records, Usage { cpu, rss_delta })
+    let usage = Usage {
+        cpu,
+        rss_delta,
+        sim_cpu,
+        machine_cpu,
+        wall,
+    };
+    (records, usage)
 }
 
 /// A closed-loop fidelity run: its figures and its records.
@@ -195,6 +209,7 @@ pub async fn streams(
             t,
             Some(run.duration),
             rss_before,
+            sim.pid(),
         )
         .await;
         let figures = StreamFigures::from_records(
@@ -237,7 +252,15 @@ pub async fn rate(
             offsets.clone(),
             vec![request(run.tokens); n],
         );
-        let (records, usage) = measured(client.clone(), target.clone(), t, None, rss_before).await;
+        let (records, usage) = measured(
+            client.clone(),
+            target.clone(),
+            t,
+            None,
+            rss_before,
+            sim.pid(),
+        )
+        .await;
         let figures = RateFigures::from_records(run.rps, &offsets, &records, usage);
         Ok::<_, anyhow::Error>((figures, records))
     }

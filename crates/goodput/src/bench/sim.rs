@@ -182,6 +182,11 @@ impl Sim {
         })
     }
 
+    /// The child's process id (`None` in-process).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(|c| c.id())
+    }
+
     /// Stops the simulator and waits (briefly) for it to exit.
     pub async fn stop(mut self) {
         if let Some(mut child) = self.child.take() {

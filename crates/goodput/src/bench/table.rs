@@ -28,6 +28,10 @@ pub fn count(v: f64) -> String {
     out
 }
 
+fn cores(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.2}"))
+}
+
 fn row(out: &mut String, cells: &[String]) {
     let _ = writeln!(out, "| {} |", cells.join(" | "));
 }
@@ -63,6 +67,8 @@ pub fn streams(runs: &[StreamFigures]) -> String {
             "ITL err p50",
             "ITL err p99",
             "client cores",
+            "sim cores",
+            "other cores",
             "CPU s/Mtok",
             "KiB/stream",
         ],
@@ -85,6 +91,8 @@ pub fn streams(runs: &[StreamFigures]) -> String {
                 ms(f.itl_err.p50),
                 ms(f.itl_err.p99),
                 format!("{:.2}", f.cores()),
+                cores(f.usage.sim_cores()),
+                cores(f.usage.other_cores()),
                 f.cpu_s_per_mtok()
                     .map_or_else(|| "-".into(), |v| format!("{v:.2}")),
                 format!("{:.1}", f.kib_per_stream()),
@@ -109,6 +117,8 @@ pub fn sweep(runs: &[(StreamFigures, f64, &'static str)]) -> String {
             "lag p99",
             "lag max",
             "client cores",
+            "sim cores",
+            "other cores",
             "verdict",
         ],
     );
@@ -126,6 +136,8 @@ pub fn sweep(runs: &[(StreamFigures, f64, &'static str)]) -> String {
                 l99,
                 lmax,
                 format!("{:.2}", f.cores()),
+                cores(f.usage.sim_cores()),
+                cores(f.usage.other_cores()),
                 verdict.to_string(),
             ],
         );
@@ -149,11 +161,13 @@ pub fn rates(runs: &[RateFigures]) -> String {
             "send lag p99",
             "send lag max",
             "client cores",
+            "sim cores",
+            "other cores",
         ],
     );
     for f in runs {
         let [l50, l99, lmax] = spread3(&f.send_lag);
-        let seconds = f.planned as f64 / f.offered_rps.max(1e-9);
+        let seconds = f.usage.wall.as_secs_f64();
         row(
             &mut out,
             &[
@@ -167,6 +181,8 @@ pub fn rates(runs: &[RateFigures]) -> String {
                 l99,
                 lmax,
                 format!("{:.2}", f.usage.cpu.as_secs_f64() / seconds.max(1e-9)),
+                cores(f.usage.sim_cores()),
+                cores(f.usage.other_cores()),
             ],
         );
     }
