@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     /// The file could not be read.
-    #[error("cannot read profile {path}: {source}")]
+    #[error("cannot read profile {path}: {error}")]
     Read {
         /// The profile path.
         path: PathBuf,
         /// What the OS said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The TOML is malformed or has an unknown or mistyped key (the message names
     /// the line and column).
@@ -437,9 +437,9 @@ pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
 impl Profile {
     /// Reads and parses a profile file.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ProfileError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let mut profile = Profile::parse(&text, &path.display().to_string())?;
         // JSONL paths are relative to the profile's directory.

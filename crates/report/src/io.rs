@@ -17,20 +17,21 @@ pub const MAX_REPORT_BYTES: u64 = 256 * 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// The file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What the OS said (in the message, not a separate cause, so that error
+        /// chains print it once).
+        error: std::io::Error,
     },
     /// The file is not a report.
-    #[error("{path}: not a goodput report: {source}")]
+    #[error("{path}: not a goodput report: {error}")]
     Parse {
         /// The file.
         path: PathBuf,
         /// Where and why parsing failed (line and column).
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// The file is larger than [`MAX_REPORT_BYTES`].
     #[error("{path}: {size} bytes is larger than the {MAX_REPORT_BYTES}-byte limit for a report")]
@@ -49,9 +50,9 @@ pub fn parse_report(text: &str) -> Result<Report, serde_json::Error> {
 
 /// Reads a report file.
 pub fn read_report(path: &Path) -> Result<Report, ReportError> {
-    let io = |source| ReportError::Io {
+    let io = |error| ReportError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let size = fs::metadata(path).map_err(io)?.len();
     if size > MAX_REPORT_BYTES {
@@ -61,9 +62,9 @@ pub fn read_report(path: &Path) -> Result<Report, ReportError> {
         });
     }
     let text = fs::read_to_string(path).map_err(io)?;
-    parse_report(&text).map_err(|source| ReportError::Parse {
+    parse_report(&text).map_err(|error| ReportError::Parse {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -87,9 +88,9 @@ pub fn write_report_atomic(path: &Path, report: &Report) -> Result<(), ReportErr
 
 /// Writes bytes to `path` atomically (temporary file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let io = |source| ReportError::Io {
+    let io = |error| ReportError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),

@@ -19,20 +19,20 @@ pub use presets::{preset, PRESETS};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read sim config {path}: {source}")]
+    #[error("cannot read sim config {path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not valid TOML, or names an unknown field.
-    #[error("invalid sim config {path}: {source}")]
+    #[error("invalid sim config {path}: {error}")]
     Parse {
         /// The file.
         path: PathBuf,
         /// The parser's message (it names the offending key).
-        source: Box<toml::de::Error>,
+        error: Box<toml::de::Error>,
     },
     /// A numeric field is outside its range.
     #[error("{field} = {value} is out of range: must be {allowed}")]
@@ -224,14 +224,14 @@ impl SimConfig {
     /// Read a TOML file and validate it.
     pub fn load(path: impl AsRef<Path>) -> Result<SimConfig, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let config = SimConfig::from_toml_str(&text).map_err(|e| match e {
-            ConfigError::Parse { source, .. } => ConfigError::Parse {
+            ConfigError::Parse { error, .. } => ConfigError::Parse {
                 path: path.to_path_buf(),
-                source,
+                error,
             },
             other => other,
         })?;
@@ -240,9 +240,9 @@ impl SimConfig {
 
     /// Parse TOML text and validate it.
     pub fn from_toml_str(text: &str) -> Result<SimConfig, ConfigError> {
-        let config: SimConfig = toml::from_str(text).map_err(|source| ConfigError::Parse {
+        let config: SimConfig = toml::from_str(text).map_err(|error| ConfigError::Parse {
             path: PathBuf::from("<string>"),
-            source: Box::new(source),
+            error: Box::new(error),
         })?;
         config.validate()?;
         Ok(config)
