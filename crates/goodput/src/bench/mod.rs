@@ -20,11 +20,13 @@
 //! # Layout
 //! - [`scenarios`]: one run each (closed loop or rate), through [`crate::load`].
 //! - [`figures`]: the figures of a run from its records (pure).
+//! - [`floor`]: the same runs through a minimal raw-socket client: the lag floor.
 //! - [`sim`]: the simulator, as a child process or in-process.
 //! - [`os`]: CPU time, RSS, file-descriptor limit, CPU affinity.
 //! - [`table`]: Markdown tables.
 
 pub mod figures;
+pub mod floor;
 pub mod os;
 pub mod scenarios;
 pub mod sim;
@@ -217,6 +219,34 @@ async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
         table::streams(&fidelity)
     ))?;
     print(&summary(&fidelity))?;
+
+    if plan.floor {
+        let mut floors = Vec::new();
+        for f in fidelity.iter().filter(|f| f.itl_ms > 0.0) {
+            let schedule = Schedule {
+                ttft_ms: plan.ttft_ms,
+                itl_ms: f.itl_ms,
+            };
+            let run = StreamRun {
+                streams: f.streams,
+                schedule,
+                tokens: plan.tokens,
+                duration: plan.duration,
+            };
+            progress(&format!(
+                "floor: {} streams, ITL {} ms",
+                f.streams, f.itl_ms
+            ));
+            match floor::run(kind, run).await {
+                Ok(fl) => floors.push((fl, f.clone())),
+                Err(e) => progress(&format!("floor run failed: {e:#}")),
+            }
+        }
+        print(&format!(
+            "\n## Floor (the same runs through a minimal raw-socket client: no HTTP library, no SSE or JSON parsing; ms)\n\n{}",
+            table::floor(&floors)
+        ))?;
+    }
 
     if let Some(itl_ms) = plan.sweep_itl_ms {
         let steps = sweep(plan, kind, itl_ms, &mut keep).await?;

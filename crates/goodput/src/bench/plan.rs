@@ -41,6 +41,9 @@ pub struct BenchArgs {
     /// Skip the capacity sweep.
     #[arg(long)]
     pub no_sweep: bool,
+    /// Skip the floor runs (the same runs through a minimal raw-socket client).
+    #[arg(long)]
+    pub no_floor: bool,
     /// Request rates of the open-loop runs, per second (`none` to skip).
     #[arg(long, value_name = "LIST", default_value = "100,1000")]
     pub rates: String,
@@ -75,6 +78,8 @@ pub struct BenchPlan {
     pub tokens: u32,
     /// Sends per closed-loop run.
     pub duration: Duration,
+    /// Run the minimal client beside every fidelity run with ITL > 0.
+    pub floor: bool,
     /// Sweep ITL, ms; `None`: no sweep.
     pub sweep_itl_ms: Option<f64>,
     /// First and largest stream count of the sweep.
@@ -165,6 +170,7 @@ impl BenchPlan {
             ttft_ms: a.ttft_ms,
             tokens: a.tokens,
             duration,
+            floor: !a.no_floor,
             sweep_itl_ms: (!a.no_sweep).then_some(a.sweep_itl_ms),
             sweep_start: if a.quick { 64 } else { 16 },
             sweep_max: if a.quick { 1024 } else { 4096 },

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::figures::{RateFigures, Spread, StreamFigures};
+use super::floor::Floor;
 
 /// Milliseconds with three decimals (microsecond resolution), `-` when unknown.
 pub fn ms(v: Option<f64>) -> String {
@@ -139,6 +140,48 @@ pub fn sweep(runs: &[(StreamFigures, f64, &'static str)]) -> String {
                 cores(f.usage.sim_cores()),
                 cores(f.usage.other_cores()),
                 verdict.to_string(),
+            ],
+        );
+    }
+    out
+}
+
+/// The floor next to goodput's lag: what goodput adds is the difference.
+pub fn floor(runs: &[(Floor, StreamFigures)]) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        &[
+            "streams",
+            "ITL ms",
+            "chunks",
+            "floor lag p50",
+            "floor lag p99",
+            "floor lag max",
+            "minimal client cores",
+            "goodput lag p50",
+            "goodput lag p99",
+            "goodput − floor p50",
+            "goodput − floor p99",
+        ],
+    );
+    let diff = |a: Option<f64>, b: Option<f64>| ms(a.zip(b).map(|(a, b)| a - b));
+    for (fl, f) in runs {
+        let [l50, l99, lmax] = spread3(&fl.lag);
+        row(
+            &mut out,
+            &[
+                count(fl.streams as f64),
+                format!("{}", fl.itl_ms),
+                count(fl.chunks as f64),
+                l50,
+                l99,
+                lmax,
+                format!("{:.2}", fl.cores),
+                ms(f.lag.p50),
+                ms(f.lag.p99),
+                diff(f.lag.p50, fl.lag.p50),
+                diff(f.lag.p99, fl.lag.p99),
             ],
         );
     }
