@@ -201,7 +201,7 @@ def run_guidellm(exe, url, c, n, a, work, tokenizer):
     out.unlink(missing_ok=True)
     cmd = [str(exe), "run",
            "--backend", f"kind=openai_http,target={url},model=goodput-sim,request_format=/v1/completions",
-           "--profile", f"kind=concurrent,streams={c},warmup={c}",
+           "--profile", f"kind=concurrent,streams={c}",
            "--constraint", f"kind=max_requests,count={n + c}",
            "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
            "--data", f"kind=synthetic_text,prompt_tokens={a.prompt_tokens},output_tokens={a.tokens}",
@@ -212,7 +212,9 @@ def run_guidellm(exe, url, c, n, a, work, tokenizer):
     if not ok:
         return None, why
     bench = json.loads(out.read_text())["benchmarks"][0]
-    reqs = bench["requests"]["successful"]
+    # The warm-up: the first `c` requests sent (one per stream) are left out, as
+    # goodput's `warmup_requests` and AIPerf's `--warmup-request-count` leave them out.
+    reqs = sorted(bench["requests"]["successful"], key=lambda r: r.get("request_start_time") or 0)[c:]
     ttft = [r["time_to_first_token_ms"] for r in reqs if r.get("time_to_first_token_ms") is not None]
     itl = [r["inter_token_latency_ms"] for r in reqs if r.get("inter_token_latency_ms") is not None]
     return (ttft, itl, None), ""

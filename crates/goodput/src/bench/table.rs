@@ -103,8 +103,21 @@ pub fn streams(runs: &[StreamFigures]) -> String {
     out
 }
 
-/// The capacity sweep: one row per step, with whether it kept p99 lag under 1 ms.
-pub fn sweep(runs: &[(StreamFigures, f64, &'static str)]) -> String {
+/// One step of the capacity sweep.
+#[derive(Debug, Clone)]
+pub struct SweepStep {
+    /// goodput's run.
+    pub figures: StreamFigures,
+    /// The minimal client's run at the same load.
+    pub floor: Floor,
+    /// Tokens per second the schedule asks for.
+    pub offered: f64,
+    /// Why the sweep went on or stopped.
+    pub verdict: &'static str,
+}
+
+/// The capacity sweep: one row per step; added p99 = goodput's p99 lag − the floor's.
+pub fn sweep(runs: &[SweepStep]) -> String {
     let mut out = String::new();
     header(
         &mut out,
@@ -116,30 +129,32 @@ pub fn sweep(runs: &[(StreamFigures, f64, &'static str)]) -> String {
             "tokens/s",
             "lag p50",
             "lag p99",
-            "lag max",
+            "floor lag p99",
+            "added p99",
             "client cores",
             "sim cores",
             "other cores",
             "verdict",
         ],
     );
-    for (f, offered, verdict) in runs {
-        let [l50, l99, lmax] = spread3(&f.lag);
+    for s in runs {
+        let f = &s.figures;
         row(
             &mut out,
             &[
                 count(f.streams as f64),
                 format!("{}", f.itl_ms),
-                count(*offered),
+                count(s.offered),
                 count(f.chunks_per_s()),
                 count(f.tokens_per_s()),
-                l50,
-                l99,
-                lmax,
+                ms(f.lag.p50),
+                ms(f.lag.p99),
+                ms(s.floor.lag.p99),
+                ms(f.lag.p99.zip(s.floor.lag.p99).map(|(g, fl)| g - fl)),
                 format!("{:.2}", f.cores()),
                 cores(f.usage.sim_cores()),
                 cores(f.usage.other_cores()),
-                verdict.to_string(),
+                s.verdict.to_string(),
             ],
         );
     }
