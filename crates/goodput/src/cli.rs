@@ -4,7 +4,6 @@ use std::io::{IsTerminal, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::profile::{parse_points, parse_slo, Overrides, Profile};
@@ -133,7 +132,9 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Sim(args) => sim_command(args).await,
         Command::Show { report, format } => {
             let r = report::read_report(&report)?;
-            let color = format == Format::Table && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let color = format == Format::Table
+                && std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none();
             print_out(&render::show(&r, format, color))
         }
         Command::Compare { reports } => {
@@ -168,15 +169,33 @@ fn print_out(text: &str) -> anyhow::Result<i32> {
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let (profile, origin) = match &args.profile {
         Some(p) => (Profile::load(p)?, p.display().to_string()),
-        None => (Profile::parse(QUICK_PROFILE, "built-in quick profile")?, "built-in quick profile".to_string()),
+        None => (
+            Profile::parse(QUICK_PROFILE, "built-in quick profile")?,
+            "built-in quick profile".to_string(),
+        ),
     };
     let usage = |e: String| anyhow::anyhow!(e);
     let overrides = Overrides {
-        concurrency: args.concurrency.as_deref().map(parse_points).transpose().map_err(|e| usage(format!("--concurrency: {e}")))?,
-        rate: args.rate.as_deref().map(parse_points).transpose().map_err(|e| usage(format!("--rate: {e}")))?,
+        concurrency: args
+            .concurrency
+            .as_deref()
+            .map(parse_points)
+            .transpose()
+            .map_err(|e| usage(format!("--concurrency: {e}")))?,
+        rate: args
+            .rate
+            .as_deref()
+            .map(parse_points)
+            .transpose()
+            .map_err(|e| usage(format!("--rate: {e}")))?,
         trials: args.trials,
         requests: args.requests,
-        slo: args.slo.as_deref().map(parse_slo).transpose().map_err(|e| usage(format!("--slo: {e}")))?,
+        slo: args
+            .slo
+            .as_deref()
+            .map(parse_slo)
+            .transpose()
+            .map_err(|e| usage(format!("--slo: {e}")))?,
         engines: args.engines.clone(),
         seed: args.seed,
     };
@@ -194,7 +213,15 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     print_out(&render::show(&report, Format::Table, color))?;
     if !args.quiet {
-        eprintln!("report: {}", args.output.display());
+        let requests = crate::record::records_path(&args.output);
+        eprintln!(
+            "report: {} (every request: {})",
+            args.output.display(),
+            requests.display()
+        );
+        if !args.no_html {
+            eprintln!("charts: {}", args.output.with_extension("html").display());
+        }
     }
     if let crate::run::Outcome::Interrupted(sig) = outcome {
         eprintln!("interrupted by {sig}: the report holds what finished");
@@ -204,11 +231,12 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 
 async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
     let mut config = match (&args.config, &args.preset) {
-        (Some(path), _) => sim::SimConfig::load(path).with_context(|| format!("sim config {}", path.display()))?,
+        (Some(path), _) => sim::SimConfig::load(path)?,
         (None, Some(name)) => sim::preset(name).ok_or_else(|| {
             anyhow::anyhow!("no preset `{name}`; presets: {}", sim::PRESETS.join(", "))
         })?,
-        (None, None) => sim::preset("default").ok_or_else(|| anyhow::anyhow!("the default preset is missing"))?,
+        (None, None) => sim::preset("default")
+            .ok_or_else(|| anyhow::anyhow!("the default preset is missing"))?,
     };
     if let Some(s) = args.time_scale {
         config.time_scale = s;
