@@ -42,16 +42,19 @@ fn engine() -> (String, String) {
     (get("LLAMA_SERVER"), get("GOODPUT_SMOLLM2"))
 }
 
-/// Pids of running processes whose executable is `exe`.
-fn running(exe: &str) -> Vec<u32> {
+/// Pids of live processes whose executable is `exe` and that inherited `marker`
+/// from the goodput run of this test (other llama-servers on the machine don't count).
+fn running(exe: &str, marker: &str) -> Vec<u32> {
     let target = std::fs::canonicalize(exe).unwrap_or_else(|_| PathBuf::from(exe));
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
+        let ours = std::fs::read(entry.path().join("environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()));
         if let Ok(p) = std::fs::read_link(entry.path().join("exe")) {
-            if p == target {
+            if p == target && ours {
                 pids.push(pid);
             }
         }
@@ -64,6 +67,7 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
     let (server, model) = engine();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("llama.json");
+    let marker = format!("GOODPUT_TEST_MARKER={}", out.display());
     let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args([
             "run",
@@ -76,6 +80,7 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
             "--quiet",
         ])
         .env("LLAMA_SERVER", &server)
+        .env("GOODPUT_TEST_MARKER", &out)
         .env("GOODPUT_SMOLLM2", &model)
         .output()
         .unwrap();
@@ -87,9 +92,9 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
         String::from_utf8_lossy(&o.stdout)
     );
     assert!(
-        running(&server).is_empty(),
+        running(&server, &marker).is_empty(),
         "llama-server still running: {:?}",
-        running(&server)
+        running(&server, &marker)
     );
 
     let r = report::read_report(&out).unwrap();
