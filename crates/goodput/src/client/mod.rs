@@ -162,7 +162,6 @@ async fn stream(
     let mut stream = resp.bytes_stream();
     let mut parser = SseParser::new(limits.sse);
     let mut saw_done = false;
-    let mut chunk_count = 0u64;
     // Room for every chunk asked for, so recording one never reallocates.
     let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
     rec.chunks.reserve(expected + 1);
@@ -233,7 +232,6 @@ async fn stream(
                 rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);
             }
             if info.text_len > 0 {
-                chunk_count += 1;
                 rec.chunks.push(Chunk {
                     t: t.saturating_sub(origin),
                     len: info.text_len,
@@ -251,6 +249,8 @@ async fn stream(
         rec.error_detail = Some("the stream ended without `data: [DONE]`".into());
         return;
     }
+    // Derived from the record, the one source of truth.
+    let chunk_count = rec.chunks.len() as u64;
     if chunk_count == 0 {
         rec.error = Some(ErrorKind::Empty);
         rec.error_detail = Some("the stream carried no generated text".into());

@@ -7,6 +7,13 @@
 //! (temporary file, fsync, rename). On resume, trials the report lists as complete
 //! are rebuilt from the records file and skipped; anything else runs again.
 
+/// A status line on stderr, unless the run is quiet.
+macro_rules! say {
+    ($opts:expr, $($arg:tt)*) => {
+        if $opts.verbose { eprintln!($($arg)*); }
+    };
+}
+
 mod progress;
 mod state;
 mod trials;
@@ -73,12 +80,6 @@ fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-macro_rules! say {
-    ($opts:expr, $($arg:tt)*) => {
-        if $opts.verbose { eprintln!($($arg)*); }
-    };
 }
 
 pub(crate) struct Ctx<'a> {

@@ -15,12 +15,6 @@ use crate::profile::{EngineSpec, LoadMode};
 use crate::telemetry;
 use crate::workload::{calibrate, Builder};
 
-macro_rules! say {
-    ($opts:expr, $($arg:tt)*) => {
-        if $opts.verbose { eprintln!($($arg)*); }
-    };
-}
-
 /// Runs every load level and trial of one engine; returns the handle to stop (none
 /// when a restart failed: the dead engine was stopped already).
 pub(crate) async fn run_engine(
