@@ -54,8 +54,8 @@ pub fn request_metrics(r: &RequestRecord, slo: &SloSpec) -> Option<RequestMetric
     let e2el_ms = last.t.saturating_sub(r.sent) as f64 / NS_PER_MS;
     let output_tokens = r.completion_tokens.unwrap_or(r.chunks.len() as u64);
     let tpot_ms = (output_tokens > 1).then(|| (e2el_ms - ttft_ms) / (output_tokens - 1) as f64);
-    let good = ttft_ms <= slo.ttft_ms
-        && tpot_ms.unwrap_or(0.0) <= slo.tpot_ms
+    let good = slo.ttft_ms.is_none_or(|b| ttft_ms <= b)
+        && slo.tpot_ms.is_none_or(|b| tpot_ms.unwrap_or(0.0) <= b)
         && slo.e2el_ms.is_none_or(|b| e2el_ms <= b);
     Some(RequestMetrics {
         ttft_ms,

@@ -7,8 +7,8 @@ const MS: u64 = 1_000_000;
 
 fn slo(ttft: f64, tpot: f64) -> SloSpec {
     SloSpec {
-        ttft_ms: ttft,
-        tpot_ms: tpot,
+        ttft_ms: Some(ttft),
+        tpot_ms: Some(tpot),
         e2el_ms: None,
     }
 }

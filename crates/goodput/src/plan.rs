@@ -119,15 +119,21 @@ impl Profile {
         }
         let slo = ov.slo.clone().unwrap_or(self.slo);
         for (field, v) in [
-            ("slo.ttft_ms", Some(slo.ttft_ms)),
-            ("slo.tpot_ms", Some(slo.tpot_ms)),
+            ("slo.ttft_ms", slo.ttft_ms),
+            ("slo.tpot_ms", slo.tpot_ms),
             ("slo.e2el_ms", slo.e2el_ms),
         ] {
             if let Some(v) = v {
-                if v.is_nan() || v <= 0.0 {
+                if !v.is_finite() || v <= 0.0 {
                     return Err(bad(field, format!("{v} must be a positive number of ms")));
                 }
             }
+        }
+        if slo.ttft_ms.is_none() && slo.tpot_ms.is_none() && slo.e2el_ms.is_none() {
+            return Err(bad(
+                "slo",
+                "needs at least one bound (ttft_ms, tpot_ms or e2el_ms)".into(),
+            ));
         }
         if load.points.is_empty() {
             return Err(bad("load.points", "needs at least one load level".into()));

@@ -69,10 +69,12 @@ pub struct Profile {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SloSpec {
-    /// TTFT bound, ms.
-    pub ttft_ms: f64,
-    /// TPOT bound, ms.
-    pub tpot_ms: f64,
+    /// TTFT bound, ms (none: no bound on TTFT).
+    #[serde(default)]
+    pub ttft_ms: Option<f64>,
+    /// TPOT bound, ms (none: no bound on TPOT).
+    #[serde(default)]
+    pub tpot_ms: Option<f64>,
     /// Optional E2EL bound, ms.
     #[serde(default)]
     pub e2el_ms: Option<f64>,
@@ -392,11 +394,13 @@ pub struct Overrides {
 /// Parses `ttft:1000,tpot:100,e2el:5000` (vLLM's `--goodput` spelling, also with `=`).
 pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
     let mut slo = SloSpec {
-        ttft_ms: f64::INFINITY,
-        tpot_ms: f64::INFINITY,
+        ttft_ms: None,
+        tpot_ms: None,
         e2el_ms: None,
     };
+    let mut any = false;
     for part in text.split([',', ' ']).filter(|p| !p.is_empty()) {
+        any = true;
         let (key, value) = part
             .split_once([':', '='])
             .ok_or_else(|| format!("`{part}`: expected NAME:MILLISECONDS, e.g. ttft:1000"))?;
@@ -409,16 +413,24 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
                 "`{part}`: the bound must be a positive number of ms"
             ));
         }
-        match key.trim().to_ascii_lowercase().as_str() {
-            "ttft" => slo.ttft_ms = ms,
-            "tpot" => slo.tpot_ms = ms,
-            "e2el" => slo.e2el_ms = Some(ms),
+        let key = key.trim().to_ascii_lowercase();
+        let slot = match key.as_str() {
+            "ttft" => &mut slo.ttft_ms,
+            "tpot" => &mut slo.tpot_ms,
+            "e2el" => &mut slo.e2el_ms,
             other => {
                 return Err(format!(
                     "`{other}` is not an SLO metric: use ttft, tpot or e2el"
                 ))
             }
+        };
+        if slot.is_some() {
+            return Err(format!("`{key}` is given twice"));
         }
+        *slot = Some(ms);
+    }
+    if !any {
+        return Err("no bound given: write e.g. ttft:1000,tpot:100".into());
     }
     Ok(slo)
 }

@@ -25,8 +25,8 @@ fn limits() -> Limits {
 
 fn slo() -> SloSpec {
     SloSpec {
-        ttft_ms: 1000.0,
-        tpot_ms: 100.0,
+        ttft_ms: Some(1000.0),
+        tpot_ms: Some(100.0),
         e2el_ms: None,
     }
 }

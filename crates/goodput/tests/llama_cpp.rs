@@ -175,8 +175,8 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
         let m = goodput::metrics::request_metrics(
             rec,
             &goodput::profile::SloSpec {
-                ttft_ms: 1e9,
-                tpot_ms: 1e9,
+                ttft_ms: Some(1e9),
+                tpot_ms: Some(1e9),
                 e2el_ms: None,
             },
         )

@@ -33,6 +33,14 @@ pub enum ReportError {
         /// Where and why parsing failed (line and column).
         error: serde_json::Error,
     },
+    /// The report could not be serialised; nothing was written.
+    #[error("{path}: the report cannot be written as JSON ({error}); the file was left as it was")]
+    Serialize {
+        /// The file that was to be written.
+        path: PathBuf,
+        /// What serde_json said.
+        error: serde_json::Error,
+    },
     /// The file is larger than [`MAX_REPORT_BYTES`].
     #[error("{path}: {size} bytes is larger than the {MAX_REPORT_BYTES}-byte limit for a report")]
     TooLarge {
@@ -69,21 +77,33 @@ pub fn read_report(path: &Path) -> Result<Report, ReportError> {
 }
 
 /// Serialises a report as pretty JSON (one-space indent, like the reference).
-pub fn to_json(report: &Report) -> String {
+///
+/// Fails (rather than writing something else) when a value cannot be written as
+/// JSON, e.g. a non-finite number in a field that has no `null` form.
+pub fn to_json(report: &Report) -> Result<String, serde_json::Error> {
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    // Serialising our own types to a Vec cannot fail (no maps with non-string keys).
-    if serde::Serialize::serialize(report, &mut ser).is_err() {
-        return String::from("{}");
-    }
+    serde::Serialize::serialize(report, &mut ser)?;
     buf.push(b'\n');
-    String::from_utf8(buf).unwrap_or_default()
+    // serde_json writes UTF-8 only.
+    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// Writes `report` to `path` atomically (temporary file, fsync, rename).
+///
+/// The text is read back before it is written: a report goodput could not read
+/// itself (serde_json writes a non-finite number as `null`, which a plain number
+/// field then refuses) is an error, and nothing is written. In every failure the
+/// file at `path` (a good earlier report, say) stays as it was.
 pub fn write_report_atomic(path: &Path, report: &Report) -> Result<(), ReportError> {
-    write_atomic(path, to_json(report).as_bytes())
+    let fail = |error| ReportError::Serialize {
+        path: path.to_path_buf(),
+        error,
+    };
+    let text = to_json(report).map_err(fail)?;
+    parse_report(&text).map_err(fail)?;
+    write_atomic(path, text.as_bytes())
 }
 
 /// Writes bytes to `path` atomically (temporary file, fsync, rename, fsync dir).
@@ -121,7 +141,7 @@ mod tests {
     #[test]
     fn reference_round_trips_with_every_field_and_value() {
         let report = parse_report(REFERENCE).expect("reference parses");
-        let written = to_json(&report);
+        let written = to_json(&report).unwrap();
         let a: serde_json::Value = serde_json::from_str(REFERENCE).unwrap();
         let b: serde_json::Value = serde_json::from_str(&written).unwrap();
         assert_eq!(a, b);
@@ -135,7 +155,7 @@ mod tests {
         v["future_field"] = serde_json::json!({"a": 1});
         v["load"]["vllm-ngram"]["points"][0]["new_metric"] = serde_json::json!(3.5);
         let report: Report = serde_json::from_value(v.clone()).unwrap();
-        let back: serde_json::Value = serde_json::from_str(&to_json(&report)).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&to_json(&report).unwrap()).unwrap();
         assert_eq!(v, back);
     }
 
@@ -160,5 +180,21 @@ mod tests {
         assert!(err.contains("bad.json"), "{err}");
         assert!(err.contains("line 1"), "{err}");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unreadable_report_is_not_written_and_the_old_file_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        fs::write(&path, REFERENCE).unwrap();
+        let mut report = parse_report(REFERENCE).unwrap();
+        // A non-finite load level serialises as `null`, which `x` (a plain number)
+        // refuses on reading: the write must fail and leave the good file.
+        report.load[0].points[0].x = f64::NAN;
+        let err = write_report_atomic(&path, &report).unwrap_err().to_string();
+        assert!(err.contains("r.json") && err.contains("left as it was"), "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), REFERENCE);
+        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
     }
 }

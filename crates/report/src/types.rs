@@ -35,12 +35,18 @@ pub struct Report {
 }
 
 /// The SLO: a request is good when it succeeded and every given bound holds.
+///
+/// A bound that was not given is absent (never `null`, never infinite): the reference
+/// has both `ttft_ms` and `tpot_ms`; a goodput run with `--slo ttft:100` writes only
+/// `ttft_ms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slo {
-    /// Upper bound on time to first token, milliseconds.
-    pub ttft_ms: f64,
-    /// Upper bound on time per output token, milliseconds.
-    pub tpot_ms: f64,
+    /// Upper bound on time to first token, milliseconds (absent: no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Upper bound on time per output token, milliseconds (absent: no bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
     /// goodput addition: optional upper bound on end-to-end latency, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<f64>,

@@ -234,7 +234,7 @@ fn draw(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64), out: &mut Str
 pub fn meets_slo(report: &Report, p: &Point) -> bool {
     let slo = &report.slo;
     let e2el_ok = match (slo.e2el_ms, &p.median_e2el_ms) {
-        (Some(b), Some(s)) => within(s.median, b).unwrap_or(true),
+        (Some(b), Some(s)) => within(s.median, Some(b)).unwrap_or(true),
         _ => true,
     };
     within(p.median_ttft_ms.median, slo.ttft_ms) == Some(true)
@@ -378,19 +378,24 @@ pub fn distribution(report: &Report, tpot: bool) -> Chart {
         title: format!("{name} distribution"),
         note: format!(
             "Share of requests (all trials pooled) with {name} at most the value on the x \
-             axis; one line per engine and load level (lighter: lower load). Red: the \
-             {} ms SLO.",
-            num(slo)
+             axis; one line per engine and load level (lighter: lower load). {}",
+            match slo {
+                Some(b) => format!("Red: the {} ms SLO.", num(b)),
+                None => format!("The SLO has no {name} bound."),
+            }
         ),
         x_desc: format!("{name} (ms)"),
         y_desc: "share of requests".into(),
         series,
         bands: Vec::new(),
-        thresholds: vec![Threshold {
-            at: slo,
-            vertical: true,
-            label: format!("SLO {} ms", num(slo)),
-        }],
+        thresholds: slo
+            .map(|b| Threshold {
+                at: b,
+                vertical: true,
+                label: format!("SLO {} ms", num(b)),
+            })
+            .into_iter()
+            .collect(),
         markers: false,
         y_from_zero: true,
     }

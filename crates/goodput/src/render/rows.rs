@@ -84,8 +84,11 @@ pub fn total(v: &Option<Vec<u64>>) -> Option<u64> {
 }
 
 /// True when `value <= bound`; `None` when the value is unknown.
-pub fn within(value: Option<f64>, bound: f64) -> Option<bool> {
-    value.map(|v| v <= bound)
+pub fn within(value: Option<f64>, bound: Option<f64>) -> Option<bool> {
+    match bound {
+        None => Some(true),
+        Some(b) => value.map(|v| v <= b),
+    }
 }
 
 impl Row<'_> {

@@ -147,17 +147,28 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
     ])
 }
 
+/// The SLO's bounds in words: `TTFT ≤ 1000 ms and TPOT ≤ 100 ms`; only the bounds
+/// that were given.
+pub fn slo_bounds_text(slo: &report::Slo) -> String {
+    let bounds: Vec<String> = [
+        ("TTFT", slo.ttft_ms),
+        ("TPOT", slo.tpot_ms),
+        ("E2E latency", slo.e2el_ms),
+    ]
+    .into_iter()
+    .filter_map(|(name, b)| b.map(|b| format!("{name} ≤ {} ms", num(b))))
+    .collect();
+    if bounds.is_empty() {
+        "no bound".into()
+    } else {
+        bounds.join(" and ")
+    }
+}
+
 /// `(label, value)` lines describing the run: profile, SLO, load mode, run status.
 pub fn header_lines(report: &Report) -> Vec<(String, String)> {
     let slo = &report.slo;
-    let mut slo_text = format!(
-        "TTFT ≤ {} ms and TPOT ≤ {} ms",
-        num(slo.ttft_ms),
-        num(slo.tpot_ms)
-    );
-    if let Some(e) = slo.e2el_ms {
-        slo_text.push_str(&format!(" and E2E latency ≤ {} ms", num(e)));
-    }
+    let mut slo_text = slo_bounds_text(slo);
     slo_text.push_str(" (a request is good when all hold)");
     let mut lines = vec![
         ("profile".to_string(), report.profile.clone()),

@@ -173,8 +173,8 @@ pub fn few_requests(p: &Point) -> Found {
     ))
 }
 
-fn ratio_text(name: &str, value: Option<f64>, bound: f64) -> Option<String> {
-    let v = value?;
+fn ratio_text(name: &str, value: Option<f64>, bound: Option<f64>) -> Option<String> {
+    let (v, bound) = (value?, bound?);
     (v > bound && bound > 0.0).then(|| {
         format!(
             "median {name} {} ms is {:.2}x the {} ms SLO",
@@ -204,7 +204,7 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
     .flatten()
     .collect();
     if let (Some(b), Some(s)) = (slo.e2el_ms, &p.median_e2el_ms) {
-        missed.extend(ratio_text("E2E latency", s.median, b));
+        missed.extend(ratio_text("E2E latency", s.median, Some(b)));
     }
     let mut message = if missed.is_empty() {
         "the medians meet the SLO but no single request met every bound".to_string()
