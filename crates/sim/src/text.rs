@@ -217,25 +217,94 @@ pub fn tokenize(text: &str) -> Vec<u32> {
     split(text).into_iter().map(token_id).collect()
 }
 
-/// Text of token ids: words separated by spaces, punctuation attached.
-pub fn detokenize(ids: &[u32]) -> String {
+/// Whether `id` is one [`tokenize`] can produce.
+pub fn is_token_id(id: u32) -> bool {
+    match id {
+        0..128 => {
+            let c = char::from(id as u8);
+            !c.is_ascii_alphanumeric() && !c.is_whitespace()
+        }
+        _ if id < WORD_BASE => false,
+        _ if id < HASH_BASE => ((id - WORD_BASE) as usize) < WORDS.len(),
+        _ => id < VOCAB_SIZE,
+    }
+}
+
+/// For every hashed id, a word that hashes to it (`x` and a number), found
+/// once by counting up: about 330,000 hashes for the 30,976 ids.
+fn hashed_words() -> &'static [Box<str>] {
+    static TABLE: std::sync::OnceLock<Vec<Box<str>>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let slots = (VOCAB_SIZE - HASH_BASE) as usize;
+        let mut table: Vec<Option<Box<str>>> = vec![None; slots];
+        let mut left = slots;
+        let mut word = String::new();
+        // Bounded: the expected count is ~11 * slots; the test checks the fill.
+        for k in 0..(slots as u64 * 1000) {
+            if left == 0 {
+                break;
+            }
+            word.clear();
+            word.push('x');
+            word.push_str(&k.to_string());
+            let slot = (token_id(&word) - HASH_BASE) as usize;
+            if table[slot].is_none() {
+                table[slot] = Some(word.as_str().into());
+                left -= 1;
+            }
+        }
+        table
+            .into_iter()
+            .map(|w| w.unwrap_or_else(|| "<unk>".into()))
+            .collect()
+    })
+}
+
+/// The text of one token id, or `None` if [`tokenize`] never produces it.
+fn token_text(id: u32) -> Option<&'static str> {
+    if !is_token_id(id) {
+        return None;
+    }
+    if id < WORD_BASE {
+        // ASCII punctuation: its one-byte string.
+        const ASCII: [u8; 128] = {
+            let mut a = [0u8; 128];
+            let mut i = 0;
+            while i < 128 {
+                a[i] = i as u8;
+                i += 1;
+            }
+            a
+        };
+        let i = id as usize;
+        return std::str::from_utf8(&ASCII[i..i + 1]).ok();
+    }
+    if id < HASH_BASE {
+        return WORDS.get((id - WORD_BASE) as usize).copied();
+    }
+    hashed_words().get((id - HASH_BASE) as usize).map(|w| &**w)
+}
+
+/// Text of token ids, the inverse of [`tokenize`]: `tokenize(detokenize(ids))
+/// == ids` for every list of valid ids, and `detokenize(tokenize(text)) ==
+/// text` for text in the tokenizer's normal form (vocabulary words and ASCII
+/// punctuation; one space before each word and each opening bracket, none
+/// after an opening bracket or before other punctuation). Whitespace is not a token, so
+/// other spacing comes back normalized, and a word outside the vocabulary
+/// comes back as the word `xN` that has its id. `Err` carries the first id
+/// that [`tokenize`] never produces.
+pub fn detokenize(ids: &[u32]) -> Result<String, u32> {
     let mut out = String::new();
     for &id in ids {
-        if id < WORD_BASE {
-            if let Some(c) = char::from_u32(id) {
-                out.push(c);
-            }
-            continue;
-        }
-        if !out.is_empty() {
+        let t = token_text(id).ok_or(id)?;
+        let opener = matches!(t, "(" | "[" | "{");
+        let after_opener = out.ends_with(['(', '[', '{']);
+        if (id >= WORD_BASE || opener) && !out.is_empty() && !after_opener {
             out.push(' ');
         }
-        match WORDS.get((id - WORD_BASE) as usize) {
-            Some(w) if id < HASH_BASE => out.push_str(w),
-            _ => out.push_str(&format!("<unk:{id}>")),
-        }
+        out.push_str(t);
     }
-    out
+    Ok(out)
 }
 
 /// The `index`-th generated word (without its leading space) for `seed`.
@@ -260,10 +329,21 @@ pub fn eos_point(seed: u64) -> u32 {
     32 + (mix(seed ^ 0x00E0_5E05) % 1024) as u32
 }
 
-/// Scan the first `limit` generated tokens for a stop string. Returns the
-/// number of tokens generated until the stop string is complete and the byte
-/// length of the text before it (the text returned to the client).
-pub fn find_stop(seed: u64, limit: u32, stops: &[String]) -> Option<(u32, usize)> {
+/// A stop string found in the generated text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopMatch {
+    /// Tokens generated until the stop string is complete.
+    pub tokens: u32,
+    /// Byte length of the text before the stop string.
+    pub cut: usize,
+    /// The stop string that matched.
+    pub stop: String,
+}
+
+/// Scan the first `limit` generated tokens for a stop string that completes
+/// at token `min_tokens` or later (vLLM does not stop before `min_tokens`).
+/// The earliest match wins; at the same position, the first in `stops`.
+pub fn find_stop(seed: u64, limit: u32, stops: &[String], min_tokens: u32) -> Option<StopMatch> {
     let stops: Vec<&String> = stops.iter().filter(|s| !s.is_empty()).collect();
     if stops.is_empty() {
         return None;
@@ -274,21 +354,34 @@ pub fn find_stop(seed: u64, limit: u32, stops: &[String]) -> Option<(u32, usize)
         let before = text.len();
         text.push(' ');
         text.push_str(word(seed, i));
-        // Only matches ending in the new token are new.
+        if i + 1 < u64::from(min_tokens) {
+            continue;
+        }
+        // Only matches ending in the new token are new (earlier ones were
+        // found before, or came before `min_tokens`).
         let from = before.saturating_sub(longest);
         let from = (0..=from)
             .rev()
             .find(|&p| text.is_char_boundary(p))
             .unwrap_or(0);
-        let mut best: Option<usize> = None;
+        let mut best: Option<(usize, &String)> = None;
         for s in &stops {
-            if let Some(p) = text[from..].find(s.as_str()) {
-                let p = from + p;
-                best = Some(best.map_or(p, |b: usize| b.min(p)));
+            let ends_here = text[from..]
+                .match_indices(s.as_str())
+                .map(|(p, _)| from + p)
+                .find(|p| p + s.len() > before);
+            if let Some(p) = ends_here {
+                if best.is_none_or(|(b, _)| p < b) {
+                    best = Some((p, s));
+                }
             }
         }
-        if let Some(p) = best {
-            return Some((i as u32 + 1, p));
+        if let Some((cut, stop)) = best {
+            return Some(StopMatch {
+                tokens: i as u32 + 1,
+                cut,
+                stop: stop.clone(),
+            });
         }
     }
     None
@@ -313,10 +406,32 @@ mod tests {
         let text = generated_text(7, 0, 20);
         let ids = tokenize(&text);
         assert_eq!(ids.len(), 20);
-        assert_eq!(format!(" {}", detokenize(&ids)), text);
-        assert_eq!(detokenize(&tokenize("lorem, ipsum")), "lorem, ipsum");
+        assert_eq!(format!(" {}", detokenize(&ids).unwrap()), text);
+        assert_eq!(
+            detokenize(&tokenize("lorem, ipsum")).unwrap(),
+            "lorem, ipsum"
+        );
         let unk = tokenize("zebra");
         assert!(unk[0] >= HASH_BASE && unk[0] < VOCAB_SIZE);
+    }
+
+    #[test]
+    fn detokenize_inverts_tokenize_on_ids() {
+        // Unknown words, capitals, non-ASCII punctuation, odd spacing.
+        let text = "Hello,  world!\n\t(zebra) — naïve 42 lorem…ipsum \u{1}";
+        let ids = tokenize(text);
+        let back = detokenize(&ids).unwrap();
+        assert_eq!(tokenize(&back), ids, "{back:?}");
+        // Every id tokenize can produce comes back as itself.
+        let all: Vec<u32> = (0..VOCAB_SIZE).filter(|&i| is_token_id(i)).collect();
+        assert_eq!(
+            all.len(),
+            128 - 62 - 6 + WORDS.len() + (VOCAB_SIZE - HASH_BASE) as usize
+        );
+        assert_eq!(tokenize(&detokenize(&all).unwrap()), all);
+        assert_eq!(detokenize(&[97]), Err(97));
+        assert_eq!(detokenize(&[VOCAB_SIZE]), Err(VOCAB_SIZE));
+        assert_eq!(detokenize(&[256, 200]), Err(200));
     }
 
     #[test]
@@ -335,10 +450,15 @@ mod tests {
         let text = generated_text(3, 0, 50);
         let target = word(3, 10);
         let stop = vec![format!(" {target}")];
-        let (tokens, cut) = find_stop(3, 50, &stop).unwrap();
+        let m = find_stop(3, 50, &stop, 0).unwrap();
         let first = text.find(&stop[0]).unwrap();
-        assert_eq!(cut, first);
-        assert!(tokens <= 11);
-        assert_eq!(find_stop(3, 50, &["no such".to_string()]), None);
+        assert_eq!(m.cut, first);
+        assert_eq!(m.stop, stop[0]);
+        assert!(m.tokens <= 11);
+        assert_eq!(find_stop(3, 50, &["no such".to_string()], 0), None);
+        // Not before min_tokens: the match found is a later one, if any.
+        if let Some(later) = find_stop(3, 50, &stop, m.tokens + 1) {
+            assert!(later.tokens > m.tokens && later.cut > m.cut);
+        }
     }
 }

@@ -4,7 +4,39 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::openai::Endpoint;
+use super::plan::Endpoint;
+
+/// One choice's part of a streamed chunk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChunkChoice<'a> {
+    /// `choices[0].index`.
+    pub index: u32,
+    /// The text (chat: `delta.content`).
+    pub text: &'a str,
+    /// The choice's first chunk (chat: carries the role).
+    pub first: bool,
+    /// Set on the choice's last chunk.
+    pub finish_reason: Option<&'a str>,
+    /// The matched stop string, on the last chunk.
+    pub stop_reason: Option<&'a str>,
+    /// Logprobs of the chunk's tokens, when asked for.
+    pub logprobs: Option<&'a Value>,
+}
+
+/// One choice of a non-streaming response.
+#[derive(Debug, Clone)]
+pub(crate) struct FullChoice {
+    /// `choices[].index`.
+    pub index: u32,
+    /// Text (chat: `message.content`).
+    pub text: String,
+    /// `length` or `stop`.
+    pub finish_reason: &'static str,
+    /// The matched stop string.
+    pub stop_reason: Option<String>,
+    /// Logprobs, when asked for.
+    pub logprobs: Option<Value>,
+}
 
 /// Per-request constants of every chunk.
 #[derive(Debug, Clone)]
@@ -61,32 +93,39 @@ impl ChunkFormat {
         Bytes::from(s)
     }
 
-    /// `data: {...}\n\n` carrying `text`.
-    pub fn token_chunk(
-        &self,
-        text: &str,
-        first: bool,
-        finish_reason: Option<&str>,
-        no_choices: bool,
-        probe: Option<Probe>,
-    ) -> Bytes {
-        let mut s = String::with_capacity(self.head.len() + text.len() + 160);
+    /// `data: {...}\n\n` carrying one choice's text.
+    pub fn token_chunk(&self, c: &ChunkChoice, no_choices: bool, probe: Option<Probe>) -> Bytes {
+        let mut s = String::with_capacity(self.head.len() + c.text.len() + 160);
         s.push_str("data: ");
         s.push_str(&self.head);
         if !no_choices {
-            let finish = finish_reason.map_or("null".to_string(), json_str);
+            let finish = c.finish_reason.map_or("null".to_string(), json_str);
+            let logprobs = c.logprobs.map_or("null".to_string(), Value::to_string);
+            let index = c.index;
             match self.endpoint {
-                Endpoint::Completions => s.push_str(&format!(
-                    ",\"choices\":[{{\"index\":0,\"text\":{},\"logprobs\":null,\
-                     \"finish_reason\":{finish},\"stop_reason\":null}}]",
-                    json_str(text)
-                )),
-                Endpoint::Chat => {
-                    let role = if first { "\"role\":\"assistant\"," } else { "" };
+                Endpoint::Completions => {
+                    let stop = c.stop_reason.map_or("null".to_string(), json_str);
                     s.push_str(&format!(
-                        ",\"choices\":[{{\"index\":0,\"delta\":{{{role}\"content\":{}}},\
-                         \"logprobs\":null,\"finish_reason\":{finish}}}]",
-                        json_str(text)
+                        ",\"choices\":[{{\"index\":{index},\"text\":{},\"logprobs\":{logprobs},\
+                         \"finish_reason\":{finish},\"stop_reason\":{stop}}}]",
+                        json_str(c.text)
+                    ))
+                }
+                Endpoint::Chat => {
+                    let role = if c.first {
+                        "\"role\":\"assistant\","
+                    } else {
+                        ""
+                    };
+                    // vLLM sets `stop_reason` on chat chunks only when finishing;
+                    // it is left out unless a stop string matched.
+                    let stop = c.stop_reason.map_or(String::new(), |r| {
+                        format!(",\"stop_reason\":{}", json_str(r))
+                    });
+                    s.push_str(&format!(
+                        ",\"choices\":[{{\"index\":{index},\"delta\":{{{role}\"content\":{}}},\
+                         \"logprobs\":{logprobs},\"finish_reason\":{finish}{stop}}}]",
+                        json_str(c.text)
                     ));
                 }
             }
@@ -117,33 +156,33 @@ impl ChunkFormat {
     /// The non-streaming response.
     pub fn full_response(
         &self,
-        text: &str,
-        finish_reason: &str,
+        choices: &[FullChoice],
         prompt: u64,
         completion: u64,
         no_choices: bool,
     ) -> Value {
-        let (object, choice) = match self.endpoint {
-            Endpoint::Completions => (
-                "text_completion",
-                json!({"index": 0, "text": text, "logprobs": null,
-                       "finish_reason": finish_reason, "stop_reason": null,
-                       "prompt_logprobs": null}),
-            ),
-            Endpoint::Chat => (
-                "chat.completion",
-                json!({"index": 0,
-                       "message": {"role": "assistant", "content": text, "tool_calls": []},
-                       "logprobs": null, "finish_reason": finish_reason,
-                       "stop_reason": null}),
-            ),
+        let object = match self.endpoint {
+            Endpoint::Completions => "text_completion",
+            Endpoint::Chat => "chat.completion",
         };
+        let choices: Vec<Value> = choices
+            .iter()
+            .map(|c| match self.endpoint {
+                Endpoint::Completions => json!({"index": c.index, "text": c.text,
+                       "logprobs": c.logprobs, "finish_reason": c.finish_reason,
+                       "stop_reason": c.stop_reason, "prompt_logprobs": null}),
+                Endpoint::Chat => json!({"index": c.index,
+                       "message": {"role": "assistant", "content": c.text, "tool_calls": []},
+                       "logprobs": c.logprobs, "finish_reason": c.finish_reason,
+                       "stop_reason": c.stop_reason}),
+            })
+            .collect();
         let mut v = json!({
             "id": self.id,
             "object": object,
             "created": self.created,
             "model": self.model,
-            "choices": [choice],
+            "choices": choices,
             "usage": {"prompt_tokens": prompt, "total_tokens": prompt + completion,
                       "completion_tokens": completion, "prompt_tokens_details": null},
         });
@@ -170,10 +209,65 @@ mod tests {
         serde_json::from_str(s).unwrap()
     }
 
+    fn choice<'a>(
+        index: u32,
+        text: &'a str,
+        first: bool,
+        finish: Option<&'a str>,
+    ) -> ChunkChoice<'a> {
+        ChunkChoice {
+            index,
+            text,
+            first,
+            finish_reason: finish,
+            stop_reason: None,
+            logprobs: None,
+        }
+    }
+
+    /// The default chunk (one prompt, n = 1) is what goodput's client reads:
+    /// its bytes must not change.
+    #[test]
+    fn default_chunks_keep_their_bytes() {
+        let f = ChunkFormat::new(Endpoint::Completions, "cmpl-1".into(), 5, "m");
+        let b = f.token_chunk(&choice(0, " a", true, Some("length")), false, None);
+        assert_eq!(
+            std::str::from_utf8(&b).unwrap(),
+            "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":5,\"model\":\"m\",\
+             \"choices\":[{\"index\":0,\"text\":\" a\",\"logprobs\":null,\"finish_reason\":\"length\",\
+             \"stop_reason\":null}]}\n\n"
+        );
+        let f = ChunkFormat::new(Endpoint::Chat, "chatcmpl-1".into(), 5, "m");
+        let b = f.token_chunk(&choice(0, " a", true, None), false, None);
+        assert_eq!(
+            std::str::from_utf8(&b).unwrap(),
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":5,\
+             \"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\
+             \"content\":\" a\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+        );
+    }
+
+    #[test]
+    fn choice_index_stop_reason_and_logprobs_are_carried() {
+        let lp = json!({"content": []});
+        for endpoint in [Endpoint::Completions, Endpoint::Chat] {
+            let f = ChunkFormat::new(endpoint, "x".into(), 5, "m");
+            let c = ChunkChoice {
+                stop_reason: Some("END"),
+                logprobs: Some(&lp),
+                ..choice(3, " a", false, Some("stop"))
+            };
+            let v = parse(&f.token_chunk(&c, false, None));
+            assert_eq!(v["choices"][0]["index"], 3);
+            assert_eq!(v["choices"][0]["stop_reason"], "END");
+            assert_eq!(v["choices"][0]["logprobs"], lp);
+        }
+    }
+
     #[test]
     fn completion_chunk_shape() {
         let f = ChunkFormat::new(Endpoint::Completions, "cmpl-1".into(), 5, "m\"x");
-        let v = parse(&f.token_chunk(" a b", true, None, false, None));
+        let v = parse(&f.token_chunk(&choice(0, " a b", true, None), false, None));
         assert_eq!(v["object"], "text_completion");
         assert_eq!(v["model"], "m\"x");
         assert_eq!(v["choices"][0]["text"], " a b");
@@ -197,14 +291,26 @@ mod tests {
     #[test]
     fn chat_chunk_shape() {
         let f = ChunkFormat::new(Endpoint::Chat, "chatcmpl-1".into(), 5, "m");
-        let v = parse(&f.token_chunk(" a", true, Some("length"), false, None));
+        let v = parse(&f.token_chunk(&choice(0, " a", true, Some("length")), false, None));
         assert_eq!(v["object"], "chat.completion.chunk");
         assert_eq!(v["choices"][0]["delta"]["role"], "assistant");
         assert_eq!(v["choices"][0]["delta"]["content"], " a");
         assert_eq!(v["choices"][0]["finish_reason"], "length");
-        let v = parse(&f.token_chunk(" a", false, None, true, None));
+        assert!(v["choices"][0].get("stop_reason").is_none());
+        let v = parse(&f.token_chunk(&choice(0, " a", false, None), true, None));
         assert!(v.get("choices").is_none());
-        let full = f.full_response(" a", "stop", 1, 1, false);
+        let full = f.full_response(
+            &[FullChoice {
+                index: 0,
+                text: " a".into(),
+                finish_reason: "stop",
+                stop_reason: None,
+                logprobs: None,
+            }],
+            1,
+            1,
+            false,
+        );
         assert_eq!(full["object"], "chat.completion");
         assert_eq!(full["choices"][0]["message"]["content"], " a");
     }

@@ -11,7 +11,8 @@ use tokio::sync::mpsc;
 
 use super::driver::{Command, DELIVERY_CAPACITY};
 use super::format::ChunkFormat;
-use super::openai::{plan, ApiError, Endpoint, GenerationRequest};
+use super::openai::ApiError;
+use super::plan::{plan_body, Endpoint, Plan};
 use super::stream::{CancelGuard, InFlight, Source, Writer};
 use super::SimState;
 use crate::faults::FaultSpec;
@@ -77,6 +78,64 @@ fn ms(value: f64, time_scale: f64) -> Duration {
     Duration::try_from_secs_f64(value / 1000.0 / time_scale).unwrap_or(Duration::ZERO)
 }
 
+/// One source per job: each choice is its own sequence in the model (or its
+/// own fixed schedule).
+fn sources(state: &SimState, plan: &Plan, endless: bool) -> Result<Vec<Source>, ApiError> {
+    let inner = &state.inner;
+    let config = &inner.config;
+    let mut out = Vec::with_capacity(plan.jobs.len());
+    for job in &plan.jobs {
+        let source = match (&config.schedule, &inner.commands) {
+            (Some(s), _) => {
+                let stats = inner.schedule_stats.clone();
+                stats.running.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .prompt_tokens
+                    .fetch_add(u64::from(job.prompt_tokens), Ordering::Relaxed);
+                Source::Schedule {
+                    next: 0,
+                    total: (!endless).then_some(u64::from(job.output_tokens)),
+                    first_at: Instant::now() + ms(s.ttft_ms, config.time_scale),
+                    itl: ms(s.itl_ms, config.time_scale),
+                    stats: stats.clone(),
+                    _inflight: InFlight(stats),
+                }
+            }
+            (None, Some(commands)) => {
+                let id = inner.next_seq.fetch_add(1, Ordering::Relaxed);
+                let (tx, rx) = mpsc::channel(DELIVERY_CAPACITY);
+                let spec = RequestSpec {
+                    prompt_tokens: job.prompt_tokens,
+                    output_tokens: job.output_tokens,
+                    endless,
+                    seed: job.text_seed,
+                };
+                commands.send(Command::Add { id, spec, tx }).map_err(|_| {
+                    ApiError::with_status(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "The engine is shutting down.",
+                    )
+                })?;
+                Source::Model {
+                    rx,
+                    _guard: CancelGuard {
+                        id,
+                        commands: commands.clone(),
+                    },
+                }
+            }
+            (None, None) => {
+                return Err(ApiError::with_status(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "no engine is running",
+                ))
+            }
+        };
+        out.push(source);
+    }
+    Ok(out)
+}
+
 fn generate(
     state: &SimState,
     headers: &HeaderMap,
@@ -91,9 +150,14 @@ fn generate(
             "The model is still loading.",
         ));
     }
-    let req: GenerationRequest = serde_json::from_slice(body)
+    let body: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("Invalid JSON request body: {e}")))?;
-    if let Some(m) = &req.model {
+    let serde_json::Value::Object(body) = body else {
+        return Err(ApiError::bad_request(
+            "Invalid request body: expected a JSON object.",
+        ));
+    };
+    if let Some(serde_json::Value::String(m)) = body.get("model") {
         if m != &config.model {
             return Err(ApiError::with_status(
                 StatusCode::NOT_FOUND,
@@ -101,7 +165,7 @@ fn generate(
             ));
         }
     }
-    let job = plan(&req, endpoint, config)?;
+    let plan = plan_body(body, endpoint, config)?;
     let n = inner.next_id.fetch_add(1, Ordering::Relaxed);
     let faults = faults_for(state, headers, n)?;
     if let Some(code) = faults.status {
@@ -119,68 +183,22 @@ fn generate(
         )
             .into_response());
     }
-    let source = match (&config.schedule, &inner.commands) {
-        (Some(s), _) => {
-            let stats = inner.schedule_stats.clone();
-            stats.running.fetch_add(1, Ordering::Relaxed);
-            stats
-                .prompt_tokens
-                .fetch_add(u64::from(job.prompt_tokens), Ordering::Relaxed);
-            Source::Schedule {
-                next: 0,
-                total: (!faults.endless).then_some(u64::from(job.output_tokens)),
-                first_at: Instant::now() + ms(s.ttft_ms, config.time_scale),
-                itl: ms(s.itl_ms, config.time_scale),
-                stats: stats.clone(),
-                _inflight: InFlight(stats),
-            }
-        }
-        (None, Some(commands)) => {
-            let (tx, rx) = mpsc::channel(DELIVERY_CAPACITY);
-            let spec = RequestSpec {
-                prompt_tokens: job.prompt_tokens,
-                output_tokens: job.output_tokens,
-                endless: faults.endless,
-                seed: job.text_seed,
-            };
-            commands
-                .send(Command::Add { id: n, spec, tx })
-                .map_err(|_| {
-                    ApiError::with_status(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "The engine is shutting down.",
-                    )
-                })?;
-            Source::Model {
-                rx,
-                _guard: CancelGuard {
-                    id: n,
-                    commands: commands.clone(),
-                },
-            }
-        }
-        (None, None) => {
-            return Err(ApiError::with_status(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "no engine is running",
-            ))
-        }
-    };
+    let sources = sources(state, &plan, faults.endless)?;
     let prefix = match endpoint {
         Endpoint::Completions => "cmpl",
         Endpoint::Chat => "chatcmpl",
     };
     let id = format!("{prefix}-{:016x}{:016x}", text::mix(n), text::mix(!n));
     let format = ChunkFormat::new(endpoint, id, unix_now(), &config.model);
-    let content_type = if job.stream {
+    let content_type = if plan.stream {
         "text/event-stream"
     } else {
         "application/json"
     };
     let writer = Writer::new(
-        job,
+        plan,
         format,
-        source,
+        sources,
         faults,
         probe_requested(state, headers),
         inner.mono,

@@ -5,15 +5,21 @@
 //! - [`driver`]: the task that owns the engine and runs steps on the wall clock.
 //! - `generate`: `/v1/completions` and `/v1/chat/completions` handlers.
 //! - `stream`: response bodies (SSE or JSON), timing probe, stream faults.
-//! - `format`: vLLM's chunk and response shapes.
-//! - [`openai`]: request parsing, validation and error bodies.
-//! - `routes`: health, models, tokenize, version, metrics, `/sim/gpu`.
+//! - `format`: vLLM's chunk and response shapes; `logprobs`: fake logprobs.
+//! - [`openai`]: request types and error bodies.
+//! - [`params`]: which fields are accepted, and vLLM's range checks.
+//! - [`plan`]: a request becomes one job per choice (prompts times `n`).
+//! - `routes`: health, models, tokenize, version, metrics, `/sim/gpu`, and
+//!   the JSON 404/405 fallbacks.
 //! - [`timer`]: a sub-millisecond timer for absolute deadlines.
 
 pub(crate) mod driver;
 mod format;
 mod generate;
+mod logprobs;
 pub mod openai;
+pub mod params;
+pub mod plan;
 mod routes;
 mod stream;
 pub mod timer;
@@ -51,7 +57,10 @@ pub(crate) struct Inner {
     pub commands: Option<mpsc::UnboundedSender<Command>>,
     pub published: Arc<Mutex<Published>>,
     pub schedule_stats: Arc<ScheduleStats>,
+    /// Request numbers (response ids, fault rules).
     pub next_id: AtomicU64,
+    /// Sequence ids in the model (one per choice).
+    pub next_seq: AtomicU64,
     pub shutdown_tx: watch::Sender<bool>,
     pub shutdown: watch::Receiver<bool>,
 }
@@ -116,6 +125,7 @@ impl SimState {
                 published,
                 schedule_stats: Arc::new(ScheduleStats::default()),
                 next_id: AtomicU64::new(1),
+                next_seq: AtomicU64::new(1),
                 shutdown_tx,
                 shutdown,
             }),
@@ -150,6 +160,8 @@ pub fn app(state: SimState) -> Router {
         .route("/version", get(routes::version))
         .route("/metrics", get(routes::metrics))
         .route("/sim/gpu", get(routes::gpu))
+        .fallback(routes::not_found)
+        .method_not_allowed_fallback(routes::method_not_allowed)
         .with_state(state)
 }
 

@@ -1,5 +1,5 @@
 //! The small endpoints: health, models, tokenize/detokenize, version,
-//! Prometheus metrics and the simulated GPU.
+//! Prometheus metrics, the simulated GPU, and JSON bodies for 404 and 405.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
@@ -53,10 +53,23 @@ pub(super) async fn version() -> Json<serde_json::Value> {
     Json(json!({"version": concat!("goodput-sim ", env!("CARGO_PKG_VERSION"))}))
 }
 
+pub(super) async fn not_found(uri: Uri) -> ApiError {
+    ApiError::with_status(StatusCode::NOT_FOUND, format!("Not Found: {}", uri.path()))
+}
+
+pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::with_status(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("Method Not Allowed: {method} {}", uri.path()),
+    )
+}
+
 #[derive(Deserialize)]
 struct TokenizeRequest {
     prompt: Option<String>,
     messages: Option<Vec<Message>>,
+    #[serde(default)]
+    return_token_strs: bool,
 }
 
 pub(super) async fn tokenize(State(state): State<SimState>, body: Bytes) -> Response {
@@ -75,11 +88,12 @@ pub(super) async fn tokenize(State(state): State<SimState>, body: Bytes) -> Resp
         }
     };
     let tokens = text::tokenize(&text);
+    let strs = req.return_token_strs.then(|| text::split(&text));
     Json(json!({
         "count": tokens.len(),
         "max_model_len": state.config().max_model_len,
         "tokens": tokens,
-        "token_strs": null,
+        "token_strs": strs,
     }))
     .into_response()
 }
@@ -89,10 +103,18 @@ struct DetokenizeRequest {
     tokens: Vec<u32>,
 }
 
+/// The inverse of `/tokenize` (see [`text::detokenize`]).
 pub(super) async fn detokenize(body: Bytes) -> Response {
-    match serde_json::from_slice::<DetokenizeRequest>(&body) {
-        Ok(r) => Json(json!({"prompt": text::detokenize(&r.tokens)})).into_response(),
-        Err(e) => ApiError::bad_request(format!("Invalid JSON request body: {e}")).into_response(),
+    let req = match serde_json::from_slice::<DetokenizeRequest>(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return ApiError::bad_request(format!("Invalid JSON request body: {e}")).into_response()
+        }
+    };
+    match text::detokenize(&req.tokens) {
+        Ok(prompt) => Json(json!({"prompt": prompt})).into_response(),
+        Err(id) => ApiError::bad_param("tokens", format!("Token id {id} is out of vocabulary"))
+            .into_response(),
     }
 }
 

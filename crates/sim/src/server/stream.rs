@@ -1,18 +1,26 @@
 //! Turning token deliveries into a response body: SSE chunks (or one JSON at
 //! the end for non-streaming requests), with the timing probe and the
 //! stream-level faults (drop, stall, malformed, no choices, bad usage).
+//!
+//! A response has one source per choice (its own sequence in the model);
+//! their deliveries are merged as they come, each streamed as a chunk with
+//! its choice's index. Faults count tokens over all choices together.
 
 use std::collections::VecDeque;
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::stream::{select_all, SelectAll};
+use futures_util::{Stream, StreamExt};
 use tokio::sync::{mpsc, watch};
 
 use super::driver::{Command, Delivery};
-use super::format::{ChunkFormat, Probe};
-use super::openai::Job;
+use super::format::{ChunkChoice, ChunkFormat, FullChoice, Probe};
+use super::logprobs::{self, TokenLogprob};
+use super::plan::{Endpoint, Job, Plan};
 use super::timer;
 use super::ScheduleStats;
 use crate::clock::{monotonic_ns, MonoClock};
@@ -60,8 +68,6 @@ pub(crate) enum Source {
         stats: Arc<ScheduleStats>,
         _inflight: InFlight,
     },
-    /// Nothing more will come (stalled or finished).
-    Closed,
 }
 
 impl Source {
@@ -92,26 +98,93 @@ impl Source {
                     scheduled: at,
                 })
             }
-            Source::Closed => None,
         }
     }
 }
 
-/// Writes one response body.
+/// What one choice's source yields: a delivery, or its end.
+type SourceItem = (usize, Option<Delivery>);
+type Sources = SelectAll<Pin<Box<dyn Stream<Item = SourceItem> + Send>>>;
+
+/// Every choice's source as one stream; each ends with `(index, None)`.
+fn merge(sources: Vec<Source>) -> Sources {
+    select_all(sources.into_iter().enumerate().map(|(i, source)| {
+        let s = futures_util::stream::unfold(Some(source), move |state| async move {
+            let mut source = state?;
+            match source.next().await {
+                Some(d) => Some(((i, Some(d)), Some(source))),
+                None => Some(((i, None), None)),
+            }
+        });
+        Box::pin(s) as Pin<Box<dyn Stream<Item = SourceItem> + Send>>
+    }))
+}
+
+/// One choice's progress.
+struct Choice {
+    job: Job,
+    /// Tokens produced so far.
+    tokens: u64,
+    /// Bytes of generated text sent so far.
+    text_bytes: usize,
+    /// Characters of the choice's text so far (logprobs' `text_offset`).
+    chars: usize,
+    /// Full text (non-streaming only).
+    text: String,
+    /// Logprobs so far (non-streaming only).
+    logprobs: Vec<TokenLogprob>,
+    finished: bool,
+}
+
+impl Choice {
+    /// Text of the next `count` tokens, cut at a stop string, with each
+    /// token's piece when `pieces` is asked for (logprobs).
+    fn next_text(&mut self, count: u32, pieces: bool) -> (String, Vec<String>) {
+        let seed = self.job.text_seed;
+        let left = self
+            .job
+            .text_limit
+            .map_or(usize::MAX, |l| l.saturating_sub(self.text_bytes));
+        let mut t = text::generated_text(seed, self.tokens, u64::from(count));
+        let mut out = Vec::new();
+        if pieces {
+            let mut used = 0;
+            for i in self.tokens..self.tokens + u64::from(count) {
+                let mut piece = format!(" {}", text::word(seed, i));
+                truncate(&mut piece, left.saturating_sub(used));
+                used += piece.len();
+                out.push(piece);
+            }
+        }
+        truncate(&mut t, left);
+        self.text_bytes += t.len();
+        (t, out)
+    }
+}
+
+fn truncate(t: &mut String, max: usize) {
+    if t.len() > max {
+        let mut cut = max;
+        while !t.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        t.truncate(cut);
+    }
+}
+
+/// Writes one response body: every choice's chunks, each carrying its index.
 pub(crate) struct Writer {
-    pub job: Job,
+    pub plan: Plan,
     pub format: ChunkFormat,
-    pub source: Source,
     pub faults: FaultSpec,
     pub probe: bool,
     pub mono: MonoClock,
     pub shutdown: watch::Receiver<bool>,
-    /// Tokens produced so far.
+    sources: Sources,
+    choices: Vec<Choice>,
+    /// Tokens produced so far, all choices together (faults count these).
     tokens: u64,
-    /// Bytes of text sent so far.
-    text_bytes: usize,
-    /// Full text (non-streaming only).
-    text: String,
+    unfinished: usize,
     pending: VecDeque<Bytes>,
     malformed_sent: bool,
     done: bool,
@@ -122,26 +195,39 @@ fn abort(reason: &str) -> io::Error {
 }
 
 impl Writer {
+    /// A writer for `plan`, with one source per job, in job order.
     pub fn new(
-        job: Job,
+        mut plan: Plan,
         format: ChunkFormat,
-        source: Source,
+        sources: Vec<Source>,
         faults: FaultSpec,
         probe: bool,
         mono: MonoClock,
         shutdown: watch::Receiver<bool>,
     ) -> Writer {
+        let choices: Vec<Choice> = std::mem::take(&mut plan.jobs)
+            .into_iter()
+            .map(|job| Choice {
+                job,
+                tokens: 0,
+                text_bytes: 0,
+                chars: 0,
+                text: String::new(),
+                logprobs: Vec::new(),
+                finished: false,
+            })
+            .collect();
         Writer {
-            job,
+            plan,
             format,
-            source,
             faults,
             probe,
             mono,
             shutdown,
+            sources: merge(sources),
+            unfinished: choices.len(),
+            choices,
             tokens: 0,
-            text_bytes: 0,
-            text: String::new(),
             pending: VecDeque::new(),
             malformed_sent: false,
             done: false,
@@ -163,23 +249,6 @@ impl Writer {
         })
     }
 
-    /// Text of the next `count` tokens, cut at a stop string.
-    fn next_text(&mut self, count: u32) -> String {
-        let mut t = text::generated_text(self.job.text_seed, self.tokens, u64::from(count));
-        if let Some(limit) = self.job.text_limit {
-            let left = limit.saturating_sub(self.text_bytes);
-            if t.len() > left {
-                let mut cut = left;
-                while !t.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                t.truncate(cut);
-            }
-        }
-        self.text_bytes += t.len();
-        t
-    }
-
     fn completion_tokens_reported(&self) -> u64 {
         if self.faults.bad_usage {
             self.tokens + 7
@@ -188,12 +257,17 @@ impl Writer {
         }
     }
 
+    /// Drop every source (frees the model's sequences).
+    fn close_sources(&mut self) {
+        self.sources = select_all(Vec::new());
+    }
+
     /// Frames after the last token.
     fn finish(&mut self, scheduled: Instant) {
-        let prompt = u64::from(self.job.prompt_tokens);
+        let prompt = self.plan.prompt_tokens;
         let completion = self.completion_tokens_reported();
-        if self.job.stream {
-            if self.job.include_usage || self.faults.bad_usage {
+        if self.plan.stream {
+            if self.plan.include_usage || self.faults.bad_usage {
                 let probe = self.probe_at(scheduled);
                 self.pending
                     .push_back(self.format.usage_chunk(prompt, completion, probe));
@@ -206,16 +280,64 @@ impl Writer {
                 self.tokens
             )));
         } else {
-            let body = self.format.full_response(
-                &self.text,
-                self.job.finish_reason,
-                prompt,
-                completion,
-                self.faults.no_choices,
-            );
+            let endpoint = self.plan.endpoint;
+            let asked = self.plan.logprobs.is_some();
+            let choices: Vec<FullChoice> = self
+                .choices
+                .iter_mut()
+                .map(|c| FullChoice {
+                    index: c.job.index,
+                    text: std::mem::take(&mut c.text),
+                    finish_reason: c.job.finish_reason,
+                    stop_reason: c.job.stop_reason.clone(),
+                    logprobs: asked.then(|| logprobs_json(endpoint, &c.logprobs)),
+                })
+                .collect();
+            let body =
+                self.format
+                    .full_response(&choices, prompt, completion, self.faults.no_choices);
             self.pending.push_back(Bytes::from(body.to_string()));
         }
         self.done = true;
+    }
+
+    /// Text and logprobs of choice `i`'s next `count` tokens (its first
+    /// chunk also carries the echoed prompt).
+    fn next_piece(&mut self, i: usize, count: u32) -> (String, Vec<TokenLogprob>) {
+        let top = self.plan.logprobs.map(|k| match self.plan.endpoint {
+            // Completions list the sampled token even for `logprobs: 0`.
+            Endpoint::Completions => (k as usize).max(1),
+            Endpoint::Chat => k as usize,
+        });
+        let c = &mut self.choices[i];
+        let mut out = String::new();
+        let mut lps = Vec::new();
+        if c.tokens == 0 {
+            if let Some(echo) = &c.job.echo {
+                out.push_str(echo);
+                if let Some(top) = top {
+                    lps = logprobs::prompt(echo, c.job.text_seed, top);
+                }
+                c.chars += echo.chars().count();
+            }
+        }
+        let (t, pieces) = c.next_text(count, top.is_some());
+        if let Some(top) = top {
+            for (k, piece) in pieces.iter().enumerate() {
+                let position = c.tokens + k as u64;
+                lps.push(logprobs::token(
+                    c.job.text_seed,
+                    position,
+                    piece,
+                    top,
+                    c.chars,
+                ));
+                c.chars += piece.chars().count();
+            }
+        }
+        c.tokens += u64::from(count);
+        out.push_str(&t);
+        (out, lps)
     }
 
     async fn next_frame(&mut self) -> Option<Result<Bytes, io::Error>> {
@@ -228,43 +350,74 @@ impl Writer {
             }
             if self.faults.stall_after.is_some_and(|n| self.tokens >= n) {
                 // Free the request, keep the connection open until shutdown.
-                self.source = Source::Closed;
+                self.close_sources();
                 let _ = self.shutdown.wait_for(|stop| *stop).await;
                 self.done = true;
                 return Some(Err(abort("shutting down a stalled stream")));
             }
-            let Some(d) = self.source.next().await else {
+            let next = self.sources.next().await;
+            let Some((i, Some(d))) = next else {
+                if next.is_some_and(|(i, _)| self.choices[i].finished) {
+                    continue;
+                }
+                // A source ended before its choice finished.
                 self.done = true;
                 return Some(Err(abort("the engine dropped the request")));
             };
             if self.faults.drop_after.is_some_and(|n| self.tokens >= n) {
                 // Abort when the next token is due (so everything before it
                 // has been flushed), without sending it.
-                self.source = Source::Closed;
+                self.close_sources();
                 self.done = true;
                 return Some(Err(abort("fault injected: drop_after")));
             }
-            let first = self.tokens == 0;
-            let t = self.next_text(d.tokens);
+            let first = self.choices[i].tokens == 0;
+            let (t, lps) = self.next_piece(i, d.tokens);
             self.tokens += u64::from(d.tokens);
             let finished = d.finished && !self.faults.endless;
-            if self.job.stream {
-                let finish = finished.then_some(self.job.finish_reason);
-                let probe = self.probe_at(d.scheduled);
-                let chunk =
-                    self.format
-                        .token_chunk(&t, first, finish, self.faults.no_choices, probe);
-                self.pending.push_back(chunk);
+            let endpoint = self.plan.endpoint;
+            let asked = self.plan.logprobs.is_some();
+            let c = &mut self.choices[i];
+            if self.plan.stream {
+                let lp = asked.then(|| logprobs_json(endpoint, &lps));
+                let chunk = ChunkChoice {
+                    index: c.job.index,
+                    text: &t,
+                    first,
+                    finish_reason: finished.then_some(c.job.finish_reason),
+                    stop_reason: c.job.stop_reason.as_deref().filter(|_| finished),
+                    logprobs: lp.as_ref(),
+                };
+                let probe = self.probe.then(|| Probe {
+                    sent_ns: monotonic_ns(),
+                    scheduled_ns: self.mono.ns(d.scheduled),
+                });
+                let frame = self
+                    .format
+                    .token_chunk(&chunk, self.faults.no_choices, probe);
+                self.pending.push_back(frame);
                 if self.faults.malformed && !self.malformed_sent {
                     self.malformed_sent = true;
                     self.pending.push_back(self.format.malformed_chunk());
                 }
             } else {
-                self.text.push_str(&t);
+                c.text.push_str(&t);
+                c.logprobs.extend(lps);
             }
-            if finished {
+            if finished && !c.finished {
+                c.finished = true;
+                self.unfinished -= 1;
+            }
+            if self.unfinished == 0 {
                 self.finish(d.scheduled);
             }
         }
+    }
+}
+
+fn logprobs_json(endpoint: Endpoint, lps: &[TokenLogprob]) -> serde_json::Value {
+    match endpoint {
+        Endpoint::Completions => logprobs::completion_json(lps),
+        Endpoint::Chat => logprobs::chat_json(lps),
     }
 }
