@@ -88,9 +88,12 @@ pub struct RunArgs {
     /// Seed of prompts and arrivals.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Overwrite an incomplete report of the same profile instead of resuming it.
+    /// Start over instead of resuming an incomplete report at the output.
     #[arg(long)]
     pub fresh: bool,
+    /// Overwrite whatever is at the output, a complete report included.
+    #[arg(long)]
+    pub force: bool,
     /// No progress bars or status lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -203,6 +206,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let opts = RunOptions {
         output: args.output.clone(),
         fresh: args.fresh,
+        force: args.force,
         progress: !args.quiet && std::io::stderr().is_terminal(),
         verbose: !args.quiet,
         html: !args.no_html,

@@ -34,3 +34,9 @@ pub mod telemetry;
 pub mod workload;
 
 pub use report;
+
+/// A usage error: a bad flag value, or an output that holds data goodput will not
+/// overwrite without being asked. The binary exits 2 for it, as for a bad profile.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);

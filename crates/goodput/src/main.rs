@@ -18,7 +18,9 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<goodput::profile::ProfileError>().is_some() {
+            if e.downcast_ref::<goodput::profile::ProfileError>().is_some()
+                || e.downcast_ref::<goodput::UsageError>().is_some()
+            {
                 2
             } else {
                 1

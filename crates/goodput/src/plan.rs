@@ -78,7 +78,7 @@ pub enum Workload {
 }
 
 /// One line of a JSONL workload.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonlPrompt {
     /// The prompt text.
@@ -86,6 +86,72 @@ pub struct JsonlPrompt {
     /// Output limit for this prompt.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+}
+
+impl Plan {
+    /// SHA-256 fingerprints (16 hex digits) of the parts of the plan that decide
+    /// what a trial measures: `slo`, `load` (mode, requests, warm-up, timeouts,
+    /// seed, burstiness, cap), `workload` (as described, plus every JSONL prompt),
+    /// `telemetry`, and `engine.<name>` per engine (its whole spec). Load levels,
+    /// the number of trials and which engines run are left out: a resumed run may
+    /// add trials, levels or engines without mixing plans.
+    pub fn fingerprints(&self) -> IndexMap<String, String> {
+        use serde_json::json;
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        let mut parts: Vec<(String, serde_json::Value)> = vec![
+            ("slo".into(), json!(self.slo)),
+            (
+                "load".into(),
+                json!({
+                    "mode": self.mode,
+                    "requests_per_trial": self.requests_per_trial,
+                    "warmup_requests": self.warmup_requests,
+                    "request_timeout_s": self.request_timeout.as_secs_f64(),
+                    "stall_timeout_s": secs(self.stall_timeout),
+                    "trial_timeout_s": secs(self.trial_timeout),
+                    "seed": self.seed,
+                    "burstiness": self.burstiness,
+                    "max_concurrency": self.max_concurrency,
+                }),
+            ),
+            (
+                "workload".into(),
+                match &self.workload {
+                    Workload::Synthetic { .. } => json!({"spec": self.workload_description}),
+                    Workload::Jsonl { prompts, .. } => {
+                        json!({"spec": self.workload_description, "prompts": prompts})
+                    }
+                },
+            ),
+            ("telemetry".into(), json!(self.telemetry)),
+        ];
+        for (name, e) in &self.engines {
+            parts.push((format!("engine.{name}"), json!(e)));
+        }
+        parts
+            .into_iter()
+            .map(|(k, v)| (k, fingerprint(&v)))
+            .collect()
+    }
+}
+
+/// The first 16 hex digits of the SHA-256 of a value's compact JSON.
+fn fingerprint(v: &serde_json::Value) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(v.to_string().as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The parts in which two plans' fingerprints differ (a part present in both with
+/// different values); engines present in only one of them are not a difference.
+pub fn fingerprint_changes(
+    old: &IndexMap<String, String>,
+    new: &IndexMap<String, String>,
+) -> Vec<String> {
+    new.iter()
+        .filter(|(k, v)| old.get(*k).is_some_and(|o| o != *v) || (!k.starts_with("engine.") && !old.contains_key(*k)))
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 /// Largest JSONL line accepted, bytes.

@@ -89,6 +89,12 @@ pub struct RunInfo {
     /// Unix time (seconds) when the report was last written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_unix_s: Option<f64>,
+    /// What the plan was, as SHA-256 fingerprints of its parts (`slo`, `load`,
+    /// `workload`, `telemetry`, `engine.<name>`), compared on resume so that trials
+    /// of different plans never mix. Load levels and the number of trials are not
+    /// part of it: a resumed run may add either.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub fingerprints: IndexMap<String, String>,
     /// Things the reader should know that are not per point (e.g. "no GPU telemetry").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,

@@ -105,6 +105,8 @@ pub fn html(report: &Report) -> String {
     let title = format!("goodput report: {}", escape(&report.profile));
     let mut h = String::with_capacity(256 * 1024);
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    h.push_str(crate::run::HTML_GENERATOR);
+    h.push('\n');
     h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     h.push_str(&format!("<title>{title}</title>\n<style>{STYLE}</style>\n"));
     h.push_str(&format!(

@@ -14,6 +14,7 @@ macro_rules! say {
     };
 }
 
+mod output;
 mod progress;
 mod state;
 mod trials;
@@ -29,8 +30,9 @@ use crate::client::http_client;
 use crate::engine::{self, EngineContext};
 use crate::plan::Plan;
 use crate::profile::LoadMode;
-use crate::record::{read_records, records_path, RecordsFile};
+use crate::record::{records_path, RecordsFile};
 use crate::telemetry;
+pub use output::HTML_GENERATOR;
 pub use state::{EngineState, Sweep, TrialState};
 
 /// How to run.
@@ -38,8 +40,12 @@ pub use state::{EngineState, Sweep, TrialState};
 pub struct RunOptions {
     /// The report file.
     pub output: PathBuf,
-    /// Start afresh even if an incomplete report of the same profile exists.
+    /// Start afresh instead of resuming an incomplete report (a complete one still
+    /// needs `force`).
     pub fresh: bool,
+    /// Overwrite whatever is at the output: a complete report, a file that is not a
+    /// report, a stray requests file or HTML page.
+    pub force: bool,
     /// Show progress bars (only drawn on a terminal).
     pub progress: bool,
     /// Print status lines to stderr.
@@ -124,7 +130,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
             .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     }
     let rec_path = records_path(output);
-    let (sweep, kept) = resume_state(plan, opts, &rec_path)?;
+    let (sweep, kept) = output::prepare(plan, opts, &rec_path)?;
     let resumed = !sweep.engines.is_empty();
     // Engines of a resumed run that need not start again keep their environment.
     let previous = if resumed {
@@ -169,6 +175,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
             .map(|n| n.to_string_lossy().into_owned()),
         started_unix_s: Some(unix_now()),
         updated_unix_s: None,
+        fingerprints: plan.fingerprints(),
         notices: Vec::new(),
         extra: Default::default(),
     };
@@ -319,42 +326,4 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         report::io::write_atomic(&html_path, crate::render::html(&report).as_bytes())?;
     }
     Ok((report, outcome))
-}
-
-fn resume_state(
-    plan: &Plan,
-    opts: &RunOptions,
-    rec_path: &Path,
-) -> anyhow::Result<(Sweep, Vec<crate::record::RequestRecord>)> {
-    if opts.fresh || !opts.output.exists() {
-        return Ok((Sweep::default(), Vec::new()));
-    }
-    let Ok(old) = report::read_report(&opts.output) else {
-        anyhow::bail!(
-            "{} exists and is not a goodput report; choose another output or remove it",
-            opts.output.display()
-        );
-    };
-    let Some(info) = &old.run else {
-        return Ok((Sweep::default(), Vec::new()));
-    };
-    // A finished run has nothing to resume: running again measures again.
-    if info.status == RunStatus::Complete {
-        return Ok((Sweep::default(), Vec::new()));
-    }
-    if old.profile != plan.name
-        || info.requests_per_trial != plan.requests_per_trial
-        || info.seed != plan.seed
-    {
-        anyhow::bail!(
-            "{} holds a run of another plan (profile `{}`, {} requests per trial, seed {}); use --fresh to overwrite it or choose another output",
-            opts.output.display(), old.profile, info.requests_per_trial, info.seed
-        );
-    }
-    let records = if rec_path.exists() {
-        read_records(rec_path).map_err(|e| anyhow::anyhow!(e))?
-    } else {
-        Vec::new()
-    };
-    Ok(Sweep::restore(plan, &old, records))
 }

@@ -36,8 +36,8 @@ pub struct EngineState {
     pub restarts: Vec<EngineFailure>,
     /// Telemetry source name (`nvml`, `sim`...), when sampling worked.
     pub telemetry_source: Option<String>,
-    /// Trials by load level (key: x bits) then trial index.
-    pub points: BTreeMap<u64, BTreeMap<u32, TrialState>>,
+    /// Trials by load point then trial index.
+    pub points: BTreeMap<PointKey, BTreeMap<u32, TrialState>>,
 }
 
 /// The whole sweep.
@@ -47,8 +47,28 @@ pub struct Sweep {
     pub engines: IndexMap<String, EngineState>,
 }
 
-fn key(x: f64) -> u64 {
-    x.to_bits()
+/// A load point: the load mode and x. Concurrency 4 and rate 4 are different points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PointKey {
+    /// Closed or open loop.
+    pub mode: LoadMode,
+    /// `x.to_bits()` (x is positive and finite, so bit order is numeric order).
+    x_bits: u64,
+}
+
+impl PointKey {
+    /// The point of `x` in `mode`.
+    pub fn new(mode: LoadMode, x: f64) -> PointKey {
+        PointKey {
+            mode,
+            x_bits: x.to_bits(),
+        }
+    }
+
+    /// The load level.
+    pub fn x(&self) -> f64 {
+        f64::from_bits(self.x_bits)
+    }
 }
 
 impl Sweep {
@@ -57,11 +77,11 @@ impl Sweep {
         self.engines.entry(name.to_string()).or_default()
     }
 
-    /// True when trial `t` at `x` of `engine` finished completely.
-    pub fn is_complete(&self, engine: &str, x: f64, t: u32) -> bool {
+    /// True when trial `t` at `point` of `engine` finished completely.
+    pub fn is_complete(&self, engine: &str, point: PointKey, t: u32) -> bool {
         self.engines
             .get(engine)
-            .and_then(|e| e.points.get(&key(x)))
+            .and_then(|e| e.points.get(&point))
             .and_then(|p| p.get(&t))
             .is_some_and(|s| s.info.status == RunStatus::Complete)
     }
@@ -70,14 +90,16 @@ impl Sweep {
     pub fn engine_done(&self, plan: &Plan, engine: &str) -> bool {
         plan.points
             .iter()
-            .all(|&x| (0..plan.trials).all(|t| self.is_complete(engine, x, t)))
+            .all(|&x| {
+                (0..plan.trials).all(|t| self.is_complete(engine, PointKey::new(plan.mode, x), t))
+            })
     }
 
     /// Records a finished trial.
-    pub fn add_trial(&mut self, engine: &str, x: f64, state: TrialState) {
+    pub fn add_trial(&mut self, engine: &str, point: PointKey, state: TrialState) {
         self.engine(engine)
             .points
-            .entry(key(x))
+            .entry(point)
             .or_default()
             .insert(state.info.index, state);
     }
@@ -87,8 +109,8 @@ impl Sweep {
         let mut load = IndexMap::new();
         for (name, e) in &self.engines {
             let mut points = Vec::new();
-            for (&k, trials) in &e.points {
-                let x = f64::from_bits(k);
+            for (k, trials) in &e.points {
+                let x = k.x();
                 let done: Vec<&TrialState> = trials
                     .values()
                     .filter(|t| t.info.status == RunStatus::Complete)
@@ -152,7 +174,15 @@ impl Sweep {
         records: Vec<RequestRecord>,
     ) -> (Sweep, Vec<RequestRecord>) {
         let mut sweep = Sweep::default();
-        let mut by_trial: BTreeMap<(String, u64, u32, u32), Vec<RequestRecord>> = BTreeMap::new();
+        // The old run's mode (the same as the plan's when fingerprints match; a
+        // report of another mode keys its points apart and restores nothing).
+        let mode = match old.run.as_ref().map(|r| r.load_mode.as_str()) {
+            Some("rate") => LoadMode::Rate,
+            _ => LoadMode::Concurrency,
+        };
+        let key = |x: f64| PointKey::new(mode, x);
+        let mut by_trial: BTreeMap<(String, PointKey, u32, u32), Vec<RequestRecord>> =
+            BTreeMap::new();
         for r in records {
             by_trial
                 .entry((r.engine.clone(), key(r.x), r.trial, r.attempt))
@@ -184,7 +214,7 @@ impl Sweep {
                         samples: info.gpu_samples.iter().map(sample_from_report).collect(),
                     };
                     kept.extend(recs);
-                    sweep.add_trial(name, p.x, state);
+                    sweep.add_trial(name, key(p.x), state);
                 }
             }
         }

@@ -60,7 +60,10 @@ pub(crate) async fn run_engine(
         if ctx.stopped() {
             break;
         }
-        if ctx.sweep.is_complete(name, x, t) {
+        if ctx
+            .sweep
+            .is_complete(name, super::state::PointKey::new(plan.mode, x), t)
+        {
             i += 1;
             continue;
         }
@@ -264,7 +267,7 @@ async fn run_one(
     );
     ctx.sweep.add_trial(
         name,
-        x,
+        super::state::PointKey::new(plan.mode, x),
         TrialState {
             metrics,
             info,

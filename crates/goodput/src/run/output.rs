@@ -1,0 +1,144 @@
+//! What is already at the output, and whether goodput may write there.
+//!
+//! Measured data is never dropped without being asked:
+//! - nothing there: a new run;
+//! - an incomplete report of the same plan (the fingerprints in `run.fingerprints`
+//!   match): resumed, its complete trials kept;
+//! - an incomplete report of another plan, or one from before fingerprints: refused,
+//!   naming what differs; `--fresh` starts over;
+//! - a complete report, a report goodput did not run (the reference, say), or a
+//!   file that is not a report: refused; `--force` overwrites;
+//! - a requests file (`.requests.jsonl`) without its report, or an `.html` page that
+//!   goodput did not write: refused; `--force` overwrites.
+
+use std::path::Path;
+
+use report::RunStatus;
+
+use super::{RunOptions, Sweep};
+use crate::plan::{fingerprint_changes, Plan};
+use crate::record::{read_records, RequestRecord};
+use crate::UsageError;
+
+/// Marker in every HTML page goodput writes (`<meta name="generator" ...>`); an
+/// `.html` without it is someone else's file.
+pub const HTML_GENERATOR: &str = "<meta name=\"generator\" content=\"goodput\">";
+
+fn taken(path: &Path, what: &str, flag: &str) -> anyhow::Error {
+    UsageError(format!(
+        "{} {what}; goodput does not overwrite it without being asked: choose another output with -o, or pass {flag}",
+        path.display()
+    ))
+    .into()
+}
+
+/// Decides what the run starts from: an empty sweep, or the complete trials of an
+/// incomplete run of the same plan (with their records). Errors when the output
+/// holds data that must not be overwritten.
+pub(super) fn prepare(
+    plan: &Plan,
+    opts: &RunOptions,
+    rec_path: &Path,
+) -> anyhow::Result<(Sweep, Vec<RequestRecord>)> {
+    let output = &opts.output;
+    let fresh = || Ok((Sweep::default(), Vec::new()));
+    if output.is_dir() {
+        return Err(UsageError(format!(
+            "{} is a directory: give the report's file name, e.g. -o {}",
+            output.display(),
+            output.join("goodput-report.json").display()
+        ))
+        .into());
+    }
+    if opts.force {
+        return fresh();
+    }
+    let html = output.with_extension("html");
+    if opts.html && html.exists() && !written_by_goodput(&html) {
+        return Err(taken(&html, "exists and was not written by goodput", "--force"));
+    }
+    if !output.exists() {
+        if rec_path.exists() {
+            return Err(taken(
+                rec_path,
+                "exists without its report (records of another run?)",
+                "--force",
+            ));
+        }
+        return fresh();
+    }
+    let old = report::read_report(output).map_err(|e| {
+        UsageError(format!(
+            "{e}; goodput does not overwrite it: choose another output with -o, or pass --force"
+        ))
+    })?;
+    let Some(info) = &old.run else {
+        return Err(taken(
+            output,
+            "holds a report that goodput did not run (no `run` section)",
+            "--force",
+        ));
+    };
+    if info.status == RunStatus::Complete {
+        let trials: usize = old
+            .load
+            .values()
+            .flat_map(|e| &e.points)
+            .map(|p| p.trials.len().max(p.completed.len()))
+            .sum();
+        return Err(taken(
+            output,
+            &format!(
+                "holds a complete run of `{}` ({} engine{}, {trials} trial{})",
+                old.profile,
+                old.load.len(),
+                plural(old.load.len()),
+                plural(trials)
+            ),
+            "--force",
+        ));
+    }
+    if opts.fresh {
+        return fresh();
+    }
+    let changed = if old.profile != plan.name {
+        vec!["profile name".to_string()]
+    } else {
+        fingerprint_changes(&info.fingerprints, &plan.fingerprints())
+    };
+    if !changed.is_empty() {
+        let why = if info.fingerprints.is_empty() {
+            "holds an incomplete run without a plan fingerprint (an older goodput), so it cannot be resumed safely".to_string()
+        } else {
+            format!(
+                "holds an incomplete run of another plan (it differs in: {}), whose trials must not be mixed with this one's",
+                changed.join(", ")
+            )
+        };
+        return Err(taken(output, &why, "--fresh to start over"));
+    }
+    let records = if rec_path.exists() {
+        read_records(rec_path).map_err(|e| anyhow::anyhow!(e))?
+    } else {
+        Vec::new()
+    };
+    Ok(Sweep::restore(plan, &old, records))
+}
+
+fn written_by_goodput(html: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(html)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .is_ok()
+        && String::from_utf8_lossy(&head).contains(HTML_GENERATOR)
+}
+
+/// `"s"` unless `n` is 1.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
