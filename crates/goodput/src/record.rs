@@ -50,8 +50,11 @@ pub enum ErrorKind {
     Stall,
     /// The whole request took longer than `request_timeout_s`.
     Timeout,
-    /// A line or the response exceeded the size limit.
+    /// A line or event exceeded the size limit.
     TooLarge,
+    /// The stream went on far past what the request allows: more content chunks
+    /// than `max_tokens` can explain, or more bytes than the stream limit.
+    Overlong,
     /// The stream completed with no content.
     Empty,
     /// `usage.completion_tokens` contradicts the stream: fewer tokens than content

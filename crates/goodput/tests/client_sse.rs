@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use goodput::client::{http_client, stream_request, Limits, SseLimits, Target};
+use goodput::client::{http_client, max_content_chunks, stream_request, Limits, SseLimits, Target};
 use goodput::metrics::{request_metrics, trial_metrics};
 use goodput::profile::SloSpec;
 use goodput::record::{now_ns, ErrorKind, RequestRecord};
@@ -32,9 +32,19 @@ fn slo() -> SloSpec {
 }
 
 async fn one(server: &ScriptServer, limits: Limits) -> RequestRecord {
+    one_asking(server, limits, None).await
+}
+
+/// One request that asked for `max_tokens`.
+async fn one_asking(
+    server: &ScriptServer,
+    limits: Limits,
+    max_tokens: Option<u32>,
+) -> RequestRecord {
     let client = http_client(4).unwrap();
     let target = Target::new(&server.url, "/v1/completions", None);
     let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
+    rec.requested_tokens = max_tokens;
     let origin = now_ns();
     stream_request(
         &client,
@@ -196,6 +206,7 @@ async fn failures_are_recorded_with_their_kind() {
     let l = Limits {
         sse: SseLimits {
             max_event_bytes: 1024,
+            ..SseLimits::default()
         },
         ..limits()
     };
@@ -307,4 +318,45 @@ async fn a_connection_closed_before_any_response_is_retried_once_on_a_fresh_one(
     server.abort();
     assert!(rec.ok(), "{:?} {:?}", rec.error, rec.error_detail);
     assert_eq!(rec.chunks.len(), 1);
+}
+
+#[tokio::test]
+async fn content_chunks_past_what_max_tokens_explains_fail_as_overlong() {
+    // max_tokens = 4 allows 4 + 64 content chunks; role-only chunks are not counted.
+    let allowed = max_content_chunks(Some(4));
+    assert_eq!(allowed, 68);
+    let role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+    let stream = |content: usize| {
+        vec![
+            step(0, role.repeat(200)),
+            step(5, text_chunk("a").repeat(content)),
+            step(0, DONE),
+        ]
+    };
+    let s = serve(sse_head(), stream(allowed), true).await;
+    let r = one_asking(&s, limits(), Some(4)).await;
+    assert!(r.ok(), "{:?} {:?}", r.error, r.error_detail);
+    assert_eq!(r.chunks.len(), allowed);
+    let s = serve(sse_head(), stream(allowed + 1), true).await;
+    let r = one_asking(&s, limits(), Some(4)).await;
+    assert_eq!(r.error, Some(ErrorKind::Overlong), "{:?}", r.error_detail);
+    assert_eq!(r.chunks.len(), allowed, "the record stops at the bound");
+}
+
+#[tokio::test]
+async fn a_stream_past_the_byte_limit_fails_as_overlong() {
+    let l = Limits {
+        sse: SseLimits {
+            max_stream_bytes: 4096,
+            ..SseLimits::default()
+        },
+        ..limits()
+    };
+    let s = serve(
+        sse_head(),
+        vec![step(0, ": keep-alive\n\n".repeat(400)), step(0, DONE)],
+        true,
+    )
+    .await;
+    assert_eq!(one(&s, l).await.error, Some(ErrorKind::Overlong));
 }

@@ -13,7 +13,7 @@ const FAULTS: &[(&str, &str)] = &[
     ("malformed", "malformed"),
     ("no_choices", "malformed"),
     ("bad_usage", "bad_usage"),
-    ("endless", "timeout"),
+    ("endless", "overlong"),
     ("not_sse", "not_sse"),
 ];
 

@@ -8,7 +8,10 @@
 //! - every stream owns its buffers; nothing is shared between streams in the hot path.
 //!
 //! A failure of any kind becomes an [`ErrorKind`] on the record; nothing here panics
-//! on what a server sends, and no line or response can grow without bound.
+//! on what a server sends, and nothing it sends is kept without bound: an error body
+//! is read only as far as its kept start ([`ERROR_BODY_BYTES`]), a line or event is
+//! limited by [`SseLimits::max_event_bytes`], and a stream by the content chunks the
+//! request allows ([`max_content_chunks`]) and by [`SseLimits::max_stream_bytes`].
 
 mod sse;
 
@@ -66,6 +69,30 @@ pub struct Limits {
     pub stall_timeout: Option<Duration>,
     /// Size limits of the stream.
     pub sse: SseLimits,
+}
+
+/// Bytes of a non-2xx response body kept in the error detail; no more is read.
+pub const ERROR_BODY_BYTES: usize = 300;
+
+/// Content chunks a stream may carry when the request did not say how many tokens
+/// it allows: above any model's context (so never a real answer), and a bounded
+/// record (32 bytes a chunk: 32 MiB).
+pub const UNASKED_MAX_CHUNKS: usize = 1 << 20;
+
+/// Most content-bearing chunks one stream may carry before it fails as
+/// [`ErrorKind::Overlong`]: `max_tokens + max(max_tokens, 64)`, or
+/// [`UNASKED_MAX_CHUNKS`] when `max_tokens` is unknown.
+///
+/// An honest server sends at most `max_tokens` content chunks (each carries at least
+/// one token; role-only, empty-content and usage-only chunks are not counted). The
+/// slack (twice the asked count, at least 64 more) keeps a server that splits one
+/// token's text over two chunks from failing; a stream past it is endless, not long.
+/// This is also the bound of the record's chunk list.
+pub fn max_content_chunks(max_tokens: Option<u32>) -> usize {
+    max_tokens.map_or(UNASKED_MAX_CHUNKS, |m| {
+        let m = m as usize;
+        m.saturating_add(m.max(64))
+    })
 }
 
 /// A shared HTTP client tuned for many concurrent streams on loopback.
@@ -134,10 +161,10 @@ async fn stream(
     rec.status = Some(resp.status().as_u16());
     if !resp.status().is_success() {
         let status = resp.status();
-        let detail = match tokio::time::timeout_at(deadline, resp.bytes()).await {
-            Ok(Ok(b)) => String::from_utf8_lossy(&b[..b.len().min(300)]).into_owned(),
-            _ => String::new(),
-        };
+        let mut kept = Vec::new();
+        // What arrived before the deadline is kept; the rest of the body is never read.
+        let _ = tokio::time::timeout_at(deadline, body_start(resp, &mut kept)).await;
+        let detail = String::from_utf8_lossy(&kept);
         return fail(
             rec,
             origin,
@@ -162,6 +189,9 @@ async fn stream(
     let mut stream = resp.bytes_stream();
     let mut parser = SseParser::new(limits.sse);
     let mut saw_done = false;
+    // The record holds at most `max_chunks`; a longer stream fails before it grows.
+    let max_chunks = max_content_chunks(rec.requested_tokens);
+    let mut received: u64 = 0;
     // Room for every chunk asked for, so recording one never reallocates.
     let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
     rec.chunks.reserve(expected + 1);
@@ -212,6 +242,20 @@ async fn stream(
         // Arrival time first, then parsing.
         let t = now_ns();
         last_read_ns = t;
+        // Counted per read, so a stream of events without content (comments, role-only
+        // or usage-only chunks), which `max_chunks` cannot see, ends too.
+        received += bytes.len() as u64;
+        if received > limits.sse.max_stream_bytes {
+            return fail(
+                rec,
+                origin,
+                ErrorKind::Overlong,
+                format!(
+                    "the stream is longer than {} bytes",
+                    limits.sse.max_stream_bytes
+                ),
+            );
+        }
         let mut rest: &[u8] = &bytes;
         loop {
             let data = match parser.next_event(&mut rest) {
@@ -232,6 +276,17 @@ async fn stream(
                 rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);
             }
             if info.text_len > 0 {
+                if rec.chunks.len() >= max_chunks {
+                    return fail(
+                        rec,
+                        origin,
+                        ErrorKind::Overlong,
+                        format!(
+                            "more than {max_chunks} content chunks ({} tokens allowed)",
+                            rec.requested_tokens.map_or("any".into(), |m| m.to_string())
+                        ),
+                    );
+                }
                 rec.chunks.push(Chunk {
                     t: t.saturating_sub(origin),
                     len: info.text_len,
@@ -274,6 +329,20 @@ async fn stream(
     }
 }
 
+/// Reads `resp`'s body into `kept` until it holds [`ERROR_BODY_BYTES`] or the body
+/// ends; dropping `resp` then closes the connection with the rest unread.
+async fn body_start(mut resp: reqwest::Response, kept: &mut Vec<u8>) {
+    while kept.len() < ERROR_BODY_BYTES {
+        match resp.chunk().await {
+            Ok(Some(b)) => {
+                let room = ERROR_BODY_BYTES - kept.len();
+                kept.extend_from_slice(&b[..b.len().min(room)]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+}
+
 fn fail(rec: &mut RequestRecord, origin: u64, kind: ErrorKind, detail: String) {
     rec.done = Some(now_ns().saturating_sub(origin));
     rec.error = Some(kind);
@@ -290,4 +359,21 @@ fn describe(e: &reqwest::Error) -> String {
         src = cause.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_chunk_bound_is_twice_max_tokens_and_at_least_64_more() {
+        assert_eq!(max_content_chunks(Some(0)), 64);
+        assert_eq!(max_content_chunks(Some(10)), 74);
+        assert_eq!(max_content_chunks(Some(64)), 128);
+        assert_eq!(max_content_chunks(Some(1000)), 2000);
+        assert_eq!(max_content_chunks(Some(u32::MAX)), 2 * u32::MAX as usize);
+        assert_eq!(max_content_chunks(None), UNASKED_MAX_CHUNKS);
+        // The unasked bound keeps a record within 32 MiB.
+        assert!(UNASKED_MAX_CHUNKS * std::mem::size_of::<Chunk>() <= 32 << 20);
+    }
 }

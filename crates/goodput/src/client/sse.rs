@@ -15,14 +15,21 @@ use crate::record::ErrorKind;
 /// Size limits of a stream.
 #[derive(Debug, Clone, Copy)]
 pub struct SseLimits {
-    /// Longest line or event, bytes.
+    /// Longest line or event, bytes; enforced by [`SseParser`] (`too_large`).
     pub max_event_bytes: usize,
+    /// Most bytes of one whole stream; enforced by the client per read (`overlong`).
+    /// Nothing is kept per byte, so this bounds time, not memory: it ends a stream
+    /// whose events carry no content, which the content-chunk bound cannot see.
+    pub max_stream_bytes: u64,
 }
 
 impl Default for SseLimits {
+    /// 4 MiB a line; 1 GiB a stream, far beyond a real answer (1M tokens at the
+    /// few hundred bytes a chunk takes).
     fn default() -> Self {
         SseLimits {
             max_event_bytes: 4 << 20,
+            max_stream_bytes: 1 << 30,
         }
     }
 }
@@ -304,11 +311,13 @@ mod tests {
     fn oversize_line_is_an_error_not_an_allocation() {
         let mut p = SseParser::new(SseLimits {
             max_event_bytes: 64,
+            ..SseLimits::default()
         });
         let big = vec![b'a'; 65];
         assert!(p.push(&big).is_err());
         let mut p = SseParser::new(SseLimits {
             max_event_bytes: 64,
+            ..SseLimits::default()
         });
         for _ in 0..10 {
             if p.push(&[b'a'; 10]).is_err() {
@@ -354,7 +363,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn never_panics_and_stays_bounded(chunks in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..200), 0..20)) {
-            let mut p = SseParser::new(SseLimits { max_event_bytes: 256 });
+            let mut p = SseParser::new(SseLimits { max_event_bytes: 256, ..SseLimits::default() });
             for c in &chunks {
                 if let Ok(events) = p.push(c) {
                     for e in events {
