@@ -177,7 +177,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             "built-in quick profile".to_string(),
         ),
     };
-    let usage = |e: String| anyhow::anyhow!(e);
+    let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
     let overrides = Overrides {
         concurrency: args
             .concurrency

@@ -437,6 +437,9 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
 
 /// Parses `1,4,16` into load levels.
 pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
+    if text.trim().is_empty() {
+        return Err("no load level given: write e.g. 1,4,16".into());
+    }
     text.split(',')
         .map(|p| {
             p.trim()

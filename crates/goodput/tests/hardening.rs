@@ -1,0 +1,194 @@
+//! What broke, misled or lost data when goodput was tried as a new user would:
+//! each test runs the binary as a user does and fails on the old behaviour.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PROFILE: &str = r#"
+name = "hardening"
+[slo]
+ttft_ms = 500
+tpot_ms = 50
+[load]
+points = [1]
+requests_per_trial = 3
+trials = 1
+request_timeout_s = 30
+[workload]
+input_tokens = 16
+output_tokens = 4
+[engines.a]
+kind = "sim"
+preset = "fixed"
+"#;
+
+fn goodput(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(args)
+        .output()
+        .expect("the goodput binary runs")
+}
+
+fn setup(profile: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(&p, profile).unwrap();
+    let out = dir.path().join("r.json");
+    (dir, p, out)
+}
+
+fn run(profile: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        profile.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    goodput(&args)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_run_with_one_slo_bound_writes_a_report_goodput_reads_back() {
+    for slo in ["ttft:100", "e2el:500"] {
+        let (_dir, p, out) = setup(PROFILE);
+        let o = run(&p, &out, &["--slo", slo]);
+        assert!(o.status.success(), "{slo}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let bounds = v["slo"].as_object().unwrap();
+        assert_eq!(bounds.len(), 1, "{slo}: only the given bound: {bounds:?}");
+        assert!(
+            bounds.values().all(|b| b.as_f64().is_some()),
+            "{slo}: every bound is a number: {bounds:?}"
+        );
+        let shown = goodput(&["show", out.to_str().unwrap()]);
+        assert!(shown.status.success(), "{slo}: show: {}", stderr(&shown));
+        let html = out.with_extension("check.html");
+        let o = goodput(&["report", out.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+        assert!(o.status.success(), "{slo}: report: {}", stderr(&o));
+        let o = goodput(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]);
+        assert!(o.status.success(), "{slo}: compare: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn bad_flag_values_are_usage_errors_that_name_the_flag() {
+    let (_dir, p, out) = setup(PROFILE);
+    for (flags, needle) in [
+        (vec!["--slo", ""], "--slo"),
+        (vec!["--slo", "ttft:100,ttft:200"], "twice"),
+        (vec!["--slo", "ttft:abc"], "--slo"),
+        (vec!["--slo", "foo:1"], "foo"),
+        (vec!["--concurrency", ""], "--concurrency"),
+        (vec!["--rate", "x"], "--rate"),
+    ] {
+        let o = run(&p, &out, &flags);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{flags:?}: {}", stderr(&o));
+        assert!(!out.exists(), "{flags:?}: nothing written");
+    }
+}
+
+#[test]
+fn files_goodput_did_not_write_are_not_overwritten() {
+    // A stray requests file without its report.
+    let (_dir, p, out) = setup(PROFILE);
+    let rec = out.with_file_name("r.requests.jsonl");
+    std::fs::write(&rec, "precious\n").unwrap();
+    let o = run(&p, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("r.requests.jsonl"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&rec).unwrap(), "precious\n");
+
+    // Someone's HTML page where goodput would write its own.
+    let (_dir, p, out) = setup(PROFILE);
+    let html = out.with_extension("html");
+    std::fs::write(&html, "<html>mine</html>").unwrap();
+    let o = run(&p, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("r.html"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&html).unwrap(), "<html>mine</html>");
+    // ... unless the page is not wanted, or overwriting is asked for.
+    let o = run(&p, &out, &["--no-html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&html).unwrap(), "<html>mine</html>");
+    let o = run(&p, &out, &["--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("goodput"));
+
+    // A report goodput did not run (the reference) and a file that is no report.
+    let (dir, p, out) = setup(PROFILE);
+    let reference = include_str!("../../../tests/data/l4-gpu1-vllm.json");
+    std::fs::write(&out, reference).unwrap();
+    let o = run(&p, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), reference);
+    std::fs::write(&out, "not json").unwrap();
+    let o = run(&p, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "not json");
+
+    // A directory as the output: said plainly.
+    let o = run(&p, dir.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+}
+
+/// Marks a finished report as interrupted, as a SIGKILL mid-run leaves it.
+fn make_incomplete(out: &Path) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    v["run"]["status"] = "running".into();
+    std::fs::write(out, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn resume_refuses_a_report_of_another_plan_and_names_what_differs() {
+    let (_dir, p, out) = setup(PROFILE);
+    let o = run(&p, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    make_incomplete(&out);
+    let before = std::fs::read(&out).unwrap();
+    for (what, profile, part) in [
+        (
+            "input_tokens",
+            PROFILE.replace("input_tokens = 16", "input_tokens = 8"),
+            "workload",
+        ),
+        (
+            "engine args",
+            PROFILE.replace("preset = \"fixed\"", "preset = \"fixed\"\nargs = [\"--probe\"]"),
+            "engine.a",
+        ),
+        (
+            "SLO",
+            PROFILE.replace("ttft_ms = 500", "ttft_ms = 400"),
+            "slo",
+        ),
+    ] {
+        std::fs::write(&p, &profile).unwrap();
+        let o = run(&p, &out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(&o));
+        assert!(stderr(&o).contains(part), "{what}: {}", stderr(&o));
+        assert_eq!(std::fs::read(&out).unwrap(), before, "{what}: report kept");
+    }
+    // Rate 1 is not concurrency 1: a different load mode is a different plan.
+    std::fs::write(&p, PROFILE).unwrap();
+    let o = run(&p, &out, &["--rate", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("load"), "{}", stderr(&o));
+    // The same plan resumes; --fresh starts over.
+    let o = run(&p, &out, &[]);
+    assert!(o.status.success(), "same plan resumes: {}", stderr(&o));
+    make_incomplete(&out);
+    let o = run(&p, &out, &["--rate", "1", "--fresh"]);
+    assert!(o.status.success(), "--fresh: {}", stderr(&o));
+    let r = report::read_report(&out).unwrap();
+    assert_eq!(r.run.unwrap().load_mode, "rate");
+}
