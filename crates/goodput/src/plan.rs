@@ -157,186 +157,137 @@ pub fn fingerprint_changes(
 /// Largest JSONL line accepted, bytes.
 const MAX_JSONL_LINE: usize = 16 * 1024 * 1024;
 
-impl Profile {
-    /// Applies overrides and validates: the result has no unchecked value.
-    pub fn into_plan(self, origin: &str, ov: &Overrides) -> Result<Plan, ProfileError> {
-        let bad = |field: &str, message: String| ProfileError::Invalid {
-            path: origin.to_string(),
-            field: field.to_string(),
+/// Names a bad value: the field (or the flag that set it) and the profile line.
+struct Checker<'a> {
+    origin: &'a str,
+    source: Option<&'a str>,
+    /// Fields set by a flag, and the flag: their errors name the flag, not a line.
+    flags: Vec<(&'static str, &'static str)>,
+}
+
+impl Checker<'_> {
+    fn bad(&self, field: &str, message: String) -> ProfileError {
+        let flag = self
+            .flags
+            .iter()
+            .find(|(f, _)| field == *f || field.starts_with(&format!("{f}.")))
+            .map(|(_, flag)| *flag);
+        ProfileError::Invalid {
+            path: self.origin.to_string(),
+            field: flag.map_or_else(|| field.to_string(), |f| format!("{f} ({field})")),
+            line: match flag {
+                Some(_) => None,
+                None => self.source.and_then(|s| crate::profile::line_of(s, field)),
+            },
             message,
+        }
+    }
+
+    /// A finite number in `range`.
+    fn number(
+        &self,
+        field: &str,
+        v: f64,
+        range: std::ops::RangeInclusive<f64>,
+        unit: &str,
+    ) -> Result<f64, ProfileError> {
+        if v.is_finite() && range.contains(&v) {
+            Ok(v)
+        } else {
+            Err(self.bad(
+                field,
+                format!(
+                    "{v} is out of range: give a number of {unit} in {}..={}",
+                    range.start(),
+                    range.end()
+                ),
+            ))
+        }
+    }
+
+    /// A whole number in `range`.
+    fn count<T: Into<u64> + Copy + std::fmt::Display>(
+        &self,
+        field: &str,
+        v: T,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<T, ProfileError> {
+        if range.contains(&v.into()) {
+            Ok(v)
+        } else {
+            Err(self.bad(
+                field,
+                format!(
+                    "{v} is out of range {}..={}",
+                    range.start(),
+                    range.end()
+                ),
+            ))
+        }
+    }
+
+    /// A positive number of seconds, at most about four months (so that every
+    /// `Duration` built from it, and sums of them, stay far from overflow).
+    fn seconds(&self, field: &str, v: f64) -> Result<Duration, ProfileError> {
+        if v.is_finite() && v > 0.0 && v <= MAX_SECONDS {
+            Ok(Duration::from_secs_f64(v))
+        } else {
+            Err(self.bad(
+                field,
+                format!("{v} must be a positive number of seconds, at most {MAX_SECONDS}"),
+            ))
+        }
+    }
+}
+
+/// Longest duration any profile field may give, seconds (10^7, about 4 months).
+const MAX_SECONDS: f64 = 1e7;
+
+impl Profile {
+    /// Applies overrides and validates: the result has no unchecked value. Every
+    /// numeric field is checked to be finite and in range here, with an error
+    /// naming the key and its line (or the flag that set it).
+    pub fn into_plan(self, origin: &str, ov: &Overrides) -> Result<Plan, ProfileError> {
+        let check = Checker {
+            origin,
+            source: self.source.as_deref(),
+            flags: override_flags(ov),
         };
-        let mut load = self.load;
-        if let Some(points) = &ov.concurrency {
-            load.mode = LoadMode::Concurrency;
-            load.points = points.clone();
-        }
-        if let Some(points) = &ov.rate {
-            load.mode = LoadMode::Rate;
-            load.points = points.clone();
-        }
-        if let Some(t) = ov.trials {
-            load.trials = t;
-        }
-        if let Some(r) = ov.requests {
-            load.requests_per_trial = r;
-        }
-        if let Some(s) = ov.seed {
-            load.seed = s;
-        }
-        let slo = ov.slo.clone().unwrap_or(self.slo);
-        for (field, v) in [
-            ("slo.ttft_ms", slo.ttft_ms),
-            ("slo.tpot_ms", slo.tpot_ms),
-            ("slo.e2el_ms", slo.e2el_ms),
-        ] {
-            if let Some(v) = v {
-                if !v.is_finite() || v <= 0.0 {
-                    return Err(bad(field, format!("{v} must be a positive number of ms")));
-                }
-            }
-        }
-        if slo.ttft_ms.is_none() && slo.tpot_ms.is_none() && slo.e2el_ms.is_none() {
-            return Err(bad(
-                "slo",
-                "needs at least one bound (ttft_ms, tpot_ms or e2el_ms)".into(),
-            ));
-        }
-        if load.points.is_empty() {
-            return Err(bad("load.points", "needs at least one load level".into()));
-        }
-        for &x in &load.points {
-            let ok = x.is_finite()
-                && x > 0.0
-                && (load.mode == LoadMode::Rate || (x.fract() == 0.0 && x <= 100_000.0));
-            if !ok {
-                let what = match load.mode {
-                    LoadMode::Concurrency => "a whole number of requests in flight, 1..=100000",
-                    LoadMode::Rate => "a positive request rate",
-                };
-                return Err(bad("load.points", format!("{x} is not {what}")));
-            }
-        }
-        let mut points = load.points.clone();
-        points.sort_by(f64::total_cmp);
-        points.dedup();
-        if load.requests_per_trial == 0 {
-            return Err(bad("load.requests_per_trial", "must be at least 1".into()));
-        }
-        if load.trials == 0 || load.trials > 1000 {
-            return Err(bad(
-                "load.trials",
-                format!("{} is out of range 1..=1000", load.trials),
-            ));
-        }
-        let positive_secs = |field: &str, v: f64| -> Result<Duration, ProfileError> {
-            if v.is_finite() && v > 0.0 && v < 1e7 {
-                Ok(Duration::from_secs_f64(v))
-            } else {
-                Err(bad(
-                    field,
-                    format!("{v} must be a positive number of seconds"),
-                ))
-            }
-        };
-        let request_timeout = positive_secs("load.request_timeout_s", load.request_timeout_s)?;
+        let load = self.load.clone().with_overrides(ov);
+        let slo = check_slo(&check, ov.slo.clone().unwrap_or_else(|| self.slo.clone()))?;
+        let points = check_points(&check, &load)?;
+        check.count("load.requests_per_trial", load.requests_per_trial, 1..=10_000_000)?;
+        check.count("load.trials", load.trials, 1..=1000)?;
+        check.count("load.warmup_requests", load.warmup_requests, 0..=1_000_000)?;
+        let request_timeout = check.seconds("load.request_timeout_s", load.request_timeout_s)?;
         let stall_timeout = load
             .stall_timeout_s
-            .map(|v| positive_secs("load.stall_timeout_s", v))
+            .map(|v| check.seconds("load.stall_timeout_s", v))
             .transpose()?;
         let trial_timeout = load
             .trial_timeout_s
-            .map(|v| positive_secs("load.trial_timeout_s", v))
+            .map(|v| check.seconds("load.trial_timeout_s", v))
             .transpose()?;
-        if !(load.burstiness.is_finite() && load.burstiness > 0.0) {
-            return Err(bad(
+        if !(load.burstiness.is_finite() && load.burstiness > 0.0 && load.burstiness <= 1000.0) {
+            return Err(check.bad(
                 "load.burstiness",
-                format!("{} must be > 0 (1.0 = Poisson)", load.burstiness),
+                format!("{} must be in (0, 1000] (1.0 = Poisson)", load.burstiness),
             ));
         }
-        if load.max_concurrency == Some(0) {
-            return Err(bad("load.max_concurrency", "must be at least 1".into()));
+        if let Some(c) = load.max_concurrency {
+            check.count("load.max_concurrency", c, 1..=100_000)?;
         }
-        let quantiles = self.quantiles.unwrap_or_else(report::default_quantiles);
+        let quantiles = self.quantiles.clone().unwrap_or_else(report::default_quantiles);
         if quantiles.is_empty() || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
-            return Err(bad(
+            return Err(check.bad(
                 "quantiles",
                 "every quantile must be in 0.0..=1.0".into(),
             ));
         }
-        let w = &self.workload;
-        let workload_description = serde_json::to_value(w).unwrap_or_default();
-        if !(0.0..1.0).contains(&w.range_ratio) {
-            return Err(bad(
-                "workload.range_ratio",
-                format!("{} is out of range 0.0..1.0", w.range_ratio),
-            ));
-        }
-        let workload = match w.kind {
-            WorkloadKind::Synthetic => {
-                let input_tokens = w.input_tokens.ok_or_else(|| {
-                    bad(
-                        "workload.input_tokens",
-                        "is required for a synthetic workload".into(),
-                    )
-                })?;
-                let output_tokens = w.output_tokens.ok_or_else(|| {
-                    bad(
-                        "workload.output_tokens",
-                        "is required for a synthetic workload".into(),
-                    )
-                })?;
-                if input_tokens == 0 || input_tokens > 1_000_000 {
-                    return Err(bad(
-                        "workload.input_tokens",
-                        format!("{input_tokens} is out of range 1..=1000000"),
-                    ));
-                }
-                if output_tokens == 0 || output_tokens > 1_000_000 {
-                    return Err(bad(
-                        "workload.output_tokens",
-                        format!("{output_tokens} is out of range 1..=1000000"),
-                    ));
-                }
-                Workload::Synthetic {
-                    input_tokens,
-                    output_tokens,
-                    range_ratio: w.range_ratio,
-                    text: w.text,
-                    calibrate: w.calibrate,
-                }
-            }
-            WorkloadKind::Jsonl => {
-                let path = w.path.clone().ok_or_else(|| {
-                    bad("workload.path", "is required for a jsonl workload".into())
-                })?;
-                let prompts =
-                    read_jsonl(&path, w.output_tokens).map_err(|m| bad("workload.path", m))?;
-                Workload::Jsonl { path, prompts }
-            }
-        };
-        let mut engines = self.engines;
-        if !ov.engines.is_empty() {
-            for name in &ov.engines {
-                if !engines.contains_key(name) {
-                    let known: Vec<&str> = engines.keys().map(String::as_str).collect();
-                    return Err(bad(
-                        "engines",
-                        format!(
-                            "no engine named `{name}` (the profile has: {})",
-                            known.join(", ")
-                        ),
-                    ));
-                }
-            }
-            engines.retain(|k, _| ov.engines.contains(k));
-        }
-        if engines.is_empty() {
-            return Err(bad("engines", "needs at least one engine".into()));
-        }
-        for (name, e) in engines.iter_mut() {
-            expand_engine(e).map_err(|(f, m)| bad(&format!("engines.{name}.{f}"), m))?;
-            validate_engine(name, e).map_err(|(f, m)| bad(&format!("engines.{name}.{f}"), m))?;
-        }
+        let workload_description = serde_json::to_value(&self.workload).unwrap_or_default();
+        let workload = check_workload(&check, &self.workload)?;
+        check_telemetry(&check, &self.telemetry)?;
+        let engines = select_engines(&check, self.engines, &ov.engines)?;
         Ok(Plan {
             name: self.name,
             slo,
@@ -358,6 +309,199 @@ impl Profile {
             workload_description,
         })
     }
+}
+
+/// Which fields the command line set, and by which flag.
+fn override_flags(ov: &Overrides) -> Vec<(&'static str, &'static str)> {
+    let mut flags = Vec::new();
+    if ov.concurrency.is_some() {
+        flags.push(("load.points", "--concurrency"));
+    }
+    if ov.rate.is_some() {
+        flags.push(("load.points", "--rate"));
+    }
+    if ov.trials.is_some() {
+        flags.push(("load.trials", "--trials"));
+    }
+    if ov.requests.is_some() {
+        flags.push(("load.requests_per_trial", "--requests"));
+    }
+    if ov.slo.is_some() {
+        flags.push(("slo", "--slo"));
+    }
+    if !ov.engines.is_empty() {
+        flags.push(("engines", "--engine"));
+    }
+    flags
+}
+
+impl crate::profile::LoadSpec {
+    fn with_overrides(mut self, ov: &Overrides) -> Self {
+        if let Some(points) = &ov.concurrency {
+            self.mode = LoadMode::Concurrency;
+            self.points = points.clone();
+        }
+        if let Some(points) = &ov.rate {
+            self.mode = LoadMode::Rate;
+            self.points = points.clone();
+        }
+        if let Some(t) = ov.trials {
+            self.trials = t;
+        }
+        if let Some(r) = ov.requests {
+            self.requests_per_trial = r;
+        }
+        if let Some(s) = ov.seed {
+            self.seed = s;
+        }
+        self
+    }
+}
+
+fn check_slo(check: &Checker, slo: SloSpec) -> Result<SloSpec, ProfileError> {
+    for (field, v) in [
+        ("slo.ttft_ms", slo.ttft_ms),
+        ("slo.tpot_ms", slo.tpot_ms),
+        ("slo.e2el_ms", slo.e2el_ms),
+    ] {
+        if let Some(v) = v {
+            if !v.is_finite() || v <= 0.0 {
+                return Err(check.bad(field, format!("{v} must be a positive number of ms")));
+            }
+        }
+    }
+    if slo.ttft_ms.is_none() && slo.tpot_ms.is_none() && slo.e2el_ms.is_none() {
+        return Err(check.bad(
+            "slo",
+            "needs at least one bound (ttft_ms, tpot_ms or e2el_ms)".into(),
+        ));
+    }
+    Ok(slo)
+}
+
+/// The load levels, checked, sorted and without duplicates.
+fn check_points(
+    check: &Checker,
+    load: &crate::profile::LoadSpec,
+) -> Result<Vec<f64>, ProfileError> {
+    if load.points.is_empty() {
+        return Err(check.bad("load.points", "needs at least one load level".into()));
+    }
+    for &x in &load.points {
+        let ok = x.is_finite()
+            && x > 0.0
+            && match load.mode {
+                LoadMode::Concurrency => x.fract() == 0.0 && x <= 100_000.0,
+                LoadMode::Rate => x <= 1_000_000.0,
+            };
+        if !ok {
+            let what = match load.mode {
+                LoadMode::Concurrency => "a whole number of requests in flight, 1..=100000",
+                LoadMode::Rate => "a request rate per second in (0, 1000000]",
+            };
+            return Err(check.bad("load.points", format!("{x} is not {what}")));
+        }
+    }
+    let mut points = load.points.clone();
+    points.sort_by(f64::total_cmp);
+    points.dedup();
+    Ok(points)
+}
+
+fn check_workload(
+    check: &Checker,
+    w: &crate::profile::WorkloadSpec,
+) -> Result<Workload, ProfileError> {
+    if !(0.0..1.0).contains(&w.range_ratio) {
+        return Err(check.bad(
+            "workload.range_ratio",
+            format!("{} is out of range 0.0..1.0", w.range_ratio),
+        ));
+    }
+    if let Some(o) = w.output_tokens {
+        check.count("workload.output_tokens", o, 1..=1_000_000)?;
+    }
+    match w.kind {
+        WorkloadKind::Synthetic => {
+            let required = |field: &str, v: Option<u32>| {
+                v.ok_or_else(|| {
+                    check.bad(
+                        &format!("workload.{field}"),
+                        "is required for a synthetic workload".into(),
+                    )
+                })
+            };
+            let input_tokens = required("input_tokens", w.input_tokens)?;
+            let output_tokens = required("output_tokens", w.output_tokens)?;
+            check.count("workload.input_tokens", input_tokens, 1..=1_000_000)?;
+            Ok(Workload::Synthetic {
+                input_tokens,
+                output_tokens,
+                range_ratio: w.range_ratio,
+                text: w.text,
+                calibrate: w.calibrate,
+            })
+        }
+        WorkloadKind::Jsonl => {
+            let path = w.path.clone().ok_or_else(|| {
+                check.bad("workload.path", "is required for a jsonl workload".into())
+            })?;
+            let prompts =
+                read_jsonl(&path, w.output_tokens).map_err(|m| check.bad("workload.path", m))?;
+            Ok(Workload::Jsonl { path, prompts })
+        }
+    }
+}
+
+fn check_telemetry(check: &Checker, t: &TelemetrySpec) -> Result<(), ProfileError> {
+    check.count("telemetry.interval_ms", t.interval_ms, 1..=3_600_000)?;
+    if let Some(c) = &t.cooldown {
+        if let Some(v) = c.max_temp_c {
+            check.number("telemetry.cooldown.max_temp_c", v, 0.0..=150.0, "°C")?;
+        }
+        if let Some(v) = c.min_sm_mhz {
+            check.number("telemetry.cooldown.min_sm_mhz", v, 0.0..=100_000.0, "MHz")?;
+        }
+        check.number(
+            "telemetry.cooldown.max_wait_s",
+            c.max_wait_s,
+            0.0..=MAX_SECONDS,
+            "seconds",
+        )?;
+    }
+    Ok(())
+}
+
+/// The engines to run (all, or those named by `--engine`), each expanded and checked.
+fn select_engines(
+    check: &Checker,
+    mut engines: IndexMap<String, EngineSpec>,
+    only: &[String],
+) -> Result<IndexMap<String, EngineSpec>, ProfileError> {
+    for name in only {
+        if !engines.contains_key(name) {
+            let known: Vec<&str> = engines.keys().map(String::as_str).collect();
+            return Err(check.bad(
+                "engines",
+                format!(
+                    "no engine named `{name}` (the profile has: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    if !only.is_empty() {
+        engines.retain(|k, _| only.contains(k));
+    }
+    if engines.is_empty() {
+        return Err(check.bad("engines", "needs at least one engine".into()));
+    }
+    for (name, e) in engines.iter_mut() {
+        let bad = |(f, m): (&str, String)| check.bad(&format!("engines.{name}.{f}"), m);
+        expand_engine(e).map_err(bad)?;
+        validate_engine(name, e).map_err(bad)?;
+    }
+    Ok(engines)
 }
 
 /// Replaces `${NAME}` with the environment variable NAME in every string of an
@@ -464,13 +608,33 @@ fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'static str, Str
             ));
         }
     }
-    if let Some(t) = e.ready_timeout_s {
-        if !(t.is_finite() && t > 0.0) {
-            return Err((
-                "ready_timeout_s",
-                format!("{t} must be a positive number of seconds"),
-            ));
+    for (field, v, min) in [
+        ("ready_timeout_s", e.ready_timeout_s, f64::MIN_POSITIVE),
+        ("stop_grace_s", e.stop_grace_s, 0.0),
+    ] {
+        if let Some(t) = v {
+            if !(t.is_finite() && t >= min && t <= MAX_SECONDS) {
+                return Err((
+                    field,
+                    format!("{t} must be a positive number of seconds, at most {MAX_SECONDS}"),
+                ));
+            }
         }
+    }
+    if let Some(crate::profile::PortSpec::Fixed(0)) = &e.port {
+        return Err((
+            "port",
+            "0 is not a port goodput can reach: give a number or \"auto\"".into(),
+        ));
+    }
+    if e.kv_pool_tokens == Some(0) {
+        return Err(("kv_pool_tokens", "must be at least 1".into()));
+    }
+    if e.max_restarts > 100 {
+        return Err((
+            "max_restarts",
+            format!("{} is out of range 0..=100", e.max_restarts),
+        ));
     }
     if let Some(var) = &e.api_key_env {
         if var.is_empty() || var.contains(char::is_whitespace) {
@@ -612,5 +776,53 @@ mod tests {
         assert_eq!(p.engines.keys().collect::<Vec<_>>(), vec!["b"]);
         assert!(crate::profile::parse_slo("ttft:x").is_err());
         assert!(crate::profile::parse_slo("foo:1").is_err());
+    }
+
+    #[test]
+    fn every_numeric_field_is_checked_with_its_key_and_line() {
+        let engine = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
+        // BASE has 10 lines, the engine 2 more; the bad key follows.
+        for (extra, key) in [
+            ("[telemetry.cooldown]\nmax_wait_s = inf\n", "telemetry.cooldown.max_wait_s"),
+            ("[telemetry.cooldown]\nmax_temp_c = nan\n", "telemetry.cooldown.max_temp_c"),
+            ("[telemetry]\ninterval_ms = 9223372036854775807\n", "telemetry.interval_ms"),
+        ] {
+            let e = plan(&format!("{engine}{extra}")).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("line 14"), "{extra}: {e}");
+        }
+        for (extra, key) in [
+            ("ready_timeout_s = inf\n", "engines.a.ready_timeout_s"),
+            ("stop_grace_s = 1e300\n", "engines.a.stop_grace_s"),
+            ("port = 0\n", "engines.a.port"),
+            ("kv_pool_tokens = 0\n", "engines.a.kv_pool_tokens"),
+        ] {
+            let e = plan(&format!("{engine}{extra}")).unwrap_err().to_string();
+            assert!(e.contains(key) && e.contains("line 13"), "{extra}: {e}");
+        }
+        let over = |load: &str| BASE.replace("requests_per_trial = 3\n", &format!("requests_per_trial = 3\n{load}\n"));
+        for (load, key) in [
+            ("request_timeout_s = 1e300", "load.request_timeout_s"),
+            ("burstiness = inf", "load.burstiness"),
+            ("max_concurrency = 0", "load.max_concurrency"),
+            ("warmup_requests = 4000000000", "load.warmup_requests"),
+        ] {
+            let e = Profile::parse(&format!("{}{engine}", over(load)), "p.toml")
+                .unwrap()
+                .into_plan("p.toml", &Overrides::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key) && e.contains("line 8"), "{load}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_bad_value_from_a_flag_names_the_flag_not_a_line() {
+        let prof = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\n"), "p").unwrap();
+        let ov = Overrides {
+            trials: Some(0),
+            ..Default::default()
+        };
+        let e = prof.into_plan("p", &ov).unwrap_err().to_string();
+        assert!(e.contains("--trials") && !e.contains("line"), "{e}");
     }
 }

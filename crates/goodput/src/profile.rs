@@ -32,12 +32,14 @@ pub enum ProfileError {
         message: String,
     },
     /// A value is out of range or inconsistent.
-    #[error("profile {path}: {field}: {message}")]
+    #[error("profile {path}{}: {field}: {message}", line.map_or(String::new(), |l| format!(", line {l}")))]
     Invalid {
         /// The profile path.
         path: String,
-        /// The offending field, dotted (`load.points`).
+        /// The offending field, dotted (`load.points`), or the flag that set it.
         field: String,
+        /// The line of the profile where the field is written, when it is.
+        line: Option<usize>,
         /// What is wrong and what is allowed.
         message: String,
     },
@@ -63,6 +65,9 @@ pub struct Profile {
     pub telemetry: TelemetrySpec,
     /// The engines (configurations) to compare, run in the order written.
     pub engines: IndexMap<String, EngineSpec>,
+    /// The TOML text it was read from, to name the line of a bad value.
+    #[serde(skip)]
+    pub source: Option<String>,
 }
 
 /// `[slo]`.
@@ -449,6 +454,27 @@ pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
         .collect()
 }
 
+/// The line (1-based) where a dotted key (`telemetry.cooldown.max_wait_s`,
+/// `engines.a.port`) is written in TOML text, if it is.
+pub fn line_of(source: &str, dotted: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(source).ok()?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    let parts: Vec<&str> = dotted.split('.').collect();
+    let (last, path) = parts.split_last()?;
+    let mut span = None;
+    for part in path {
+        let item = table.get(part)?;
+        span = item.span().or(span);
+        table = item.as_table_like()?;
+    }
+    let span = table
+        .key(last)
+        .and_then(|k| k.span())
+        .or_else(|| table.get(last).and_then(|i| i.span()))
+        .or(span)?;
+    Some(source.get(..span.start)?.matches('\n').count() + 1)
+}
+
 impl Profile {
     /// Reads and parses a profile file.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
@@ -468,9 +494,11 @@ impl Profile {
 
     /// Parses profile text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Profile, ProfileError> {
-        toml::from_str(text).map_err(|e| ProfileError::Parse {
+        let mut profile: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
             path: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
-        })
+        })?;
+        profile.source = Some(text.to_string());
+        Ok(profile)
     }
 }
