@@ -13,6 +13,7 @@
 //! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
+//! - [`stop`]: the run's stop signal; waits that end when it is given.
 //! - [`bench`]: `goodput bench-client`, the client's own fidelity and capacity.
 //! - [`cli`]: the command line.
 //!
@@ -30,6 +31,7 @@ pub mod profile;
 pub mod record;
 pub mod render;
 pub mod run;
+pub mod stop;
 pub mod telemetry;
 pub mod workload;
 

@@ -149,7 +149,10 @@ pub fn fingerprint_changes(
     new: &IndexMap<String, String>,
 ) -> Vec<String> {
     new.iter()
-        .filter(|(k, v)| old.get(*k).is_some_and(|o| o != *v) || (!k.starts_with("engine.") && !old.contains_key(*k)))
+        .filter(|(k, v)| {
+            old.get(*k).is_some_and(|o| o != *v)
+                || (!k.starts_with("engine.") && !old.contains_key(*k))
+        })
         .map(|(k, _)| k.clone())
         .collect()
 }
@@ -217,11 +220,7 @@ impl Checker<'_> {
         } else {
             Err(self.bad(
                 field,
-                format!(
-                    "{v} is out of range {}..={}",
-                    range.start(),
-                    range.end()
-                ),
+                format!("{v} is out of range {}..={}", range.start(), range.end()),
             ))
         }
     }
@@ -256,7 +255,11 @@ impl Profile {
         let load = self.load.clone().with_overrides(ov);
         let slo = check_slo(&check, ov.slo.clone().unwrap_or_else(|| self.slo.clone()))?;
         let points = check_points(&check, &load)?;
-        check.count("load.requests_per_trial", load.requests_per_trial, 1..=10_000_000)?;
+        check.count(
+            "load.requests_per_trial",
+            load.requests_per_trial,
+            1..=10_000_000,
+        )?;
         check.count("load.trials", load.trials, 1..=1000)?;
         check.count("load.warmup_requests", load.warmup_requests, 0..=1_000_000)?;
         let request_timeout = check.seconds("load.request_timeout_s", load.request_timeout_s)?;
@@ -277,12 +280,12 @@ impl Profile {
         if let Some(c) = load.max_concurrency {
             check.count("load.max_concurrency", c, 1..=100_000)?;
         }
-        let quantiles = self.quantiles.clone().unwrap_or_else(report::default_quantiles);
+        let quantiles = self
+            .quantiles
+            .clone()
+            .unwrap_or_else(report::default_quantiles);
         if quantiles.is_empty() || quantiles.iter().any(|q| !(0.0..=1.0).contains(q)) {
-            return Err(check.bad(
-                "quantiles",
-                "every quantile must be in 0.0..=1.0".into(),
-            ));
+            return Err(check.bad("quantiles", "every quantile must be in 0.0..=1.0".into()));
         }
         let workload_description = serde_json::to_value(&self.workload).unwrap_or_default();
         let workload = check_workload(&check, &self.workload)?;
@@ -783,9 +786,18 @@ mod tests {
         let engine = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
         // BASE has 10 lines, the engine 2 more; the bad key follows.
         for (extra, key) in [
-            ("[telemetry.cooldown]\nmax_wait_s = inf\n", "telemetry.cooldown.max_wait_s"),
-            ("[telemetry.cooldown]\nmax_temp_c = nan\n", "telemetry.cooldown.max_temp_c"),
-            ("[telemetry]\ninterval_ms = 9223372036854775807\n", "telemetry.interval_ms"),
+            (
+                "[telemetry.cooldown]\nmax_wait_s = inf\n",
+                "telemetry.cooldown.max_wait_s",
+            ),
+            (
+                "[telemetry.cooldown]\nmax_temp_c = nan\n",
+                "telemetry.cooldown.max_temp_c",
+            ),
+            (
+                "[telemetry]\ninterval_ms = 9223372036854775807\n",
+                "telemetry.interval_ms",
+            ),
         ] {
             let e = plan(&format!("{engine}{extra}")).unwrap_err().to_string();
             assert!(e.contains(key) && e.contains("line 14"), "{extra}: {e}");
@@ -799,7 +811,12 @@ mod tests {
             let e = plan(&format!("{engine}{extra}")).unwrap_err().to_string();
             assert!(e.contains(key) && e.contains("line 13"), "{extra}: {e}");
         }
-        let over = |load: &str| BASE.replace("requests_per_trial = 3\n", &format!("requests_per_trial = 3\n{load}\n"));
+        let over = |load: &str| {
+            BASE.replace(
+                "requests_per_trial = 3\n",
+                &format!("requests_per_trial = 3\n{load}\n"),
+            )
+        };
         for (load, key) in [
             ("request_timeout_s = 1e300", "load.request_timeout_s"),
             ("burstiness = inf", "load.burstiness"),
@@ -817,7 +834,8 @@ mod tests {
 
     #[test]
     fn a_bad_value_from_a_flag_names_the_flag_not_a_line() {
-        let prof = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\n"), "p").unwrap();
+        let prof =
+            Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\n"), "p").unwrap();
         let ov = Overrides {
             trials: Some(0),
             ..Default::default()

@@ -86,7 +86,9 @@ pub struct SloSpec {
 }
 
 /// Closed or open loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadMode {
     /// x requests in flight; a new one is sent as soon as one finishes.

@@ -162,70 +162,96 @@ fn synthetic_text(rng: &mut StdRng, words: usize, style: TextStyle) -> String {
 }
 
 /// Asks the engine how many tokens `text` is: vLLM/SGLang (`{"prompt"}` → `count`)
-/// then llama.cpp (`{"content"}` → `tokens`). `None` when neither answers.
+/// then llama.cpp (`{"content"}` → `tokens`). The error says why neither answered.
 pub async fn count_tokens(
     client: &reqwest::Client,
     base_url: &str,
     model: &str,
     text: &str,
-) -> Option<u64> {
+) -> Result<u64, String> {
     let url = format!("{}/tokenize", base_url.trim_end_matches('/'));
+    let mut why = Vec::new();
     for body in [
         json!({"model": model, "prompt": text}),
         json!({"content": text}),
     ] {
-        let Ok(resp) = client
+        let resp = client
             .post(&url)
             .json(&body)
             .timeout(std::time::Duration::from_secs(10))
             .send()
             .await
-        else {
-            return None;
-        };
-        if !resp.status().is_success() {
+            .map_err(|e| format!("POST {url}: {e}"))?;
+        let status = resp.status();
+        if !status.is_success() {
+            why.push(format!("HTTP {}", status.as_u16()));
             continue;
         }
-        let Ok(v) = resp.json::<serde_json::Value>().await else {
-            continue;
+        let v = match resp.json::<serde_json::Value>().await {
+            Ok(v) => v,
+            Err(e) => {
+                why.push(format!("not JSON ({e})"));
+                continue;
+            }
         };
         if let Some(c) = v.get("count").and_then(|c| c.as_u64()) {
-            return Some(c);
+            return Ok(c);
         }
         // llama.cpp answers the vLLM shape with an empty list: try the next shape.
         if let Some(t) = v.get("tokens").and_then(|t| t.as_array()) {
             if !t.is_empty() || text.is_empty() {
-                return Some(t.len() as u64);
+                return Ok(t.len() as u64);
             }
         }
+        why.push("no token count in the answer".into());
     }
-    None
+    Err(format!("POST {url}: {}", why.join(", then ")))
 }
 
-/// Tokens per word of synthetic text on this engine, via `/tokenize`; `None` when the
-/// engine has no tokenizer endpoint.
-pub async fn calibrate(builder: &Builder, client: &reqwest::Client, base_url: &str) -> Option<f64> {
+/// How synthetic prompt lengths are set on an engine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Calibration {
+    /// Not asked for (`calibrate = false`, or not a synthetic workload).
+    NotAsked,
+    /// Measured through `/tokenize`: tokens per word of the synthetic text.
+    Calibrated(f64),
+    /// Asked for and failed (why); lengths assume one token per word.
+    Failed(String),
+}
+
+/// Tokens per word of synthetic text on this engine, via `/tokenize`.
+pub async fn calibrate(builder: &Builder, client: &reqwest::Client, base_url: &str) -> Calibration {
     let Workload::Synthetic {
         input_tokens,
         calibrate: true,
         ..
     } = &builder.workload
     else {
-        return None;
+        return Calibration::NotAsked;
     };
     let words = (*input_tokens as usize).clamp(16, 4096);
-    let n = count_tokens(
+    let n = match count_tokens(
         client,
         base_url,
         &builder.model,
         &builder.sample_prompt(words),
     )
-    .await?;
+    .await
+    {
+        Ok(n) => n,
+        Err(why) => return Calibration::Failed(why),
+    };
     let empty = count_tokens(client, base_url, &builder.model, "")
         .await
         .unwrap_or(0);
     let per_word = n.saturating_sub(empty) as f64 / words as f64;
-    (per_word > 0.05 && per_word < 20.0).then_some(per_word)
+    if per_word > 0.05 && per_word < 20.0 {
+        Calibration::Calibrated(per_word)
+    } else {
+        Calibration::Failed(format!(
+            "/tokenize counted {n} tokens for {words} words ({per_word:.3} per word), which is not plausible"
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -70,7 +70,12 @@ fn a_run_with_one_slo_bound_writes_a_report_goodput_reads_back() {
         let shown = goodput(&["show", out.to_str().unwrap()]);
         assert!(shown.status.success(), "{slo}: show: {}", stderr(&shown));
         let html = out.with_extension("check.html");
-        let o = goodput(&["report", out.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+        let o = goodput(&[
+            "report",
+            out.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ]);
         assert!(o.status.success(), "{slo}: report: {}", stderr(&o));
         let o = goodput(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]);
         assert!(o.status.success(), "{slo}: compare: {}", stderr(&o));
@@ -163,7 +168,10 @@ fn resume_refuses_a_report_of_another_plan_and_names_what_differs() {
         ),
         (
             "engine args",
-            PROFILE.replace("preset = \"fixed\"", "preset = \"fixed\"\nargs = [\"--probe\"]"),
+            PROFILE.replace(
+                "preset = \"fixed\"",
+                "preset = \"fixed\"\nargs = [\"--probe\"]",
+            ),
             "engine.a",
         ),
         (
@@ -191,4 +199,104 @@ fn resume_refuses_a_report_of_another_plan_and_names_what_differs() {
     assert!(o.status.success(), "--fresh: {}", stderr(&o));
     let r = report::read_report(&out).unwrap();
     assert_eq!(r.run.unwrap().load_mode, "rate");
+}
+
+#[test]
+fn a_signal_while_an_engine_starts_ends_the_run_at_once() {
+    // An engine that never becomes ready (nothing listens on its port) and a long
+    // readiness timeout: the signal, not the timeout, must end the wait.
+    let profile = r#"
+name = "interrupt"
+[slo]
+ttft_ms = 500
+[load]
+points = [1]
+requests_per_trial = 2
+request_timeout_s = 30
+[workload]
+input_tokens = 8
+output_tokens = 2
+[engines.never]
+command = ["sleep", "1000"]
+ready_timeout_s = 600
+[engines.later]
+kind = "sim"
+preset = "fixed"
+"#;
+    let (_dir, p, out) = setup(profile);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .env("GOODPUT_TEST_MARKER", &out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the engine is launched (its log exists), then interrupt.
+    let log = out.with_file_name("never.log");
+    let t0 = std::time::Instant::now();
+    while !log.exists() && t0.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(log.exists(), "the engine was launched");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let signalled = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if signalled.elapsed().as_secs() > 60 {
+            let _ = child.kill();
+            panic!("goodput still waited for readiness 60 s after SIGTERM (timeout 600 s)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    let r = report::read_report(&out).unwrap();
+    let run = r.run.as_ref().unwrap();
+    assert_eq!(run.status, report::RunStatus::Partial);
+    assert!(
+        run.reason.as_deref().unwrap_or("").contains("SIGTERM"),
+        "{:?}",
+        run.reason
+    );
+    let never = r.load["never"]
+        .error
+        .as_ref()
+        .expect("the engine is recorded");
+    assert_eq!(never.kind, "interrupted", "{never:?}");
+    let later = r.load.get("later").and_then(|e| e.error.as_ref());
+    assert_eq!(
+        later.map(|e| e.kind.as_str()),
+        Some("not_run"),
+        "an engine never started is listed as not run"
+    );
+    // The engine's process group is gone: no `sleep 1000` of this run is left.
+    let mut out_err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut out_err).unwrap();
+    let procs = std::fs::read_dir("/proc").unwrap();
+    for entry in procs.flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let marker = format!("GOODPUT_TEST_MARKER={}", out.display());
+        if cmdline.starts_with(b"sleep\01000")
+            && String::from_utf8_lossy(&environ).contains(&marker)
+        {
+            panic!(
+                "engine left running: pid {:?}; {out_err}",
+                entry.file_name()
+            );
+        }
+    }
 }

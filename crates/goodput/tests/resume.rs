@@ -236,17 +236,36 @@ fn rerunning_into_a_complete_report_keeps_it_unless_forced() {
     let first = started(&out);
     let before = std::fs::read(&out).unwrap();
     let o = start(&profile, &out).wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "a complete report is not overwritten");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a complete report is not overwritten"
+    );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("complete run") && err.contains("--force"), "{err}");
-    assert_eq!(std::fs::read(&out).unwrap(), before, "the first run is kept byte for byte");
+    assert!(
+        err.contains("complete run") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        before,
+        "the first run is kept byte for byte"
+    );
     let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["run", profile.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
         .args(["--quiet", "--force"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(started(&out) > first, "--force: a new run, not the old one kept");
+    assert!(
+        started(&out) > first,
+        "--force: a new run, not the old one kept"
+    );
     let records = read_records(&dir.path().join("r.requests.jsonl")).unwrap();
     assert_eq!(records.len(), 6, "the new run's records only");
 }

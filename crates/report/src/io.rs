@@ -192,7 +192,10 @@ mod tests {
         // refuses on reading: the write must fail and leave the good file.
         report.load[0].points[0].x = f64::NAN;
         let err = write_report_atomic(&path, &report).unwrap_err().to_string();
-        assert!(err.contains("r.json") && err.contains("left as it was"), "{err}");
+        assert!(
+            err.contains("r.json") && err.contains("left as it was"),
+            "{err}"
+        );
         assert_eq!(fs::read_to_string(&path).unwrap(), REFERENCE);
         let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");

@@ -429,6 +429,12 @@ pub struct EngineEnv {
     /// Engine log file, relative to the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<String>,
+    /// goodput addition: how synthetic prompt lengths were set on this engine:
+    /// `tokenize` (calibrated through the engine's `/tokenize`) or `uncalibrated`
+    /// (calibration was asked for and failed; lengths assume one token per word).
+    /// Absent when calibration was not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_lengths: Option<String>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -35,6 +35,7 @@ use report::{EngineEnv, EngineFailure};
 use tokio::time::Instant;
 
 use crate::profile::{Api, EngineKind, EngineSpec};
+use crate::stop::Stop;
 use probe::{Probe, Readiness};
 use process::EngineProcess;
 
@@ -49,6 +50,9 @@ const DEFAULT_STOP_GRACE_S: f64 = 10.0;
 const URL_CONNECT_WINDOW: Duration = Duration::from_secs(5);
 /// Between two readiness looks.
 const READY_POLL: Duration = Duration::from_millis(250);
+/// Longest grace between SIGTERM and SIGKILL for an engine stopped by an
+/// interrupt while it was starting (it has served nothing yet).
+pub const INTERRUPT_STOP_GRACE: Duration = Duration::from_secs(2);
 /// Lines of log kept in a failure.
 const FAILURE_LOG_LINES: usize = 20;
 
@@ -163,6 +167,18 @@ pub async fn start(
     spec: &EngineSpec,
     ctx: &EngineContext,
 ) -> Result<EngineHandle, EngineFailure> {
+    start_until(name, spec, ctx, &Stop::never()).await
+}
+
+/// [`start`], ended by the run's stop signal: a signal while the engine starts
+/// stops it (with a grace of at most [`INTERRUPT_STOP_GRACE`]) and returns a
+/// failure of kind `interrupted`.
+pub async fn start_until(
+    name: &str,
+    spec: &EngineSpec,
+    ctx: &EngineContext,
+    stop: &Stop,
+) -> Result<EngineHandle, EngineFailure> {
     let kind = spec.effective_kind();
     let api_key = match &spec.api_key_env {
         Some(var) => match std::env::var(var) {
@@ -247,9 +263,13 @@ pub async fn start(
     }
 
     let ready_timeout = seconds(spec.ready_timeout_s, DEFAULT_READY_TIMEOUT_S);
-    let models = match handle.wait_ready(ready_timeout).await {
+    let models = match handle.wait_ready(ready_timeout, stop).await {
         Ok(models) => models,
         Err(mut f) => {
+            if f.kind == "interrupted" {
+                handle.stop_grace = handle.stop_grace.min(INTERRUPT_STOP_GRACE);
+                handle.gpu_baseline = None;
+            }
             f.log_tail = handle.log_tail(FAILURE_LOG_LINES);
             if let Err(stop) = handle.shutdown().await {
                 f.message = format!("{}; {}", f.message, stop.message);
@@ -292,8 +312,21 @@ impl EngineHandle {
     }
 
     /// Polls until ready; the served model ids.
-    async fn wait_ready(&mut self, timeout: Duration) -> Result<Vec<String>, EngineFailure> {
+    async fn wait_ready(
+        &mut self,
+        timeout: Duration,
+        stop: &Stop,
+    ) -> Result<Vec<String>, EngineFailure> {
         let start = Instant::now();
+        let interrupted = |start: Instant, name: &str| {
+            failure(
+                "interrupted",
+                format!(
+                    "interrupted while engine {name} was starting ({:.0} s after launch)",
+                    start.elapsed().as_secs_f64()
+                ),
+            )
+        };
         loop {
             if let Some(status) = self.exit_status() {
                 let mut f = failure(
@@ -303,7 +336,10 @@ impl EngineHandle {
                 f.exit_status = Some(status);
                 return Err(f);
             }
-            let last = match self.probe().readiness().await {
+            let Some(readiness) = stop.until(self.probe().readiness()).await else {
+                return Err(interrupted(start, &self.name));
+            };
+            let last = match readiness {
                 Readiness::Ready(models) => return Ok(models),
                 Readiness::Refused(why) => return Err(failure("unreachable", why)),
                 Readiness::NotYet(why) => why,
@@ -324,7 +360,9 @@ impl EngineHandle {
                 );
                 return Err(failure("ready_timeout", message));
             }
-            tokio::time::sleep(READY_POLL).await;
+            if stop.until(tokio::time::sleep(READY_POLL)).await.is_none() {
+                return Err(interrupted(start, &self.name));
+            }
         }
     }
 

@@ -29,8 +29,9 @@ use tokio::sync::watch;
 use crate::client::http_client;
 use crate::engine::{self, EngineContext};
 use crate::plan::Plan;
-use crate::profile::LoadMode;
+use crate::profile::{EngineKind, LoadMode};
 use crate::record::{records_path, RecordsFile};
+use crate::stop::Stop;
 use crate::telemetry;
 pub use output::HTML_GENERATOR;
 pub use state::{EngineState, Sweep, TrialState};
@@ -96,6 +97,10 @@ pub(crate) struct Ctx<'a> {
     records: RecordsFile,
     info: RunInfo,
     environment: report::Environment,
+    /// GPUs seen by telemetry (kept from a resumed run until an engine reports).
+    gpus: Vec<report::GpuInfo>,
+    /// Each engine's environment, in run order.
+    engine_envs: indexmap::IndexMap<String, report::EngineEnv>,
     stop: watch::Receiver<bool>,
 }
 
@@ -118,12 +123,77 @@ impl Ctx<'_> {
     fn stopped(&self) -> bool {
         *self.stop.borrow()
     }
+
+    fn stop(&self) -> Stop {
+        Stop::new(self.stop.clone())
+    }
+
+    /// Rebuilds the environment from the GPUs and engines known so far.
+    fn refresh_environment(&mut self) {
+        self.environment = crate::environment::capture(self.gpus.clone(), self.engine_envs.clone());
+    }
+
+    /// Records how prompt lengths were set on engine `name`.
+    fn set_prompt_lengths(&mut self, name: &str, how: &str) {
+        if let Some(e) = self.engine_envs.get_mut(name) {
+            e.prompt_lengths = Some(how.to_string());
+        }
+        self.refresh_environment();
+    }
+
+    /// Adds a notice once (notices that differ only after a `(` count as one).
+    fn notice_once(&mut self, n: String) {
+        let head = n.split('(').next().unwrap_or(&n).to_string();
+        if !self.info.notices.iter().any(|m| m.starts_with(&head)) {
+            self.info.notices.push(n);
+        }
+    }
 }
 
 /// Runs the plan; the report is written to `opts.output` after every trial.
 /// Errors are returned only for what stops the whole run (the output cannot be
-/// written); engine and request failures are recorded in the report.
+/// written, or holds data that must not be overwritten); engine and request
+/// failures are recorded in the report.
 pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outcome)> {
+    let (stop_tx, stop) = watch::channel(false);
+    let mut ctx = open(plan, opts, stop).await?;
+    // After the output is known to be ours: a signal from here on stops the run.
+    let signal = tokio::spawn(async move {
+        let name = engine::shutdown_signal().await;
+        let _ = stop_tx.send(true);
+        name
+    });
+    let engine_ctx = EngineContext {
+        log_dir: opts
+            .output
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
+        client: ctx.client.clone(),
+    };
+    for (name, spec) in &plan.engines {
+        if ctx.stopped() {
+            break;
+        }
+        run_engine(&mut ctx, name, spec, &engine_ctx).await?;
+    }
+    let interrupted = if ctx.stopped() {
+        signal.await.ok()
+    } else {
+        signal.abort();
+        None
+    };
+    finish(&mut ctx, interrupted)
+}
+
+/// Checks the output, restores a resumable run, opens the records file, and
+/// writes the first report (which proves the output writable before any load).
+async fn open<'a>(
+    plan: &'a Plan,
+    opts: &'a RunOptions,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<Ctx<'a>> {
     let output = &opts.output;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -151,12 +221,6 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     let max_streams = plan.points.iter().fold(1.0f64, |a, &b| a.max(b)) as usize;
     let client = http_client(plan.max_concurrency.map_or(max_streams, |c| c as usize))
         .context("cannot build the HTTP client")?;
-    let (stop_tx, stop) = watch::channel(false);
-    let signal = tokio::spawn(async move {
-        let name = engine::shutdown_signal().await;
-        let _ = stop_tx.send(true);
-        name
-    });
     let info = RunInfo {
         schema: report::SCHEMA.into(),
         status: RunStatus::Running,
@@ -179,6 +243,18 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         notices: Vec::new(),
         extra: Default::default(),
     };
+    let gpus = previous
+        .as_ref()
+        .map(|e| e.gpus.clone())
+        .unwrap_or_default();
+    let engine_envs = previous
+        .map(|e| {
+            e.engines
+                .into_iter()
+                .filter(|(n, _)| plan.engines.contains_key(n))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut ctx = Ctx {
         plan,
         opts,
@@ -187,22 +263,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         records,
         info,
         environment: Default::default(),
+        gpus,
+        engine_envs,
         stop,
     };
-    let mut gpus = previous
-        .as_ref()
-        .map(|e| e.gpus.clone())
-        .unwrap_or_default();
-    let mut engine_envs: indexmap::IndexMap<String, report::EngineEnv> = previous
-        .map(|e| {
-            e.engines
-                .into_iter()
-                .filter(|(n, _)| plan.engines.contains_key(n))
-                .collect()
-        })
-        .unwrap_or_default();
-    ctx.environment = crate::environment::capture(gpus.clone(), engine_envs.clone());
-    // Writing the first report proves the output is writable before any load is sent.
+    ctx.refresh_environment();
     ctx.save()
         .with_context(|| format!("cannot write the report {}", output.display()))?;
     if resumed {
@@ -212,78 +277,118 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
             output.display()
         );
     }
-    let engine_ctx = EngineContext {
-        log_dir: output
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
-        client: ctx.client.clone(),
-    };
+    Ok(ctx)
+}
 
-    for (name, spec) in &plan.engines {
-        if ctx.stopped() {
-            break;
-        }
-        if ctx.sweep.engine_done(plan, name) {
-            say!(opts, "{name}: every trial already complete");
-            continue;
-        }
-        say!(opts, "{name}: starting ({:?})", spec.effective_kind());
-        let handle = match engine::start(name, spec, &engine_ctx).await {
-            Ok(h) => h,
-            Err(f) => {
-                say!(opts, "{name}: {} ({})", f.message, f.kind);
-                ctx.sweep.engine(name).error = Some(f);
-                ctx.save()?;
-                continue;
-            }
-        };
-        say!(
-            opts,
-            "{name}: ready at {} serving `{}`, KV pool {}",
-            handle.base_url,
-            handle.model,
-            handle.kv_pool_tokens.map_or("unknown".into(), |k| format!(
-                "{k} tokens ({})",
-                handle.kv_pool_source.as_deref().unwrap_or("?")
-            ))
-        );
-        for n in &handle.notices {
-            ctx.info.notices.push(format!("{name}: {n}"));
-        }
-        engine_envs.insert(name.clone(), handle.env.clone());
-        let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.client).await;
-        if let Some(n) = notice {
-            // One telemetry notice per run, not one per engine (they differ only
-            // in the engine's port).
-            let head = n.split('(').next().unwrap_or(&n).to_string();
-            if !ctx.info.notices.iter().any(|m| m.starts_with(&head)) {
-                ctx.info.notices.push(n);
-            }
-        }
-        if gpus.is_empty() {
-            gpus = tel.gpus();
-        }
-        ctx.environment = crate::environment::capture(gpus.clone(), engine_envs.clone());
-
-        if let Some(handle) =
-            trials::run_engine(&mut ctx, name, spec, &engine_ctx, handle, &tel).await?
-        {
-            if let Err(f) = handle.stop().await {
-                ctx.info.notices.push(format!("{name}: {}", f.message));
-            }
-        }
-        ctx.save()?;
+/// One engine's part of the sweep: start it (or reach it), open telemetry, run its
+/// trials, stop it. Its failures are recorded in the report, not returned.
+async fn run_engine(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    spec: &crate::profile::EngineSpec,
+    engine_ctx: &EngineContext,
+) -> anyhow::Result<()> {
+    let plan = ctx.plan;
+    let opts = ctx.opts;
+    if ctx.sweep.engine_done(plan, name) {
+        say!(opts, "{name}: every trial already complete");
+        return Ok(());
     }
-    let interrupted = if ctx.stopped() {
-        signal.await.ok()
-    } else {
-        signal.abort();
-        None
+    match spec.effective_kind() {
+        EngineKind::Url => say!(
+            opts,
+            "{name}: reaching {}",
+            spec.url.as_deref().unwrap_or("?")
+        ),
+        kind => say!(opts, "{name}: starting ({})", engine::kind_name(kind)),
+    }
+    let handle = match engine::start_until(name, spec, engine_ctx, &ctx.stop()).await {
+        Ok(h) => h,
+        Err(f) => {
+            say!(opts, "{name}: {}", f.message);
+            ctx.sweep.engine(name).error = Some(f);
+            ctx.save()?;
+            return Ok(());
+        }
     };
-    // Outcome.
-    let report = ctx.report();
+    say!(
+        opts,
+        "{name}: ready at {} serving `{}`, KV pool {}",
+        handle.base_url,
+        handle.model,
+        handle.kv_pool_tokens.map_or("unknown".into(), |k| format!(
+            "{k} tokens ({})",
+            handle.kv_pool_source.as_deref().unwrap_or("?")
+        ))
+    );
+    for n in &handle.notices {
+        ctx.info.notices.push(format!("{name}: {n}"));
+    }
+    ctx.engine_envs.insert(name.to_string(), handle.env.clone());
+    let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.client).await;
+    if let Some(n) = notice {
+        // One telemetry notice per run, not one per engine (they differ only in
+        // the engine's port).
+        ctx.notice_once(n);
+    }
+    if ctx.gpus.is_empty() {
+        ctx.gpus = tel.gpus();
+    }
+    ctx.refresh_environment();
+    if let Some(handle) = trials::run_engine(ctx, name, spec, engine_ctx, handle, &tel).await? {
+        if let Err(f) = handle.stop().await {
+            ctx.info.notices.push(format!("{name}: {}", f.message));
+        }
+    }
+    ctx.save()?;
+    Ok(())
+}
+
+/// Ends the run: engines the run never reached are listed as not run, the outcome
+/// and status are set, and the last report (and its HTML page) written.
+fn finish(
+    ctx: &mut Ctx<'_>,
+    interrupted: Option<&'static str>,
+) -> anyhow::Result<(Report, Outcome)> {
+    let plan = ctx.plan;
+    if let Some(sig) = interrupted {
+        for name in plan.engines.keys() {
+            if !ctx.sweep.engines.contains_key(name) {
+                ctx.sweep.engine(name).error = Some(report::EngineFailure {
+                    kind: "not_run".into(),
+                    message: format!(
+                        "not run: the run was interrupted by {sig} before this engine started"
+                    ),
+                    ..Default::default()
+                });
+            }
+        }
+    }
+    let outcome = outcome(plan, &ctx.report(), interrupted);
+    ctx.info.status = if outcome == Outcome::Complete {
+        RunStatus::Complete
+    } else {
+        RunStatus::Partial
+    };
+    ctx.info.reason = match &outcome {
+        Outcome::Complete => None,
+        Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
+        Outcome::NothingSucceeded => Some("no request succeeded".into()),
+        Outcome::Interrupted(sig) => Some(format!("interrupted by {sig}")),
+    };
+    let report = ctx.save()?;
+    if ctx.opts.html {
+        let html_path = ctx.opts.output.with_extension("html");
+        report::io::write_atomic(&html_path, crate::render::html(&report).as_bytes())?;
+    }
+    Ok((report, outcome))
+}
+
+/// How the run ended, from its report.
+fn outcome(plan: &Plan, report: &Report, interrupted: Option<&'static str>) -> Outcome {
+    if let Some(sig) = interrupted {
+        return Outcome::Interrupted(sig);
+    }
     let mut outcome = Outcome::Complete;
     let mut any_ok = false;
     for (name, e) in &report.load {
@@ -306,24 +411,5 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     if !any_ok {
         outcome = Outcome::NothingSucceeded;
     }
-    if let Some(sig) = interrupted {
-        outcome = Outcome::Interrupted(sig);
-    }
-    ctx.info.status = if outcome == Outcome::Complete {
-        RunStatus::Complete
-    } else {
-        RunStatus::Partial
-    };
-    ctx.info.reason = match &outcome {
-        Outcome::Complete => None,
-        Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
-        Outcome::NothingSucceeded => Some("no request succeeded".into()),
-        Outcome::Interrupted(sig) => Some(format!("interrupted by {sig}")),
-    };
-    let report = ctx.save()?;
-    if opts.html {
-        let html_path = output.with_extension("html");
-        report::io::write_atomic(&html_path, crate::render::html(&report).as_bytes())?;
-    }
-    Ok((report, outcome))
+    outcome
 }

@@ -55,7 +55,11 @@ pub(super) fn prepare(
     }
     let html = output.with_extension("html");
     if opts.html && html.exists() && !written_by_goodput(&html) {
-        return Err(taken(&html, "exists and was not written by goodput", "--force"));
+        return Err(taken(
+            &html,
+            "exists and was not written by goodput",
+            "--force",
+        ));
     }
     if !output.exists() {
         if rec_path.exists() {

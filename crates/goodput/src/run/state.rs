@@ -88,11 +88,9 @@ impl Sweep {
 
     /// True when every planned trial of `engine` is complete.
     pub fn engine_done(&self, plan: &Plan, engine: &str) -> bool {
-        plan.points
-            .iter()
-            .all(|&x| {
-                (0..plan.trials).all(|t| self.is_complete(engine, PointKey::new(plan.mode, x), t))
-            })
+        plan.points.iter().all(|&x| {
+            (0..plan.trials).all(|t| self.is_complete(engine, PointKey::new(plan.mode, x), t))
+        })
     }
 
     /// Records a finished trial.

@@ -13,7 +13,7 @@ use crate::load::{arrival_offsets, run_trial, Trial};
 use crate::metrics::trial_metrics;
 use crate::profile::{EngineSpec, LoadMode};
 use crate::telemetry;
-use crate::workload::{calibrate, Builder};
+use crate::workload::{calibrate, Builder, Calibration};
 
 /// Runs every load level and trial of one engine; returns the handle to stop (none
 /// when a restart failed: the dead engine was stopped already).
@@ -38,8 +38,19 @@ pub(crate) async fn run_engine(
         api: handle.api,
         tokens_per_word: 1.0,
     };
-    if let Some(tpw) = calibrate(&builder, &ctx.client, &handle.base_url).await {
-        builder.tokens_per_word = tpw;
+    match calibrate(&builder, &ctx.client, &handle.base_url).await {
+        Calibration::NotAsked => {}
+        Calibration::Calibrated(tpw) => {
+            builder.tokens_per_word = tpw;
+            ctx.set_prompt_lengths(name, "tokenize");
+        }
+        Calibration::Failed(why) => {
+            ctx.info.notices.push(format!(
+                "{name}: prompt lengths are uncalibrated: calibrate = true, but {why}; \
+                 input_tokens assume one token per word, so real prompt lengths differ"
+            ));
+            ctx.set_prompt_lengths(name, "uncalibrated");
+        }
     }
     let mut target = Target::new(
         &handle.base_url,
@@ -155,7 +166,11 @@ async fn run_one(
         sse: SseLimits::default(),
     };
     let cooldown_wait_s = match &plan.telemetry.cooldown {
-        Some(c) => tel.cooldown(c).await,
+        Some(c) => match ctx.stop().until(tel.cooldown(c)).await {
+            Some(waited) => waited,
+            // Interrupted while the GPU cooled: the trial does not start.
+            None => return Ok(None),
+        },
         None => None,
     };
     // Requests: the same on every engine; different per trial and load level.
