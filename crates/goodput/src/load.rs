@@ -69,6 +69,8 @@ pub struct Trial {
     pub timeout: Option<Duration>,
     /// After `stop`, how long in-flight requests may still finish.
     pub grace: Duration,
+    /// Counts requests as they are sent (for a progress display), when given.
+    pub sent: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Called with every finished record (for progress display).
@@ -107,6 +109,7 @@ pub async fn run_trial(
         cancel: cancel_rx,
         no_new: no_new_rx,
         tx,
+        sent: trial.sent,
     });
     let n = shared.requests.len();
     let mut tasks = JoinSet::new();
@@ -237,6 +240,7 @@ struct Shared {
     cancel: watch::Receiver<bool>,
     no_new: watch::Receiver<bool>,
     tx: mpsc::UnboundedSender<RequestRecord>,
+    sent: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Shared {
@@ -244,6 +248,9 @@ impl Shared {
         let req = &self.requests[i];
         let mut rec = RequestRecord::new(&self.engine, self.x, self.trial, i as u32, scheduled);
         rec.requested_tokens = req.max_tokens;
+        if let Some(sent) = &self.sent {
+            sent.fetch_add(1, Ordering::Relaxed);
+        }
         let mut cancel = self.cancel.clone();
         {
             let fut = stream_request(

@@ -684,6 +684,21 @@ fn read_jsonl(
         if p.max_tokens.is_none() {
             p.max_tokens = default_max;
         }
+        // Requests that can never succeed are refused here, not as HTTP 400s later.
+        if p.prompt.trim().is_empty() {
+            return Err(format!(
+                "{}:{no}: the prompt is empty; an engine refuses an empty prompt",
+                path.display()
+            ));
+        }
+        if let Some(m) = p.max_tokens {
+            if !(1..=1_000_000).contains(&m) {
+                return Err(format!(
+                    "{}:{no}: max_tokens {m} is out of range 1..=1000000 (a request must ask for at least one token)",
+                    path.display()
+                ));
+            }
+        }
         out.push(p);
         let _ = reader.fill_buf();
     }
@@ -842,5 +857,33 @@ mod tests {
         };
         let e = prof.into_plan("p", &ov).unwrap_err().to_string();
         assert!(e.contains("--trials") && !e.contains("line"), "{e}");
+    }
+
+    #[test]
+    fn jsonl_requests_that_cannot_succeed_are_refused_with_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        for (body, needle) in [
+            (
+                "{\"prompt\": \"hi\"}\n{\"prompt\": \"x\", \"max_tokens\": 0}\n",
+                ":2: max_tokens 0",
+            ),
+            (
+                "{\"prompt\": \"hi\"}\n\n{\"prompt\": \"  \"}\n",
+                ":3: the prompt is empty",
+            ),
+        ] {
+            let path = dir.path().join("w.jsonl");
+            std::fs::write(&path, body).unwrap();
+            let text = format!(
+                "name = \"t\"\n[slo]\nttft_ms = 1\n[load]\npoints = [1]\nrequests_per_trial = 1\n[workload]\nkind = \"jsonl\"\npath = \"{}\"\n[engines.a]\nurl = \"http://x\"\n",
+                path.display()
+            );
+            let e = Profile::parse(&text, "p.toml")
+                .unwrap()
+                .into_plan("p.toml", &Overrides::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("workload.path") && e.contains(needle), "{e}");
+        }
     }
 }

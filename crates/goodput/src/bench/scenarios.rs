@@ -101,6 +101,7 @@ fn trial(
         limits: limits(),
         timeout: None,
         grace: Duration::from_secs(120),
+        sent: None,
     }
 }
 

@@ -393,6 +393,25 @@ impl EngineHandle {
         self.env.kv_pool_tokens = self.kv_pool_tokens;
         self.env.model = Some(self.model.clone());
         self.env.version = self.probe().version(self.kind).await;
+        if self.kind == EngineKind::Sim {
+            self.note_time_scale().await;
+        }
+    }
+
+    /// A simulator that runs faster than real time gives latencies of an engine
+    /// that does not exist: say so wherever its results are shown.
+    async fn note_time_scale(&mut self) {
+        let scale = self
+            .probe()
+            .text("/version")
+            .await
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.get("time_scale").and_then(|s| s.as_f64()));
+        if let Some(k) = scale.filter(|k| (k - 1.0).abs() > 1e-9) {
+            self.notices.push(format!(
+                "simulated engine running {k}x faster than the GPU it models (--time-scale {k}): its latencies are 1/{k} and its throughputs {k}x the modelled GPU's"
+            ));
+        }
     }
 
     /// How the launched process exited, if it has (`exit code 1`, `killed by signal

@@ -7,10 +7,10 @@
 //! (temporary file, fsync, rename). On resume, trials the report lists as complete
 //! are rebuilt from the records file and skipped; anything else runs again.
 
-/// A status line on stderr, unless the run is quiet.
+/// A status line on stderr (above the progress display), unless the run is quiet.
 macro_rules! say {
-    ($opts:expr, $($arg:tt)*) => {
-        if $opts.verbose { eprintln!($($arg)*); }
+    ($ctx:expr, $($arg:tt)*) => {
+        if $ctx.opts.verbose { $ctx.progress.println(&format!($($arg)*)); }
     };
 }
 
@@ -34,7 +34,7 @@ use crate::record::{records_path, RecordsFile};
 use crate::stop::Stop;
 use crate::telemetry;
 pub use output::HTML_GENERATOR;
-pub use state::{EngineState, Sweep, TrialState};
+pub use state::{EngineState, PointKey, Sweep, TrialState};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -102,6 +102,9 @@ pub(crate) struct Ctx<'a> {
     /// Each engine's environment, in run order.
     engine_envs: indexmap::IndexMap<String, report::EngineEnv>,
     stop: watch::Receiver<bool>,
+    progress: progress::Progress,
+    /// `engine 2/3 NAME`, for the progress display.
+    engine_label: String,
 }
 
 impl Ctx<'_> {
@@ -172,12 +175,14 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
         client: ctx.client.clone(),
     };
-    for (name, spec) in &plan.engines {
+    for (i, (name, spec)) in plan.engines.iter().enumerate() {
         if ctx.stopped() {
             break;
         }
+        ctx.engine_label = format!("engine {}/{} {name}", i + 1, plan.engines.len());
         run_engine(&mut ctx, name, spec, &engine_ctx).await?;
     }
+    ctx.progress.finish();
     let interrupted = if ctx.stopped() {
         signal.await.ok()
     } else {
@@ -214,8 +219,9 @@ async fn open<'a>(
         text.push_str(&serde_json::to_string(r)?);
         text.push('\n');
     }
+    // The error names the path itself.
     report::io::write_atomic(&rec_path, text.as_bytes())
-        .with_context(|| format!("cannot write the requests file {}", rec_path.display()))?;
+        .context("cannot write the requests file")?;
     let records = RecordsFile::open(&rec_path)
         .with_context(|| format!("cannot open {}", rec_path.display()))?;
     let max_streams = plan.points.iter().fold(1.0f64, |a, &b| a.max(b)) as usize;
@@ -266,13 +272,25 @@ async fn open<'a>(
         gpus,
         engine_envs,
         stop,
+        progress: progress::Progress::new(opts.progress, 0),
+        engine_label: String::new(),
     };
+    let left = plan
+        .engines
+        .keys()
+        .flat_map(|name| plan.points.iter().map(move |&x| (name, x)))
+        .map(|(name, x)| {
+            (0..plan.trials)
+                .filter(|&t| !ctx.sweep.is_complete(name, PointKey::new(plan.mode, x), t))
+                .count() as u64
+        })
+        .sum();
+    ctx.progress = progress::Progress::new(opts.progress, left);
     ctx.refresh_environment();
-    ctx.save()
-        .with_context(|| format!("cannot write the report {}", output.display()))?;
+    ctx.save().context("cannot write the report")?;
     if resumed {
         say!(
-            opts,
+            ctx,
             "resuming {}: complete trials are kept",
             output.display()
         );
@@ -289,30 +307,31 @@ async fn run_engine(
     engine_ctx: &EngineContext,
 ) -> anyhow::Result<()> {
     let plan = ctx.plan;
-    let opts = ctx.opts;
     if ctx.sweep.engine_done(plan, name) {
-        say!(opts, "{name}: every trial already complete");
+        say!(ctx, "{name}: every trial already complete");
         return Ok(());
     }
     match spec.effective_kind() {
         EngineKind::Url => say!(
-            opts,
+            ctx,
             "{name}: reaching {}",
             spec.url.as_deref().unwrap_or("?")
         ),
-        kind => say!(opts, "{name}: starting ({})", engine::kind_name(kind)),
+        kind => say!(ctx, "{name}: starting ({})", engine::kind_name(kind)),
     }
+    ctx.progress
+        .phase(format!("{}: starting", ctx.engine_label));
     let handle = match engine::start_until(name, spec, engine_ctx, &ctx.stop()).await {
         Ok(h) => h,
         Err(f) => {
-            say!(opts, "{name}: {}", f.message);
+            say!(ctx, "{name}: {}", f.message);
             ctx.sweep.engine(name).error = Some(f);
             ctx.save()?;
             return Ok(());
         }
     };
     say!(
-        opts,
+        ctx,
         "{name}: ready at {} serving `{}`, KV pool {}",
         handle.base_url,
         handle.model,

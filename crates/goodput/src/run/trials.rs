@@ -5,7 +5,6 @@
 use anyhow::Context;
 use report::{EngineFailure, RunStatus, TrialInfo};
 
-use super::progress;
 use super::{Ctx, TrialState};
 use crate::client::{Limits, SseLimits, Target};
 use crate::engine::{self, EngineContext, EngineHandle};
@@ -103,7 +102,7 @@ pub(crate) async fn run_engine(
             log_tail: handle.log_tail(20),
         };
         say!(
-            ctx.opts,
+            ctx,
             "{name}: {} ({})",
             failure.message,
             failure.exit_status.as_deref().unwrap_or("?")
@@ -121,7 +120,7 @@ pub(crate) async fn run_engine(
             ctx.info.notices.push(format!("{name}: {}", f.message));
         }
         say!(
-            ctx.opts,
+            ctx,
             "{name}: restarting ({restarts} of {} allowed)",
             spec.max_restarts
         );
@@ -165,6 +164,15 @@ async fn run_one(
         stall_timeout: plan.stall_timeout,
         sse: SseLimits::default(),
     };
+    let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
+    if plan.telemetry.cooldown.is_some() {
+        ctx.progress.phase(format!(
+            "{}: x={x} trial {}/{}: cooling the GPU",
+            ctx.engine_label,
+            t + 1,
+            plan.trials
+        ));
+    }
     let cooldown_wait_s = match &plan.telemetry.cooldown {
         Some(c) => match ctx.stop().until(tel.cooldown(c)).await {
             Some(waited) => waited,
@@ -186,6 +194,7 @@ async fn run_one(
         limits,
         timeout: plan.trial_timeout,
         grace: ctx.opts.grace,
+        sent: None,
     };
     if plan.warmup_requests > 0 {
         let warm = trial(
@@ -207,15 +216,27 @@ async fn run_one(
         LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ stream),
         LoadMode::Concurrency => Vec::new(),
     };
-    let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
+    ctx.progress.phase(format!(
+        "{}: x={x} (point {}/{}) trial {}/{}",
+        ctx.engine_label,
+        pi + 1,
+        plan.points.len(),
+        t + 1,
+        plan.trials
+    ));
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let (bar, on_record) =
-        progress::trial_bar(ctx.opts.progress, label, plan.requests_per_trial as u64);
+        ctx.progress
+            .trial_bar(label, plan.requests_per_trial as u64, sent.clone());
     let spec_before = handle.scrape_spec_counters().await;
     let sampler = tel.start_trial();
     let mut records = run_trial(
         ctx.client.clone(),
         target.clone(),
-        trial(requests, plan.mode, offsets),
+        Trial {
+            sent: Some(sent),
+            ..trial(requests, plan.mode, offsets)
+        },
         ctx.stop.clone(),
         on_record,
     )
@@ -268,9 +289,27 @@ async fn run_one(
     ctx.records
         .append(&records)
         .with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
+    let first_failure = records.iter().find(|r| !r.ok()).map(|r| {
+        let detail: String = r
+            .error_detail
+            .as_deref()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect();
+        format!(
+            "; first failure: {}{}",
+            r.error_label().unwrap_or_else(|| "failed".into()),
+            if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            }
+        )
+    });
     say!(
-        ctx.opts,
-        "{name} x={x} trial {}/{}: {} ok, {} failed, {} good{}",
+        ctx,
+        "{name} x={x} trial {}/{}: {} ok, {} failed, {} good{}{}",
         t + 1,
         plan.trials,
         metrics.completed,
@@ -278,7 +317,8 @@ async fn run_one(
         metrics.good,
         info.error
             .as_ref()
-            .map_or(String::new(), |e| format!(" ({e})"))
+            .map_or(String::new(), |e| format!(" ({e})")),
+        first_failure.unwrap_or_default()
     );
     ctx.sweep.add_trial(
         name,
@@ -289,6 +329,7 @@ async fn run_one(
             samples,
         },
     );
+    ctx.progress.trial_done();
     ctx.save()?;
     Ok(died)
 }

@@ -49,8 +49,13 @@ pub(super) async fn models(State(state): State<SimState>) -> Json<serde_json::Va
     }))
 }
 
-pub(super) async fn version() -> Json<serde_json::Value> {
-    Json(json!({"version": concat!("goodput-sim ", env!("CARGO_PKG_VERSION"))}))
+/// `GET /version`: vLLM's shape, plus `time_scale` (how many times faster than the
+/// modelled GPU the simulator runs), so that a client can say so beside results.
+pub(super) async fn version(State(state): State<SimState>) -> Json<serde_json::Value> {
+    Json(json!({
+        "version": concat!("goodput-sim ", env!("CARGO_PKG_VERSION")),
+        "time_scale": state.inner.config.time_scale,
+    }))
 }
 
 pub(super) async fn not_found(uri: Uri) -> ApiError {
