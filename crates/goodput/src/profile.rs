@@ -112,8 +112,10 @@ pub struct LoadSpec {
     /// Trials per point.
     #[serde(default = "default_trials")]
     pub trials: u32,
-    /// Requests sent before each trial, not measured.
-    #[serde(default)]
+    /// Requests sent before each trial, not measured (default 1: the first request
+    /// after an engine starts is often far slower, compilation and cache warm-up,
+    /// and would otherwise be one of the measured ones).
+    #[serde(default = "default_warmup")]
     pub warmup_requests: u32,
     /// Whole-request timeout, seconds.
     #[serde(default = "default_request_timeout")]
@@ -137,6 +139,9 @@ pub struct LoadSpec {
 }
 
 fn default_trials() -> u32 {
+    1
+}
+fn default_warmup() -> u32 {
     1
 }
 fn default_request_timeout() -> f64 {
