@@ -2,13 +2,21 @@
 # The test command: installs what the tests need (idempotent, cached), then runs
 # every test of the workspace. Used as-is by CI (.ci/run).
 #
+#   - python3, for the tests that launch the fake vLLM (tests/fixtures/fake_engine.py;
+#     skipped with GOODPUT_SKIP_PYTHON=1), checked here, not installed;
 #   - Debian's chromium, for the HTML report's browser test (skipped with
 #     GOODPUT_SKIP_BROWSER=1 when you cannot install it);
 #   - llama.cpp's llama-server and the SmolLM2-135M model, built into
 #     ~/.cache/goodput by scripts/install-llama-server.sh (about 6 minutes the first
-#     time on 2 cores, instant afterwards).
+#     time on 2 cores, instant afterwards; skipped with GOODPUT_SKIP_LLAMA=1).
+# A test whose program is missing fails, naming the variable that skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${GOODPUT_SKIP_PYTHON:-0}" != "1" ] && ! python3 --version >/dev/null 2>&1; then
+  echo "python3 is missing: install it (Debian: apt-get install -y python3) or set GOODPUT_SKIP_PYTHON=1" >&2
+  exit 1
+fi
 
 if [ "${GOODPUT_SKIP_BROWSER:-0}" != "1" ] && ! command -v chromium >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
@@ -21,7 +29,9 @@ if [ "${GOODPUT_SKIP_BROWSER:-0}" != "1" ] && ! command -v chromium >/dev/null 2
   fi
 fi
 
-eval "$(scripts/install-llama-server.sh | grep -E '^(LLAMA_SERVER|GOODPUT_SMOLLM2)=')"
-export LLAMA_SERVER GOODPUT_SMOLLM2
+if [ "${GOODPUT_SKIP_LLAMA:-0}" != "1" ]; then
+  eval "$(scripts/install-llama-server.sh | grep -E '^(LLAMA_SERVER|GOODPUT_SMOLLM2)=')"
+  export LLAMA_SERVER GOODPUT_SMOLLM2
+fi
 
 cargo test --workspace --locked "$@"

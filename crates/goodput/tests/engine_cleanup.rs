@@ -9,12 +9,18 @@
 //! In the `panic-forgotten` and `exit` modes the helper leaks its engine handle
 //! first, so only the panic hook or the `atexit` handler of
 //! `engine::install_cleanup_hooks` can be what kills the engine.
+//!
+//! The tests run the fake vLLM under python3: without it they fail, unless
+//! `GOODPUT_SKIP_PYTHON=1` (see `common/require.rs`).
+
+mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::require;
 use goodput::engine::{self, EngineContext};
 use goodput::profile::{EngineKind, EngineSpec};
 
@@ -42,12 +48,15 @@ fn group(pgid: u32) -> Vec<u32> {
     pids
 }
 
-/// The helper: run only when the parent test sets `GOODPUT_ENGINE_HOLDER`.
+/// Not a test: the helper process the tests below start, by name, with
+/// `--ignored` and `GOODPUT_ENGINE_HOLDER` set (so a plain run lists it as ignored
+/// rather than as a pass).
 #[test]
+#[ignore = "the helper process of this file's tests, started by them"]
 fn engine_holder_helper() {
-    let Ok(mode) = std::env::var(MODE_VAR) else {
-        return;
-    };
+    let mode = std::env::var(MODE_VAR).unwrap_or_else(|_| {
+        panic!("engine_holder_helper is the helper of this file's tests, not a test: {MODE_VAR} is unset")
+    });
     engine::install_cleanup_hooks();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -110,6 +119,7 @@ fn spawn_helper(mode: &str, logs: &std::path::Path) -> (Child, mpsc::Receiver<St
         .args([
             "--exact",
             "engine_holder_helper",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -230,58 +240,53 @@ fn check(mode: &str, signal: Option<i32>) -> String {
     last
 }
 
-fn has_python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: python3 is not available");
-    }
-    ok
-}
-
 #[test]
 fn panic_while_holding_an_engine() {
-    if has_python() {
-        check("panic", None);
+    if !require::python() {
+        return;
     }
+    check("panic", None);
 }
 
 #[test]
 fn panic_hook_kills_a_leaked_engine() {
-    if has_python() {
-        check("panic-forgotten", None);
+    if !require::python() {
+        return;
     }
+    check("panic-forgotten", None);
 }
 
 #[test]
 fn exit_kills_a_leaked_engine() {
-    if has_python() {
-        check("exit", None);
+    if !require::python() {
+        return;
     }
+    check("exit", None);
 }
 
 #[test]
 fn sigterm_stops_the_engine() {
-    if has_python() {
-        assert_eq!(check("signal", Some(libc::SIGTERM)), "STOPPED by SIGTERM");
+    if !require::python() {
+        return;
     }
+    assert_eq!(check("signal", Some(libc::SIGTERM)), "STOPPED by SIGTERM");
 }
 
 #[test]
 fn sigint_stops_the_engine() {
-    if has_python() {
-        assert_eq!(check("signal", Some(libc::SIGINT)), "STOPPED by SIGINT");
+    if !require::python() {
+        return;
     }
+    assert_eq!(check("signal", Some(libc::SIGINT)), "STOPPED by SIGINT");
 }
 
 #[test]
 fn a_second_signal_kills_engines_and_exits() {
-    if has_python() {
-        assert_eq!(
-            check("stuck", Some(libc::SIGTERM)),
-            "STOPPING after SIGTERM"
-        );
+    if !require::python() {
+        return;
     }
+    assert_eq!(
+        check("stuck", Some(libc::SIGTERM)),
+        "STOPPING after SIGTERM"
+    );
 }

@@ -2,8 +2,12 @@
 //! checks readiness, KV-pool detection, telemetry, environment, failures, and that
 //! no process of any engine's group is left behind.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use common::require;
 
 use goodput::engine::{self, EngineContext, EngineHandle};
 use goodput::profile::{EngineKind, EngineSpec, PortSpec, TelemetrySpec};
@@ -73,17 +77,6 @@ fn assert_gone(pgid: u32) {
     );
 }
 
-fn has_python() -> bool {
-    let ok = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: python3 is not available");
-    }
-    ok
-}
-
 async fn sample_and_stop(
     handle: EngineHandle,
     client: &reqwest::Client,
@@ -115,7 +108,7 @@ async fn sample_and_stop(
 
 #[tokio::test]
 async fn two_fake_engines_in_turn() {
-    if !has_python() {
+    if !require::python() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -174,7 +167,7 @@ async fn two_fake_engines_in_turn() {
 
 #[tokio::test]
 async fn url_engine_uses_metrics_and_the_served_model() {
-    if !has_python() {
+    if !require::python() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -265,7 +258,7 @@ async fn ready_timeout_kills_the_whole_group() {
 
 #[tokio::test]
 async fn early_exit_is_reported_with_status_and_log() {
-    if !has_python() {
+    if !require::python() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -285,7 +278,7 @@ async fn early_exit_is_reported_with_status_and_log() {
 
 #[tokio::test]
 async fn sigterm_ignored_means_sigkill_after_grace() {
-    if !has_python() {
+    if !require::python() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -304,7 +297,7 @@ async fn sigterm_ignored_means_sigkill_after_grace() {
 
 #[tokio::test]
 async fn dropping_a_handle_kills_its_group() {
-    if !has_python() {
+    if !require::python() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -351,17 +344,25 @@ async fn launch_failures() {
     assert!(err.message.contains("GOODPUT_TEST_SURELY_UNSET_KEY"));
 }
 
-/// `goodput sim` as an engine, once the simulator's CLI exists.
+/// `goodput sim` as an engine: its CLI answers, and each launch serves.
 #[tokio::test]
 async fn simulator_engine() {
     let exe = env!("CARGO_BIN_EXE_goodput");
     let help = std::process::Command::new(exe)
         .args(["sim", "--help"])
-        .output();
-    if !help.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: `goodput sim --help` does not answer yet");
-        return;
-    }
+        .output()
+        .unwrap();
+    assert!(
+        help.status.success(),
+        "`goodput sim --help` failed ({}): {}",
+        help.status,
+        String::from_utf8_lossy(&help.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("--preset"),
+        "`goodput sim --help` lists no --preset: {}",
+        String::from_utf8_lossy(&help.stdout)
+    );
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx(dir.path());
     let spec = EngineSpec {
@@ -370,19 +371,10 @@ async fn simulator_engine() {
         ..Default::default()
     };
     for name in ["sim-a", "sim-b"] {
-        let handle = match engine::start(name, &spec, &ctx).await {
-            Ok(h) => h,
-            // `goodput sim` parses its options but serves nothing yet.
-            Err(e)
-                if e.kind == "exited"
-                    && e.exit_status.as_deref() == Some("exit code 0")
-                    && e.log_tail.len() <= 1 =>
-            {
-                eprintln!("skipped: `goodput sim` exits at once instead of serving");
-                return;
-            }
-            Err(e) => panic!("{e:?}"),
-        };
+        // A simulator that exits or never gets ready fails here, with its log.
+        let handle = engine::start(name, &spec, &ctx)
+            .await
+            .unwrap_or_else(|e| panic!("`goodput sim` did not serve: {e:?}"));
         assert!(handle.kv_pool_tokens.is_some_and(|n| n > 0), "{handle:?}");
         assert_eq!(handle.kv_pool_source.as_deref(), Some("sim"));
         assert!(!handle.model.is_empty());
@@ -393,31 +385,10 @@ async fn simulator_engine() {
     }
 }
 
-/// `(llama-server, model)` from `$LLAMA_SERVER`/`$GOODPUT_SMOLLM2` or the cache the
-/// install script writes (`scripts/install-llama-server.sh`); `None` when absent.
-fn llama_server() -> Option<(String, String)> {
-    let from_env = std::env::var("LLAMA_SERVER")
-        .ok()
-        .zip(std::env::var("GOODPUT_SMOLLM2").ok());
-    let found = from_env.or_else(|| {
-        let home = std::env::var("HOME").ok()?;
-        let cache = std::env::var("GOODPUT_CACHE").unwrap_or(format!("{home}/.cache/goodput"));
-        let text = std::fs::read_to_string(format!("{cache}/llama-env.sh")).ok()?;
-        let get = |k: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("export {k}=")))
-                .map(|v| v.trim_matches(['\'', '"']).to_string())
-        };
-        get("LLAMA_SERVER").zip(get("GOODPUT_SMOLLM2"))
-    });
-    found.filter(|(s, m)| Path::new(s).exists() && Path::new(m).exists())
-}
-
 /// A real llama-server (CPU, SmolLM2-135M) launched as `kind = "llama-cpp"`.
 #[tokio::test]
 async fn llama_cpp_engine() {
-    let Some((server, model)) = llama_server() else {
-        eprintln!("skipped: no llama-server (run scripts/install-llama-server.sh)");
+    let Some((server, model)) = require::llama_server() else {
         return;
     };
     // The kind runs `$LLAMA_SERVER`; no other test of this binary reads it.

@@ -2,44 +2,23 @@
 //! SmolLM2-135M, running `examples/llama-cpp-smollm2.toml` for real.
 //!
 //! The engine comes from `scripts/install-llama-server.sh` (cached; built on first
-//! use). If it cannot be installed, this test fails with the reason: it never skips.
+//! use). If it cannot be installed, these tests fail with the reason, unless
+//! `GOODPUT_SKIP_LLAMA=1` (see `common/require.rs`).
+//!
+//! What goodput measured is checked against truths it did not compute: the raw
+//! request records, re-read as plain JSON and reduced here with formulas written
+//! for the test; the asked length; and llama-server's own `/metrics` counters.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
-use goodput::record::{read_records, RequestRecord};
+use common::require;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `(llama-server, model)` from the environment, or from the install script.
-fn engine() -> (String, String) {
-    if let (Ok(s), Ok(m)) = (
-        std::env::var("LLAMA_SERVER"),
-        std::env::var("GOODPUT_SMOLLM2"),
-    ) {
-        if Path::new(&s).exists() && Path::new(&m).exists() {
-            return (s, m);
-        }
-    }
-    let out = Command::new("bash")
-        .arg(repo_root().join("scripts/install-llama-server.sh"))
-        .output()
-        .expect("cannot run scripts/install-llama-server.sh");
-    assert!(
-        out.status.success(),
-        "llama-server could not be installed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .map(|v| v.trim_matches('\'').to_string())
-            .unwrap_or_else(|| panic!("install script printed no {k}: {text}"))
-    };
-    (get("LLAMA_SERVER"), get("GOODPUT_SMOLLM2"))
 }
 
 /// Pids of live processes whose executable is `exe` and that inherited `marker`
@@ -64,7 +43,9 @@ fn running(exe: &str, marker: &str) -> Vec<u32> {
 
 #[test]
 fn the_llama_cpp_example_runs_for_real_and_measures_right() {
-    let (server, model) = engine();
+    let Some((server, model)) = require::llama_server() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("llama.json");
     let marker = format!("GOODPUT_TEST_MARKER={}", out.display());
@@ -153,36 +134,316 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
     assert!(spec.draft_tokens > 0.0 && spec.acceptance_rate.is_some());
     assert!(r.load["baseline"].points[0].spec_decode.is_none());
 
-    // Every request, from the raw records.
-    let records: Vec<RequestRecord> =
-        read_records(&dir.path().join("llama.requests.jsonl")).unwrap();
+    // Every request, from the raw records read as plain JSON, against the report.
+    let records = raw_records(&dir.path().join("llama.requests.jsonl"));
     assert_eq!(records.len(), 3 * 2 * 2 * 8);
     for rec in &records {
-        assert!(rec.ok(), "{rec:?}");
-        assert_eq!(
-            rec.completion_tokens,
-            Some(32),
-            "usage.completion_tokens = requested length"
+        assert_eq!(rec.error, None, "{rec:?}");
+        // The server's usage against the asked length (ignore_eos): 32 tokens.
+        assert_eq!(rec.completion_tokens, Some(32), "{rec:?}");
+        assert!(rec.sent >= rec.scheduled, "{rec:?}");
+        assert!(
+            rec.chunks.windows(2).all(|w| w[0] <= w[1]),
+            "chunks in arrival order: {rec:?}"
         );
-        assert!(!rec.tokens_estimated);
-        let first = rec.chunks.first().unwrap().t;
-        let last = rec.chunks.last().unwrap().t;
-        let ttft = first - rec.sent;
-        let e2el = last - rec.sent;
-        assert!(ttft < e2el, "TTFT < E2EL");
-        let itl_sum: u64 = rec.chunks.windows(2).map(|w| w[1].t - w[0].t).sum();
-        assert_eq!(itl_sum, e2el - ttft, "ITLs add up to E2EL - TTFT");
-        let m = goodput::metrics::request_metrics(
-            rec,
-            &goodput::profile::SloSpec {
-                ttft_ms: Some(1e9),
-                tpot_ms: Some(1e9),
-                e2el_ms: None,
-            },
-        )
-        .unwrap();
-        let tpot = m.tpot_ms.unwrap();
-        assert!(tpot > 0.0);
-        assert!((tpot * 31.0 - (m.e2el_ms - m.ttft_ms)).abs() < 1e-6);
+        // No more content chunks than tokens, and the stream was not one lump.
+        assert!(
+            (2..=32).contains(&rec.chunks.len()),
+            "{} chunks",
+            rec.chunks.len()
+        );
+        assert!(rec.done.is_some_and(|d| d >= *rec.chunks.last().unwrap()));
     }
+    for (name, e) in &r.load {
+        for p in &e.points {
+            let trials: Vec<Truth> = (0..2)
+                .map(|t| {
+                    let of_trial: Vec<&Raw> = records
+                        .iter()
+                        .filter(|r| r.engine == *name && r.x == p.x && r.trial == t)
+                        .collect();
+                    assert_eq!(of_trial.len(), 8, "{name} x={} trial {t}", p.x);
+                    truth(&of_trial, 32)
+                })
+                .collect();
+            let at = format!("{name} x={}", p.x);
+            same_trials(
+                &p.median_ttft_ms,
+                &trials,
+                |t| t.ttft,
+                &format!("{at} TTFT"),
+            );
+            same_trials(
+                &p.median_tpot_ms,
+                &trials,
+                |t| t.tpot,
+                &format!("{at} TPOT"),
+            );
+            same_trials(&p.median_itl_ms, &trials, |t| t.itl, &format!("{at} ITL"));
+            same_trials(
+                p.median_e2el_ms.as_ref().unwrap(),
+                &trials,
+                |t| t.e2el,
+                &format!("{at} E2EL"),
+            );
+            same_trials(
+                &p.output_throughput,
+                &trials,
+                |t| t.throughput,
+                &format!("{at} throughput"),
+            );
+            assert_eq!(
+                p.mean_output_tokens.as_ref().unwrap().median,
+                Some(32.0),
+                "{at}"
+            );
+        }
+    }
+}
+
+/// A llama-server this test started itself (so it can read the server's own
+/// counters afterwards); killed by its pid when dropped.
+struct Server {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET path` on 127.0.0.1:`port`: `(status, body)`, `None` when nothing answers.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1.to_string();
+    Some((status, body))
+}
+
+/// The value of counter `name` in a Prometheus text body.
+fn counter(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == name).then(|| v.trim().parse::<f64>().ok())?
+        })
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{metrics}"))
+}
+
+/// goodput against a llama-server it did not start: what goodput counted and timed
+/// must agree with the server's own counters (`--metrics`), which goodput never reads
+/// for these numbers.
+#[test]
+fn token_counts_and_decode_time_agree_with_llama_servers_own_counters() {
+    let Some((server, model)) = require::llama_server() else {
+        return;
+    };
+    let port = goodput::engine::command::free_port().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = std::fs::File::create(dir.path().join("llama-server.log")).unwrap();
+    let mut srv = Server {
+        child: Command::new(&server)
+            .args(["-m", &model, "--host", "127.0.0.1", "--port"])
+            .arg(port.to_string())
+            .args(["-c", "1024", "-np", "1", "-t", "1", "--metrics"])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+        port,
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while http_get(srv.port, "/health").map(|(s, _)| s) != Some(200) {
+        if let Some(status) = srv.child.try_wait().unwrap() {
+            panic!(
+                "llama-server exited ({status}): {}",
+                std::fs::read_to_string(dir.path().join("llama-server.log")).unwrap()
+            );
+        }
+        assert!(Instant::now() < deadline, "llama-server not ready in 120 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // One request at a time, no warm-up: every token the server generated belongs
+    // to exactly one record.
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"counters\"\n[slo]\nttft_ms = 10000\ntpot_ms = 1000\n\
+             [load]\npoints = [1]\nrequests_per_trial = 6\ntrials = 1\nwarmup_requests = 0\n\
+             request_timeout_s = 300\n[workload]\ninput_tokens = 64\noutput_tokens = 24\n\
+             [engines.llama]\nurl = \"http://127.0.0.1:{port}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "run",
+            profile.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "goodput run failed ({}): {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (status, metrics) = http_get(srv.port, "/metrics").expect("/metrics answers");
+    assert_eq!(status, 200, "{metrics}");
+    let records = raw_records(&dir.path().join("r.requests.jsonl"));
+    assert_eq!(records.len(), 6);
+    assert!(records.iter().all(|r| r.error.is_none()), "{records:?}");
+
+    // Tokens: goodput's records against the server's totals.
+    let completion: u64 = records.iter().map(|r| r.completion_tokens.unwrap()).sum();
+    assert_eq!(completion, 6 * 24, "the asked length, ignore_eos");
+    assert_eq!(
+        completion as f64,
+        counter(&metrics, "llamacpp:tokens_predicted_total"),
+        "completion tokens recorded vs generated by the server"
+    );
+    let prompt: u64 = records.iter().map(|r| r.prompt_tokens.unwrap()).sum();
+    assert_eq!(
+        prompt as f64,
+        counter(&metrics, "llamacpp:prompt_tokens_total")
+            + counter(&metrics, "llamacpp:prompt_tokens_cached_total"),
+        "prompt tokens recorded vs the server's processed + cached"
+    );
+    let r = report::read_report(&out).unwrap();
+    let p = &r.load["llama"].points[0];
+    assert_eq!(p.completed, vec![6]);
+    assert_eq!(p.mean_output_tokens.as_ref().unwrap().median, Some(24.0));
+
+    // Time: with one request at a time, the client's first-to-last-token time, summed,
+    // is the server's generation time give or take delivery: a factor of 2, and
+    // 100 ms (600 ms above) for late wake-ups, hold on a loaded machine; a unit
+    // error, or a span from the wrong chunks, does not.
+    let client_s: f64 = records
+        .iter()
+        .map(|r| (r.chunks.last().unwrap() - r.chunks[0]) as f64 / 1e9)
+        .sum();
+    let server_s = counter(&metrics, "llamacpp:tokens_predicted_seconds_total");
+    assert!(server_s > 0.0, "{metrics}");
+    assert!(
+        client_s > 0.5 * server_s - 0.1 && client_s < 2.0 * server_s + 0.6,
+        "goodput saw {client_s:.3} s of decoding, llama-server spent {server_s:.3} s"
+    );
+    let truth = truth(&records.iter().collect::<Vec<_>>(), 24);
+    same_trials(&p.median_tpot_ms, &[truth], |t| t.tpot, "TPOT");
+    same_trials(&p.median_ttft_ms, &[truth], |t| t.ttft, "TTFT");
+}
+
+/// One request as the JSONL file has it, read without goodput's record types.
+#[derive(Debug, serde::Deserialize)]
+struct Raw {
+    engine: String,
+    x: f64,
+    trial: u32,
+    scheduled: u64,
+    sent: u64,
+    done: Option<u64>,
+    /// Arrival time of each content chunk, ns.
+    #[serde(deserialize_with = "chunk_times")]
+    chunks: Vec<u64>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    error: Option<serde_json::Value>,
+}
+
+fn chunk_times<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    let v: Vec<serde_json::Value> = serde::Deserialize::deserialize(d)?;
+    Ok(v.iter()
+        .map(|c| c["t"].as_u64().expect("chunk t"))
+        .collect())
+}
+
+fn raw_records(path: &Path) -> Vec<Raw> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// One trial's medians and throughput, computed here from the raw times: TTFT from
+/// the send to the first chunk, E2EL to the last, TPOT over the `tokens` asked
+/// for, ITL over every gap between chunks; throughput is tokens over first send
+/// to last end.
+#[derive(Debug, Clone, Copy)]
+struct Truth {
+    ttft: f64,
+    tpot: f64,
+    itl: f64,
+    e2el: f64,
+    throughput: f64,
+}
+
+fn truth(trial: &[&Raw], tokens: u64) -> Truth {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let ttft: Vec<f64> = trial.iter().map(|r| ms(r.chunks[0] - r.sent)).collect();
+    let e2el: Vec<f64> = trial
+        .iter()
+        .map(|r| ms(r.chunks.last().unwrap() - r.sent))
+        .collect();
+    let tpot: Vec<f64> = ttft
+        .iter()
+        .zip(&e2el)
+        .map(|(a, b)| (b - a) / (tokens - 1) as f64)
+        .collect();
+    let itl: Vec<f64> = trial
+        .iter()
+        .flat_map(|r| r.chunks.windows(2).map(|w| ms(w[1] - w[0])))
+        .collect();
+    let first = trial.iter().map(|r| r.sent).min().unwrap();
+    let last = trial.iter().map(|r| r.done.unwrap()).max().unwrap();
+    Truth {
+        ttft: median(ttft),
+        tpot: median(tpot),
+        itl: median(itl),
+        e2el: median(e2el),
+        throughput: (tokens * trial.len() as u64) as f64 / ((last - first) as f64 / 1e9),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The report's per-trial spread (`min`, `max`) holds exactly the trial values
+/// computed here.
+fn same_trials(stat: &report::Stat, trials: &[Truth], f: fn(&Truth) -> f64, what: &str) {
+    let mut want: Vec<f64> = trials.iter().map(f).collect();
+    want.sort_by(f64::total_cmp);
+    let got = [stat.min.unwrap(), stat.max.unwrap()];
+    let want = [want[0], want[want.len() - 1]];
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    assert!(
+        close(got[0], want[0]) && close(got[1], want[1]),
+        "{what}: report {got:?}, from the records {want:?}"
+    );
+    assert_eq!(stat.n as usize, trials.len(), "{what}");
 }

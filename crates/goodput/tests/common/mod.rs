@@ -1,8 +1,12 @@
 //! A scripted SSE server for tests: on 127.0.0.1 port 0, it answers every request
 //! with a fixed sequence of raw writes, each after a delay, so the test knows the
 //! true timings and can check what goodput measured. Stopped when dropped.
+//!
+//! [`require`]: the external programs a test needs, and the variables that skip it.
 
 #![allow(dead_code)]
+
+pub mod require;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,0 +1,90 @@
+//! External programs the tests need. A test that needs a program it cannot find
+//! fails, naming the program and how to get it; it is skipped only when its opt-out
+//! variable is set to `1`:
+//!
+//! | variable               | skips the tests that run                                  |
+//! |------------------------|-----------------------------------------------------------|
+//! | `GOODPUT_SKIP_PYTHON=1` | `python3` (the fake vLLM, `tests/fixtures/fake_engine.py`) |
+//! | `GOODPUT_SKIP_LLAMA=1`  | llama.cpp's `llama-server` with SmolLM2-135M               |
+//!
+//! (`render_browser.rs` has its own: `GOODPUT_SKIP_BROWSER=1`.) `scripts/test.sh`
+//! installs or checks all of them before it runs the tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// True when `var` is set to `1`: the test says so on stderr and returns.
+fn opted_out(var: &str, what: &str) -> bool {
+    let skip = std::env::var(var).as_deref() == Ok("1");
+    if skip {
+        eprintln!("skipped: {what} ({var}=1)");
+    }
+    skip
+}
+
+/// `true` when `python3` runs; `false` only when `GOODPUT_SKIP_PYTHON=1`; otherwise
+/// the test fails.
+pub fn python() -> bool {
+    const VAR: &str = "GOODPUT_SKIP_PYTHON";
+    if opted_out(VAR, "this test runs python3") {
+        return false;
+    }
+    let run = Command::new("python3").arg("--version").output();
+    match run {
+        Ok(o) if o.status.success() => true,
+        other => panic!(
+            "this test needs python3 (it runs the fake vLLM, tests/fixtures/fake_engine.py), \
+             and `python3 --version` failed: {other:?}. Install python3 (Debian: \
+             `apt-get install -y python3`), or set {VAR}=1 to skip it."
+        ),
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `Some((llama-server, model))` from `$LLAMA_SERVER`/`$GOODPUT_SMOLLM2`, or else
+/// from `scripts/install-llama-server.sh` (instant when cached, a build of several
+/// minutes the first time); `None` only when `GOODPUT_SKIP_LLAMA=1`. When neither
+/// gives a binary and a model, the test fails with the reason.
+pub fn llama_server() -> Option<(String, String)> {
+    const VAR: &str = "GOODPUT_SKIP_LLAMA";
+    if opted_out(VAR, "this test runs llama.cpp's llama-server") {
+        return None;
+    }
+    if let (Ok(s), Ok(m)) = (
+        std::env::var("LLAMA_SERVER"),
+        std::env::var("GOODPUT_SMOLLM2"),
+    ) {
+        if Path::new(&s).exists() && Path::new(&m).exists() {
+            return Some((s, m));
+        }
+    }
+    let script = repo_root().join("scripts/install-llama-server.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; or set {VAR}=1", script.display()));
+    assert!(
+        out.status.success(),
+        "this test needs llama-server, and scripts/install-llama-server.sh failed ({}): {}\n\
+         Fix the install, point LLAMA_SERVER and GOODPUT_SMOLLM2 at a binary and a model, \
+         or set {VAR}=1 to skip it.",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .map(|v| v.trim_matches('\'').to_string())
+            .unwrap_or_else(|| panic!("install script printed no {k}: {text}"))
+    };
+    let (s, m) = (get("LLAMA_SERVER"), get("GOODPUT_SMOLLM2"));
+    assert!(
+        Path::new(&s).exists() && Path::new(&m).exists(),
+        "the install script named {s} and {m}, which do not both exist"
+    );
+    Some((s, m))
+}
