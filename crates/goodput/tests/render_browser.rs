@@ -2,8 +2,9 @@
 //!
 //! For the reference report and the additive fixture this writes the page, has
 //! Chromium dump the DOM after the page's own script ran (the script counts each
-//! chart's data lines and records any script error into the DOM), asserts that no
-//! error happened and that every chart has its lines, and saves a screenshot in
+//! chart's data lines, finds text that sticks out of a chart, and records any script
+//! error into the DOM), asserts that no error happened, that every chart has its
+//! lines and that no chart's text is cut off, and saves a screenshot in
 //! `target/render-screenshots/` for people to look at.
 //!
 //! Without `chromium` on PATH the test fails, unless `GOODPUT_SKIP_BROWSER=1`.
@@ -192,7 +193,16 @@ fn html_renders_in_headless_chromium() {
     // Throughput, goodput, TTFT and TPOT distributions; no GPU samples.
     let shot = check_page(&bin, "reference", &reference, 4);
     // Plus GPU clock and temperature over the trials.
-    check_page(&bin, "additive", &load(ADDITIVE), 6);
+    let additive = load(ADDITIVE);
+    check_page(&bin, "additive", &additive, 6);
+    // A TPOT bound above every request puts the SLO line at the right end of its
+    // axis, and load levels spanning 64x give a log axis: no text may stick out.
+    let mut edge = additive;
+    edge.slo.tpot_ms = Some(200.0);
+    for (i, p) in edge.load[0].points.iter_mut().enumerate() {
+        p.x = 0.5 * 8f64.powi(i as i32);
+    }
+    check_page(&bin, "edge", &edge, 6);
 
     if std::env::var("GOODPUT_UPDATE_DOCS").as_deref() == Ok("1") {
         let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");

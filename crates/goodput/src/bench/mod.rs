@@ -134,11 +134,17 @@ fn header(
     )
 }
 
-/// `YYYY-MM-DD HH:MM UTC`.
+/// `YYYY-MM-DD HH:MM UTC`, now.
 fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    utc_minute(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+/// `YYYY-MM-DD HH:MM UTC` of a Unix time in seconds (also the HTML report's dates).
+pub fn utc_minute(secs: u64) -> String {
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days + 719_468;

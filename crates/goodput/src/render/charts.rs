@@ -4,11 +4,18 @@
 //! Every data line is a `<polyline>` with `stroke-width="2"`; everything else (axes,
 //! grid, ranges, SLO lines) is thinner. The HTML page's check script counts the
 //! wide polylines of each chart against [`Chart::series`].
+//!
+//! Charts against load mark where each engine meets the SLO in a strip under the
+//! plot, one row per engine in the engine's colour ([`Strip`]), so that one
+//! engine's SLO-meeting loads are never shaded over another's line.
+
+mod axis;
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use report::{Point, Report};
 
+pub use self::axis::{Axis, Scale, LOG_SPAN, MAX_TICKS};
 use super::rows::within;
 use super::text::{num, x_label};
 
@@ -75,6 +82,17 @@ pub struct Threshold {
     pub label: String,
 }
 
+/// One engine's row in the strip under a chart against load.
+#[derive(Debug, Clone)]
+pub struct Strip {
+    /// The engine.
+    pub label: String,
+    /// The engine's colour.
+    pub color: RGBColor,
+    /// The x ranges where the engine's median request meets the SLO.
+    pub spans: Vec<(f64, f64)>,
+}
+
 /// A chart: what the page shows and what plotters draws.
 #[derive(Debug, Clone)]
 pub struct Chart {
@@ -90,8 +108,10 @@ pub struct Chart {
     pub y_desc: String,
     /// The data lines.
     pub series: Vec<Series>,
-    /// Shaded x ranges `(from, to, colour)`.
-    pub bands: Vec<(f64, f64, RGBColor)>,
+    /// How the x axis maps values and places ticks.
+    pub x_scale: Scale,
+    /// Rows under the plot marking where each engine meets the SLO (empty: none).
+    pub strips: Vec<Strip>,
     /// Threshold lines.
     pub thresholds: Vec<Threshold>,
     /// Draw a dot at every point (for lines with few points).
@@ -120,6 +140,27 @@ fn span(values: impl Iterator<Item = f64>, from_zero: bool) -> (f64, f64) {
     (if from_zero && lo >= 0.0 { lo } else { lo - pad }, hi + pad)
 }
 
+/// Height of the strip under a chart with `rows` engines, pixels.
+pub fn strip_height(rows: usize) -> u32 {
+    if rows == 0 {
+        0
+    } else {
+        STRIP_TOP + STRIP_ROW * rows as u32 + STRIP_BOTTOM
+    }
+}
+
+const STRIP_TOP: u32 = 26;
+const STRIP_ROW: u32 = 20;
+const STRIP_BOTTOM: u32 = 8;
+/// Left and right margin of the drawing; left: also the width of the y labels.
+const MARGIN: u32 = 14;
+const Y_LABELS: u32 = 68;
+/// Font size of threshold labels (plotters writes it into the SVG divided by 1.24),
+/// and the width of one of their characters as a share of the SVG font size (a
+/// generous average for sans-serif text with digits).
+const LABEL_FONT: u32 = 15;
+const CHAR_WIDTH: f64 = 0.62;
+
 /// Draws a chart as an SVG document string.
 pub fn svg(chart: &Chart) -> Result<String, String> {
     let xs = chart
@@ -127,7 +168,7 @@ pub fn svg(chart: &Chart) -> Result<String, String> {
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .chain(chart.thresholds.iter().filter(|t| t.vertical).map(|t| t.at));
-    let (x0, x1) = span(xs, false);
+    let x = Axis::over(xs, chart.x_scale);
     let ys = chart
         .series
         .iter()
@@ -146,20 +187,23 @@ pub fn svg(chart: &Chart) -> Result<String, String> {
         );
     let (y0, y1) = span(ys, chart.y_from_zero);
     let mut out = String::new();
-    draw(chart, (x0, x1), (y0, y1), &mut out).map_err(|e| e.to_string())?;
+    draw(chart, x, (y0, y1), &mut out).map_err(|e| e.to_string())?;
     Ok(out)
 }
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
-fn draw(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64), out: &mut String) -> DrawResult {
-    let root = SVGBackend::with_string(out, SIZE).into_drawing_area();
+fn draw(chart: &Chart, x: Axis, (y0, y1): (f64, f64), out: &mut String) -> DrawResult {
+    let size = (SIZE.0, SIZE.1 + strip_height(chart.strips.len()));
+    let root = SVGBackend::with_string(out, size).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut c = ChartBuilder::on(&root)
-        .margin(14)
+    let (top, bottom) = root.split_vertically(SIZE.1);
+    let (x0, x1) = (x.lo, x.hi);
+    let mut c = ChartBuilder::on(&top)
+        .margin(MARGIN)
         .x_label_area_size(48)
-        .y_label_area_size(68)
-        .build_cartesian_2d(x0..x1, y0..y1)?;
+        .y_label_area_size(Y_LABELS)
+        .build_cartesian_2d(x.clone(), y0..y1)?;
     let grid = RGBColor(0xe6, 0xe6, 0xe6);
     let xf = |v: &f64| num(*v);
     c.configure_mesh()
@@ -174,17 +218,12 @@ fn draw(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64), out: &mut Str
         .bold_line_style(grid.stroke_width(1))
         .light_line_style(WHITE.mix(0.0))
         .axis_style(RGBColor(0x88, 0x88, 0x88).stroke_width(1))
-        .x_labels(8)
+        .x_labels(MAX_TICKS)
         .y_labels(7)
         .x_label_formatter(&xf)
         .y_label_formatter(&xf)
         .draw()?;
-    for (a, b, col) in &chart.bands {
-        c.draw_series(std::iter::once(Rectangle::new(
-            [(a.max(x0), y0), (b.min(x1), y1)],
-            col.mix(0.13).filled(),
-        )))?;
-    }
+    let plot_right = c.plotting_area().get_pixel_range().0.end;
     for t in &chart.thresholds {
         let line = if t.vertical {
             vec![(t.at, y0), (t.at, y1)]
@@ -195,17 +234,26 @@ fn draw(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64), out: &mut Str
             line,
             SLO_COLOR.stroke_width(1),
         )))?;
+        let text = format!(" {} ", t.label);
         let (pos, anchor) = if t.vertical {
-            ((t.at, y1), Pos::new(HPos::Left, VPos::Top))
+            // Right of the line, unless the label would leave the plot there.
+            let em = LABEL_FONT as f64 / 1.24;
+            let width = (text.chars().count() as f64 * em * CHAR_WIDTH).ceil() as i32;
+            let at = c.backend_coord(&(t.at, y1)).0;
+            let h = if at + width > plot_right {
+                HPos::Right
+            } else {
+                HPos::Left
+            };
+            ((t.at, y1), Pos::new(h, VPos::Top))
         } else {
             ((x1, t.at), Pos::new(HPos::Right, VPos::Bottom))
         };
-        let style = ("sans-serif", 15).into_font().color(&SLO_COLOR).pos(anchor);
-        c.draw_series(std::iter::once(Text::new(
-            format!(" {} ", t.label),
-            pos,
-            style,
-        )))?;
+        let style = ("sans-serif", LABEL_FONT)
+            .into_font()
+            .color(&SLO_COLOR)
+            .pos(anchor);
+        c.draw_series(std::iter::once(Text::new(text, pos, style)))?;
     }
     for s in &chart.series {
         for (x, lo, hi) in &s.whiskers {
@@ -226,7 +274,68 @@ fn draw(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64), out: &mut Str
             )?;
         }
     }
+    if !chart.strips.is_empty() {
+        draw_strips(&chart.strips, x, &bottom)?;
+    }
     root.present()?;
+    Ok(())
+}
+
+/// The strip under a chart against load: a caption, then one row per engine (name
+/// on the left, a thin line across, a bar in the engine's colour where it meets the
+/// SLO) on the same x axis as the plot above.
+fn draw_strips<DB: DrawingBackend>(
+    strips: &[Strip],
+    x: Axis,
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let n = strips.len() as f64;
+    let (x0, x1) = (x.lo, x.hi);
+    let mut c = ChartBuilder::on(area)
+        .margin_left(MARGIN)
+        .margin_right(MARGIN)
+        .margin_top(STRIP_TOP)
+        .margin_bottom(STRIP_BOTTOM)
+        .y_label_area_size(Y_LABELS)
+        .build_cartesian_2d(x, 0.0..n)?;
+    let muted = RGBColor(0x5b, 0x64, 0x73);
+    area.draw(&Text::new(
+        "Median request meets the SLO:",
+        ((MARGIN + Y_LABELS) as i32, 4),
+        ("sans-serif", 16).into_font().color(&muted),
+    ))?;
+    for (i, s) in strips.iter().enumerate() {
+        // Row 0 at the top.
+        let mid = n - i as f64 - 0.5;
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(x0, mid), (x1, mid)],
+            RGBColor(0xcc, 0xcc, 0xcc).stroke_width(1),
+        )))?;
+        for (a, b) in &s.spans {
+            c.draw_series(std::iter::once(Rectangle::new(
+                [(a.max(x0), mid - 0.32), (b.min(x1), mid + 0.32)],
+                s.color.filled(),
+            )))?;
+        }
+        let label: String = if s.label.chars().count() > 10 {
+            s.label.chars().take(9).chain(['…']).collect()
+        } else {
+            s.label.clone()
+        };
+        let at = c.backend_coord(&(x0, mid));
+        let base = area.get_base_pixel();
+        area.draw(&Text::new(
+            label,
+            (at.0 - base.0 - 6, at.1 - base.1),
+            ("sans-serif", 15)
+                .into_font()
+                .color(&RGBColor(0x1d, 0x24, 0x30))
+                .pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+    }
     Ok(())
 }
 
@@ -242,31 +351,54 @@ pub fn meets_slo(report: &Report, p: &Point) -> bool {
         && e2el_ok
 }
 
-/// The x ranges where an engine meets the SLO at the median: each meeting point
-/// covers halfway to its neighbours.
-pub fn slo_bands(report: &Report, points: &[Point], color: RGBColor) -> Vec<(f64, f64, RGBColor)> {
+/// The x ranges where an engine meets the SLO at the median, merged where they
+/// touch: each meeting point covers halfway (on `scale`) to its neighbours, and a
+/// point at either end 4% of `data`, the span of all engines' load levels.
+pub fn slo_spans(
+    report: &Report,
+    points: &[Point],
+    scale: Scale,
+    data: (f64, f64),
+) -> Vec<(f64, f64)> {
     let mut xs: Vec<(f64, bool)> = points.iter().map(|p| (p.x, meets_slo(report, p))).collect();
     xs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let width = xs.last().map(|l| l.0).unwrap_or(0.0) - xs.first().map(|f| f.0).unwrap_or(0.0);
-    let lone = if width > 0.0 { width * 0.04 } else { 0.5 };
-    let mut out = Vec::new();
+    let end = |x: f64, dir: f64| {
+        if data.1 > data.0 {
+            scale.shift(x, 0.04 * dir, data)
+        } else if scale.log {
+            x * 1.1f64.powf(dir)
+        } else {
+            x + 0.5 * dir
+        }
+    };
+    let mut out: Vec<(f64, f64)> = Vec::new();
     for (i, (x, ok)) in xs.iter().enumerate() {
         if !ok {
             continue;
         }
-        let lo = if i > 0 {
-            (xs[i - 1].0 + x) / 2.0
-        } else {
-            x - lone
+        let lo = match i {
+            0 => end(*x, -1.0),
+            _ => scale.midpoint(xs[i - 1].0, *x),
         };
-        let hi = xs.get(i + 1).map(|n| (n.0 + x) / 2.0).unwrap_or(x + lone);
-        out.push((lo, hi, color));
+        let hi = xs
+            .get(i + 1)
+            .map_or_else(|| end(*x, 1.0), |n| scale.midpoint(*x, n.0));
+        match out.last_mut() {
+            Some(last) if last.1 == lo => last.1 = hi,
+            _ => out.push((lo, hi)),
+        }
     }
     out
 }
 
-/// A line per engine of one statistic against load, with min–max whiskers and the
-/// SLO-meeting load levels shaded.
+/// Whether the report's load levels are concurrencies (the reference format's only
+/// mode) rather than request rates.
+pub fn is_concurrency(report: &Report) -> bool {
+    report.run.as_ref().map(|r| r.load_mode.as_str()) != Some("rate")
+}
+
+/// A line per engine of one statistic against load, with min–max whiskers, and a
+/// strip under it marking each engine's SLO-meeting load levels.
 pub fn vs_load(
     report: &Report,
     id: &str,
@@ -274,8 +406,20 @@ pub fn vs_load(
     y_desc: &str,
     get: fn(&Point) -> &report::Stat,
 ) -> Chart {
+    let all_x = || {
+        report
+            .load
+            .values()
+            .flat_map(|r| r.points.iter().map(|p| p.x))
+    };
+    let x_scale = Scale::for_load(all_x(), is_concurrency(report));
+    let data = all_x()
+        .filter(|x| x.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(x), hi.max(x))
+        });
     let mut series = Vec::new();
-    let mut bands = Vec::new();
+    let mut strips = Vec::new();
     for (i, (engine, result)) in report.load.iter().enumerate() {
         let color = engine_color(i);
         let mut points: Vec<&Point> = result.points.iter().collect();
@@ -291,7 +435,14 @@ pub fn vs_load(
                 Some((p.x, s.min?, s.max?))
             })
             .collect();
-        bands.extend(slo_bands(report, &result.points, color));
+        if result.points.is_empty() {
+            continue;
+        }
+        strips.push(Strip {
+            label: engine.clone(),
+            color,
+            spans: slo_spans(report, &result.points, x_scale, data),
+        });
         if !pts.is_empty() {
             series.push(Series {
                 label: engine.clone(),
@@ -302,34 +453,46 @@ pub fn vs_load(
             });
         }
     }
-    let note = if bands.is_empty() {
-        "Median over trials, whiskers min–max. No engine meets the SLO at the median at \
-         any load level, so nothing is shaded."
-            .to_string()
-    } else {
-        "Median over trials, whiskers min–max. Shaded: load levels where the engine's \
-         median request meets the SLO."
-            .to_string()
-    };
+    let mut note = "Median over trials, whiskers min–max. Under the plot, one row per \
+                    engine: a bar in the engine's colour where its median request meets \
+                    the SLO (each load level covers halfway to its neighbours)."
+        .to_string();
+    if strips.iter().all(|s| s.spans.is_empty()) {
+        note.push_str(" No engine meets the SLO at the median at any load level.");
+    }
+    if x_scale.log {
+        note.push_str(&format!(
+            " The load axis is logarithmic: the load levels span a factor of {} or more.",
+            num(LOG_SPAN)
+        ));
+    }
     Chart {
         id: id.into(),
         title: title.into(),
         note,
-        x_desc: x_desc(report),
+        x_desc: x_desc(report, x_scale),
         y_desc: y_desc.into(),
         series,
-        bands,
+        x_scale,
+        strips,
         thresholds: Vec::new(),
         markers: true,
         y_from_zero: true,
     }
 }
 
-/// The x axis description: concurrency or request rate.
-pub fn x_desc(report: &Report) -> String {
-    match report.run.as_ref().map(|r| r.load_mode.as_str()) {
-        Some("rate") => "offered load (requests/s)".into(),
-        _ => "load (concurrent requests)".into(),
+/// The x axis description: concurrency or request rate, and the scale when it is
+/// logarithmic.
+pub fn x_desc(report: &Report, scale: Scale) -> String {
+    let what = if is_concurrency(report) {
+        "load (concurrent requests)"
+    } else {
+        "offered load (requests/s)"
+    };
+    if scale.log {
+        format!("{what}, log scale")
+    } else {
+        what.into()
     }
 }
 
@@ -387,7 +550,8 @@ pub fn distribution(report: &Report, tpot: bool) -> Chart {
         x_desc: format!("{name} (ms)"),
         y_desc: "share of requests".into(),
         series,
-        bands: Vec::new(),
+        x_scale: Scale::default(),
+        strips: Vec::new(),
         thresholds: slo
             .map(|b| Threshold {
                 at: b,
@@ -464,7 +628,8 @@ pub fn gpu_timeline(report: &Report, temp: bool) -> Option<Chart> {
         x_desc: "time in trials (s)".into(),
         y_desc: y_desc.into(),
         series,
-        bands: Vec::new(),
+        x_scale: Scale::default(),
+        strips: Vec::new(),
         thresholds,
         markers: false,
         y_from_zero: !temp,

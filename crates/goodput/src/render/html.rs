@@ -71,6 +71,7 @@ table.kv { border-collapse: collapse; font-size: 13px; }
 table.kv th { text-align: left; color: var(--muted); font-weight: normal; padding: 2px 12px 2px 0; vertical-align: top; }
 table.kv td { padding: 2px 0; vertical-align: top; }
 table.kv table.kv { margin: 0; }
+ul.notices { margin: 0; padding-left: 18px; }
 code, pre { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 12px; }
 pre { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px; overflow-x: auto; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
@@ -82,7 +83,8 @@ const ERROR_SCRIPT: &str = r#"window.onerror = function (msg, src, line) {
   e.setAttribute('data-errors', (e.getAttribute('data-errors') || '') + msg + ' (line ' + line + '); ');
 };"#;
 
-/// Counts the data lines of every chart and writes the result into `#chart-check`.
+/// Counts the data lines of every chart and the text that sticks out of its SVG,
+/// and writes the result into `#chart-check`.
 const CHECK_SCRIPT: &str = r#"(function () {
   var out = document.getElementById('chart-check');
   var ok = true, lines = [];
@@ -90,10 +92,22 @@ const CHECK_SCRIPT: &str = r#"(function () {
     var want = Number(f.getAttribute('data-series'));
     var svg = f.querySelector('svg');
     var got = svg ? svg.querySelectorAll('polyline[stroke-width="2"]').length : 0;
-    var width = svg ? svg.getBoundingClientRect().width : 0;
-    var good = svg && want > 0 && got === want && width > 100;
+    var box = svg ? svg.getBoundingClientRect() : null;
+    var width = box ? box.width : 0;
+    var outside = [];
+    if (svg) {
+      svg.querySelectorAll('text').forEach(function (t) {
+        var r = t.getBoundingClientRect();
+        if (r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1 ||
+            r.top < box.top - 1 || r.bottom > box.bottom + 1)) {
+          outside.push(JSON.stringify(t.textContent.trim()));
+        }
+      });
+    }
+    var good = svg && want > 0 && got === want && width > 100 && outside.length === 0;
     if (!good) { ok = false; }
-    lines.push(f.id + ' want=' + want + ' got=' + got + ' width=' + Math.round(width) + (good ? ' ok' : ' BAD'));
+    lines.push(f.id + ' want=' + want + ' got=' + got + ' width=' + Math.round(width) +
+      (outside.length ? ' cut-off=' + outside.join(',') : '') + (good ? ' ok' : ' BAD'));
   });
   out.textContent = lines.join('\n');
   out.setAttribute('data-charts', String(lines.length));
@@ -295,25 +309,60 @@ pub fn json_html(v: &Value) -> String {
 }
 
 fn profile_section(report: &Report, h: &mut String) {
-    h.push_str("<section id=\"profile\">\n<h2>Profile</h2>\n");
-    let mut v = serde_json::Map::new();
-    v.insert("name".into(), Value::String(report.profile.clone()));
+    h.push_str("<section id=\"profile\">\n<h2>Profile</h2>\n<table class=\"kv\">");
+    let row = |h: &mut String, k: &str, v: &str| {
+        h.push_str(&format!("<tr><th>{}</th><td>{v}</td></tr>", escape(k)));
+    };
+    row(h, "name", &escape(&report.profile));
     if let Ok(slo) = serde_json::to_value(&report.slo) {
-        v.insert("slo".into(), slo);
+        row(h, "slo", &json_html(&slo));
     }
     match report.run.as_ref().map(serde_json::to_value) {
-        Some(Ok(run)) => {
-            v.insert("run".into(), run);
-        }
-        _ => {
-            v.insert(
-                "run".into(),
-                Value::String("not recorded (reference format)".into()),
-            );
-        }
+        Some(Ok(Value::Object(run))) => row(h, "run", &run_html(&run)),
+        _ => row(h, "run", "not recorded (reference format)"),
     }
-    h.push_str(&json_html(&Value::Object(v)));
-    h.push_str("\n</section>\n");
+    h.push_str("</table>\n</section>\n");
+}
+
+/// The run info as a key/value table, with its Unix times as UTC dates and its
+/// notices one per list item.
+fn run_html(run: &serde_json::Map<String, Value>) -> String {
+    let mut s = String::from("<table class=\"kv\">");
+    for (k, v) in run {
+        let (key, value) = match (k.as_str(), v) {
+            ("notices", Value::Array(items)) => {
+                let items: String = items
+                    .iter()
+                    .map(|n| format!("<li>{}</li>", json_html(n)))
+                    .collect();
+                (k.as_str(), format!("<ul class=\"notices\">{items}</ul>"))
+            }
+            (_, Value::Number(n)) if k.ends_with("_unix_s") => {
+                (k.trim_end_matches("_unix_s"), date_html(n.as_f64()))
+            }
+            _ => (k.as_str(), json_html(v)),
+        };
+        s.push_str(&format!(
+            "<tr><th>{}</th><td>{value}</td></tr>",
+            escape(key)
+        ));
+    }
+    s.push_str("</table>");
+    s
+}
+
+/// A Unix time as a `<time>` element showing the UTC date, the raw value in its
+/// title; a value that is no time (negative, not finite) as the number itself.
+fn date_html(unix_s: Option<f64>) -> String {
+    match unix_s {
+        Some(t) if (0.0..1e13).contains(&t) => format!(
+            "<time title=\"Unix time {}\">{}</time>",
+            escape(&t.to_string()),
+            crate::bench::utc_minute(t as u64)
+        ),
+        Some(t) => escape(&t.to_string()),
+        None => String::new(),
+    }
 }
 
 fn environment_section(report: &Report, h: &mut String) {

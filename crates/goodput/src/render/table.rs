@@ -250,11 +250,14 @@ pub fn text_table(report: &Report, rows: &[Row], color: bool) -> String {
     out.push_str(&Style::Bold.paint("Throughput and GPU", color));
     out.push('\n');
     out.push_str(&text_part(report, rows, &THROUGHPUT_COLUMNS, false, color));
-    out.push_str(&Style::Dim.paint(
-        "Green: the median meets the SLO (goodput above 0); red: it misses.",
-        color,
-    ));
-    out.push('\n');
+    // The legend names colours, so it is printed only where there are any.
+    if color {
+        out.push_str(&Style::Dim.paint(
+            "Green: the median meets the SLO (goodput above 0); red: it misses.",
+            color,
+        ));
+        out.push('\n');
+    }
     out
 }
 
@@ -415,4 +418,20 @@ pub fn json(rows: &[Row]) -> String {
 /// `median (min–max)` of a statistic, for other renderers.
 pub fn stat_text(s: &Stat) -> String {
     stat_full(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::rows::rows;
+
+    #[test]
+    fn the_colour_legend_is_printed_only_in_colour() {
+        let text = include_str!("../../tests/render_fixtures/additive.json");
+        let report = report::io::parse_report(text).expect("fixture parses");
+        let rows = rows(&report);
+        let legend = "Green: the median meets the SLO";
+        assert!(text_table(&report, &rows, true).contains(legend));
+        assert!(!text_table(&report, &rows, false).contains(legend));
+    }
 }
