@@ -14,6 +14,21 @@
 //! - **trial duration** = first send → last completion (of any request of the trial);
 //!   output_throughput = output tokens of successful requests / duration;
 //!   request_throughput = successful requests / duration; goodput_rps = good / duration.
+//! - **achieved rate** = (n − 1) / (last send − first send) over the trial's n requests;
+//!   **scheduled rate** = (n − 1) / (last scheduled − first scheduled): the rate the
+//!   trial's own arrival schedule drew (a short Poisson draw lands away from the
+//!   nominal x). The client is judged by send lag and achieved vs scheduled rate.
+//! - **achieved concurrency** = mean requests in flight over the trial: the integral
+//!   of the in-flight count over [first send, last completion] divided by its length,
+//!   i.e. Σ (done − sent) over requests with an end time / trial duration.
+//! - **first error** = `label: detail` of the failed request sent first (the first
+//!   trial with a failure, per point), cut to [`FIRST_ERROR_MAX_CHARS`] characters.
+//! - **outliers** ([`outliers`]): per point, over the pooled per-request TTFT and E2EL,
+//!   with `m` the median and `MAD` the median absolute deviation, a request whose
+//!   modified Z-score `0.6745 (v − m) / MAD` exceeds 14 (hyperfine's rule) and whose
+//!   value is at least 2 m (a MAD of 0 counts as infinitely far); or whose value
+//!   exceeds 10 m whatever the spread (one such request is the p99 of a small
+//!   trial). Slow side only; at least [`OUTLIER_MIN_REQUESTS`] requests.
 //! - Per-trial median and p99: numpy's linear interpolation ([`quantile_linear`]).
 //! - Per point: each scalar summarised over trials as `{median,min,max,n}`; the
 //!   quantile grids pool the per-request TTFT and TPOT of all trials with the
@@ -21,12 +36,25 @@
 
 use indexmap::IndexMap;
 use report::stats::{quantile_linear, quantile_lower, sort_values};
-use report::{Point, Stat};
+use report::{Outlier, Point, Stat};
 
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
 
 const NS_PER_MS: f64 = 1e6;
+
+/// The first error's text is cut to this many characters.
+pub const FIRST_ERROR_MAX_CHARS: usize = 200;
+/// Modified Z-score above which a request is far out of the spread (hyperfine's).
+pub const OUTLIER_SCORE: f64 = 14.0;
+/// A far-out request must also be at least this many times the median.
+pub const OUTLIER_MIN_RATIO: f64 = 2.0;
+/// A request above this many times the median is an outlier whatever the spread.
+pub const OUTLIER_DOMINANT_RATIO: f64 = 10.0;
+/// Fewer pooled requests than this: no outlier check (no spread to judge by).
+pub const OUTLIER_MIN_REQUESTS: usize = 5;
+/// At most this many outliers are listed per point.
+pub const OUTLIER_MAX_LISTED: usize = 16;
 
 /// Metrics of one successful request.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,10 +137,22 @@ pub struct TrialMetrics {
     pub mean_output_tokens: Option<f64>,
     /// Requests sent per second between the first and last send (rate mode).
     pub achieved_rate: Option<f64>,
+    /// Requests per second of the schedule, first to last scheduled send.
+    pub scheduled_rate: Option<f64>,
+    /// Mean requests in flight between the first send and the last completion.
+    pub achieved_concurrency: Option<f64>,
+    /// `label: detail` of the failed request sent first.
+    pub first_error: Option<String>,
+    /// The trial's index (from its records; 0 when it has none).
+    pub trial: u32,
     /// p99 of sent − scheduled, ms.
     pub p99_send_lag_ms: Option<f64>,
     /// Per-request TTFTs of successful requests, ms (for the pooled grid).
     pub ttfts_ms: Vec<f64>,
+    /// Per-request E2ELs of the same requests, in the same order, ms.
+    pub e2els_ms: Vec<f64>,
+    /// Request indexes of the same requests, in the same order.
+    pub request_indexes: Vec<u32>,
     /// Per-request TPOTs (multi-token successful requests), ms.
     pub tpots_ms: Vec<f64>,
 }
@@ -124,8 +164,10 @@ fn median_p99(v: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
 
 /// Derives a trial's metrics from its records.
 pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
-    let mut m = TrialMetrics::default();
-    let mut e2els = Vec::new();
+    let mut m = TrialMetrics {
+        trial: records.first().map(|r| r.trial).unwrap_or(0),
+        ..TrialMetrics::default()
+    };
     let mut itls = Vec::new();
     let mut out_tokens = 0u64;
     let mut in_tokens = (0u64, 0u64);
@@ -143,7 +185,8 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
                 }
                 m.ttfts_ms.push(rm.ttft_ms);
                 m.tpots_ms.extend(rm.tpot_ms);
-                e2els.push(rm.e2el_ms);
+                m.e2els_ms.push(rm.e2el_ms);
+                m.request_indexes.push(r.index);
                 itls.extend(
                     r.chunks
                         .windows(2)
@@ -157,9 +200,13 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
             }
         }
     }
+    m.first_error = records
+        .iter()
+        .filter(|r| request_metrics(r, slo).is_none())
+        .min_by_key(|r| (r.sent, r.index))
+        .map(error_text);
     let first_send = records.iter().map(|r| r.sent).min();
     let last_done = records.iter().filter_map(|r| r.done).max();
-    let last_send = records.iter().map(|r| r.sent).max();
     if let (Some(a), Some(b)) = (first_send, last_done) {
         let d = b.saturating_sub(a) as f64 / 1e9;
         if d > 0.0 {
@@ -167,18 +214,21 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
             m.output_throughput = Some(out_tokens as f64 / d);
             m.request_throughput = Some(m.completed as f64 / d);
             m.goodput_rps = Some(m.good as f64 / d);
+            let busy_ns: u64 = records
+                .iter()
+                .filter_map(|r| r.done.map(|done| done.saturating_sub(r.sent)))
+                .sum();
+            m.achieved_concurrency = Some(busy_ns as f64 / 1e9 / d);
         }
     }
-    if let (Some(a), Some(b)) = (first_send, last_send) {
-        if b > a && records.len() > 1 {
-            m.achieved_rate = Some((records.len() - 1) as f64 / ((b - a) as f64 / 1e9));
-        }
-    }
+    m.achieved_rate = rate_between(records.iter().map(|r| r.sent));
+    m.scheduled_rate = rate_between(records.iter().map(|r| r.scheduled));
     let mut ttfts = m.ttfts_ms.clone();
     (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
     let mut tpots = m.tpots_ms.clone();
     (m.median_tpot_ms, m.p99_tpot_ms) = median_p99(&mut tpots);
     (m.median_itl_ms, m.p99_itl_ms) = median_p99(&mut itls);
+    let mut e2els = m.e2els_ms.clone();
     (m.median_e2el_ms, m.p99_e2el_ms) = median_p99(&mut e2els);
     sort_values(&mut lags);
     m.p99_send_lag_ms = quantile_linear(&lags, 0.99);
@@ -189,6 +239,95 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
         m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
     }
     m
+}
+
+/// `(n - 1) / (last - first)` per second of n nanosecond times; `None` for fewer
+/// than two or when they all coincide.
+fn rate_between(times: impl Iterator<Item = u64> + Clone) -> Option<f64> {
+    let n = times.clone().count();
+    let (a, b) = (times.clone().min()?, times.max()?);
+    (n > 1 && b > a).then(|| (n - 1) as f64 / ((b - a) as f64 / 1e9))
+}
+
+/// `label: detail` of a failed request, cut to [`FIRST_ERROR_MAX_CHARS`] characters.
+fn error_text(r: &RequestRecord) -> String {
+    let label = r.error_label().unwrap_or_else(|| "empty".into());
+    let text = match r.error_detail.as_deref().map(str::trim) {
+        Some(d) if !d.is_empty() => format!("{label}: {d}"),
+        _ => label,
+    };
+    if text.chars().count() <= FIRST_ERROR_MAX_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(FIRST_ERROR_MAX_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// Median and median absolute deviation of an ascending slice; `None` when empty.
+pub fn median_and_mad(sorted: &[f64]) -> Option<(f64, f64)> {
+    let median = quantile_linear(sorted, 0.5)?;
+    let mut dev: Vec<f64> = sorted.iter().map(|v| (v - median).abs()).collect();
+    sort_values(&mut dev);
+    Some((median, quantile_linear(&dev, 0.5).unwrap_or(0.0)))
+}
+
+/// Modified Z-score `0.6745 (v - median) / mad`; `None` when `mad` is 0.
+pub fn outlier_score(v: f64, median: f64, mad: f64) -> Option<f64> {
+    (mad > 0.0).then(|| 0.6745 * (v - median) / mad)
+}
+
+/// The outlier rule (module doc): far out of the spread and at least twice the
+/// median, or more than ten times the median. Slow side only; with a MAD of 0 (most
+/// values equal) any value above the median is far out of the spread.
+pub fn is_outlier(v: f64, median: f64, mad: f64) -> bool {
+    let far = outlier_score(v, median, mad).map_or(v > median, |s| s > OUTLIER_SCORE)
+        && v >= OUTLIER_MIN_RATIO * median;
+    median > 0.0 && (far || v > OUTLIER_DOMINANT_RATIO * median)
+}
+
+/// The outliers of a point: requests whose TTFT or E2EL is far out of the pooled
+/// distribution of the point's trials (the rule is in the module doc), worst (largest
+/// multiple of the median) first, at most [`OUTLIER_MAX_LISTED`].
+pub fn outliers(trials: &[TrialMetrics]) -> Vec<Outlier> {
+    let mut out = Vec::new();
+    type Values = fn(&TrialMetrics) -> &Vec<f64>;
+    let per_metric: [(&str, Values); 2] = [("ttft", |t| &t.ttfts_ms), ("e2el", |t| &t.e2els_ms)];
+    for (metric, values) in per_metric {
+        let pooled: Vec<(f64, u32, u32)> = trials
+            .iter()
+            .flat_map(|t| {
+                values(t)
+                    .iter()
+                    .zip(&t.request_indexes)
+                    .map(|(&v, &i)| (v, t.trial, i))
+            })
+            .filter(|(v, _, _)| v.is_finite())
+            .collect();
+        if pooled.len() < OUTLIER_MIN_REQUESTS {
+            continue;
+        }
+        let mut sorted: Vec<f64> = pooled.iter().map(|p| p.0).collect();
+        sort_values(&mut sorted);
+        let Some((median, mad)) = median_and_mad(&sorted) else {
+            continue;
+        };
+        for (v, trial, index) in pooled {
+            if is_outlier(v, median, mad) {
+                out.push(Outlier {
+                    metric: metric.to_string(),
+                    trial,
+                    index,
+                    value_ms: v,
+                    median_ms: median,
+                    score: outlier_score(v, median, mad),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| (b.value_ms / b.median_ms).total_cmp(&(a.value_ms / a.median_ms)));
+    out.truncate(OUTLIER_MAX_LISTED);
+    out
 }
 
 /// The report point of a load level, from its trials' metrics (in trial order).
@@ -247,6 +386,10 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         offered_rate: rate_mode.then_some(x),
         achieved_rate: rate_mode.then(|| stat(|t| t.achieved_rate)),
         p99_send_lag_ms: Some(stat(|t| t.p99_send_lag_ms)),
+        scheduled_rate: rate_mode.then(|| stat(|t| t.scheduled_rate)),
+        achieved_concurrency: Some(stat(|t| t.achieved_concurrency)),
+        first_error: trials.iter().find_map(|t| t.first_error.clone()),
+        outliers: (!trials.is_empty()).then(|| outliers(trials)),
         spec_decode: None,
         trials: Vec::new(),
         extra: Default::default(),

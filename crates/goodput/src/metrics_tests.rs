@@ -168,3 +168,138 @@ fn a_trial_where_everything_failed_produces_no_latency_values() {
     assert_eq!(p.median_ttft_ms.n, 0);
     assert!(p.ttft_quantiles_ms.is_empty());
 }
+
+#[test]
+fn achieved_concurrency_is_the_mean_in_flight_over_the_trial() {
+    // sent 0 done 1001 ms, sent 500 done 2001 ms: 2.502 s in flight over 2.001 s
+    let a = rec(0, 0, &[100, 1000], Some(10));
+    let b = rec(1, 500, &[700, 2000], Some(30));
+    let t = trial_metrics(&[a, b], &slo(1000.0, 100.0));
+    assert!((t.achieved_concurrency.unwrap() - 2.502 / 2.001).abs() < 1e-12);
+}
+
+#[test]
+fn two_requests_never_make_four_in_flight() {
+    // x=4 with 2 requests: both sent at 0, done at 100 and 200 ms
+    let a = rec(0, 0, &[99], Some(1));
+    let b = rec(1, 0, &[199], Some(1));
+    let t = trial_metrics(&[a, b], &slo(1000.0, 100.0));
+    // 0.3 s in flight over 0.2 s
+    assert!((t.achieved_concurrency.unwrap() - 1.5).abs() < 1e-12);
+    let p = point_summary(4.0, &[t.clone(), t], &[0.5], false);
+    let c = p.achieved_concurrency.expect("achieved concurrency");
+    assert_eq!(c.n, 2);
+    assert!(c.max.unwrap() <= 2.0);
+}
+
+#[test]
+fn scheduled_rate_is_the_schedule_s_own_rate_not_the_nominal_one() {
+    // a draw at a nominal 20 req/s whose arrivals landed 100 ms apart (10 req/s),
+    // each sent 0.15 ms late: the client kept up with its schedule
+    let recs: Vec<RequestRecord> = (0..5u32)
+        .map(|i| {
+            let mut r = rec(i, u64::from(i) * 100, &[u64::from(i) * 100 + 20], Some(1));
+            r.sent = r.scheduled + 150_000;
+            r
+        })
+        .collect();
+    let t = trial_metrics(&recs, &slo(1000.0, 100.0));
+    assert!((t.scheduled_rate.unwrap() - 10.0).abs() < 1e-9);
+    assert!((t.achieved_rate.unwrap() - 10.0).abs() < 1e-9);
+    let rate = point_summary(20.0, std::slice::from_ref(&t), &[0.5], true);
+    assert_eq!(rate.offered_rate, Some(20.0));
+    assert!((rate.scheduled_rate.unwrap().median.unwrap() - 10.0).abs() < 1e-9);
+    assert!(point_summary(20.0, &[t], &[0.5], false)
+        .scheduled_rate
+        .is_none());
+}
+
+#[test]
+fn first_error_is_the_first_sent_failure_with_its_detail_and_bounded() {
+    let mut late = rec(1, 50, &[], Some(0));
+    late.error = Some(ErrorKind::Stall);
+    let mut early = rec(2, 10, &[], Some(0));
+    early.error = Some(ErrorKind::Http);
+    early.status = Some(500);
+    early.error_detail = Some(format!("Internal Server Error {}", "x".repeat(500)));
+    let ok = rec(0, 0, &[40, 60], Some(2));
+    let t = trial_metrics(&[ok, late, early], &slo(1000.0, 100.0));
+    let e = t.first_error.clone().expect("first error");
+    assert!(e.starts_with("http_500: Internal Server Error x"), "{e}");
+    assert_eq!(e.chars().count(), FIRST_ERROR_MAX_CHARS);
+    let clean = trial_metrics(&[rec(0, 0, &[40], Some(1))], &slo(1000.0, 100.0));
+    assert_eq!(clean.first_error, None);
+    let p = point_summary(1.0, &[clean, t], &[0.5], false);
+    assert!(p.first_error.unwrap().starts_with("http_500"));
+}
+
+/// 20 requests with TTFT `base`, `base + 1` or `base + 2` ms, sent 100 ms apart;
+/// the first's TTFT is `first`.
+fn warm_trial(trial: u32, first: u64, base: u64) -> TrialMetrics {
+    let recs: Vec<RequestRecord> = (0..20u32)
+        .map(|i| {
+            let sent = u64::from(i) * 100;
+            let ttft = if i == 0 {
+                first
+            } else {
+                base + u64::from(i % 3)
+            };
+            let mut r = rec(i, sent, &[sent + ttft, sent + ttft + 10], Some(2));
+            r.trial = trial;
+            r
+        })
+        .collect();
+    trial_metrics(&recs, &slo(10_000.0, 100.0))
+}
+
+#[test]
+fn a_compiling_first_request_is_an_outlier_named_by_trial_and_index() {
+    let o = outliers(&[warm_trial(0, 1191, 15), warm_trial(1, 16, 15)]);
+    let ttft: Vec<&Outlier> = o.iter().filter(|o| o.metric == "ttft").collect();
+    assert_eq!(ttft.len(), 1, "{o:#?}");
+    assert_eq!((ttft[0].trial, ttft[0].index), (0, 0));
+    assert_eq!(ttft[0].value_ms, 1191.0);
+    assert!(ttft[0].score.unwrap() > OUTLIER_SCORE);
+    assert!(o.iter().any(|o| o.metric == "e2el" && o.index == 0));
+    let p = point_summary(1.0, &[warm_trial(0, 1191, 15)], &[0.5], false);
+    assert!(!p.outliers.expect("checked").is_empty());
+}
+
+#[test]
+fn an_ordinary_spread_has_no_outliers() {
+    assert!(outliers(&[warm_trial(0, 16, 15), warm_trial(1, 15, 15)]).is_empty());
+    // 150 ms against 100-102 ms is far out of that tight spread (score 33) but not
+    // twice the median: not an outlier
+    assert!(outliers(&[warm_trial(0, 150, 100)]).is_empty());
+    let p = point_summary(1.0, &[warm_trial(0, 16, 15)], &[0.5], false);
+    assert_eq!(p.outliers, Some(vec![]));
+}
+
+#[test]
+fn with_most_requests_alike_a_far_request_is_still_an_outlier() {
+    // MAD 0 (more than half the values equal): far out, as hyperfine's infinite score
+    let recs: Vec<RequestRecord> = (0..10u32)
+        .map(|i| rec(i, 0, &[if i == 3 { 50 } else { 20 }], Some(1)))
+        .collect();
+    let o = outliers(&[trial_metrics(&recs, &slo(10_000.0, 100.0))]);
+    assert_eq!(o.len(), 2, "{o:#?}"); // its TTFT and its E2EL
+    assert!(o.iter().all(|o| o.index == 3 && o.score.is_none()));
+}
+
+#[test]
+fn one_request_ten_times_the_median_is_an_outlier_whatever_the_spread() {
+    // TTFTs spread 10..98 ms (median 59.5, MAD 27.5) and one at 620 ms: its score,
+    // 13.75, is below 14, but it is 10.4 times the median
+    let recs: Vec<RequestRecord> = (0..10u32)
+        .map(|i| {
+            let ttft = if i == 9 { 620 } else { 10 + u64::from(i) * 11 };
+            rec(i, 0, &[ttft], Some(1))
+        })
+        .collect();
+    let t = trial_metrics(&recs, &slo(10_000.0, 100.0));
+    let o = outliers(&[t]);
+    assert!(
+        o.iter().any(|o| o.metric == "ttft" && o.index == 9),
+        "{o:#?}"
+    );
+}

@@ -227,6 +227,25 @@ pub struct Point {
     /// rate mode with `max_concurrency`, the wait for a free slot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_send_lag_ms: Option<Stat>,
+    /// goodput addition (rate mode): requests per second of each trial's own schedule,
+    /// `(n - 1) / (last scheduled - first scheduled)`; a short Poisson draw lands
+    /// away from `offered_rate`, and the client is judged against this, not that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_rate: Option<Stat>,
+    /// goodput addition: mean requests in flight of each trial (the time integral of
+    /// the in-flight count over first send to last completion, over its length): the
+    /// load the server saw, which can be far below a concurrency `x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_concurrency: Option<Stat>,
+    /// goodput addition: the first failed request's error kind and detail
+    /// (`http_500: Internal Server Error`), at most 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+    /// goodput addition: requests whose TTFT or E2EL lies far out of the point's
+    /// pooled distribution (see [`Outlier`]), worst first, at most 16; an empty list
+    /// when the check ran and found none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outliers: Option<Vec<Outlier>>,
     /// goodput addition: speculative-decoding acceptance scraped from `/metrics`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecode>,
@@ -236,6 +255,31 @@ pub struct Point {
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// goodput addition: one request far out of its point's distribution of a metric.
+///
+/// Over the point's successful requests (all trials pooled), with `m` the median and
+/// `MAD` the median absolute deviation from it, a request is an outlier when its
+/// modified Z-score `0.6745 (v - m) / MAD` is above 14 (hyperfine's threshold) and
+/// `v` is at least twice `m` (a MAD of 0 counts as infinitely far), or when `v` is
+/// more than 10 times `m` whatever the spread (one such request is the p99 of a
+/// small trial). Only the slow side counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Outlier {
+    /// `ttft` or `e2el`.
+    pub metric: String,
+    /// Trial index (0-based).
+    pub trial: u32,
+    /// Request index within the trial (0: the first request after the warm-up).
+    pub index: u32,
+    /// The request's value, ms.
+    pub value_ms: f64,
+    /// Median of the metric over the point's requests, ms.
+    pub median_ms: f64,
+    /// Modified Z-score; absent when the MAD is 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
 }
 
 /// GPU telemetry of one point.

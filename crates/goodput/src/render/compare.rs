@@ -1,12 +1,18 @@
 //! Comparing results: reports against the first one, or, with one report, its
 //! engines against its first engine. Points are matched by engine name and `x`.
 //!
+//! Two reports are paired only when their x means the same thing and their requests
+//! were alike: reports of different load modes (concurrency vs rate) or of different
+//! workloads are not compared at all, and say why; when their SLOs differ, goodput
+//! (which the SLO defines) is left out and the other metrics are compared.
+//!
 //! A change is "not significant" when the trial ranges `[min, max]` of the two sides
 //! overlap or either side has fewer than two trials: with so few trials, ranges that
 //! touch are the most that can be said.
 
 use report::{EngineResult, Point, Report, Stat};
 
+use super::table::slo_bounds_text;
 use super::text::{align, fixed, stat_full, x_label, Cell, Line, Style};
 
 /// Whether a metric is better when lower (latency) or higher (throughput).
@@ -133,6 +139,9 @@ impl Change {
     }
 }
 
+/// The metric that only means something under one SLO.
+const SLO_METRIC: &str = "goodput req/s";
+
 /// One side of a comparison: a label (file or engine) and an engine's results.
 struct Side<'a> {
     label: String,
@@ -172,6 +181,7 @@ fn compare_engines(
     lines: &mut Vec<Line>,
     notes: &mut Vec<String>,
     tally: &mut Tally,
+    same_slo: bool,
 ) {
     for side in [base, cand] {
         if side.result.points.is_empty() {
@@ -197,7 +207,8 @@ fn compare_engines(
         if first_row && lines.len() > 1 {
             lines.push(Line::Note(Cell::plain("")));
         }
-        for (i, m) in METRICS.iter().enumerate() {
+        let metrics = METRICS.iter().filter(|m| same_slo || m.name != SLO_METRIC);
+        for (i, m) in metrics.enumerate() {
             let (bs, cs) = ((m.get)(bp), (m.get)(cp));
             let ch = change(bs, cs, m.better);
             let (verdict, style) = ch.verdict();
@@ -314,7 +325,7 @@ fn compare_within(label: &str, r: &Report, color: bool) -> String {
             engine: name,
             result,
         };
-        compare_engines(&base, &cand, true, &mut lines, &mut notes, &mut tally);
+        compare_engines(&base, &cand, true, &mut lines, &mut notes, &mut tally, true);
     }
     if !any {
         return format!("{label}: only one engine ({base_name}); nothing to compare.\n");
@@ -326,6 +337,40 @@ fn compare_within(label: &str, r: &Report, color: bool) -> String {
     finish(title, lines, notes, tally, color)
 }
 
+/// What x means in a report: `concurrency` or `rate` (a report in the reference format
+/// records no mode; its x is closed-loop concurrency).
+fn load_mode(r: &Report) -> &str {
+    r.run
+        .as_ref()
+        .map_or("concurrency", |run| run.load_mode.as_str())
+}
+
+/// The workload as the report describes it, when it does.
+fn workload(r: &Report) -> Option<&serde_json::Value> {
+    r.run
+        .as_ref()
+        .map(|run| &run.workload)
+        .filter(|w| !w.is_null())
+}
+
+/// Why two reports cannot be compared point by point, when they cannot.
+fn not_comparable(base_label: &str, base: &Report, label: &str, cand: &Report) -> Option<String> {
+    let (bm, cm) = (load_mode(base), load_mode(cand));
+    if bm != cm {
+        return Some(format!(
+            "Not compared: {base_label} ran in {bm} mode and {label} in {cm} mode; an x of \
+             one (requests in flight vs requests per second) is not an x of the other."
+        ));
+    }
+    match (workload(base), workload(cand)) {
+        (Some(bw), Some(cw)) if bw != cw => Some(format!(
+            "Not compared: the workloads differ ({base_label}: {bw}; {label}: {cw}); \
+             latency and throughput depend on the prompts and output lengths."
+        )),
+        _ => None,
+    }
+}
+
 fn compare_reports(
     base_label: &str,
     base: &Report,
@@ -333,8 +378,39 @@ fn compare_reports(
     cand: &Report,
     color: bool,
 ) -> String {
+    let mut title = format!("{label} (candidate) against {base_label} (baseline)");
+    if base.profile != cand.profile {
+        title.push_str(&format!(
+            "\nnote: profiles differ ({} vs {})",
+            base.profile, cand.profile
+        ));
+    }
+    if let Some(why) = not_comparable(base_label, base, label, cand) {
+        return format!("{}\n{why}\n", Style::Bold.paint(&title, color));
+    }
     let mut lines = vec![header()];
     let (mut notes, mut tally) = (Vec::new(), Tally::default());
+    let same_slo = base.slo == cand.slo;
+    if !same_slo {
+        notes.push(format!(
+            "{SLO_METRIC} not compared: the SLOs differ ({base_label}: {}; {label}: {}), \
+             and goodput counts the requests that meet the SLO",
+            slo_bounds_text(&base.slo),
+            slo_bounds_text(&cand.slo)
+        ));
+    }
+    let unrecorded: Vec<&str> = [(base_label, base), (label, cand)]
+        .into_iter()
+        .filter(|(_, r)| workload(r).is_none())
+        .map(|(l, _)| l)
+        .collect();
+    if !unrecorded.is_empty() {
+        notes.push(format!(
+            "workload not recorded in {}: that both ran the same prompts and output \
+             lengths is not checked",
+            unrecorded.join(", ")
+        ));
+    }
     for (name, bres) in &base.load {
         let Some(cres) = cand.load.get(name) else {
             notes.push(format!("engine {name}: only in {base_label}"));
@@ -350,20 +426,12 @@ fn compare_reports(
             engine: name,
             result: cres,
         };
-        compare_engines(&b, &c, false, &mut lines, &mut notes, &mut tally);
+        compare_engines(&b, &c, false, &mut lines, &mut notes, &mut tally, same_slo);
     }
     for name in cand.load.keys() {
         if !base.load.contains_key(name) {
             notes.push(format!("engine {name}: only in {label}"));
         }
-    }
-    let mut title = format!("{label} (candidate) against {base_label} (baseline)");
-    if base.slo != cand.slo || base.profile != cand.profile {
-        title.push_str(&format!(
-            "\nnote: profiles differ ({} vs {}) or SLOs differ; goodput is not comparable \
-             across SLOs",
-            base.profile, cand.profile
-        ));
     }
     finish(title, lines, notes, tally, color)
 }

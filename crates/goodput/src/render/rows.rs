@@ -129,6 +129,10 @@ impl Row<'_> {
         let p = self.point;
         put("engine", json!(self.engine));
         put("x", json!(p.map(|p| p.x)));
+        put(
+            "achieved_concurrency",
+            json!(p.and_then(|p| p.achieved_concurrency.as_ref()?.median)),
+        );
         put("status", json!(p.and_then(|p| p.status)));
         put("trials", json!(p.map(trials_with_results)));
         put("expected_trials", json!(self.expected_trials));
@@ -159,6 +163,10 @@ impl Row<'_> {
         }
         let med = |s: Option<&Stat>| json!(s.and_then(|s| s.median));
         put("offered_rate", json!(p.and_then(|p| p.offered_rate)));
+        put(
+            "scheduled_rate",
+            med(p.and_then(|p| p.scheduled_rate.as_ref())),
+        );
         put(
             "achieved_rate",
             med(p.and_then(|p| p.achieved_rate.as_ref())),

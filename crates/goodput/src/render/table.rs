@@ -5,7 +5,7 @@ use report::{Point, Report, Stat};
 use serde_json::Value;
 
 use super::rows::{field_names, trials_with_results, within, Row};
-use super::text::{align, num, stat_full, stat_median, stat_range, Cell, Line, Style};
+use super::text::{align, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style};
 
 /// Column titles of the text, Markdown and HTML tables.
 pub const COLUMNS: [&str; 17] = [
@@ -113,7 +113,7 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
     let thermal = gpu.and_then(|g| g.thermal_share);
     Some(vec![
         DisplayCell::text(row.engine, Style::Plain),
-        DisplayCell::text(num(p.x), Style::Plain),
+        DisplayCell::text(x_text(p), Style::Plain),
         trials,
         requests,
         DisplayCell::stat(
@@ -145,6 +145,15 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
             },
         ),
     ])
+}
+
+/// `4`, or `4 (2.0 in flight)` when the report has the achieved concurrency (mean
+/// requests in flight), so a load that was not reached does not pass for x.
+fn x_text(p: &Point) -> String {
+    match p.achieved_concurrency.as_ref().and_then(|s| s.median) {
+        Some(c) => format!("{} ({} in flight)", num(p.x), fixed(c, 1)),
+        None => num(p.x),
+    }
 }
 
 /// The SLO's bounds in words: `TTFT ≤ 1000 ms and TPOT ≤ 100 ms`; only the bounds

@@ -2,13 +2,15 @@
 //! one engine (and load level) and says what happened, why it matters and what to
 //! do. Printed by `show`, at the end of `goodput run`, and in the HTML page.
 //!
-//! [`rules`] holds the rules; this file the types, the list and its text.
+//! [`rules`] and [`load`] hold the rules; this file the types, the list and its text.
 
+pub mod load;
 pub mod rules;
 
 use report::Report;
 
 use super::text::{x_label, Style};
+use load::{client_lag, kv_overflow, load_not_reached};
 use rules::*;
 
 /// A p99 from fewer requests per trial than this is close to the maximum.
@@ -17,8 +19,10 @@ pub const MIN_REQUESTS_FOR_P99: u64 = 100;
 pub const THERMAL_SHARE_LIMIT: f64 = 0.05;
 /// Median SM clock below this share of the maximum means throttled.
 pub const CLOCK_SHARE_LIMIT: f64 = 0.7;
-/// Achieved rate below this share of the offered rate means the client lagged.
+/// Achieved rate below this share of the trial's scheduled rate means the client lagged.
 pub const ACHIEVED_RATE_LIMIT: f64 = 0.9;
+/// Mean requests in flight below this share of a concurrency x: the load was not reached.
+pub const ACHIEVED_CONCURRENCY_LIMIT: f64 = 0.5;
 /// p99 send lag above this many ms means the client lagged.
 pub const SEND_LAG_LIMIT_MS: f64 = 10.0;
 
@@ -27,6 +31,8 @@ pub const SEND_LAG_LIMIT_MS: f64 = 10.0;
 pub enum WarningKind {
     /// The engine failed to launch, become ready, or died.
     EngineFailed,
+    /// Every request of a load level failed.
+    NoRequestSucceeded,
     /// The GPU was thermally throttled.
     ThermalThrottle,
     /// Fewer trials produced results than planned.
@@ -37,10 +43,14 @@ pub enum WarningKind {
     FewRequestsForP99,
     /// No request met the SLO.
     GoodputZero,
+    /// Fewer requests were in flight than the concurrency x names.
+    LoadNotReached,
     /// The requests in flight need more tokens than the KV pool holds.
     KvPoolOverflow,
-    /// The client did not send at the offered rate.
+    /// The client did not send at the rate its schedule asked for.
     ClientLag,
+    /// A request far out of the others' spread (usually the first after start).
+    Outliers,
     /// Output token counts were estimated from stream chunks.
     EstimatedTokens,
 }
@@ -50,13 +60,16 @@ impl WarningKind {
     pub fn title(self) -> &'static str {
         match self {
             WarningKind::EngineFailed => "Engine failed",
+            WarningKind::NoRequestSucceeded => "No request succeeded",
             WarningKind::ThermalThrottle => "GPU thermally throttled",
             WarningKind::MissingTrials => "Missing trials",
             WarningKind::FailedRequests => "Failed requests",
             WarningKind::FewRequestsForP99 => "p99 from too few requests",
             WarningKind::GoodputZero => "No request met the SLO",
+            WarningKind::LoadNotReached => "Load level not reached",
             WarningKind::KvPoolOverflow => "Load does not fit the KV pool",
             WarningKind::ClientLag => "Client could not keep up",
+            WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
         }
     }
@@ -65,6 +78,10 @@ impl WarningKind {
     pub fn why(self) -> &'static str {
         match self {
             WarningKind::EngineFailed => "this engine has no results, or fewer than planned.",
+            WarningKind::NoRequestSucceeded => {
+                "nothing was measured at this load level: no latency, and zero goodput \
+                 because of the errors, not because the engine is slow."
+            }
             WarningKind::ThermalThrottle => {
                 "a throttled GPU runs far below its clock: the results measure the cooling, \
                  not the engine, and change from run to run."
@@ -82,12 +99,21 @@ impl WarningKind {
                  percentile; it swings from run to run."
             }
             WarningKind::GoodputZero => "at this load the configuration does not serve the SLO.",
+            WarningKind::LoadNotReached => {
+                "the server saw less load than x says: the latencies and throughput belong \
+                 to the load that was in flight."
+            }
             WarningKind::KvPoolOverflow => {
                 "requests that do not fit in the KV cache wait in the queue: TTFT grows with \
                  the wait, not with the engine's speed."
             }
             WarningKind::ClientLag => {
                 "the server saw less load than x says: the latencies belong to a lighter load."
+            }
+            WarningKind::Outliers => {
+                "one request far slower than the rest moves a p99 (and, in a short trial, \
+                 the throughput) by itself: the numbers describe that request, not the \
+                 engine's steady state."
             }
             WarningKind::EstimatedTokens => {
                 "counts from chunks are wrong when a chunk carries several tokens \
@@ -123,11 +149,14 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
             let mut ws: Vec<(WarningKind, String, String)> = [
                 thermal(report, p),
                 missing_trials(report, p),
+                all_failed(p),
                 failed_requests(p),
                 few_requests(p),
                 goodput_zero(report, p),
+                load_not_reached(report, p),
                 kv_overflow(report, result, p),
                 client_lag(p),
+                outliers(p),
                 estimated_tokens(p),
             ]
             .into_iter()

@@ -3,12 +3,10 @@
 
 use report::{EngineResult, Point, Report, RunStatus};
 
-use super::{
-    Warning, WarningKind, ACHIEVED_RATE_LIMIT, CLOCK_SHARE_LIMIT, MIN_REQUESTS_FOR_P99,
-    SEND_LAG_LIMIT_MS, THERMAL_SHARE_LIMIT,
-};
+use super::{Warning, WarningKind, CLOCK_SHARE_LIMIT, MIN_REQUESTS_FOR_P99, THERMAL_SHARE_LIMIT};
+use crate::metrics::{is_outlier, median_and_mad};
 use crate::render::rows::{expected_trials, planned_trials, total, trials_with_results};
-use crate::render::text::{num, x_label};
+use crate::render::text::{fixed, num};
 
 /// What a rule found: the kind, the message and the advice.
 pub type Found = Option<(WarningKind, String, String)>;
@@ -124,19 +122,61 @@ pub fn missing_trials(report: &Report, p: &Point) -> Found {
     ))
 }
 
-/// Failed requests, with their error kinds.
-pub fn failed_requests(p: &Point) -> Found {
+/// Failed requests of a point: the per-trial counts, or the by-kind counts when larger.
+fn failed_count(p: &Point) -> u64 {
     let from_errors: u64 = p.errors.values().sum();
-    let failed = total(&p.failed).unwrap_or(0).max(from_errors);
-    if failed == 0 {
+    total(&p.failed).unwrap_or(0).max(from_errors)
+}
+
+/// True when requests were sent and none of them succeeded.
+pub fn nothing_succeeded(p: &Point) -> bool {
+    failed_count(p) > 0 && p.completed.iter().sum::<u64>() == 0
+}
+
+/// `(http_500: 30, stall: 2); first error: http_500: Internal Server Error`: the
+/// error kinds and the first error's detail, as the report has them.
+fn error_kinds_text(p: &Point) -> String {
+    let mut s = String::new();
+    if !p.errors.is_empty() {
+        let kinds: Vec<String> = p.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        s.push_str(&format!(" ({})", kinds.join(", ")));
+    }
+    if let Some(e) = p.first_error.as_deref().filter(|e| !e.trim().is_empty()) {
+        s.push_str(&format!("; first error: {}", e.trim()));
+    }
+    s
+}
+
+/// Every request failed: nothing was measured, and the SLO and load warnings would
+/// only mislead, so this one stands for them.
+pub fn all_failed(p: &Point) -> Found {
+    if !nothing_succeeded(p) {
+        return None;
+    }
+    let failed = failed_count(p);
+    let what = if failed == 1 {
+        "the only request failed".to_string()
+    } else {
+        format!("all {failed} requests failed")
+    };
+    Some((
+        WarningKind::NoRequestSucceeded,
+        format!("no request succeeded: {what}{}", error_kinds_text(p)),
+        "Fix what makes the requests fail before reading any number: the first error and \
+         the engine log say what (wrong model name, API or port; an engine that crashed or \
+         is out of memory; a request or stall timeout too short for the first request)."
+            .into(),
+    ))
+}
+
+/// Failed requests, with their error kinds (when some succeeded; see [`all_failed`]).
+pub fn failed_requests(p: &Point) -> Found {
+    let failed = failed_count(p);
+    if failed == 0 || nothing_succeeded(p) {
         return None;
     }
     let all = p.completed.iter().sum::<u64>() + failed;
-    let mut message = format!("{failed} of {all} requests failed");
-    if !p.errors.is_empty() {
-        let kinds: Vec<String> = p.errors.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-        message.push_str(&format!(" ({})", kinds.join(", ")));
-    }
+    let message = format!("{failed} of {all} requests failed{}", error_kinds_text(p));
     Some((
         WarningKind::FailedRequests,
         message,
@@ -185,8 +225,12 @@ fn ratio_text(name: &str, value: Option<f64>, bound: Option<f64>) -> Option<Stri
     })
 }
 
-/// No good request: which SLO bound the median missed and by how much.
+/// No good request although some succeeded: which SLO bound the median missed and by
+/// how much.
 pub fn goodput_zero(report: &Report, p: &Point) -> Found {
+    if nothing_succeeded(p) {
+        return None;
+    }
     let good = total(&p.good);
     let zero = match good {
         Some(g) => g == 0 && (p.completed.iter().sum::<u64>() + total(&p.failed).unwrap_or(0)) > 0,
@@ -206,8 +250,11 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
     if let (Some(b), Some(s)) = (slo.e2el_ms, &p.median_e2el_ms) {
         missed.extend(ratio_text("E2E latency", s.median, Some(b)));
     }
-    let mut message = if missed.is_empty() {
+    let medians_known = p.median_ttft_ms.median.is_some() || p.median_tpot_ms.median.is_some();
+    let mut message = if missed.is_empty() && medians_known {
         "the medians meet the SLO but no single request met every bound".to_string()
+    } else if missed.is_empty() {
+        "no request met every bound (no median latency recorded)".to_string()
     } else {
         missed.join("; ")
     };
@@ -222,99 +269,6 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
     Some((WarningKind::GoodputZero, message, advice))
 }
 
-/// Concurrency x tokens per request above the KV pool (concurrency mode only).
-pub fn kv_overflow(report: &Report, result: &EngineResult, p: &Point) -> Found {
-    let concurrency = match &report.run {
-        Some(r) => r.load_mode == "concurrency",
-        None => true,
-    };
-    let pool = result.kv_pool_tokens.filter(|k| *k > 0)? as f64;
-    if !concurrency {
-        return None;
-    }
-    let input = p.mean_input_tokens.as_ref().and_then(|s| s.median);
-    let output = p
-        .mean_output_tokens
-        .as_ref()
-        .and_then(|s| s.median)
-        .or_else(|| {
-            let (t, r) = (p.output_throughput.median?, p.request_throughput.median?);
-            (r > 0.0).then(|| t / r)
-        })?;
-    let per_request = input.unwrap_or(0.0) + output;
-    let need = p.x * per_request;
-    if need <= pool || per_request <= 0.0 {
-        return None;
-    }
-    let tokens = match input {
-        Some(i) => format!(
-            "{} tokens each ({} prompt + {} output)",
-            num(per_request.round()),
-            num(i.round()),
-            num(output.round())
-        ),
-        None => format!(
-            "at least {} output tokens each (prompt length not recorded)",
-            num(output.round())
-        ),
-    };
-    let fit = (pool / per_request).floor();
-    Some((
-        WarningKind::KvPoolOverflow,
-        format!(
-            "{} requests in flight x {tokens} = {} tokens, more than the {}-token KV pool: \
-             about {} fit at once and the others wait",
-            x_label(p.x),
-            num(need.round()),
-            num(pool),
-            num(fit)
-        ),
-        format!(
-            "Lower the concurrency to about {}, or give the KV cache more room (more GPU \
-             memory for the engine, a shorter maximum context, a quantized KV cache).",
-            num(fit.max(1.0))
-        ),
-    ))
-}
-
-/// Achieved rate below 90% of offered, or p99 send lag above 10 ms.
-pub fn client_lag(p: &Point) -> Found {
-    let mut parts = Vec::new();
-    if let (Some(offered), Some(achieved)) = (
-        p.offered_rate,
-        p.achieved_rate.as_ref().and_then(|s| s.median),
-    ) {
-        if offered > 0.0 && achieved < ACHIEVED_RATE_LIMIT * offered {
-            parts.push(format!(
-                "the client sent {} req/s of the {} req/s offered ({}%)",
-                num(achieved),
-                num(offered),
-                num((achieved / offered * 100.0).round())
-            ));
-        }
-    }
-    if let Some(lag) = p.p99_send_lag_ms.as_ref().and_then(|s| s.median) {
-        if lag > SEND_LAG_LIMIT_MS {
-            parts.push(format!(
-                "p99 send lag {} ms (limit {} ms)",
-                num(lag),
-                num(SEND_LAG_LIMIT_MS)
-            ));
-        }
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    Some((
-        WarningKind::ClientLag,
-        parts.join("; "),
-        "Give the client free CPU cores (or another machine) and rerun; with \
-         max_concurrency, a lag means every slot was busy: the server is saturated at this \
-         rate."
-            .into(),
-    ))
-}
-
 /// Output token counts estimated from chunks.
 pub fn estimated_tokens(p: &Point) -> Found {
     let n = p.estimated_tokens.filter(|n| *n > 0)?;
@@ -326,6 +280,115 @@ pub fn estimated_tokens(p: &Point) -> Found {
         ),
         "Make the server report usage in the stream (stream_options.include_usage), or \
          use an engine version that does."
+            .into(),
+    ))
+}
+
+/// A far-out request as the report shows it.
+struct FarOut {
+    /// `TTFT` or `E2E latency`.
+    metric: String,
+    /// Its value, ms.
+    value: f64,
+    /// The median of the metric, ms.
+    median: f64,
+    /// `(trial, index)`, when known.
+    at: Option<(u32, u32)>,
+}
+
+/// What the report says about far-out requests, worst first: the point's `outliers`,
+/// or for a report without them the pooled TTFT grid (the same rule on the grid's
+/// values; which request is not known).
+fn outlier_list(p: &Point) -> Vec<FarOut> {
+    if let Some(list) = &p.outliers {
+        return list
+            .iter()
+            .filter(|o| o.median_ms > 0.0 && o.value_ms.is_finite())
+            .map(|o| {
+                let name = match o.metric.as_str() {
+                    "ttft" => "TTFT".to_string(),
+                    "e2el" => "E2E latency".to_string(),
+                    other => other.to_string(),
+                };
+                FarOut {
+                    metric: name,
+                    value: o.value_ms,
+                    median: o.median_ms,
+                    at: Some((o.trial, o.index)),
+                }
+            })
+            .collect();
+    }
+    let requests: u64 = p.completed.iter().sum();
+    if requests < crate::metrics::OUTLIER_MIN_REQUESTS as u64 {
+        return Vec::new();
+    }
+    let mut grid: Vec<f64> = p.ttft_quantiles_ms.clone();
+    report::stats::sort_values(&mut grid);
+    let (Some((median, mad)), Some(&max)) = (median_and_mad(&grid), grid.last()) else {
+        return Vec::new();
+    };
+    if median > 0.0 && is_outlier(max, median, mad) {
+        vec![FarOut {
+            metric: "TTFT".into(),
+            value: max,
+            median,
+            at: None,
+        }]
+    } else {
+        Vec::new()
+    }
+}
+
+/// One request (or a few) far out of the point's spread: the first request after an
+/// engine starts (compiling, filling caches) is the usual one.
+pub fn outliers(p: &Point) -> Found {
+    let list = outlier_list(p);
+    let FarOut {
+        metric,
+        value,
+        median,
+        at,
+    } = list.first()?;
+    let who = match at {
+        Some((trial, index)) => {
+            let first = if *index == 0 {
+                ", the first of its trial"
+            } else {
+                ""
+            };
+            format!("request {} of trial {}{first}", index + 1, trial + 1)
+        }
+        None => "the slowest request (which one is not recorded)".to_string(),
+    };
+    let mut message = format!(
+        "{who}: {metric} {} ms, {}x the median {} ms",
+        num(*value),
+        fixed(value / median, 1),
+        num(*median)
+    );
+    let mut requests: Vec<Option<(u32, u32)>> = list.iter().map(|o| o.at).collect();
+    requests.sort();
+    requests.dedup();
+    if requests.len() > 1 {
+        let more = requests.len() - 1;
+        let plus = if list.len() >= crate::metrics::OUTLIER_MAX_LISTED {
+            " or more"
+        } else {
+            ""
+        };
+        message.push_str(&format!(
+            "; {more}{plus} other {} far out",
+            if more == 1 { "request" } else { "requests" }
+        ));
+    }
+    Some((
+        WarningKind::Outliers,
+        message,
+        "Send more warm-up requests before measuring (warmup_requests in the profile: \
+         an engine compiles kernels and fills its caches on its first requests), and \
+         rerun; an outlier in the middle of a trial points at something else on the \
+         machine."
             .into(),
     ))
 }

@@ -1,0 +1,124 @@
+//! `compare` pairs points only when they measure the same thing: the same load mode
+//! (x means the same quantity), the same workload and, for goodput, the same SLO.
+
+use goodput::render;
+use goodput::report::{self, Report, RunInfo};
+
+fn load(path: &str) -> Report {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    report::io::parse_report(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn reference() -> Report {
+    load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/l4-gpu1-vllm.json"
+    ))
+}
+
+fn additive() -> Report {
+    load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/render_fixtures/additive.json"
+    ))
+}
+
+/// The reference's numbers as if a goodput run in `mode` with `workload` made them.
+fn run_of(mode: &str, workload: serde_json::Value) -> Report {
+    let mut r = reference();
+    r.run = Some(RunInfo {
+        schema: report::SCHEMA.into(),
+        load_mode: mode.into(),
+        planned_trials: 2,
+        requests_per_trial: 16,
+        workload,
+        ..Default::default()
+    });
+    r
+}
+
+fn synthetic(input: u32) -> serde_json::Value {
+    serde_json::json!({"kind": "synthetic", "input_tokens": input, "output_tokens": 128})
+}
+
+fn compare(a: Report, b: Report) -> String {
+    render::compare(
+        &[("base.json".to_string(), a), ("cand.json".to_string(), b)],
+        false,
+    )
+}
+
+#[test]
+fn a_rate_run_is_not_paired_with_a_concurrency_run() {
+    let out = compare(
+        run_of("concurrency", synthetic(512)),
+        run_of("rate", synthetic(512)),
+    );
+    assert!(
+        out.contains("Not compared: base.json ran in concurrency mode and cand.json in rate mode"),
+        "{out}"
+    );
+    for word in ["worse", "better", "%"] {
+        assert!(!out.contains(word), "{word} in {out}");
+    }
+}
+
+#[test]
+fn a_reference_report_counts_as_concurrency() {
+    let out = compare(reference(), additive());
+    assert!(
+        out.contains("base.json ran in concurrency mode and cand.json in rate mode"),
+        "{out}"
+    );
+}
+
+#[test]
+fn different_workloads_are_not_paired() {
+    let out = compare(
+        run_of("concurrency", synthetic(512)),
+        run_of("concurrency", synthetic(2048)),
+    );
+    assert!(out.contains("Not compared: the workloads differ"), "{out}");
+    assert!(out.contains("\"input_tokens\":2048"), "{out}");
+    assert!(!out.contains("median TTFT ms"), "{out}");
+}
+
+#[test]
+fn different_slos_compare_latency_but_not_goodput() {
+    let base = run_of("concurrency", synthetic(512));
+    let mut cand = run_of("concurrency", synthetic(512));
+    cand.slo.ttft_ms = Some(2000.0);
+    let out = compare(base, cand);
+    assert!(out.contains("median TTFT ms"), "{out}");
+    assert!(
+        out.contains("goodput req/s not compared: the SLOs differ (base.json: TTFT ≤ 1000 ms"),
+        "{out}"
+    );
+    let rows = out.lines().filter(|l| l.contains("goodput req/s")).count();
+    assert_eq!(rows, 1, "only the note names goodput: {out}");
+}
+
+#[test]
+fn alike_runs_are_compared_in_full_without_notes() {
+    let out = compare(
+        run_of("concurrency", synthetic(512)),
+        run_of("concurrency", synthetic(512)),
+    );
+    assert!(!out.contains("Not compared"), "{out}");
+    assert!(!out.contains("not recorded"), "{out}");
+    assert!(!out.contains("SLOs differ"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains("goodput req/s")).count(),
+        6,
+        "one goodput row per engine and load level: {out}"
+    );
+}
+
+#[test]
+fn an_unrecorded_workload_is_said() {
+    let out = compare(reference(), reference());
+    assert!(
+        out.contains("workload not recorded in base.json, cand.json"),
+        "{out}"
+    );
+}
