@@ -606,3 +606,81 @@ fn warnings_name_engine_and_load_level_in_text() {
         "{text}"
     );
 }
+
+/// An interrupted run's report as Ctrl-C leaves it: the one trial partial with one
+/// request done, an engine never started, a URL engine that was not reachable.
+fn interrupted() -> Report {
+    let mut r = clean();
+    concurrency_run(&mut r, "concurrency");
+    if let Some(run) = r.run.as_mut() {
+        run.planned_trials = 1;
+        run.status = RunStatus::Partial;
+        run.reason = Some("interrupted by SIGINT".into());
+    }
+    let e = &mut r.load[0];
+    let p = &mut e.points[0];
+    p.completed = Vec::new();
+    p.planned_trials = Some(1);
+    p.status = Some(RunStatus::Partial);
+    p.trials = vec![TrialInfo {
+        index: 0,
+        status: RunStatus::Partial,
+        completed: 1,
+        error: Some("interrupted".into()),
+        ..Default::default()
+    }];
+    let mut later = r.load[0].clone();
+    later.points.clear();
+    later.error = Some(EngineFailure {
+        kind: "not_run".into(),
+        message: "not run: the run was interrupted by SIGINT before this engine started".into(),
+        ..Default::default()
+    });
+    r.load.insert("later".into(), later);
+    let mut remote = r.load["later"].clone();
+    remote.error = Some(EngineFailure {
+        kind: "unreachable".into(),
+        message: "GET http://127.0.0.1:9/v1/models: connection refused".into(),
+        ..Default::default()
+    });
+    r.load.insert("remote".into(), remote);
+    r
+}
+
+#[test]
+fn an_interrupted_run_is_told_as_one_and_does_not_contradict_its_table() {
+    let r = interrupted();
+    let ks = kinds(&r);
+    // The interrupted trial's one request is in no percentile: no p99 warning.
+    assert!(!ks.contains(&WarningKind::FewRequestsForP99), "{ks:?}");
+    let missing = only(&r, WarningKind::MissingTrials);
+    assert!(missing.advice.contains("interrupted"), "{}", missing.advice);
+    assert!(
+        !missing.advice.contains("out of memory"),
+        "{}",
+        missing.advice
+    );
+    let failed: Vec<Warning> = warnings(&r)
+        .into_iter()
+        .filter(|w| w.kind == WarningKind::EngineFailed)
+        .collect();
+    let later = failed
+        .iter()
+        .find(|w| w.engine == "later")
+        .expect("not-run engine listed");
+    assert!(
+        later.advice.contains("rerun into the same output"),
+        "{}",
+        later.advice
+    );
+    let remote = failed
+        .iter()
+        .find(|w| w.engine == "remote")
+        .expect("url engine listed");
+    assert!(
+        !remote.advice.contains("log") && !remote.advice.contains("GPU"),
+        "a server goodput did not launch has no log or GPU of ours: {}",
+        remote.advice
+    );
+    assert!(remote.advice.contains("reachable"), "{}", remote.advice);
+}

@@ -5,7 +5,9 @@ use report::{Point, Report, Stat};
 use serde_json::Value;
 
 use super::rows::{field_names, trials_with_results, within, Row};
-use super::text::{align, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style};
+use super::text::{
+    align, count, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style,
+};
 
 /// Column titles of the text, Markdown and HTML tables.
 pub const COLUMNS: [&str; 17] = [
@@ -190,11 +192,15 @@ pub fn header_lines(report: &Report) -> Vec<(String, String)> {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
         let mut s = format!(
-            "{status}, {} trials per point, {} requests per trial",
-            run.planned_trials, run.requests_per_trial
+            "{status}, {} per point, {} per trial",
+            count(run.planned_trials.into(), "trial"),
+            count(run.requests_per_trial.into(), "request")
         );
         if run.warmup_requests > 0 {
-            s.push_str(&format!(" after {} warm-up requests", run.warmup_requests));
+            s.push_str(&format!(
+                " after {}",
+                count(run.warmup_requests.into(), "warm-up request")
+            ));
         }
         s.push_str(&format!(", seed {}", run.seed));
         if let Some(r) = &run.reason {

@@ -226,3 +226,13 @@ mod tests {
         assert!(coloured.contains("\x1b[32m1\x1b[0m"));
     }
 }
+
+/// `n` and a noun, plural unless `n` is 1: `count(1, "trial")` is `1 trial`,
+/// `count(2, "warm-up request")` is `2 warm-up requests`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

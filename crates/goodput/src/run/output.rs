@@ -18,6 +18,7 @@ use report::RunStatus;
 use super::{RunOptions, Sweep};
 use crate::plan::{fingerprint_changes, Plan};
 use crate::record::{read_records, RequestRecord};
+use crate::render::text::count;
 use crate::UsageError;
 
 /// Marker in every HTML page goodput writes (`<meta name="generator" ...>`); an
@@ -93,11 +94,10 @@ pub(super) fn prepare(
         return Err(taken(
             output,
             &format!(
-                "holds a complete run of `{}` ({} engine{}, {trials} trial{})",
+                "holds a complete run of `{}` ({}, {})",
                 old.profile,
-                old.load.len(),
-                plural(old.load.len()),
-                plural(trials)
+                count(old.load.len() as u64, "engine"),
+                count(trials as u64, "trial")
             ),
             "--force",
         ));
@@ -136,13 +136,4 @@ fn written_by_goodput(html: &Path) -> bool {
         .and_then(|f| f.take(4096).read_to_end(&mut head))
         .is_ok()
         && String::from_utf8_lossy(&head).contains(HTML_GENERATOR)
-}
-
-/// `"s"` unless `n` is 1.
-pub fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }

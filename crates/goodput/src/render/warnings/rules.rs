@@ -24,14 +24,35 @@ pub fn engine_failed(engine: &str, result: &EngineResult) -> Option<Warning> {
     if let Some(last) = e.log_tail.iter().rev().find(|l| !l.trim().is_empty()) {
         message.push_str(&format!("; last log line: {}", last.trim()));
     }
+    let advice = match e.kind.as_str() {
+        // A server goodput did not launch: it has no log here and no GPU of ours.
+        "unreachable" => {
+            "Check that the server is running and reachable from this machine \
+                          (address, port, firewall, API key), then rerun this engine."
+        }
+        "interrupted" => {
+            "The run was interrupted while this engine was starting: rerun \
+                          into the same output to resume the run."
+        }
+        "not_run" => {
+            "The run was interrupted before this engine started: rerun into the \
+                      same output to run it (finished engines are kept)."
+        }
+        "launch" => {
+            "Fix the engine's command line in the profile (program path, arguments, \
+                     environment), then rerun this engine."
+        }
+        _ => {
+            "Read the engine's log (its log file is named in the environment), fix the \
+              command line or free the GPU memory it needs, and rerun this engine."
+        }
+    };
     Some(Warning {
         engine: engine.to_string(),
         x: None,
         kind: WarningKind::EngineFailed,
         message,
-        advice: "Read the engine's log (its log file is named in the environment), fix the \
-                 command line or free the GPU memory it needs, and rerun this engine."
-            .into(),
+        advice: advice.into(),
     })
 }
 
@@ -113,13 +134,23 @@ pub fn missing_trials(report: &Report, p: &Point) -> Found {
             message.push_str(&format!("; trial {}: {e}", t.index + 1));
         }
     }
-    Some((
-        WarningKind::MissingTrials,
-        message,
+    // A deliberate interrupt is not a crash: say how to finish instead.
+    let interrupted = report
+        .run
+        .as_ref()
+        .and_then(|r| r.reason.as_deref())
+        .is_some_and(|r| r.starts_with("interrupted"))
+        || p.trials
+            .iter()
+            .any(|t| t.error.as_deref() == Some("interrupted"));
+    let advice = if interrupted {
+        "The run was interrupted: rerun into the same output to run the missing trials \
+         (complete trials are kept)."
+    } else {
         "Check the engine log around the missing trial (crash, out of memory, timeout) \
          and rerun this load level."
-            .into(),
-    ))
+    };
+    Some((WarningKind::MissingTrials, message, advice.into()))
 }
 
 /// Failed requests of a point: the per-trial counts, or the by-kind counts when larger.
@@ -188,8 +219,14 @@ pub fn failed_requests(p: &Point) -> Found {
 
 /// A p99 from fewer than 100 requests per trial.
 pub fn few_requests(p: &Point) -> Found {
+    // Only trials that produced results count (an interrupted trial's requests are
+    // in no percentile): the same trials the table counts.
     let per_trial: Vec<u64> = if p.completed.is_empty() {
-        p.trials.iter().map(|t| t.completed).collect()
+        p.trials
+            .iter()
+            .filter(|t| t.status == RunStatus::Complete)
+            .map(|t| t.completed)
+            .collect()
     } else {
         p.completed.clone()
     };
@@ -205,7 +242,10 @@ pub fn few_requests(p: &Point) -> Found {
     };
     Some((
         WarningKind::FewRequestsForP99,
-        format!("p99 TTFT and TPOT come from {count} requests per trial"),
+        format!(
+            "p99 TTFT and TPOT come from {count} request{} per trial",
+            if most == 1 { "" } else { "s" }
+        ),
         format!(
             "Run at least {MIN_REQUESTS_FOR_P99} requests per trial (1000 for a stable p99), \
              or judge by the medians."
