@@ -1,6 +1,8 @@
 //! What broke, misled or lost data when goodput was tried as a new user would:
 //! each test runs the binary as a user does and fails on the old behaviour.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -299,4 +301,72 @@ preset = "fixed"
             );
         }
     }
+}
+
+#[test]
+fn what_the_results_rest_on_is_said_where_they_are_printed() {
+    if !common::require::python() {
+        return;
+    }
+    // An engine without /tokenize (the fake vLLM answers POST with 501) and a
+    // simulator ten times faster than real time.
+    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_engine.py");
+    let profile = format!(
+        r#"
+name = "said"
+[slo]
+ttft_ms = 500
+[load]
+points = [1]
+requests_per_trial = 2
+request_timeout_s = 10
+[workload]
+input_tokens = 8
+output_tokens = 2
+[engines.notok]
+command = ["python3", "{fake}", "--port", "{{port}}", "--health-delay", "0"]
+[engines.fast]
+kind = "sim"
+preset = "fixed"
+args = ["--time-scale", "10"]
+"#
+    );
+    let (_dir, p, out) = setup(&profile);
+    let o = goodput(&["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    // The fake engine streams nothing: its requests fail; the simulator's succeed.
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = report::read_report(&out).unwrap();
+    let env = r.environment.as_ref().unwrap();
+    assert_eq!(
+        env.engines["notok"].prompt_lengths.as_deref(),
+        Some("uncalibrated"),
+        "a failed calibration is recorded"
+    );
+    assert_eq!(
+        env.engines["fast"].prompt_lengths.as_deref(),
+        Some("tokenize")
+    );
+    let notices = &r.run.as_ref().unwrap().notices;
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("notok: prompt lengths are uncalibrated")),
+        "{notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("fast: ") && n.contains("10x faster")),
+        "{notices:?}"
+    );
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        shown.contains("10x faster"),
+        "said where results are printed: {shown}"
+    );
+    assert!(shown.contains("uncalibrated"), "{shown}");
+    assert!(shown.contains("1 trial per point"), "plural: {shown}");
+    // The first failure's detail, not only its kind, in the trial summary.
+    let err = stderr(&o);
+    assert!(err.contains("first failure: http_501"), "{err}");
 }
