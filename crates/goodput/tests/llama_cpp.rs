@@ -178,6 +178,7 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
                 ttft_ms: Some(1e9),
                 tpot_ms: Some(1e9),
                 e2el_ms: None,
+                ..Default::default()
             },
         )
         .unwrap();
