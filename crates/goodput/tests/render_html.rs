@@ -146,7 +146,7 @@ fn page_has_table_profile_environment_and_warnings() {
         "NVIDIA H100 80GB HBM3",
         "engine failed: ready_timeout",
         "Engine failed",
-        "0.0582 (4 good)",
+        "0.0582 (4 good",
         "load_mode",
     ] {
         assert!(page.contains(part), "missing {part}");

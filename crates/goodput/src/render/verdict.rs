@@ -222,11 +222,15 @@ fn measured_levels(report: &Report) -> Vec<String> {
             "At the measured loads, {e} serves {slo} up to {} (no capacity search: the largest load is between measured levels; `goodput search` finds it).",
             load_words(report, x)
         ),
-        None if any_known => format!(
+        None if any_known => {
+            // Nothing met the SLO anywhere: one sentence says it for every engine.
+            out.clear();
+            format!(
             "No engine meets the SLO ({slo}) at any measured load (x={}){}.",
             levels.iter().map(|x| num(*x)).collect::<Vec<_>>().join(", "),
             why_missed(report)
-        ),
+        )
+        }
         None => "The report does not say whether any request met the SLO.".to_string(),
     };
     out.insert(0, head);
