@@ -62,23 +62,42 @@ async fn measure(plan: &Plan, out: std::path::PathBuf) -> report::Report {
 }
 
 fn main() {
-    let env = |k: &str, d: u32| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let env = |k: &str, d: u32| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
     let max = env("GOODPUT_BENCH_MAX", 16);
     let requests = env("GOODPUT_BENCH_REQUESTS", 16);
     let text = profile(max);
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     println!("concurrency 1..={max}, {requests} requests per trial, SLO TTFT <= 100 ms, TPOT <= 10 ms for 90% of requests (quick profile, --time-scale 10)\n");
-    println!("| preset | knee: search | knee: grid | trials: search | trials: grid | search / grid |");
+    println!(
+        "| preset | knee: search | knee: grid | trials: search | trials: grid | search / grid |"
+    );
     println!("|---|---:|---:|---:|---:|---:|");
     for p in PRESETS {
-        let s = rt.block_on(measure(&plan(&text, p, requests, true, max), dir.path().join(format!("{p}-search.json"))));
-        let g = rt.block_on(measure(&plan(&text, p, requests, false, max), dir.path().join(format!("{p}-grid.json"))));
+        let s = rt.block_on(measure(
+            &plan(&text, p, requests, true, max),
+            dir.path().join(format!("{p}-search.json")),
+        ));
+        let g = rt.block_on(measure(
+            &plan(&text, p, requests, false, max),
+            dir.path().join(format!("{p}-grid.json")),
+        ));
         let cap = &s.capacity[*p];
         let grid_points = &g.load[*p].points;
-        let first_fail = grid_points.iter().find(|pt| point_meets(&g, pt) != Some(true));
+        let first_fail = grid_points
+            .iter()
+            .find(|pt| point_meets(&g, pt) != Some(true));
         let grid_knee = match first_fail {
-            Some(f) => grid_points.iter().filter(|pt| pt.x < f.x).map(|pt| pt.x).last(),
+            Some(f) => grid_points
+                .iter()
+                .filter(|pt| pt.x < f.x)
+                .map(|pt| pt.x)
+                .last(),
             None => grid_points.last().map(|pt| pt.x),
         };
         let grid_trials: usize = grid_points.iter().map(|pt| pt.trials.len()).sum();

@@ -449,12 +449,15 @@ fn check_search(
             format!("{max} is below search.min ({min}): the search needs min <= max"),
         ));
     }
-    let resolution = check.number("search.resolution", s.resolution.unwrap_or(0.05), 1e-6..=1.0, "a share of the load")?;
+    let resolution = check.number(
+        "search.resolution",
+        s.resolution.unwrap_or(0.05),
+        1e-6..=1.0,
+        "a share of the load",
+    )?;
     let target = match s.attainment {
         Some(a) => check.number("search.attainment", a, 1e-6..=1.0, "a share of requests")?,
-        None => slo
-            .attainment
-            .unwrap_or(crate::metrics::DEFAULT_ATTAINMENT),
+        None => slo.attainment.unwrap_or(crate::metrics::DEFAULT_ATTAINMENT),
     };
     let max_probes = check.count("search.max_probes", s.max_probes.unwrap_or(16), 1..=1000)?;
     let max_trials_per_probe = check.count(
@@ -462,7 +465,12 @@ fn check_search(
         s.max_trials_per_probe.unwrap_or(load.trials + 2),
         load.trials as u64..=1000,
     )?;
-    let growth = check.number("search.growth", s.growth.unwrap_or(2.0), 1.01..=100.0, "a factor")?;
+    let growth = check.number(
+        "search.growth",
+        s.growth.unwrap_or(2.0),
+        1.01..=100.0,
+        "a factor",
+    )?;
     Ok(crate::search::SearchConfig {
         mode,
         min,
@@ -522,7 +530,12 @@ fn check_slo(check: &Checker, slo: SloSpec) -> Result<SloSpec, ProfileError> {
         }
     }
     if let Some(a) = slo.attainment {
-        check.number("slo.attainment", a, 1e-6..=1.0, "a share of requests (0.9 = 90%)")?;
+        check.number(
+            "slo.attainment",
+            a,
+            1e-6..=1.0,
+            "a share of requests (0.9 = 90%)",
+        )?;
     }
     if let Some(p) = slo.percentile {
         check.number("slo.percentile", p, 1e-6..=100.0, "percent (90 = p90)")?;

@@ -117,7 +117,10 @@ mod tests {
     fn wilson_matches_published_values() {
         // 8/10 at 95%: (0.4902, 0.9433) (Wilson 1927; e.g. statsmodels proportion_confint).
         let (lo, hi) = wilson_interval(8, 10, Z95).unwrap();
-        assert!((lo - 0.4902).abs() < 1e-4 && (hi - 0.9433).abs() < 1e-4, "{lo} {hi}");
+        assert!(
+            (lo - 0.4902).abs() < 1e-4 && (hi - 0.9433).abs() < 1e-4,
+            "{lo} {hi}"
+        );
         // 16/16: the lower end is n / (n + z²).
         let (lo, hi) = wilson_interval(16, 16, Z95).unwrap();
         assert!((lo - 16.0 / (16.0 + Z95 * Z95)).abs() < 1e-9 && hi == 1.0);

@@ -129,7 +129,10 @@ fn from_capacity(report: &Report) -> Vec<String> {
         .filter(|(e, _)| e.as_str() != best)
         .map(|(e, c)| match c.max_load {
             Some(m) => format!("{e}: {}", num(m)),
-            None => format!("{e}: not even {}", c.failing.map_or("the lowest load".into(), num)),
+            None => format!(
+                "{e}: not even {}",
+                c.failing.map_or("the lowest load".into(), num)
+            ),
         })
         .collect();
     let cap = &report.capacity[best];
@@ -188,13 +191,19 @@ fn measured_levels(report: &Report) -> Vec<String> {
         any_known |= !(yes.is_empty() && no.is_empty());
         let list = |xs: &[f64]| xs.iter().map(|x| num(*x)).collect::<Vec<_>>().join(", ");
         let mut s = match (yes.is_empty(), no.is_empty()) {
-            (false, true) => format!("{engine} meets the SLO at every measured load (x={})", list(&yes)),
+            (false, true) => format!(
+                "{engine} meets the SLO at every measured load (x={})",
+                list(&yes)
+            ),
             (false, false) => format!(
                 "{engine} meets the SLO at x={}, not at x={}",
                 list(&yes),
                 list(&no)
             ),
-            (true, false) => format!("{engine} meets the SLO at no measured load (x={})", list(&no)),
+            (true, false) => format!(
+                "{engine} meets the SLO at no measured load (x={})",
+                list(&no)
+            ),
             (true, true) => format!("{engine}: not known whether it meets the SLO"),
         };
         if !unknown.is_empty() && !(yes.is_empty() && no.is_empty()) {
@@ -242,7 +251,11 @@ fn why_missed(report: &Report) -> String {
     let slo = &report.slo;
     let mut parts = Vec::new();
     for (name, bound, med) in [
-        ("TTFT", slo.ttft_ms, (|p: &Point| p.median_ttft_ms.median) as fn(&Point) -> Option<f64>),
+        (
+            "TTFT",
+            slo.ttft_ms,
+            (|p: &Point| p.median_ttft_ms.median) as fn(&Point) -> Option<f64>,
+        ),
         ("TPOT", slo.tpot_ms, |p: &Point| p.median_tpot_ms.median),
     ] {
         let Some(b) = bound else { continue };

@@ -12,7 +12,11 @@ use crate::search::{next_step, Reason, Step};
 use super::Sweep;
 
 /// Each engine's capacity, for the engines whose search is over (or that failed).
-pub(super) fn capacities(plan: &Plan, sweep: &Sweep, report: &Report) -> indexmap::IndexMap<String, Capacity> {
+pub(super) fn capacities(
+    plan: &Plan,
+    sweep: &Sweep,
+    report: &Report,
+) -> indexmap::IndexMap<String, Capacity> {
     let mut out = indexmap::IndexMap::new();
     let Some(cfg) = &plan.search else {
         return out;
@@ -29,7 +33,11 @@ pub(super) fn capacities(plan: &Plan, sweep: &Sweep, report: &Report) -> indexma
             LoadMode::Rate => "rate",
         };
         let unit = |x: f64| match cfg.mode {
-            LoadMode::Concurrency => format!("{} concurrent request{}", num(x), if x == 1.0 { "" } else { "s" }),
+            LoadMode::Concurrency => format!(
+                "{} concurrent request{}",
+                num(x),
+                if x == 1.0 { "" } else { "s" }
+            ),
             LoadMode::Rate => format!("{} requests/s", num(x)),
         };
         let found = match next_step(cfg, &obs) {
@@ -43,7 +51,10 @@ pub(super) fn capacities(plan: &Plan, sweep: &Sweep, report: &Report) -> indexma
                             probes: obs.len() as u32,
                             trials,
                             limited_by: "engine".into(),
-                            note: format!("the search did not finish: the engine failed ({}: {})", e.kind, e.message),
+                            note: format!(
+                                "the search did not finish: the engine failed ({}: {})",
+                                e.kind, e.message
+                            ),
                             ..Default::default()
                         },
                     );
@@ -53,11 +64,16 @@ pub(super) fn capacities(plan: &Plan, sweep: &Sweep, report: &Report) -> indexma
         };
         let pass = point(found.passing);
         let fail = point(found.failing);
-        let attainment = |p: Option<&Point>| p.and_then(|p| p.slo_check.as_ref()).and_then(|c| c.attainment);
+        let attainment = |p: Option<&Point>| {
+            p.and_then(|p| p.slo_check.as_ref())
+                .and_then(|c| c.attainment)
+        };
         let mut limited_by = match found.reason {
             Reason::MaxPasses => "max".to_string(),
             Reason::ProbeBudget => "max_probes".to_string(),
-            Reason::Resolved | Reason::LowestFails => missed_most(fail).unwrap_or_else(|| "slo".into()),
+            Reason::Resolved | Reason::LowestFails => {
+                missed_most(fail).unwrap_or_else(|| "slo".into())
+            }
         };
         let mut note = match (found.reason, found.passing, found.failing) {
             (Reason::LowestFails, _, Some(f)) => format!(
@@ -98,7 +114,9 @@ pub(super) fn capacities(plan: &Plan, sweep: &Sweep, report: &Report) -> indexma
             }
         }
         if found.non_monotone {
-            note.push_str("; a higher load passed where a lower one failed: the lowest failure decides");
+            note.push_str(
+                "; a higher load passed where a lower one failed: the lowest failure decides",
+            );
         }
         out.insert(
             name.clone(),

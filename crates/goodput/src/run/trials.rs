@@ -150,13 +150,14 @@ pub(crate) async fn run_engine(
 fn next_trial(ctx: &Ctx<'_>, name: &str) -> Option<(u64, f64, u32)> {
     let plan = ctx.plan;
     let key = |x| super::state::PointKey::new(plan.mode, x);
-    let first_missing = |x: f64, trials: u32| {
-        (0..trials).find(|&t| !ctx.sweep.is_complete(name, key(x), t))
-    };
+    let first_missing =
+        |x: f64, trials: u32| (0..trials).find(|&t| !ctx.sweep.is_complete(name, key(x), t));
     match &plan.search {
-        None => plan.points.iter().enumerate().find_map(|(pi, &x)| {
-            first_missing(x, plan.trials).map(|t| (pi as u64, x, t))
-        }),
+        None => plan
+            .points
+            .iter()
+            .enumerate()
+            .find_map(|(pi, &x)| first_missing(x, plan.trials).map(|t| (pi as u64, x, t))),
         Some(cfg) => match crate::search::next_step(cfg, &ctx.sweep.observations(plan, name)) {
             crate::search::Step::Done(_) => None,
             crate::search::Step::Run { x, trials } => {
@@ -243,9 +244,10 @@ async fn run_one(
         Some(_) => format!(
             "probe {}",
             ctx.sweep.engines.get(name).map_or(0, |e| e.points.len())
-                + usize::from(!ctx.sweep.engines.get(name).is_some_and(|e| e
-                    .points
-                    .contains_key(&super::state::PointKey::new(plan.mode, x))))
+                + usize::from(!ctx.sweep.engines.get(name).is_some_and(|e| {
+                    e.points
+                        .contains_key(&super::state::PointKey::new(plan.mode, x))
+                }))
         ),
     };
     ctx.progress.phase(format!(

@@ -61,7 +61,10 @@ fn drive(cfg: &SearchConfig, requests: u64, good: impl Fn(f64, u32) -> u64) -> O
                     }
                 };
                 let have = pts[i].1.len() as u32;
-                assert!(trials > have, "asked for x={x} trials {trials}, has {have}: no progress");
+                assert!(
+                    trials > have,
+                    "asked for x={x} trials {trials}, has {have}: no progress"
+                );
                 for t in have..trials {
                     pts[i].1.push(good(x, t).min(requests));
                 }
@@ -227,7 +230,13 @@ fn non_monotone_measurements_use_the_lowest_failure() {
         meets,
     };
     let c = cfg(LoadMode::Concurrency, 1.0, 64.0);
-    let obs = [o(1.0, true), o(2.0, true), o(3.0, true), o(4.0, false), o(8.0, true)];
+    let obs = [
+        o(1.0, true),
+        o(2.0, true),
+        o(3.0, true),
+        o(4.0, false),
+        o(8.0, true),
+    ];
     match next_step(&c, &obs) {
         Step::Done(f) => {
             assert_eq!((f.passing, f.failing), (Some(3.0), Some(4.0)));
