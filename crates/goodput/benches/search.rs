@@ -93,11 +93,7 @@ fn main() {
             .iter()
             .find(|pt| point_meets(&g, pt) != Some(true));
         let grid_knee = match first_fail {
-            Some(f) => grid_points
-                .iter()
-                .filter(|pt| pt.x < f.x)
-                .map(|pt| pt.x)
-                .last(),
+            Some(f) => grid_points.iter().rfind(|pt| pt.x < f.x).map(|pt| pt.x),
             None => grid_points.last().map(|pt| pt.x),
         };
         let grid_trials: usize = grid_points.iter().map(|pt| pt.trials.len()).sum();

@@ -206,7 +206,8 @@ fn measured_levels(report: &Report) -> Vec<String> {
             ),
             (true, true) => format!("{engine}: not known whether it meets the SLO"),
         };
-        if !unknown.is_empty() && !(yes.is_empty() && no.is_empty()) {
+        let judged = !(yes.is_empty() && no.is_empty());
+        if judged && !unknown.is_empty() {
             s.push_str(&format!(" (unknown at x={})", list(&unknown)));
         }
         out.push(s + ".");

@@ -170,8 +170,7 @@ pub fn next_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
     let failing = obs.iter().find(|o| !o.meets).copied();
     let passing = obs
         .iter()
-        .filter(|o| o.meets && failing.is_none_or(|f| o.x < f.x))
-        .next_back()
+        .rfind(|o| o.meets && failing.is_none_or(|f| o.x < f.x))
         .copied();
     let non_monotone = failing.is_some_and(|f| obs.iter().any(|o| o.meets && o.x > f.x));
     let probes = obs.len() as u32;

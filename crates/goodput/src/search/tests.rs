@@ -155,7 +155,7 @@ fn noise_gets_bounded_extra_trials_and_is_reported() {
         if x < 8.0 {
             50
         } else if x == 8.0 {
-            if t % 2 == 0 {
+            if t.is_multiple_of(2) {
                 47
             } else {
                 44
