@@ -30,6 +30,10 @@ pub enum Command {
     /// Benchmark the engines of a profile (the built-in quick profile on the simulator
     /// when none is given) and write a report.
     Run(RunArgs),
+    /// Find, per engine, the largest load (concurrency or rate, from the profile's
+    /// `[load] mode`) at which the SLO is met: bracket, then narrow; every probe is
+    /// an ordinary point of the report, and a killed search resumes.
+    Search(SearchArgs),
     /// Serve the built-in simulated engine (OpenAI-compatible, vLLM-style metrics).
     Sim(SimArgs),
     /// Print a report as a table (or markdown, csv, json).
@@ -102,6 +106,74 @@ pub struct RunArgs {
     pub no_html: bool,
 }
 
+/// `goodput search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Profile TOML; default: the built-in quick profile on the simulator.
+    pub profile: Option<PathBuf>,
+    /// Report file.
+    #[arg(long, short, default_value = "goodput-search.json")]
+    pub output: PathBuf,
+    /// Search in this load mode instead of the profile's `[load] mode`.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Lowest load probed (default 1, or 0.5 requests/s).
+    #[arg(long)]
+    pub min: Option<f64>,
+    /// Highest load probed (default 64).
+    #[arg(long)]
+    pub max: Option<f64>,
+    /// Rate mode: relative resolution of the answer (default 0.05).
+    #[arg(long)]
+    pub resolution: Option<f64>,
+    /// Share of requests that must be good (default: `[slo] attainment`, else 0.9).
+    #[arg(long)]
+    pub attainment: Option<f64>,
+    /// Most load levels probed per engine (default 16).
+    #[arg(long)]
+    pub max_probes: Option<u32>,
+    /// Most trials at one probe while its attainment's interval straddles the
+    /// target (default: trials + 2).
+    #[arg(long)]
+    pub max_trials_per_probe: Option<u32>,
+    /// Trials each probe gets first.
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// Measured requests per trial.
+    #[arg(long)]
+    pub requests: Option<u32>,
+    /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el).
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Search only this engine (repeatable).
+    #[arg(long = "engine", value_name = "NAME")]
+    pub engines: Vec<String>,
+    /// Seed of prompts and arrivals.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Start over instead of resuming an incomplete search at the output.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Overwrite whatever is at the output, a complete report included.
+    #[arg(long)]
+    pub force: bool,
+    /// No progress bars or status lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not write the HTML page beside the report.
+    #[arg(long)]
+    pub no_html: bool,
+}
+
+/// A load mode on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    /// Closed loop: x requests in flight.
+    Concurrency,
+    /// Open loop: x requests per second.
+    Rate,
+}
+
 /// `goodput sim`.
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -132,6 +204,7 @@ pub struct SimArgs {
 pub async fn main(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(args) => run_command(args).await,
+        Command::Search(args) => search_command(args).await,
         Command::Sim(args) => sim_command(args).await,
         Command::Show { report, format } => {
             let r = report::read_report(&report)?;
@@ -170,13 +243,7 @@ fn print_out(text: &str) -> anyhow::Result<i32> {
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
-    let (profile, origin) = match &args.profile {
-        Some(p) => (Profile::load(p)?, p.display().to_string()),
-        None => (
-            Profile::parse(QUICK_PROFILE, "built-in quick profile")?,
-            "built-in quick profile".to_string(),
-        ),
-    };
+    let (profile, origin) = load_profile(&args.profile)?;
     let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
     let overrides = Overrides {
         concurrency: args
@@ -201,30 +268,106 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             .map_err(|e| usage(format!("--slo: {e}")))?,
         engines: args.engines.clone(),
         seed: args.seed,
+        search: None,
+        mode: None,
     };
     let plan = profile.into_plan(&origin, &overrides)?;
+    execute(
+        &plan,
+        &args.output,
+        args.fresh,
+        args.force,
+        args.quiet,
+        args.no_html,
+    )
+    .await
+}
+
+fn load_profile(path: &Option<PathBuf>) -> anyhow::Result<(Profile, String)> {
+    Ok(match path {
+        Some(p) => (Profile::load(p)?, p.display().to_string()),
+        None => (
+            Profile::parse(QUICK_PROFILE, "built-in quick profile")?,
+            "built-in quick profile".to_string(),
+        ),
+    })
+}
+
+async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
+    let (profile, origin) = load_profile(&args.profile)?;
+    let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
+    let overrides = Overrides {
+        trials: args.trials,
+        requests: args.requests,
+        slo: args
+            .slo
+            .as_deref()
+            .map(parse_slo)
+            .transpose()
+            .map_err(|e| usage(format!("--slo: {e}")))?,
+        engines: args.engines.clone(),
+        seed: args.seed,
+        search: Some(crate::profile::SearchSpec {
+            min: args.min,
+            max: args.max,
+            resolution: args.resolution,
+            attainment: args.attainment,
+            max_probes: args.max_probes,
+            max_trials_per_probe: args.max_trials_per_probe,
+            growth: None,
+        }),
+        mode: args.mode.map(|m| match m {
+            ModeArg::Concurrency => crate::profile::LoadMode::Concurrency,
+            ModeArg::Rate => crate::profile::LoadMode::Rate,
+        }),
+        ..Default::default()
+    };
+    let plan = profile.into_plan(&origin, &overrides)?;
+    execute(
+        &plan,
+        &args.output,
+        args.fresh,
+        args.force,
+        args.quiet,
+        args.no_html,
+    )
+    .await
+}
+
+/// Runs a plan (a sweep or a search), prints the table and the verdict, and
+/// returns the exit code.
+async fn execute(
+    plan: &crate::plan::Plan,
+    output: &std::path::Path,
+    fresh: bool,
+    force: bool,
+    quiet: bool,
+    no_html: bool,
+) -> anyhow::Result<i32> {
     let opts = RunOptions {
-        output: args.output.clone(),
-        fresh: args.fresh,
-        force: args.force,
-        progress: !args.quiet && std::io::stderr().is_terminal(),
-        verbose: !args.quiet,
-        html: !args.no_html,
+        output: output.to_path_buf(),
+        fresh,
+        force,
+        progress: !quiet && std::io::stderr().is_terminal(),
+        verbose: !quiet,
+        html: !no_html,
         grace: std::time::Duration::from_secs(5),
     };
     crate::engine::install_cleanup_hooks();
-    let (report, outcome) = run(&plan, &opts).await?;
+    let (report, outcome) = run(plan, &opts).await?;
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     print_out(&render::show(&report, Format::Table, color))?;
-    if !args.quiet {
-        let requests = crate::record::records_path(&args.output);
+    // The answer again, last, where the eye lands when the run ends.
+    print_out(&format!("\n{}", render::verdict::verdict_text(&report)))?;
+    if !quiet {
+        let requests = crate::record::records_path(output);
         eprintln!(
             "report: {} (every request: {})",
-            args.output.display(),
+            output.display(),
             requests.display()
         );
-        if !args.no_html {
-            eprintln!("charts: {}", args.output.with_extension("html").display());
+        if !no_html {
+            eprintln!("charts: {}", output.with_extension("html").display());
         }
     }
     if let crate::run::Outcome::Interrupted(sig) = outcome {

@@ -11,6 +11,7 @@
 //! - [`metrics`]: every metric derived from records, in one place (pure).
 //! - [`telemetry`]: GPU samples beside each trial.
 //! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
+//! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
@@ -31,6 +32,7 @@ pub mod profile;
 pub mod record;
 pub mod render;
 pub mod run;
+pub mod search;
 pub mod stop;
 pub mod telemetry;
 pub mod workload;

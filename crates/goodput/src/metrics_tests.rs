@@ -10,6 +10,7 @@ fn slo(ttft: f64, tpot: f64) -> SloSpec {
         ttft_ms: Some(ttft),
         tpot_ms: Some(tpot),
         e2el_ms: None,
+        ..Default::default()
     }
 }
 

@@ -50,6 +50,9 @@ pub struct Plan {
     pub engines: IndexMap<String, EngineSpec>,
     /// The workload section as written, for the report.
     pub workload_description: serde_json::Value,
+    /// `goodput search`: the capacity search to run instead of the load levels
+    /// (`points` is then empty: the search chooses them).
+    pub search: Option<crate::search::SearchConfig>,
 }
 
 /// The validated workload.
@@ -125,6 +128,11 @@ impl Plan {
             ),
             ("telemetry".into(), json!(self.telemetry)),
         ];
+        // A search's report holds probes judged against its target; a run and a
+        // search (or searches for different targets) do not resume each other.
+        if let Some(s) = &self.search {
+            parts.push(("search".into(), json!({"target": s.target})));
+        }
         for (name, e) in &self.engines {
             parts.push((format!("engine.{name}"), json!(e)));
         }
@@ -154,6 +162,11 @@ pub fn fingerprint_changes(
                 || (!k.starts_with("engine.") && !old.contains_key(*k))
         })
         .map(|(k, _)| k.clone())
+        .chain(
+            old.keys()
+                .filter(|k| *k == "search" && !new.contains_key(*k))
+                .cloned(),
+        )
         .collect()
 }
 
@@ -253,8 +266,22 @@ impl Profile {
             flags: override_flags(ov),
         };
         let load = self.load.clone().with_overrides(ov);
-        let slo = check_slo(&check, ov.slo.clone().unwrap_or_else(|| self.slo.clone()))?;
-        let points = check_points(&check, &load)?;
+        // `--slo` replaces the bounds; the attainment target and form stay the profile's.
+        let slo = match ov.slo.clone() {
+            Some(mut s) => {
+                s.attainment = s.attainment.or(self.slo.attainment);
+                s.percentile = s.percentile.or(self.slo.percentile);
+                s
+            }
+            None => self.slo.clone(),
+        };
+        let slo = check_slo(&check, slo)?;
+        // A search chooses its own load levels: the profile's are not used.
+        let points = if ov.search.is_some() {
+            Vec::new()
+        } else {
+            check_points(&check, &load)?
+        };
         check.count(
             "load.requests_per_trial",
             load.requests_per_trial,
@@ -291,6 +318,17 @@ impl Profile {
         let workload = check_workload(&check, &self.workload)?;
         check_telemetry(&check, &self.telemetry)?;
         let engines = select_engines(&check, self.engines, &ov.engines)?;
+        let search = match &ov.search {
+            None => None,
+            Some(flags) => Some(check_search(
+                &check,
+                &self.search.clone().unwrap_or_default(),
+                flags,
+                &load,
+                self.load.mode,
+                &slo,
+            )?),
+        };
         Ok(Plan {
             name: self.name,
             slo,
@@ -310,6 +348,7 @@ impl Profile {
             telemetry: self.telemetry,
             engines,
             workload_description,
+            search,
         })
     }
 }
@@ -335,7 +374,121 @@ fn override_flags(ov: &Overrides) -> Vec<(&'static str, &'static str)> {
     if !ov.engines.is_empty() {
         flags.push(("engines", "--engine"));
     }
+    if let Some(s) = &ov.search {
+        for (set, field, flag) in [
+            (s.min.is_some(), "search.min", "--min"),
+            (s.max.is_some(), "search.max", "--max"),
+            (s.resolution.is_some(), "search.resolution", "--resolution"),
+            (s.attainment.is_some(), "search.attainment", "--attainment"),
+            (s.max_probes.is_some(), "search.max_probes", "--max-probes"),
+            (
+                s.max_trials_per_probe.is_some(),
+                "search.max_trials_per_probe",
+                "--max-trials-per-probe",
+            ),
+        ] {
+            if set {
+                flags.push((field, flag));
+            }
+        }
+    }
+    if ov.mode.is_some() {
+        flags.push(("load.mode", "--mode"));
+    }
     flags
+}
+
+/// The `[search]` table (with its flags) checked against the load mode.
+fn check_search(
+    check: &Checker,
+    table: &crate::profile::SearchSpec,
+    flags: &crate::profile::SearchSpec,
+    load: &crate::profile::LoadSpec,
+    profile_mode: LoadMode,
+    slo: &SloSpec,
+) -> Result<crate::search::SearchConfig, ProfileError> {
+    let s = table.overridden_by(flags);
+    let mode = load.mode;
+    if mode != profile_mode {
+        // Bounds written for the other mode would be read in the wrong unit.
+        for (field, written, flag) in [
+            ("search.min", table.min.is_some(), flags.min.is_some()),
+            ("search.max", table.max.is_some(), flags.max.is_some()),
+        ] {
+            if written && !flag {
+                return Err(check.bad(
+                    field,
+                    format!(
+                        "is written for [load] mode = \"{}\", but the search runs in {} mode: give --min and --max in its unit",
+                        mode_name(profile_mode),
+                        mode_name(mode)
+                    ),
+                ));
+            }
+        }
+    }
+    let (lo, hi, unit, dmin, dmax): (f64, f64, &str, f64, f64) = match mode {
+        LoadMode::Concurrency => (1.0, 100_000.0, "requests in flight", 1.0, 64.0),
+        LoadMode::Rate => (1e-6, 1_000_000.0, "requests per second", 0.5, 64.0),
+    };
+    let min = check.number("search.min", s.min.unwrap_or(dmin), lo..=hi, unit)?;
+    let max = check.number("search.max", s.max.unwrap_or(dmax.max(min)), lo..=hi, unit)?;
+    if mode == LoadMode::Concurrency {
+        for (field, v) in [("search.min", min), ("search.max", max)] {
+            if v.fract() != 0.0 {
+                return Err(check.bad(
+                    field,
+                    format!("{v} is not a whole number of requests in flight"),
+                ));
+            }
+        }
+    }
+    if max < min {
+        return Err(check.bad(
+            "search.max",
+            format!("{max} is below search.min ({min}): the search needs min <= max"),
+        ));
+    }
+    let resolution = check.number(
+        "search.resolution",
+        s.resolution.unwrap_or(0.05),
+        1e-6..=1.0,
+        "a share of the load",
+    )?;
+    let target = match s.attainment {
+        Some(a) => check.number("search.attainment", a, 1e-6..=1.0, "a share of requests")?,
+        None => slo.attainment.unwrap_or(crate::metrics::DEFAULT_ATTAINMENT),
+    };
+    let max_probes = check.count("search.max_probes", s.max_probes.unwrap_or(16), 1..=1000)?;
+    let max_trials_per_probe = check.count(
+        "search.max_trials_per_probe",
+        s.max_trials_per_probe.unwrap_or(load.trials + 2),
+        load.trials as u64..=1000,
+    )?;
+    let growth = check.number(
+        "search.growth",
+        s.growth.unwrap_or(2.0),
+        1.01..=100.0,
+        "a factor",
+    )?;
+    Ok(crate::search::SearchConfig {
+        mode,
+        min,
+        max,
+        resolution,
+        target,
+        max_probes,
+        base_trials: load.trials,
+        max_trials_per_probe,
+        growth,
+    })
+}
+
+fn mode_name(m: LoadMode) -> &'static str {
+    match m {
+        LoadMode::Concurrency => "concurrency",
+        LoadMode::Rate => "rate",
+    }
 }
 
 impl crate::profile::LoadSpec {
@@ -357,6 +510,9 @@ impl crate::profile::LoadSpec {
         if let Some(s) = ov.seed {
             self.seed = s;
         }
+        if let Some(m) = ov.mode {
+            self.mode = m;
+        }
         self
     }
 }
@@ -372,6 +528,17 @@ fn check_slo(check: &Checker, slo: SloSpec) -> Result<SloSpec, ProfileError> {
                 return Err(check.bad(field, format!("{v} must be a positive number of ms")));
             }
         }
+    }
+    if let Some(a) = slo.attainment {
+        check.number(
+            "slo.attainment",
+            a,
+            1e-6..=1.0,
+            "a share of requests (0.9 = 90%)",
+        )?;
+    }
+    if let Some(p) = slo.percentile {
+        check.number("slo.percentile", p, 1e-6..=100.0, "percent (90 = p90)")?;
     }
     if slo.ttft_ms.is_none() && slo.tpot_ms.is_none() && slo.e2el_ms.is_none() {
         return Err(check.bad(

@@ -65,13 +65,16 @@ pub struct Profile {
     pub telemetry: TelemetrySpec,
     /// The engines (configurations) to compare, run in the order written.
     pub engines: IndexMap<String, EngineSpec>,
+    /// `[search]`: bounds of `goodput search` (used only by that command).
+    #[serde(default)]
+    pub search: Option<SearchSpec>,
     /// The TOML text it was read from, to name the line of a bad value.
     #[serde(skip)]
     pub source: Option<String>,
 }
 
 /// `[slo]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SloSpec {
     /// TTFT bound, ms (none: no bound on TTFT).
@@ -83,6 +86,15 @@ pub struct SloSpec {
     /// Optional E2EL bound, ms.
     #[serde(default)]
     pub e2el_ms: Option<f64>,
+    /// Share of requests that must be good for a load level to meet the SLO
+    /// (default 0.9; 1.0 means every request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attainment: Option<f64>,
+    /// DistServe's form instead: a load level meets the SLO when the pooled
+    /// `percentile`-th percentile of each bounded metric is within its bound
+    /// (e.g. 90: p90 TTFT <= ttft_ms and p90 TPOT <= tpot_ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<f64>,
 }
 
 /// Closed or open loop.
@@ -401,15 +413,60 @@ pub struct Overrides {
     pub engines: Vec<String>,
     /// `--seed N`.
     pub seed: Option<u64>,
+    /// `goodput search`: its flags (each overrides the profile's `[search]`).
+    pub search: Option<SearchSpec>,
+    /// `goodput search --mode`: search in this load mode instead of the profile's.
+    pub mode: Option<LoadMode>,
+}
+
+/// `[search]`: how `goodput search` looks for the largest load that meets the SLO.
+/// Every field is optional; the defaults suit the built-in quick profile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSpec {
+    /// Lowest load probed (default 1 in concurrency mode, 0.5 requests/s in rate mode).
+    #[serde(default)]
+    pub min: Option<f64>,
+    /// Highest load probed (default 64 in concurrency mode, 64 requests/s in rate mode).
+    #[serde(default)]
+    pub max: Option<f64>,
+    /// Rate mode: stop when failing − passing ≤ resolution × passing (default 0.05).
+    /// Concurrency mode always resolves to the exact integer.
+    #[serde(default)]
+    pub resolution: Option<f64>,
+    /// The attainment target (default: `[slo] attainment`, else 0.9).
+    #[serde(default)]
+    pub attainment: Option<f64>,
+    /// Most load levels probed per engine (default 16).
+    #[serde(default)]
+    pub max_probes: Option<u32>,
+    /// Most trials at one probe while its attainment's confidence interval
+    /// straddles the target (default: the profile's trials + 2).
+    #[serde(default)]
+    pub max_trials_per_probe: Option<u32>,
+    /// Load growth factor while bracketing (default 2).
+    #[serde(default)]
+    pub growth: Option<f64>,
+}
+
+impl SearchSpec {
+    /// `self` with every field `over` gives replaced.
+    pub fn overridden_by(&self, over: &SearchSpec) -> SearchSpec {
+        SearchSpec {
+            min: over.min.or(self.min),
+            max: over.max.or(self.max),
+            resolution: over.resolution.or(self.resolution),
+            attainment: over.attainment.or(self.attainment),
+            max_probes: over.max_probes.or(self.max_probes),
+            max_trials_per_probe: over.max_trials_per_probe.or(self.max_trials_per_probe),
+            growth: over.growth.or(self.growth),
+        }
+    }
 }
 
 /// Parses `ttft:1000,tpot:100,e2el:5000` (vLLM's `--goodput` spelling, also with `=`).
 pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
-    let mut slo = SloSpec {
-        ttft_ms: None,
-        tpot_ms: None,
-        e2el_ms: None,
-    };
+    let mut slo = SloSpec::default();
     let mut any = false;
     for part in text.split([',', ' ']).filter(|p| !p.is_empty()) {
         any = true;

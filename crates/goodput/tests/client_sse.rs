@@ -28,6 +28,7 @@ fn slo() -> SloSpec {
         ttft_ms: Some(1000.0),
         tpot_ms: Some(100.0),
         e2el_ms: None,
+        ..Default::default()
     }
 }
 

@@ -218,7 +218,14 @@ fn table_cells_are_the_reports_numbers() {
             );
             if let Some(good) = p["good"].as_array() {
                 let good: u64 = good.iter().map(|g| g.as_u64().unwrap()).sum();
-                assert!(main(col("goodput req/s")).ends_with(&format!("({good} good)")));
+                let cell = main(col("goodput req/s"));
+                assert!(cell.contains(&format!("({good} good")), "{engine}: {cell}");
+                // Attainment beside the count when the report has it (good / sent).
+                if let Some(a) = p["slo_check"]["attainment"].as_f64() {
+                    let pct = cell.rsplit(", ").next().unwrap_or("").trim_end_matches(")");
+                    let shown: f64 = pct.trim_end_matches('%').parse().unwrap_or(f64::NAN);
+                    assert!((shown - a * 100.0).abs() < 0.51, "{engine}: {cell} vs {a}");
+                }
             }
             // Green where the median meets the SLO's bound, red where it misses.
             for (name, stat, bound) in [

@@ -83,9 +83,51 @@ impl Stat {
     }
 }
 
+/// z for a two-sided 95% interval.
+pub const Z95: f64 = 1.959_963_984_540_054;
+
+/// The Wilson score interval of a binomial proportion `successes / trials` at the
+/// normal quantile `z` (1.96 for 95%): `(p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) /
+/// (1 + z²/n)`. Unlike the normal ("Wald") interval it stays inside [0, 1] and is
+/// not empty at 0 or n successes, which is where SLO attainment usually sits.
+/// `None` when `trials` is 0.
+pub fn wilson_interval(successes: u64, trials: u64, z: f64) -> Option<(f64, f64)> {
+    if trials == 0 {
+        return None;
+    }
+    let n = trials as f64;
+    let p = successes.min(trials) as f64 / n;
+    let z2 = z * z;
+    let centre = p + z2 / (2.0 * n);
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    let denom = 1.0 + z2 / n;
+    let lo = ((centre - half) / denom).clamp(0.0, 1.0);
+    let hi = ((centre + half) / denom).clamp(0.0, 1.0);
+    // At the ends the interval reaches exactly 0 or 1 (rounding aside).
+    let lo = if successes == 0 { 0.0 } else { lo };
+    let hi = if successes >= trials { 1.0 } else { hi };
+    Some((lo, hi))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wilson_matches_published_values() {
+        // 8/10 at 95%: (0.4902, 0.9433) (Wilson 1927; e.g. statsmodels proportion_confint).
+        let (lo, hi) = wilson_interval(8, 10, Z95).unwrap();
+        assert!(
+            (lo - 0.4902).abs() < 1e-4 && (hi - 0.9433).abs() < 1e-4,
+            "{lo} {hi}"
+        );
+        // 16/16: the lower end is n / (n + z²).
+        let (lo, hi) = wilson_interval(16, 16, Z95).unwrap();
+        assert!((lo - 16.0 / (16.0 + Z95 * Z95)).abs() < 1e-9 && hi == 1.0);
+        let (lo, hi) = wilson_interval(0, 5, Z95).unwrap();
+        assert!(lo == 0.0 && hi > 0.0 && hi < 0.5);
+        assert_eq!(wilson_interval(0, 0, Z95), None);
+    }
 
     #[test]
     fn linear_matches_numpy() {

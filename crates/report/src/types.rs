@@ -29,6 +29,10 @@ pub struct Report {
     /// goodput addition: how the run was done and whether it finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunInfo>,
+    /// goodput addition: the largest load at which each engine meets the SLO, as
+    /// found by `goodput search` (absent for a plain run), keyed by engine.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub capacity: IndexMap<String, Capacity>,
     /// Fields this version does not know, preserved on rewrite.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -50,6 +54,15 @@ pub struct Slo {
     /// goodput addition: optional upper bound on end-to-end latency, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<f64>,
+    /// goodput addition: the share of requests that must be good for a load level
+    /// to meet the SLO (0.9 when absent; 1.0 means every request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attainment: Option<f64>,
+    /// goodput addition: when given (e.g. 90), a load level meets the SLO when the
+    /// pooled p-th percentile of TTFT, TPOT and E2EL each is within its bound
+    /// (DistServe's form) instead of by `attainment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<f64>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -252,6 +265,15 @@ pub struct Point {
     /// goodput addition: per-trial details, in trial order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<TrialInfo>,
+    /// goodput addition: SLO attainment of each trial (good requests / requests
+    /// sent; a failed request is not good), `{median,min,max,n}` over trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attainment: Option<Stat>,
+    /// goodput addition: the point judged against the SLO: pooled attainment with
+    /// its confidence interval, whether the point meets the SLO, and which bounds
+    /// the requests missed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_check: Option<SloCheck>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -280,6 +302,64 @@ pub struct Outlier {
     /// Modified Z-score; absent when the MAD is 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+}
+
+/// goodput addition: one load level judged against the SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SloCheck {
+    /// Good requests over all trials.
+    pub good: u64,
+    /// Requests sent over all trials (successful and failed).
+    pub sent: u64,
+    /// Pooled attainment, `good / sent` (`null` when nothing was sent).
+    pub attainment: Option<f64>,
+    /// Lower end of the 95% Wilson score interval of the pooled attainment.
+    pub ci_low: Option<f64>,
+    /// Upper end of the 95% Wilson score interval of the pooled attainment.
+    pub ci_high: Option<f64>,
+    /// The attainment a point needs (`slo.attainment`, default 0.9).
+    pub target: f64,
+    /// `attainment` (good share ≥ target) or `percentile` (p-th percentiles within
+    /// the bounds).
+    pub form: String,
+    /// True when the point meets the SLO in that form.
+    pub meets: bool,
+    /// Requests that missed each bound (`ttft`, `tpot`, `e2el`) or failed
+    /// (`errors`), over all trials; a request may miss several bounds.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub misses: IndexMap<String, u64>,
+    /// Percentile form: the pooled p-th percentile of each bounded metric over all
+    /// requests sent (a failed request counts as infinitely slow: `null`), ms.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub percentiles_ms: IndexMap<String, Option<f64>>,
+}
+
+/// goodput addition: one engine's capacity under the SLO, found by `goodput search`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Capacity {
+    /// `concurrency` or `rate`: what the load levels count.
+    pub mode: String,
+    /// The largest load found to meet the SLO; `null` when even the lowest load
+    /// probed fails.
+    pub max_load: Option<f64>,
+    /// The largest probed load that met the SLO (`null` when none did).
+    pub passing: Option<f64>,
+    /// The smallest probed load above `passing` that failed (`null` when none
+    /// failed up to the search's `max`).
+    pub failing: Option<f64>,
+    /// Pooled attainment at `max_load` (at the lowest load when none passed).
+    pub attainment_at_max: Option<f64>,
+    /// Load levels probed.
+    pub probes: u32,
+    /// Trials run over all probes.
+    pub trials: u32,
+    /// What bounds the capacity: `ttft`, `tpot`, `e2el` or `errors` (what the
+    /// requests at `failing` missed most), `max` (the search's upper bound met the
+    /// SLO), `max_probes` (the probe budget ran out), `noise` (the bracket could
+    /// not be confirmed), `engine` (the engine failed).
+    pub limited_by: String,
+    /// The answer in words, with anything that weakens it.
+    pub note: String,
 }
 
 /// GPU telemetry of one point.

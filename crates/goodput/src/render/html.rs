@@ -137,6 +137,7 @@ pub fn html(report: &Report) -> String {
         "<dt>engines</dt><dd>{}</dd>\n</dl>\n</header>\n",
         engines.join(", ")
     ));
+    h.push_str(&super::verdict::verdict_html(report));
     warnings_section(report, &mut h);
     h.push_str("<section id=\"charts\">\n<h2>Charts</h2>\n<div class=\"charts\">\n");
     let all = charts::all(report);

@@ -8,6 +8,7 @@
 //! - [`compare`]: two reports (or the engines of one report) side by side.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
+//! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
 //! - [`text`]: number formatting, colour and column alignment for terminals.
 
 pub mod charts;
@@ -16,6 +17,7 @@ pub mod html;
 pub mod rows;
 pub mod table;
 pub mod text;
+pub mod verdict;
 pub mod warnings;
 
 use std::fmt;
@@ -88,7 +90,9 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
     let rows = rows::rows(report);
     match format {
         Format::Table => {
-            let mut out = table::header_text(report);
+            let mut out = verdict::verdict_text(report);
+            out.push('\n');
+            out.push_str(&table::header_text(report));
             out.push('\n');
             out.push_str(&table::text_table(report, &rows, color));
             let w = warnings_text(report, color);
@@ -101,6 +105,10 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
         Format::Markdown => {
             let mut out = table::header_markdown(report);
             out.push('\n');
+            out.push_str(&format!(
+                "**Verdict**: {}\n\n",
+                table::md_escape(&verdict::verdict(report).join(" "))
+            ));
             out.push_str(&table::markdown_table(report, &rows));
             out.push('\n');
             out.push_str(&warnings::warnings_markdown(report));

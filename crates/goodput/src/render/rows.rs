@@ -202,6 +202,14 @@ impl Row<'_> {
                 .and_then(|s| s.acceptance_rate)),
         );
         put("engine_error", json!(self.engine_error()));
+        let att = p.and_then(|p| p.attainment.as_ref());
+        let check = p.and_then(|p| p.slo_check.as_ref());
+        put("attainment", json!(check.and_then(|c| c.attainment)));
+        put("attainment_ci_low", json!(check.and_then(|c| c.ci_low)));
+        put("attainment_ci_high", json!(check.and_then(|c| c.ci_high)));
+        put("attainment_trial_min", json!(att.and_then(|s| s.min)));
+        put("attainment_trial_max", json!(att.and_then(|s| s.max)));
+        put("meets_slo", json!(check.map(|c| c.meets)));
         f
     }
 }

@@ -105,7 +105,10 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
         },
     );
     if let Some(good) = row.good() {
-        goodput.main = format!("{} ({good} good)", goodput.main);
+        goodput.main = match super::verdict::point_attainment(p) {
+            Some(a) => format!("{} ({good} good, {}%)", goodput.main, num(a * 100.0)),
+            None => format!("{} ({good} good)", goodput.main),
+        };
         if good > 0 && goodput.style == Style::Bad {
             goodput.style = Style::Warn;
         }

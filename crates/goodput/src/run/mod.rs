@@ -14,6 +14,7 @@ macro_rules! say {
     };
 }
 
+mod capacity;
 mod output;
 mod progress;
 mod state;
@@ -114,6 +115,7 @@ impl Ctx<'_> {
         info.updated_unix_s = Some(unix_now());
         r.run = Some(info);
         r.environment = Some(self.environment.clone());
+        r.capacity = capacity::capacities(self.plan, &self.sweep, &r);
         r
     }
 
@@ -224,7 +226,12 @@ async fn open<'a>(
         .context("cannot write the requests file")?;
     let records = RecordsFile::open(&rec_path)
         .with_context(|| format!("cannot open {}", rec_path.display()))?;
-    let max_streams = plan.points.iter().fold(1.0f64, |a, &b| a.max(b)) as usize;
+    let max_streams = plan
+        .points
+        .iter()
+        .chain(plan.search.as_ref().map(|s| &s.max))
+        .fold(1.0f64, |a, &b| a.max(b))
+        .min(100_000.0) as usize;
     let client = http_client(plan.max_concurrency.map_or(max_streams, |c| c as usize))
         .context("cannot build the HTTP client")?;
     let info = RunInfo {
@@ -285,6 +292,11 @@ async fn open<'a>(
                 .count() as u64
         })
         .sum();
+    // A search does not know its trials ahead: about a bracket and a bisection.
+    let left = match &plan.search {
+        Some(s) => (plan.engines.len() as u64) * u64::from(s.base_trials) * 8,
+        None => left,
+    };
     ctx.progress = progress::Progress::new(opts.progress, left);
     ctx.refresh_environment();
     ctx.save().context("cannot write the report")?;

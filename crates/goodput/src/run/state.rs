@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use indexmap::IndexMap;
 use report::{EngineFailure, EngineResult, Report, RunStatus, SpecDecode, TrialInfo};
 
-use crate::metrics::{point_summary, trial_metrics, TrialMetrics};
+use crate::metrics::{point_slo, point_summary, trial_metrics, trial_slo, TrialMetrics, TrialSlo};
 use crate::plan::Plan;
 use crate::profile::LoadMode;
 use crate::record::RequestRecord;
@@ -21,6 +21,8 @@ pub struct TrialState {
     pub info: TrialInfo,
     /// GPU samples.
     pub samples: Vec<telemetry::Sample>,
+    /// What the trial says about the SLO (attainment, misses).
+    pub slo: TrialSlo,
 }
 
 /// Everything measured for one engine.
@@ -86,11 +88,45 @@ impl Sweep {
             .is_some_and(|s| s.info.status == RunStatus::Complete)
     }
 
-    /// True when every planned trial of `engine` is complete.
+    /// True when every planned trial of `engine` is complete (for a search: when
+    /// the search over its measured points is over).
     pub fn engine_done(&self, plan: &Plan, engine: &str) -> bool {
+        if let Some(cfg) = &plan.search {
+            return matches!(
+                crate::search::next_step(cfg, &self.observations(plan, engine)),
+                crate::search::Step::Done(_)
+            );
+        }
         plan.points.iter().all(|&x| {
             (0..plan.trials).all(|t| self.is_complete(engine, PointKey::new(plan.mode, x), t))
         })
+    }
+
+    /// What a search has measured on `engine`: one observation per load level
+    /// (complete trials only), judged as the report judges them.
+    pub fn observations(&self, plan: &Plan, engine: &str) -> Vec<crate::search::Obs> {
+        let Some(e) = self.engines.get(engine) else {
+            return Vec::new();
+        };
+        e.points
+            .iter()
+            .filter(|(k, _)| k.mode == plan.mode)
+            .map(|(k, trials)| {
+                let slos: Vec<TrialSlo> = trials
+                    .values()
+                    .filter(|t| t.info.status == RunStatus::Complete)
+                    .map(|t| t.slo.clone())
+                    .collect();
+                let (_, c) = point_slo(&slos, &plan.slo);
+                crate::search::Obs {
+                    x: k.x(),
+                    trials: slos.len() as u32,
+                    attainment: c.attainment,
+                    ci: c.ci_low.zip(c.ci_high),
+                    meets: c.meets,
+                }
+            })
+            .collect()
     }
 
     /// Records a finished trial.
@@ -133,6 +169,12 @@ impl Sweep {
                 );
                 p.spec_decode = sum_spec(done.iter().filter_map(|t| t.info.spec_decode.as_ref()));
                 p.trials = trials.values().map(|t| t.info.clone()).collect();
+                let slos: Vec<TrialSlo> = done.iter().map(|t| t.slo.clone()).collect();
+                if !slos.is_empty() {
+                    let (attainment, check) = point_slo(&slos, &plan.slo);
+                    p.attainment = Some(attainment);
+                    p.slo_check = Some(check);
+                }
                 points.push(p);
             }
             load.insert(
@@ -153,12 +195,19 @@ impl Sweep {
                 ttft_ms: plan.slo.ttft_ms,
                 tpot_ms: plan.slo.tpot_ms,
                 e2el_ms: plan.slo.e2el_ms,
+                attainment: Some(
+                    plan.slo
+                        .attainment
+                        .unwrap_or(crate::metrics::DEFAULT_ATTAINMENT),
+                ),
+                percentile: plan.slo.percentile,
                 extra: Default::default(),
             },
             environment: None,
             quantiles: plan.quantiles.clone(),
             load,
             run: None,
+            capacity: Default::default(),
             extra: Default::default(),
         }
     }
@@ -208,6 +257,7 @@ impl Sweep {
                     }
                     let state = TrialState {
                         metrics: trial_metrics(&recs, &plan.slo),
+                        slo: trial_slo(&recs, &plan.slo),
                         info: info.clone(),
                         samples: info.gpu_samples.iter().map(sample_from_report).collect(),
                     };

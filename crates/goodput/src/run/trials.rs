@@ -56,27 +56,26 @@ pub(crate) async fn run_engine(
         handle.api.path(),
         handle.api_key.as_deref(),
     );
-    let work: Vec<(usize, f64, u32)> = plan
-        .points
-        .iter()
-        .enumerate()
-        .flat_map(|(pi, &x)| (0..plan.trials).map(move |t| (pi, x, t)))
-        .collect();
     let mut restarts = 0u32;
     let mut attempt = 0u32;
-    let mut i = 0;
-    while i < work.len() {
-        let (pi, x, t) = work[i];
+    let mut last: Option<(u64, u32)> = None;
+    loop {
         if ctx.stopped() {
             break;
         }
-        if ctx
-            .sweep
-            .is_complete(name, super::state::PointKey::new(plan.mode, x), t)
-        {
-            i += 1;
-            continue;
+        let Some((pi, x, t)) = next_trial(ctx, name) else {
+            break;
+        };
+        // A trial that neither completed nor killed the engine is not run again
+        // (that would never end); the report shows it as partial.
+        if last == Some((x.to_bits(), t)) && attempt == 0 {
+            ctx.info.notices.push(format!(
+                "{name}: trial {} at x={x} did not complete and was not retried",
+                t + 1
+            ));
+            break;
         }
+        last = Some((x.to_bits(), t));
         let died = run_one(
             ctx,
             name,
@@ -91,7 +90,6 @@ pub(crate) async fn run_engine(
         )
         .await?;
         let Some(status) = died else {
-            i += 1;
             attempt = 0;
             continue;
         };
@@ -144,6 +142,31 @@ pub(crate) async fn run_engine(
     Ok(Some(handle))
 }
 
+/// The next trial to run on `name`: `(stream, x, trial index)`, or `None` when the
+/// engine's share is done. A plain run takes the plan's load levels in order; a
+/// search asks [`crate::search::next_step`] from what is measured so far, so a
+/// resumed search continues where it stopped. `stream` numbers the load level for
+/// the request seeds (the grid's index, or for a search the load itself).
+fn next_trial(ctx: &Ctx<'_>, name: &str) -> Option<(u64, f64, u32)> {
+    let plan = ctx.plan;
+    let key = |x| super::state::PointKey::new(plan.mode, x);
+    let first_missing =
+        |x: f64, trials: u32| (0..trials).find(|&t| !ctx.sweep.is_complete(name, key(x), t));
+    match &plan.search {
+        None => plan
+            .points
+            .iter()
+            .enumerate()
+            .find_map(|(pi, &x)| first_missing(x, plan.trials).map(|t| (pi as u64, x, t))),
+        Some(cfg) => match crate::search::next_step(cfg, &ctx.sweep.observations(plan, name)) {
+            crate::search::Step::Done(_) => None,
+            crate::search::Step::Run { x, trials } => {
+                first_missing(x, trials).map(|t| ((x * 1000.0).round() as u64, x, t))
+            }
+        },
+    }
+}
+
 /// Runs trial `t` at load `x`; returns the engine's exit status if it died.
 #[allow(clippy::too_many_arguments)]
 async fn run_one(
@@ -153,7 +176,7 @@ async fn run_one(
     tel: &telemetry::Telemetry,
     builder: &Builder,
     target: &Target,
-    pi: usize,
+    pi: u64,
     x: f64,
     t: u32,
     attempt: u32,
@@ -182,7 +205,7 @@ async fn run_one(
         None => None,
     };
     // Requests: the same on every engine; different per trial and load level.
-    let stream = (pi as u64) << 32 | t as u64;
+    let stream = pi << 32 | t as u64;
     let trial = |requests, mode, offsets| Trial {
         engine: name.into(),
         x,
@@ -216,11 +239,20 @@ async fn run_one(
         LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ stream),
         LoadMode::Concurrency => Vec::new(),
     };
+    let point = match &plan.search {
+        None => format!("point {}/{}", pi + 1, plan.points.len()),
+        Some(_) => format!(
+            "probe {}",
+            ctx.sweep.engines.get(name).map_or(0, |e| e.points.len())
+                + usize::from(!ctx.sweep.engines.get(name).is_some_and(|e| {
+                    e.points
+                        .contains_key(&super::state::PointKey::new(plan.mode, x))
+                }))
+        ),
+    };
     ctx.progress.phase(format!(
-        "{}: x={x} (point {}/{}) trial {}/{}",
+        "{}: x={x} ({point}) trial {}/{}",
         ctx.engine_label,
-        pi + 1,
-        plan.points.len(),
         t + 1,
         plan.trials
     ));
@@ -249,6 +281,7 @@ async fn run_one(
     }
     let died = handle.exit_status();
     let metrics = trial_metrics(&records, &plan.slo);
+    let slo = crate::metrics::trial_slo(&records, &plan.slo);
     let interrupted = ctx.stopped();
     let status = if died.is_some() || interrupted {
         RunStatus::Partial
@@ -327,6 +360,7 @@ async fn run_one(
             metrics,
             info,
             samples,
+            slo,
         },
     );
     ctx.progress.trial_done();

@@ -1,0 +1,150 @@
+//! A search's answer per engine, for the report's `capacity`: read off the
+//! measured points whenever the search over them is over (so a resumed search, and
+//! the report written after each trial, give it as soon as it is known).
+
+use report::{Capacity, Point, Report};
+
+use crate::plan::Plan;
+use crate::profile::LoadMode;
+use crate::render::text::num;
+use crate::search::{next_step, Reason, Step};
+
+use super::Sweep;
+
+/// Each engine's capacity, for the engines whose search is over (or that failed).
+pub(super) fn capacities(
+    plan: &Plan,
+    sweep: &Sweep,
+    report: &Report,
+) -> indexmap::IndexMap<String, Capacity> {
+    let mut out = indexmap::IndexMap::new();
+    let Some(cfg) = &plan.search else {
+        return out;
+    };
+    for (name, state) in &sweep.engines {
+        let Some(result) = report.load.get(name) else {
+            continue;
+        };
+        let obs = sweep.observations(plan, name);
+        let point = |x: Option<f64>| x.and_then(|x| result.points.iter().find(|p| p.x == x));
+        let trials: u32 = obs.iter().map(|o| o.trials).sum();
+        let mode = match cfg.mode {
+            LoadMode::Concurrency => "concurrency",
+            LoadMode::Rate => "rate",
+        };
+        let unit = |x: f64| match cfg.mode {
+            LoadMode::Concurrency => format!(
+                "{} concurrent request{}",
+                num(x),
+                if x == 1.0 { "" } else { "s" }
+            ),
+            LoadMode::Rate => format!("{} requests/s", num(x)),
+        };
+        let found = match next_step(cfg, &obs) {
+            Step::Done(f) => f,
+            Step::Run { .. } => {
+                if let Some(e) = &state.error {
+                    out.insert(
+                        name.clone(),
+                        Capacity {
+                            mode: mode.into(),
+                            probes: obs.len() as u32,
+                            trials,
+                            limited_by: "engine".into(),
+                            note: format!(
+                                "the search did not finish: the engine failed ({}: {})",
+                                e.kind, e.message
+                            ),
+                            ..Default::default()
+                        },
+                    );
+                }
+                continue;
+            }
+        };
+        let pass = point(found.passing);
+        let fail = point(found.failing);
+        let attainment = |p: Option<&Point>| {
+            p.and_then(|p| p.slo_check.as_ref())
+                .and_then(|c| c.attainment)
+        };
+        let mut limited_by = match found.reason {
+            Reason::MaxPasses => "max".to_string(),
+            Reason::ProbeBudget => "max_probes".to_string(),
+            Reason::Resolved | Reason::LowestFails => {
+                missed_most(fail).unwrap_or_else(|| "slo".into())
+            }
+        };
+        let mut note = match (found.reason, found.passing, found.failing) {
+            (Reason::LowestFails, _, Some(f)) => format!(
+                "even the lowest load probed, {}, does not meet the SLO ({} attainment, {} missed most)",
+                unit(f),
+                pct(attainment(fail)),
+                limited_by
+            ),
+            (Reason::MaxPasses, Some(p), _) => format!(
+                "meets the SLO up to the search's max, {} ({} attainment); the capacity may be higher: raise max",
+                unit(p),
+                pct(attainment(pass))
+            ),
+            (Reason::ProbeBudget, p, f) => format!(
+                "the probe budget ran out with the answer between {} and {}",
+                p.map_or("nothing".into(), unit),
+                f.map_or("max".into(), unit)
+            ),
+            (_, Some(p), Some(f)) => format!(
+                "meets the SLO at {} ({} attainment), not at {} ({}; {} missed most)",
+                unit(p),
+                pct(attainment(pass)),
+                unit(f),
+                pct(attainment(fail)),
+                limited_by
+            ),
+            _ => String::new(),
+        };
+        if !found.noisy.is_empty() {
+            let xs: Vec<String> = found.noisy.iter().map(|x| num(*x)).collect();
+            note.push_str(&format!(
+                "; noise: the attainment's 95% interval at x={} still straddles the target after {} trials, so the bracket could not be narrowed with confidence (more requests per trial would)",
+                xs.join(", "),
+                cfg.max_trials_per_probe
+            ));
+            if found.reason == Reason::Resolved {
+                limited_by = format!("{limited_by} (noisy)");
+            }
+        }
+        if found.non_monotone {
+            note.push_str(
+                "; a higher load passed where a lower one failed: the lowest failure decides",
+            );
+        }
+        out.insert(
+            name.clone(),
+            Capacity {
+                mode: mode.into(),
+                max_load: found.passing,
+                passing: found.passing,
+                failing: found.failing,
+                attainment_at_max: attainment(pass).or_else(|| attainment(fail)),
+                probes: obs.len() as u32,
+                trials,
+                limited_by,
+                note,
+            },
+        );
+    }
+    out
+}
+
+fn pct(a: Option<f64>) -> String {
+    a.map_or("unknown".into(), |a| format!("{}%", num(a * 100.0)))
+}
+
+/// The bound the requests at a failing point missed most (`errors` for failures).
+fn missed_most(p: Option<&Point>) -> Option<String> {
+    let misses = &p?.slo_check.as_ref()?.misses;
+    misses
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(k, _)| k.clone())
+}
