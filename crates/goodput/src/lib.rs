@@ -31,6 +31,7 @@ pub mod profile;
 pub mod record;
 pub mod render;
 pub mod run;
+pub mod server_metrics;
 pub mod stop;
 pub mod telemetry;
 pub mod workload;

@@ -250,6 +250,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         spec_decode: None,
         trials: Vec::new(),
         extra: Default::default(),
+        server: None,
     }
 }
 

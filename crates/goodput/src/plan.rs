@@ -50,6 +50,8 @@ pub struct Plan {
     pub engines: IndexMap<String, EngineSpec>,
     /// The workload section as written, for the report.
     pub workload_description: serde_json::Value,
+    /// The engine's `/metrics`, sampled during every trial.
+    pub server_metrics: crate::server_metrics::ServerMetricsSpec,
 }
 
 /// The validated workload.
@@ -290,6 +292,7 @@ impl Profile {
         let workload_description = serde_json::to_value(&self.workload).unwrap_or_default();
         let workload = check_workload(&check, &self.workload)?;
         check_telemetry(&check, &self.telemetry)?;
+        check_server_metrics(&check, &self.server_metrics)?;
         let engines = select_engines(&check, self.engines, &ov.engines)?;
         Ok(Plan {
             name: self.name,
@@ -310,6 +313,7 @@ impl Profile {
             telemetry: self.telemetry,
             engines,
             workload_description,
+            server_metrics: self.server_metrics,
         })
     }
 }
@@ -886,4 +890,15 @@ mod tests {
             assert!(e.contains("workload.path") && e.contains(needle), "{e}");
         }
     }
+}
+
+/// `[server_metrics]`: the interval and bounds, each in range.
+fn check_server_metrics(
+    check: &Checker,
+    s: &crate::server_metrics::ServerMetricsSpec,
+) -> Result<(), ProfileError> {
+    check.count("server_metrics.interval_ms", s.interval_ms, 10..=3_600_000)?;
+    check.count("server_metrics.max_samples", s.max_samples, 2..=100_000)?;
+    check.count("server_metrics.max_bytes", s.max_bytes, 1024..=1 << 30)?;
+    Ok(())
 }

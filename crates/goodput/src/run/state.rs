@@ -133,6 +133,9 @@ impl Sweep {
                 );
                 p.spec_decode = sum_spec(done.iter().filter_map(|t| t.info.spec_decode.as_ref()));
                 p.trials = trials.values().map(|t| t.info.clone()).collect();
+                p.server = crate::server_metrics::summarize(
+                    done.iter().filter_map(|t| t.info.server.as_ref()),
+                );
                 points.push(p);
             }
             load.insert(

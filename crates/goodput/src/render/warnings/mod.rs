@@ -5,6 +5,7 @@
 //! [`rules`] holds the rules; this file the types, the list and its text.
 
 pub mod rules;
+pub mod server;
 
 use report::Report;
 
@@ -43,6 +44,8 @@ pub enum WarningKind {
     ClientLag,
     /// Output token counts were estimated from stream chunks.
     EstimatedTokens,
+    /// From the engine's own metrics: queueing, preemption, full KV cache, counts.
+    Server(server::ServerWarning),
 }
 
 impl WarningKind {
@@ -58,6 +61,7 @@ impl WarningKind {
             WarningKind::KvPoolOverflow => "Load does not fit the KV pool",
             WarningKind::ClientLag => "Client could not keep up",
             WarningKind::EstimatedTokens => "Token counts estimated",
+            WarningKind::Server(k) => k.title(),
         }
     }
 
@@ -93,6 +97,7 @@ impl WarningKind {
                 "counts from chunks are wrong when a chunk carries several tokens \
                  (speculative decoding): TPOT and token throughput are approximate."
             }
+            WarningKind::Server(k) => k.why(),
         }
     }
 }
@@ -133,6 +138,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
             .into_iter()
             .flatten()
             .collect();
+            ws.extend(server::rules(p));
             ws.sort_by_key(|w| w.0);
             out.extend(ws.into_iter().map(|(kind, message, advice)| Warning {
                 engine: engine.clone(),
