@@ -712,6 +712,17 @@ fn read_jsonl(
     Ok(out)
 }
 
+/// `[server_metrics]`: the interval and bounds, each in range.
+fn check_server_metrics(
+    check: &Checker,
+    s: &crate::server_metrics::ServerMetricsSpec,
+) -> Result<(), ProfileError> {
+    check.count("server_metrics.interval_ms", s.interval_ms, 10..=3_600_000)?;
+    check.count("server_metrics.max_samples", s.max_samples, 2..=100_000)?;
+    check.count("server_metrics.max_bytes", s.max_bytes, 1024..=1 << 30)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -890,15 +901,4 @@ mod tests {
             assert!(e.contains("workload.path") && e.contains(needle), "{e}");
         }
     }
-}
-
-/// `[server_metrics]`: the interval and bounds, each in range.
-fn check_server_metrics(
-    check: &Checker,
-    s: &crate::server_metrics::ServerMetricsSpec,
-) -> Result<(), ProfileError> {
-    check.count("server_metrics.interval_ms", s.interval_ms, 10..=3_600_000)?;
-    check.count("server_metrics.max_samples", s.max_samples, 2..=100_000)?;
-    check.count("server_metrics.max_bytes", s.max_bytes, 1024..=1 << 30)?;
-    Ok(())
 }

@@ -359,3 +359,31 @@ args = ["--config", "{}", "--no-thermal"]
         "{text}"
     );
 }
+
+#[test]
+fn the_profile_table_is_validated_with_key_and_line() {
+    let base = "name = \"p\"\n[slo]\nttft_ms = 100\n[load]\npoints = [1]\nrequests_per_trial = 4\n[workload]\n\
+                input_tokens = 8\noutput_tokens = 8\n[engines.s]\nkind = \"sim\"\n";
+    let plan = |extra: &str| {
+        goodput::profile::Profile::parse(&format!("{base}{extra}"), "p.toml")
+            .and_then(|p| p.into_plan("p.toml", &Default::default()))
+    };
+    let ok = plan("").unwrap();
+    assert!(ok.server_metrics.enabled);
+    assert_eq!(ok.server_metrics.interval_ms, 500);
+    let off = plan("[server_metrics]\nenabled = false\n").unwrap();
+    assert!(!off.server_metrics.enabled);
+    let e = plan("[server_metrics]\ninterval_ms = 0\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("server_metrics.interval_ms"), "{e}");
+    assert!(e.contains("line 13"), "{e}");
+    let e = plan("[server_metrics]\nmax_bytes = 10\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("server_metrics.max_bytes"), "{e}");
+    let e = plan("[server_metrics]\nintervl_ms = 10\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("intervl_ms"), "{e}");
+}

@@ -426,7 +426,7 @@ fn record(sh: &mut Shared, c: &Catalogue, t_s: f64, snap: Snapshot, max_samples:
     }
     let ticks = sh.ticks;
     sh.ticks += 1;
-    if ticks % sh.stride == 0 {
+    if ticks.is_multiple_of(sh.stride) {
         sh.samples.push(ServerSample {
             t_s,
             running: snap.first(c.running),
