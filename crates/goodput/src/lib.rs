@@ -33,6 +33,7 @@ pub mod record;
 pub mod render;
 pub mod run;
 pub mod search;
+pub mod server_metrics;
 pub mod stop;
 pub mod telemetry;
 pub mod workload;

@@ -395,6 +395,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         attainment: None,
         slo_check: None,
         extra: Default::default(),
+        server: None,
     }
 }
 

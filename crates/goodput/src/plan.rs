@@ -53,6 +53,8 @@ pub struct Plan {
     /// `goodput search`: the capacity search to run instead of the load levels
     /// (`points` is then empty: the search chooses them).
     pub search: Option<crate::search::SearchConfig>,
+    /// The engine's `/metrics`, sampled during every trial.
+    pub server_metrics: crate::server_metrics::ServerMetricsSpec,
 }
 
 /// The validated workload.
@@ -317,6 +319,7 @@ impl Profile {
         let workload_description = serde_json::to_value(&self.workload).unwrap_or_default();
         let workload = check_workload(&check, &self.workload)?;
         check_telemetry(&check, &self.telemetry)?;
+        check_server_metrics(&check, &self.server_metrics)?;
         let engines = select_engines(&check, self.engines, &ov.engines)?;
         let search = match &ov.search {
             None => None,
@@ -349,6 +352,7 @@ impl Profile {
             engines,
             workload_description,
             search,
+            server_metrics: self.server_metrics,
         })
     }
 }
@@ -873,6 +877,17 @@ fn read_jsonl(
         return Err(format!("{} holds no prompts", path.display()));
     }
     Ok(out)
+}
+
+/// `[server_metrics]`: the interval and bounds, each in range.
+fn check_server_metrics(
+    check: &Checker,
+    s: &crate::server_metrics::ServerMetricsSpec,
+) -> Result<(), ProfileError> {
+    check.count("server_metrics.interval_ms", s.interval_ms, 10..=3_600_000)?;
+    check.count("server_metrics.max_samples", s.max_samples, 2..=100_000)?;
+    check.count("server_metrics.max_bytes", s.max_bytes, 1024..=1 << 30)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -71,6 +71,9 @@ pub struct Profile {
     /// The TOML text it was read from, to name the line of a bad value.
     #[serde(skip)]
     pub source: Option<String>,
+    /// `[server_metrics]`: the engine's `/metrics`, sampled during every trial.
+    #[serde(default)]
+    pub server_metrics: crate::server_metrics::ServerMetricsSpec,
 }
 
 /// `[slo]`.

@@ -14,9 +14,11 @@
 //! - [`io`]: reading and atomic writing.
 
 pub mod io;
+pub mod server;
 pub mod stats;
 pub mod types;
 
 pub use io::{read_report, write_report_atomic, ReportError};
+pub use server::{ServerSample, ServerSummary, ServerTrial};
 pub use stats::{quantile_linear, quantile_lower, Stat};
 pub use types::*;

@@ -277,6 +277,10 @@ pub struct Point {
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// goodput addition: the engine's own metrics over the point's trials (queue,
+    /// KV cache, preemptions, server-counted tokens), from its `/metrics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server::ServerSummary>,
 }
 
 /// goodput addition: one request far out of its point's distribution of a metric.
@@ -437,6 +441,9 @@ pub struct TrialInfo {
     /// GPU samples taken during the trial (time relative to trial start).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_samples: Vec<GpuSample>,
+    /// The engine's own metrics over the trial, and its samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::server::ServerTrial>,
 }
 
 /// goodput addition: one GPU telemetry sample.

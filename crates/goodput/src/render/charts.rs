@@ -658,6 +658,7 @@ pub fn all(report: &Report) -> Vec<Chart> {
     ];
     charts.extend(gpu_timeline(report, false));
     charts.extend(gpu_timeline(report, true));
+    charts.extend(super::server_charts::timelines(report));
     charts.retain(|c| !c.series.is_empty());
     charts
 }

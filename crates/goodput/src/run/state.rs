@@ -175,6 +175,9 @@ impl Sweep {
                     p.attainment = Some(attainment);
                     p.slo_check = Some(check);
                 }
+                p.server = crate::server_metrics::summarize(
+                    done.iter().filter_map(|t| t.info.server.as_ref()),
+                );
                 points.push(p);
             }
             load.insert(

@@ -261,6 +261,12 @@ async fn run_one(
         ctx.progress
             .trial_bar(label, plan.requests_per_trial as u64, sent.clone());
     let spec_before = handle.scrape_spec_counters().await;
+    let server = crate::server_metrics::ServerSampler::start(
+        &ctx.client,
+        &handle.base_url,
+        &plan.server_metrics,
+    )
+    .await;
     let sampler = tel.start_trial();
     let mut records = run_trial(
         ctx.client.clone(),
@@ -279,6 +285,7 @@ async fn run_one(
     for r in &mut records {
         r.attempt = attempt;
     }
+    let server = server.finish(&records).await;
     let died = handle.exit_status();
     let metrics = trial_metrics(&records, &plan.slo);
     let slo = crate::metrics::trial_slo(&records, &plan.slo);
@@ -317,7 +324,9 @@ async fn run_one(
         cooldown_wait_s,
         spec_decode,
         gpu_samples: telemetry::to_report_samples(&samples),
+        server,
     };
+    crate::server_metrics::notice(&mut ctx.info.notices, name, info.server.as_ref());
     // Durable order: records first, then the report that refers to them.
     ctx.records
         .append(&records)

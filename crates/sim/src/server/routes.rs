@@ -246,6 +246,19 @@ pub(super) async fn metrics(State(state): State<SimState>) -> Response {
         "Number of accepted tokens.",
         &one(counters.spec_accepted_tokens as f64),
     );
+    // Finished requests are counted by the model, not by a fixed schedule.
+    if c.schedule.is_none() {
+        family(
+            &mut out,
+            "vllm:request_success",
+            "counter",
+            "Count of successfully processed requests.",
+            &[(
+                format!("{m},finished_reason=\"length\""),
+                counters.requests_finished as f64,
+            )],
+        );
+    }
     (
         [(
             header::CONTENT_TYPE,

@@ -6,6 +6,7 @@
 
 pub mod load;
 pub mod rules;
+pub mod server;
 
 use report::Report;
 
@@ -53,6 +54,8 @@ pub enum WarningKind {
     Outliers,
     /// Output token counts were estimated from stream chunks.
     EstimatedTokens,
+    /// From the engine's own metrics: queueing, preemption, full KV cache, counts.
+    Server(server::ServerWarning),
 }
 
 impl WarningKind {
@@ -71,6 +74,7 @@ impl WarningKind {
             WarningKind::ClientLag => "Client could not keep up",
             WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
+            WarningKind::Server(k) => k.title(),
         }
     }
 
@@ -119,6 +123,7 @@ impl WarningKind {
                 "counts from chunks are wrong when a chunk carries several tokens \
                  (speculative decoding): TPOT and token throughput are approximate."
             }
+            WarningKind::Server(k) => k.why(),
         }
     }
 }
@@ -162,6 +167,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
             .into_iter()
             .flatten()
             .collect();
+            ws.extend(server::rules(p));
             ws.sort_by_key(|w| w.0);
             out.extend(ws.into_iter().map(|(kind, message, advice)| Warning {
                 engine: engine.clone(),

@@ -1,0 +1,450 @@
+//! The engine's side of every trial: its Prometheus `/metrics`, sampled beside the
+//! GPU while the trial runs, summarised per point, and checked against what the
+//! client counted.
+//!
+//! # Layout
+//! - [`catalogue`]: the metric names of each engine (vLLM, SGLang, llama.cpp, TGI;
+//!   the simulator speaks vLLM's), with the sources they were read from.
+//! - [`scrape`]: one bounded, timed GET of `/metrics`, parsed into a [`Snapshot`].
+//! - [`ServerSampler`]: the first scrape just before the first request is sent,
+//!   then one every `interval_ms` on its own task (it never delays a request), and
+//!   the last after the last request ended; [`ServerSampler::finish`] turns them
+//!   into the trial's [`ServerTrial`].
+//! - [`summary`]: trials to the point's [`ServerSummary`], and the cross-check of
+//!   server-counted tokens and requests against the client's.
+//!
+//! A failing, slow or malformed endpoint never fails a trial: the trial's `server`
+//! says why it has nothing, and the run gets one notice per engine.
+
+pub mod catalogue;
+pub mod scrape;
+pub mod summary;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use report::{ServerSample, ServerTrial};
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::record::RequestRecord;
+pub use catalogue::Catalogue;
+pub use scrape::{Kind, ScrapeError, Snapshot};
+pub use summary::{cross_check, summarize, Mismatch};
+
+/// Consecutive failed scrapes after which a trial's sampler stops.
+const MAX_CONSECUTIVE_FAILURES: u32 = 5;
+/// Names kept in `gauges_max` and `counter_deltas` of an unknown engine.
+pub const MAX_GENERIC_NAMES: usize = 200;
+/// Longest wait for one scrape.
+const MAX_SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Shortest wait for one scrape.
+const MIN_SCRAPE_TIMEOUT: Duration = Duration::from_millis(250);
+/// Extra scrapes after the trial, until the counters stop moving (an engine may
+/// publish its counters a step after the stream ended).
+const SETTLE_SCRAPES: u32 = 4;
+/// Between settling scrapes.
+const SETTLE_GAP: Duration = Duration::from_millis(50);
+
+/// `[server_metrics]` in the profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerMetricsSpec {
+    /// Sample the engine's `/metrics` during every trial.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Between two samples, ms.
+    #[serde(default = "default_interval")]
+    pub interval_ms: u64,
+    /// Samples kept per trial; beyond, every other one is dropped.
+    #[serde(default = "default_max_samples")]
+    pub max_samples: u32,
+    /// Bytes read from one `/metrics` answer; the rest is ignored (with a notice).
+    #[serde(default = "default_max_bytes")]
+    pub max_bytes: u64,
+}
+
+impl Default for ServerMetricsSpec {
+    fn default() -> Self {
+        ServerMetricsSpec {
+            enabled: true,
+            interval_ms: default_interval(),
+            max_samples: default_max_samples(),
+            max_bytes: default_max_bytes(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_interval() -> u64 {
+    500
+}
+fn default_max_samples() -> u32 {
+    1000
+}
+fn default_max_bytes() -> u64 {
+    4 << 20
+}
+
+/// The `/metrics` URL of an engine at `base_url`.
+pub fn metrics_url(base_url: &str) -> String {
+    format!("{}/metrics", base_url.trim_end_matches('/'))
+}
+
+/// Samples shared between the background task and [`ServerSampler::finish`].
+#[derive(Debug, Default)]
+struct Shared {
+    samples: Vec<ServerSample>,
+    stride: u64,
+    ticks: u64,
+    gauges_max: IndexMap<String, f64>,
+    last: Option<Snapshot>,
+    reset: bool,
+    error: Option<String>,
+    truncated: bool,
+}
+
+/// One trial's sampling of the engine's `/metrics`.
+#[derive(Debug)]
+pub struct ServerSampler {
+    client: reqwest::Client,
+    url: String,
+    spec: ServerMetricsSpec,
+    catalogue: &'static Catalogue,
+    first: Option<Snapshot>,
+    start: Instant,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl ServerSampler {
+    /// Takes the first scrape (the counters' baseline) and starts sampling every
+    /// interval in the background. Disabled, or without an answer, it samples
+    /// nothing and [`ServerSampler::finish`] says why. Call just before the first
+    /// request is sent.
+    pub async fn start(
+        client: &reqwest::Client,
+        base_url: &str,
+        spec: &ServerMetricsSpec,
+    ) -> ServerSampler {
+        let url = metrics_url(base_url);
+        let mut s = ServerSampler {
+            client: client.clone(),
+            url,
+            spec: spec.clone(),
+            catalogue: &catalogue::GENERIC,
+            first: None,
+            start: Instant::now(),
+            stop: None,
+            task: None,
+            shared: Arc::new(Mutex::new(Shared {
+                stride: 1,
+                ..Shared::default()
+            })),
+        };
+        if !spec.enabled {
+            return s;
+        }
+        let first = scrape::scrape(&s.client, &s.url, s.timeout(), spec.max_bytes).await;
+        let first = match first {
+            Ok(f) => f,
+            Err(e) => {
+                s.lock().error = Some(format!("{}: {e}", s.url));
+                return s;
+            }
+        };
+        s.catalogue = catalogue::detect(first.values.keys().map(String::as_str));
+        {
+            let mut sh = s.lock();
+            sh.truncated = first.truncated;
+            sh.last = Some(first.clone());
+        }
+        s.first = Some(first);
+        s.start = Instant::now();
+        let (tx, rx) = oneshot::channel();
+        s.stop = Some(tx);
+        s.task = Some(tokio::spawn(sample_loop(
+            s.client.clone(),
+            s.url.clone(),
+            s.spec.clone(),
+            s.timeout(),
+            s.catalogue,
+            s.start,
+            rx,
+            s.shared.clone(),
+        )));
+        s
+    }
+
+    fn timeout(&self) -> Duration {
+        (Duration::from_millis(self.spec.interval_ms) * 2)
+            .clamp(MIN_SCRAPE_TIMEOUT, MAX_SCRAPE_TIMEOUT)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        match self.shared.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Stops sampling, takes the last scrape (repeated until the counters settle),
+    /// and returns the trial's server side with the client's counts from `records`
+    /// beside it. `None` when sampling is disabled.
+    pub async fn finish(mut self, records: &[RequestRecord]) -> Option<ServerTrial> {
+        if !self.spec.enabled {
+            return None;
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        let mut last = None;
+        if self.first.is_some() {
+            last = self.settled_last().await;
+        }
+        let c = self.catalogue;
+        let first = self.first.take();
+        let mut sh = std::mem::take(&mut *self.lock());
+        let mut trial = ServerTrial {
+            catalogue: c.name.to_string(),
+            ..ServerTrial::default()
+        };
+        client_counts(&mut trial, records);
+        match (&first, &last) {
+            (Some(a), Some(b)) => {
+                sh.reset |= went_down(a, b);
+                if let Some(prev) = &sh.last {
+                    sh.reset |= went_down(prev, b);
+                }
+                if !sh.reset {
+                    counter_deltas(&mut trial, c, a, b);
+                }
+                trial.counter_reset = sh.reset;
+                if b.truncated {
+                    sh.truncated = true;
+                }
+            }
+            (Some(_), None) => {
+                sh.error.get_or_insert_with(|| {
+                    format!("{}: no answer after the trial; counters unknown", self.url)
+                });
+            }
+            _ => {}
+        }
+        if sh.truncated && sh.error.is_none() {
+            sh.error = Some(format!(
+                "{}: answer longer than {} bytes; the rest was ignored",
+                self.url, self.spec.max_bytes
+            ));
+        }
+        trial.error = sh.error;
+        trial.gauges_max = sh.gauges_max;
+        trial.samples = sh.samples;
+        Some(trial)
+    }
+
+    /// The last scrape, repeated (bounded) until the counters stop moving.
+    async fn settled_last(&self) -> Option<Snapshot> {
+        let timeout = self.timeout();
+        let max = self.spec.max_bytes;
+        let mut last = scrape::scrape(&self.client, &self.url, timeout, max)
+            .await
+            .ok()?;
+        for _ in 0..SETTLE_SCRAPES {
+            tokio::time::sleep(SETTLE_GAP).await;
+            let Ok(next) = scrape::scrape(&self.client, &self.url, timeout, max).await else {
+                break;
+            };
+            let same = counters(&last, self.catalogue) == counters(&next, self.catalogue);
+            last = next;
+            if same {
+                break;
+            }
+        }
+        Some(last)
+    }
+}
+
+impl Drop for ServerSampler {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// The one notice a run gets about an engine whose `/metrics` could not be read:
+/// pushed for the first trial that says so, not again.
+pub fn notice(notices: &mut Vec<String>, engine: &str, trial: Option<&ServerTrial>) {
+    let Some(why) = trial.and_then(|t| t.error.as_deref()) else {
+        return;
+    };
+    let head = format!("{engine}: server metrics: ");
+    if !notices.iter().any(|n| n.starts_with(&head)) {
+        notices.push(format!(
+            "{head}{why} (the trials ran; their `server` fields are incomplete)"
+        ));
+    }
+}
+
+/// The catalogue's counters in a snapshot, in role order.
+fn counters(s: &Snapshot, c: &Catalogue) -> Vec<Option<f64>> {
+    catalogue::counter_roles(c)
+        .iter()
+        .map(|names| s.first(names))
+        .collect()
+}
+
+/// A counter (of the catalogue, or any declared counter) is lower in `b` than in `a`.
+fn went_down(a: &Snapshot, b: &Snapshot) -> bool {
+    a.values.iter().any(|(name, va)| {
+        a.kinds.get(name) == Some(&Kind::Counter) && b.values.get(name).is_some_and(|vb| vb < va)
+    }) || {
+        let c = catalogue::detect(a.values.keys().map(String::as_str));
+        counters(a, c)
+            .iter()
+            .zip(counters(b, c))
+            .any(|(x, y)| matches!((x, y), (Some(x), Some(y)) if y < *x))
+    }
+}
+
+/// What the client counted, beside the server's counts.
+fn client_counts(t: &mut ServerTrial, records: &[RequestRecord]) {
+    t.client_completed = Some(records.iter().filter(|r| r.ok()).count() as u64);
+    t.client_generation_tokens = Some(records.iter().filter_map(|r| r.completion_tokens).sum());
+    let prompts: Vec<u64> = records.iter().filter_map(|r| r.prompt_tokens).collect();
+    t.client_prompt_tokens = (!prompts.is_empty()).then(|| prompts.iter().sum());
+}
+
+/// Counter deltas between the first and the last scrape.
+fn counter_deltas(t: &mut ServerTrial, c: &Catalogue, a: &Snapshot, b: &Snapshot) {
+    let d = |names: &[&str]| match (a.first(names), b.first(names)) {
+        (Some(x), Some(y)) => Some(y - x),
+        (None, Some(y)) => Some(y),
+        _ => None,
+    };
+    t.preemptions = d(c.preemptions);
+    t.prompt_tokens = d(c.prompt_tokens);
+    t.generation_tokens = d(c.generation_tokens);
+    t.requests_finished = d(c.requests_finished);
+    t.prefix_queries = d(c.prefix_queries);
+    t.prefix_hits = d(c.prefix_hits);
+    t.spec_draft_tokens = d(c.spec_draft);
+    t.spec_accepted_tokens = d(c.spec_accepted);
+    t.iteration_tokens_sum = d(c.iteration_sum);
+    t.iteration_steps = d(c.iteration_count);
+    if c.name == catalogue::GENERIC.name {
+        for (name, vb) in &b.values {
+            if t.counter_deltas.len() >= MAX_GENERIC_NAMES {
+                break;
+            }
+            if b.kinds.get(name) == Some(&Kind::Counter) {
+                let va = a.values.get(name).copied().unwrap_or(0.0);
+                t.counter_deltas.insert(name.clone(), vb - va);
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn sample_loop(
+    client: reqwest::Client,
+    url: String,
+    spec: ServerMetricsSpec,
+    timeout: Duration,
+    c: &'static Catalogue,
+    start: Instant,
+    mut stop: oneshot::Receiver<()>,
+    shared: Arc<Mutex<Shared>>,
+) {
+    let interval = Duration::from_millis(spec.interval_ms.max(1));
+    let mut tick = tokio::time::interval_at(start + interval, interval);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let max_samples = spec.max_samples.max(2) as usize;
+    let mut failures = 0;
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = tick.tick() => {}
+        }
+        let t_s = start.elapsed().as_secs_f64();
+        let got = tokio::select! {
+            _ = &mut stop => break,
+            r = scrape::scrape(&client, &url, timeout, spec.max_bytes) => r,
+        };
+        let mut sh = match shared.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        match got {
+            Ok(snap) => {
+                failures = 0;
+                record(&mut sh, c, t_s, snap, max_samples);
+            }
+            Err(e) => {
+                failures += 1;
+                if failures >= MAX_CONSECUTIVE_FAILURES {
+                    sh.error = Some(format!(
+                        "{url}: {e} ({failures} scrapes in a row failed; sampling stopped)"
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Adds one scrape to the trial's samples (thinned to `max_samples`).
+fn record(sh: &mut Shared, c: &Catalogue, t_s: f64, snap: Snapshot, max_samples: usize) {
+    if let Some(prev) = &sh.last {
+        sh.reset |= went_down(prev, &snap);
+    }
+    sh.truncated |= snap.truncated;
+    if c.name == catalogue::GENERIC.name {
+        for (name, v) in &snap.values {
+            if snap.kinds.get(name) != Some(&Kind::Gauge) {
+                continue;
+            }
+            let full = sh.gauges_max.len() >= MAX_GENERIC_NAMES;
+            match sh.gauges_max.get_mut(name) {
+                Some(m) => *m = m.max(*v),
+                None if !full => {
+                    sh.gauges_max.insert(name.clone(), *v);
+                }
+                None => {}
+            }
+        }
+    }
+    let ticks = sh.ticks;
+    sh.ticks += 1;
+    if ticks.is_multiple_of(sh.stride) {
+        sh.samples.push(ServerSample {
+            t_s,
+            running: snap.first(c.running),
+            waiting: snap.first(c.waiting),
+            kv_usage: snap.first(c.kv_usage),
+        });
+        if sh.samples.len() >= max_samples {
+            // Keep every other sample and sample half as often from now on.
+            let mut i = 0;
+            sh.samples.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            sh.stride *= 2;
+        }
+    }
+    sh.last = Some(snap);
+}
+
+#[cfg(test)]
+mod tests;
