@@ -182,6 +182,16 @@ pub fn align(lines: &[Line], left: &[usize], color: bool) -> String {
     out
 }
 
+/// `n` and a noun, plural unless `n` is 1: `count(1, "trial")` is `1 trial`,
+/// `count(2, "warm-up request")` is `2 warm-up requests`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,15 +234,5 @@ mod tests {
         assert_eq!(plain, "a     1\nbb  100\n");
         let coloured = align(&lines, &[], true);
         assert!(coloured.contains("\x1b[32m1\x1b[0m"));
-    }
-}
-
-/// `n` and a noun, plural unless `n` is 1: `count(1, "trial")` is `1 trial`,
-/// `count(2, "warm-up request")` is `2 warm-up requests`.
-pub fn count(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }
