@@ -244,8 +244,9 @@ fn counter(metrics: &str, name: &str) -> f64 {
 }
 
 /// goodput against a llama-server it did not start: what goodput counted and timed
-/// must agree with the server's own counters (`--metrics`), which goodput never reads
-/// for these numbers.
+/// from the stream must agree with the server's own counters (`--metrics`, read by
+/// this test after the run), and so must the deltas goodput's server-metrics sampler
+/// took during the trial.
 #[test]
 fn token_counts_and_decode_time_agree_with_llama_servers_own_counters() {
     let Some((server, model)) = require::llama_server() else {
@@ -346,6 +347,26 @@ fn token_counts_and_decode_time_agree_with_llama_servers_own_counters() {
         client_s > 0.5 * server_s - 0.1 && client_s < 2.0 * server_s + 0.6,
         "goodput saw {client_s:.3} s of decoding, llama-server spent {server_s:.3} s"
     );
+    // goodput's own sampler of the engine's /metrics read the same counters during
+    // the trial: its deltas must be the server's totals (nothing else ran on it).
+    let server = p.server.as_ref().expect("server metrics sampled");
+    assert_eq!(server.catalogue, "llama-cpp");
+    assert!(server.samples >= 2, "{server:?}");
+    assert_eq!(
+        server.generation_tokens,
+        Some(counter(&metrics, "llamacpp:tokens_predicted_total")),
+        "{server:?}"
+    );
+    let trial = p.trials[0]
+        .server
+        .as_ref()
+        .expect("per-trial server counters");
+    assert_eq!(trial.error, None);
+    let disagree: Vec<_> = goodput::render::warnings::warnings(&r)
+        .into_iter()
+        .filter(|w| w.message.contains("server") && w.message.contains("client"))
+        .collect();
+    assert!(disagree.is_empty(), "server and client agree: {disagree:?}");
     let truth = truth(&records.iter().collect::<Vec<_>>(), 24);
     same_trials(&p.median_tpot_ms, &[truth], |t| t.tpot, "TPOT");
     same_trials(&p.median_ttft_ms, &[truth], |t| t.ttft, "TTFT");

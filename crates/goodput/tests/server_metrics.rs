@@ -296,7 +296,7 @@ ttft_ms = 500
 points = [8]
 requests_per_trial = 16
 trials = 1
-warmup_requests = 0
+warmup_requests = 2
 request_timeout_s = 60
 [workload]
 input_tokens = 32
@@ -346,6 +346,10 @@ args = ["--config", "{}", "--no-thermal"]
         "{t:?}"
     );
     assert!(cross_check(t, 0).is_empty(), "{:?}", cross_check(t, 0));
+    // The warm-up is sampled too, apart: its two requests are not in the trial's.
+    let w = p.trials[0].warmup_server.as_ref().expect("warm-up sampled");
+    assert_eq!(w.requests_finished, Some(2.0), "{w:?}");
+    assert_eq!(w.client_completed, Some(2), "{w:?}");
     let show = Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args(["show", out.to_str().unwrap()])
         .output()

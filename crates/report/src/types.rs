@@ -444,6 +444,10 @@ pub struct TrialInfo {
     /// The engine's own metrics over the trial, and its samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::server::ServerTrial>,
+    /// The engine's own metrics over the warm-up before the trial (kept apart, so
+    /// that the trial's counter deltas stay exact), and its samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_server: Option<crate::server::ServerTrial>,
 }
 
 /// goodput addition: one GPU telemetry sample.

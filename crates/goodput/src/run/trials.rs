@@ -219,13 +219,20 @@ async fn run_one(
         grace: ctx.opts.grace,
         sent: None,
     };
+    let mut warmup_server = None;
     if plan.warmup_requests > 0 {
+        let sampler = crate::server_metrics::ServerSampler::start(
+            &ctx.client,
+            &handle.base_url,
+            &plan.server_metrics,
+        )
+        .await;
         let warm = trial(
             builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream),
             LoadMode::Concurrency,
             Vec::new(),
         );
-        run_trial(
+        let warm_records = run_trial(
             ctx.client.clone(),
             target.clone(),
             warm,
@@ -233,6 +240,7 @@ async fn run_one(
             Box::new(|_| {}),
         )
         .await;
+        warmup_server = sampler.finish(&warm_records).await;
     }
     let requests = builder.build(plan.requests_per_trial, plan.seed, stream);
     let offsets = match plan.mode {
@@ -325,6 +333,7 @@ async fn run_one(
         spec_decode,
         gpu_samples: telemetry::to_report_samples(&samples),
         server,
+        warmup_server,
     };
     crate::server_metrics::notice(&mut ctx.info.notices, name, info.server.as_ref());
     // Durable order: records first, then the report that refers to them.
