@@ -122,3 +122,34 @@ fn an_unrecorded_workload_is_said() {
         "{out}"
     );
 }
+
+#[test]
+fn attainment_is_compared_beside_goodput_and_only_under_the_same_slo() {
+    let with = |a: f64| {
+        let mut r = run_of("concurrency", synthetic(800));
+        for e in r.load.values_mut() {
+            for p in &mut e.points {
+                p.attainment = Some(report::Stat {
+                    median: Some(a),
+                    min: Some(a - 0.05),
+                    max: Some(a + 0.05),
+                    n: 2,
+                });
+            }
+        }
+        r
+    };
+    let text = compare(with(0.5), with(0.95));
+    let row = text
+        .lines()
+        .find(|l| l.contains("SLO attainment"))
+        .unwrap_or_else(|| panic!("no attainment row: {text}"));
+    assert!(row.contains("better"), "higher attainment is better: {row}");
+    let mut other = with(0.95);
+    other.slo.ttft_ms = Some(2000.0);
+    let text = compare(with(0.5), other);
+    assert!(!text.contains("SLO attainment"), "{text}");
+    // Reports without attainment (the reference) get no empty row.
+    let text = compare(reference(), reference());
+    assert!(!text.contains("SLO attainment"), "{text}");
+}

@@ -34,8 +34,16 @@ pub struct Metric {
     pub better: Better,
 }
 
+/// No statistic (a report without the field).
+const NO_STAT: Stat = Stat {
+    median: None,
+    min: None,
+    max: None,
+    n: 0,
+};
+
 /// The metrics `compare` shows, in order.
-pub const METRICS: [Metric; 6] = [
+pub const METRICS: [Metric; 7] = [
     Metric {
         name: "median TTFT ms",
         get: |p| &p.median_ttft_ms,
@@ -66,7 +74,15 @@ pub const METRICS: [Metric; 6] = [
         get: |p| &p.goodput_rps,
         better: Better::Higher,
     },
+    Metric {
+        name: ATTAINMENT_METRIC,
+        get: |p| p.attainment.as_ref().unwrap_or(&NO_STAT),
+        better: Better::Higher,
+    },
 ];
+
+/// SLO attainment (good / sent per trial): shown when either side has it.
+const ATTAINMENT_METRIC: &str = "SLO attainment";
 
 /// The verdict on one metric at one load level.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,7 +223,15 @@ fn compare_engines(
         if first_row && lines.len() > 1 {
             lines.push(Line::Note(Cell::plain("")));
         }
-        let metrics = METRICS.iter().filter(|m| same_slo || m.name != SLO_METRIC);
+        // The SLO defines goodput and attainment: with different SLOs neither is
+        // compared; attainment only where a side recorded it.
+        let metrics = METRICS.iter().filter(|m| {
+            let slo_bound = m.name == SLO_METRIC || m.name == ATTAINMENT_METRIC;
+            let recorded = m.name != ATTAINMENT_METRIC
+                || bp.attainment.is_some()
+                || cp.attainment.is_some();
+            (same_slo || !slo_bound) && recorded
+        });
         for (i, m) in metrics.enumerate() {
             let (bs, cs) = ((m.get)(bp), (m.get)(cp));
             let ch = change(bs, cs, m.better);
