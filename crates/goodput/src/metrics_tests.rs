@@ -304,3 +304,44 @@ fn one_request_ten_times_the_median_is_an_outlier_whatever_the_spread() {
         "{o:#?}"
     );
 }
+
+#[test]
+fn percentile_form_judges_the_pth_percentile_with_failures_as_slowest() {
+    // Ten requests, TTFT 10, 20, ..., 100 ms (one token each), bound 85 ms.
+    let records: Vec<RequestRecord> = (0..10u32)
+        .map(|i| rec(i, 0, &[10 * (u64::from(i) + 1)], Some(1)))
+        .collect();
+    let mut s = slo(85.0, 1000.0);
+    s.percentile = Some(80.0);
+    let t = trial_slo(&records, &s);
+    let (_, check) = point_slo(std::slice::from_ref(&t), &s);
+    assert_eq!(check.form, "percentile");
+    // Nearest rank: p80 of 10 values is the 8th, 80 ms <= 85 ms.
+    assert_eq!(check.percentiles_ms["ttft"], Some(80.0));
+    assert!(check.meets);
+    // The attainment form on the same requests: 8 of 10 good is below 0.9.
+    s.percentile = None;
+    let (_, check) = point_slo(std::slice::from_ref(&trial_slo(&records, &s)), &s);
+    assert_eq!(check.form, "attainment");
+    assert_eq!(check.attainment, Some(0.8));
+    assert!(!check.meets);
+    // p90 is the 9th value, 90 ms: over the bound.
+    s.percentile = Some(90.0);
+    let (_, check) = point_slo(std::slice::from_ref(&trial_slo(&records, &s)), &s);
+    assert_eq!(check.percentiles_ms["ttft"], Some(90.0));
+    assert!(!check.meets);
+    // Failed requests count as the slowest: two failures push p80 to the 10th of
+    // 12 ranks, the last successful one (100 ms).
+    let mut with_failures = records.clone();
+    for i in 10..12u32 {
+        let mut r = rec(i, 0, &[], Some(0));
+        r.error = Some(ErrorKind::Http);
+        r.status = Some(500);
+        with_failures.push(r);
+    }
+    s.percentile = Some(80.0);
+    let t = trial_slo(&with_failures, &s);
+    let (_, check) = point_slo(std::slice::from_ref(&t), &s);
+    assert_eq!(check.percentiles_ms["ttft"], Some(100.0));
+    assert!(!check.meets);
+}

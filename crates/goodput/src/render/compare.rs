@@ -227,9 +227,8 @@ fn compare_engines(
         // compared; attainment only where a side recorded it.
         let metrics = METRICS.iter().filter(|m| {
             let slo_bound = m.name == SLO_METRIC || m.name == ATTAINMENT_METRIC;
-            let recorded = m.name != ATTAINMENT_METRIC
-                || bp.attainment.is_some()
-                || cp.attainment.is_some();
+            let recorded =
+                m.name != ATTAINMENT_METRIC || bp.attainment.is_some() || cp.attainment.is_some();
             (same_slo || !slo_bound) && recorded
         });
         for (i, m) in metrics.enumerate() {
