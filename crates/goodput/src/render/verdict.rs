@@ -174,7 +174,8 @@ fn from_capacity(report: &Report) -> Vec<String> {
 fn measured_levels(report: &Report) -> Vec<String> {
     let slo = slo_words(report);
     let mut out = Vec::new();
-    let mut best: Option<(&str, f64)> = None;
+    // Each engine's largest measured load that meets the SLO.
+    let mut passing: Vec<(&str, f64)> = Vec::new();
     let mut any_known = false;
     for (engine, result) in &report.load {
         if result.points.is_empty() {
@@ -212,9 +213,7 @@ fn measured_levels(report: &Report) -> Vec<String> {
         }
         out.push(s + ".");
         if let Some(&x) = yes.iter().max_by(|a, b| a.total_cmp(b)) {
-            if best.is_none_or(|(_, b)| x > b) {
-                best = Some((engine, x));
-            }
+            passing.push((engine, x));
         }
     }
     let levels: Vec<f64> = {
@@ -227,11 +226,25 @@ fn measured_levels(report: &Report) -> Vec<String> {
         v.dedup();
         v
     };
-    let head = match best {
-        Some((e, x)) => format!(
-            "At the measured loads, {e} serves {slo} up to {} (no capacity search: the largest load is between measured levels; `goodput search` finds it).",
-            load_words(report, x)
-        ),
+    let best_x = passing.iter().map(|p| p.1).max_by(f64::total_cmp);
+    let tied: Vec<&str> = passing
+        .iter()
+        .filter(|p| Some(p.1) == best_x)
+        .map(|p| p.0)
+        .collect();
+    let head = match best_x {
+        Some(x) => {
+            let who = match tied.as_slice() {
+                [one] => format!("{one} serves"),
+                [rest @ .., last] => format!("{} and {last} each serve", rest.join(", ")),
+                [] => String::new(),
+            };
+            let tie = if tied.len() > 1 { "; they tie" } else { "" };
+            format!(
+                "At the measured loads, {who} {slo} up to {}{tie} (no capacity search: the largest load is between measured levels; `goodput search` finds it).",
+                load_words(report, x)
+            )
+        }
         None if any_known => {
             // Nothing met the SLO anywhere: one sentence says it for every engine.
             out.clear();
