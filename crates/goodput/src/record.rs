@@ -14,18 +14,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// Nanoseconds on `CLOCK_MONOTONIC`: the clock of every timestamp goodput records,
-/// and the clock the simulator's timing probe writes, so the two can be compared
-/// across loopback.
+/// and the clock the simulator's timing probe writes (it is the simulator's own
+/// function: one clock, one implementation), so the two compare across loopback.
+#[inline]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
+    sim::clock::monotonic_ns()
 }
 
 /// Why a request failed. A failed request is data: counted, never a panic.

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 /// CLOCK_MONOTONIC now, in nanoseconds.
+#[inline]
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

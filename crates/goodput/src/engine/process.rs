@@ -14,7 +14,9 @@
 //! - [`shutdown_signal`] resolves on SIGINT or SIGTERM so the caller can stop its
 //!   engines and write what it has.
 //!
-//! A SIGKILL of goodput itself cannot be caught; the engines then outlive it.
+//! A SIGKILL of goodput itself cannot be caught: the engine's leader still dies with
+//! it (the parent-death signal, `PR_SET_PDEATHSIG`, set in the child before exec),
+//! but grandchildren that an engine forks (vLLM's workers) are not covered.
 
 use std::future::Future;
 use std::io::{Read, Seek, SeekFrom, Write};
