@@ -249,10 +249,14 @@ fn measured_levels(report: &Report) -> Vec<String> {
             // Nothing met the SLO anywhere: one sentence says it for every engine.
             out.clear();
             format!(
-            "No engine meets the SLO ({slo}) at any measured load (x={}){}.",
-            levels.iter().map(|x| num(*x)).collect::<Vec<_>>().join(", "),
-            why_missed(report)
-        )
+                "No engine meets the SLO ({slo}) at any measured load (x={}){}.",
+                levels
+                    .iter()
+                    .map(|x| num(*x))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                why_missed(report)
+            )
         }
         None => "The report does not say whether any request met the SLO.".to_string(),
     };

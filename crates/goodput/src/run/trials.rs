@@ -187,13 +187,18 @@ async fn run_one(
         stall_timeout: plan.stall_timeout,
         sse: SseLimits::default(),
     };
-    let label = format!("{name} x={x} trial {}/{}", t + 1, plan.trials);
+    // `trial 2/3`; a search's extra confirmation trials go past the planned count
+    // and are shown as `trial 4 (extra)`.
+    let trial_no = if t < plan.trials {
+        format!("{}/{}", t + 1, plan.trials)
+    } else {
+        format!("{} (extra)", t + 1)
+    };
+    let label = format!("{name} x={x} trial {trial_no}");
     if plan.telemetry.cooldown.is_some() {
         ctx.progress.phase(format!(
-            "{}: x={x} trial {}/{}: cooling the GPU",
+            "{}: x={x} trial {trial_no}: cooling the GPU",
             ctx.engine_label,
-            t + 1,
-            plan.trials
         ));
     }
     let cooldown_wait_s = match &plan.telemetry.cooldown {
@@ -259,10 +264,8 @@ async fn run_one(
         ),
     };
     ctx.progress.phase(format!(
-        "{}: x={x} ({point}) trial {}/{}",
+        "{}: x={x} ({point}) trial {trial_no}",
         ctx.engine_label,
-        t + 1,
-        plan.trials
     ));
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let (bar, on_record) =
@@ -360,9 +363,7 @@ async fn run_one(
     });
     say!(
         ctx,
-        "{name} x={x} trial {}/{}: {} ok, {} failed, {} good{}{}",
-        t + 1,
-        plan.trials,
+        "{name} x={x} trial {trial_no}: {} ok, {} failed, {} good{}{}",
         metrics.completed,
         metrics.failed,
         metrics.good,
