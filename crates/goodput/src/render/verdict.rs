@@ -156,8 +156,24 @@ fn from_capacity(report: &Report) -> Vec<String> {
                 "Best: {best}, {}x the load of the next.",
                 num(best_x / next)
             )),
-            Some(&(next, nx)) if nx == best_x => {
-                out.push(format!("{best} and {next} tie at {}.", num(best_x)))
+            Some(&(_, nx)) if nx == best_x => {
+                let tied: Vec<&str> = found
+                    .iter()
+                    .filter(|f| f.1 == best_x)
+                    .map(|f| f.0)
+                    .collect();
+                let names = match tied.as_slice() {
+                    [rest @ .., last] if !rest.is_empty() => {
+                        format!("{} and {last}", rest.join(", "))
+                    }
+                    _ => tied.join(""),
+                };
+                let all = if tied.len() == report.capacity.len() && tied.len() > 2 {
+                    "all "
+                } else {
+                    ""
+                };
+                out.push(format!("{names} {all}tie at {}.", num(best_x)))
             }
             None => out.push(format!("Best: {best}, the only engine that meets the SLO.")),
             _ => {}

@@ -1,0 +1,70 @@
+//! The verdict's sentences on capacity results: the best engine and by how much,
+//! ties, and an engine that fails even the lowest load.
+
+use goodput::render::verdict::verdict;
+use goodput::report::{self, Capacity, Report};
+
+const REFERENCE: &str = include_str!("../../../tests/data/l4-gpu1-vllm.json");
+
+fn with_capacity(loads: &[(&str, Option<f64>)]) -> Report {
+    let mut r = report::io::parse_report(REFERENCE).unwrap();
+    for (name, max) in loads {
+        r.capacity.insert(
+            name.to_string(),
+            Capacity {
+                mode: "concurrency".into(),
+                max_load: *max,
+                passing: *max,
+                failing: Some(max.unwrap_or(0.0) + 1.0),
+                probes: 3,
+                trials: 4,
+                limited_by: "ttft".into(),
+                note: match max {
+                    Some(_) => "meets the SLO".into(),
+                    None => "fails even at the lowest load".into(),
+                },
+                ..Default::default()
+            },
+        );
+    }
+    r
+}
+
+#[test]
+fn the_best_engine_and_its_margin_are_named() {
+    let v = verdict(&with_capacity(&[
+        ("a", Some(2.0)),
+        ("b", Some(6.0)),
+        ("c", None),
+    ]))
+    .join(" ");
+    assert!(v.contains("b serves"), "{v}");
+    assert!(v.contains("Best: b, 3x the load of the next"), "{v}");
+    assert!(v.contains("c: not even"), "{v}");
+}
+
+#[test]
+fn ties_name_every_engine_at_the_best_load() {
+    let v = verdict(&with_capacity(&[
+        ("a", Some(2.0)),
+        ("b", Some(2.0)),
+        ("c", Some(2.0)),
+    ]))
+    .join(" ");
+    assert!(v.contains("a, b and c all tie at 2"), "{v}");
+    let v = verdict(&with_capacity(&[
+        ("a", Some(4.0)),
+        ("b", Some(4.0)),
+        ("c", Some(1.0)),
+    ]))
+    .join(" ");
+    assert!(v.contains("a and b tie at 4"), "{v}");
+    assert!(!v.contains("all tie"), "{v}");
+}
+
+#[test]
+fn no_engine_passing_even_the_lowest_load_is_said_plainly() {
+    let v = verdict(&with_capacity(&[("a", None), ("b", None)])).join(" ");
+    assert!(v.contains("No engine serves"), "{v}");
+    assert!(v.contains("even at the lowest load"), "{v}");
+}
