@@ -28,6 +28,10 @@ use crate::faults::FaultSpec;
 use crate::model::RequestId;
 use crate::text;
 
+/// How long a `drop_after` fault waits before it drops the connection, so that the
+/// chunks before it reach the client (real time, whatever the time scale).
+const DROP_FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Tells the driver to drop a request when its response body goes away.
 pub(crate) struct CancelGuard {
     pub id: RequestId,
@@ -365,10 +369,13 @@ impl Writer {
                 return Some(Err(abort("the engine dropped the request")));
             };
             if self.faults.drop_after.is_some_and(|n| self.tokens >= n) {
-                // Abort when the next token is due (so everything before it
-                // has been flushed), without sending it.
+                // Abort when the next token is due, without sending it. The body
+                // first stays pending for a moment: hyper flushes what it holds only
+                // while the body is pending, and an error drops the connection with
+                // its unflushed chunks (at a fast time scale, all of them).
                 self.close_sources();
                 self.done = true;
+                tokio::time::sleep(DROP_FLUSH_GRACE).await;
                 return Some(Err(abort("fault injected: drop_after")));
             }
             let first = self.choices[i].tokens == 0;
