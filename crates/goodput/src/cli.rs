@@ -77,6 +77,14 @@ pub struct RunArgs {
     /// Open-loop request rates per second, e.g. `0.5,2`.
     #[arg(long, value_name = "LIST")]
     pub rate: Option<String>,
+    /// Flags `run` and `search` share.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The flags `run` and `search` share: what each trial is, where it goes.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
     /// Trials per load level.
     #[arg(long)]
     pub trials: Option<u32>,
@@ -136,33 +144,9 @@ pub struct SearchArgs {
     /// target (default: trials + 2).
     #[arg(long)]
     pub max_trials_per_probe: Option<u32>,
-    /// Trials each probe gets first.
-    #[arg(long)]
-    pub trials: Option<u32>,
-    /// Measured requests per trial.
-    #[arg(long)]
-    pub requests: Option<u32>,
-    /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el).
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// Search only this engine (repeatable).
-    #[arg(long = "engine", value_name = "NAME")]
-    pub engines: Vec<String>,
-    /// Seed of prompts and arrivals.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Start over instead of resuming an incomplete search at the output.
-    #[arg(long)]
-    pub fresh: bool,
-    /// Overwrite whatever is at the output, a complete report included.
-    #[arg(long)]
-    pub force: bool,
-    /// No progress bars or status lines.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Do not write the HTML page beside the report.
-    #[arg(long)]
-    pub no_html: bool,
+    /// Flags `run` and `search` share (`--trials`: trials each probe gets first).
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 /// A load mode on the command line.
@@ -258,29 +242,32 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             .map(parse_points)
             .transpose()
             .map_err(|e| usage(format!("--rate: {e}")))?,
-        trials: args.trials,
-        requests: args.requests,
-        slo: args
-            .slo
-            .as_deref()
-            .map(parse_slo)
-            .transpose()
-            .map_err(|e| usage(format!("--slo: {e}")))?,
-        engines: args.engines.clone(),
-        seed: args.seed,
         search: None,
         mode: None,
+        ..args.common.overrides()?
     };
     let plan = profile.into_plan(&origin, &overrides)?;
-    execute(
-        &plan,
-        &args.output,
-        args.fresh,
-        args.force,
-        args.quiet,
-        args.no_html,
-    )
-    .await
+    execute(&plan, &args.output, &args.common).await
+}
+
+impl CommonArgs {
+    /// The profile overrides these flags give (the rest left unset).
+    fn overrides(&self) -> anyhow::Result<Overrides> {
+        let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
+        Ok(Overrides {
+            trials: self.trials,
+            requests: self.requests,
+            slo: self
+                .slo
+                .as_deref()
+                .map(parse_slo)
+                .transpose()
+                .map_err(|e| usage(format!("--slo: {e}")))?,
+            engines: self.engines.clone(),
+            seed: self.seed,
+            ..Default::default()
+        })
+    }
 }
 
 fn load_profile(path: &Option<PathBuf>) -> anyhow::Result<(Profile, String)> {
@@ -295,18 +282,7 @@ fn load_profile(path: &Option<PathBuf>) -> anyhow::Result<(Profile, String)> {
 
 async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
     let (profile, origin) = load_profile(&args.profile)?;
-    let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
     let overrides = Overrides {
-        trials: args.trials,
-        requests: args.requests,
-        slo: args
-            .slo
-            .as_deref()
-            .map(parse_slo)
-            .transpose()
-            .map_err(|e| usage(format!("--slo: {e}")))?,
-        engines: args.engines.clone(),
-        seed: args.seed,
         search: Some(crate::profile::SearchSpec {
             min: args.min,
             max: args.max,
@@ -320,18 +296,10 @@ async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
             ModeArg::Concurrency => crate::profile::LoadMode::Concurrency,
             ModeArg::Rate => crate::profile::LoadMode::Rate,
         }),
-        ..Default::default()
+        ..args.common.overrides()?
     };
     let plan = profile.into_plan(&origin, &overrides)?;
-    execute(
-        &plan,
-        &args.output,
-        args.fresh,
-        args.force,
-        args.quiet,
-        args.no_html,
-    )
-    .await
+    execute(&plan, &args.output, &args.common).await
 }
 
 /// Runs a plan (a sweep or a search), prints the table and the verdict, and
@@ -339,15 +307,13 @@ async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
 async fn execute(
     plan: &crate::plan::Plan,
     output: &std::path::Path,
-    fresh: bool,
-    force: bool,
-    quiet: bool,
-    no_html: bool,
+    flags: &CommonArgs,
 ) -> anyhow::Result<i32> {
+    let (quiet, no_html) = (flags.quiet, flags.no_html);
     let opts = RunOptions {
         output: output.to_path_buf(),
-        fresh,
-        force,
+        fresh: flags.fresh,
+        force: flags.force,
         progress: !quiet && std::io::stderr().is_terminal(),
         verbose: !quiet,
         html: !no_html,
