@@ -376,3 +376,24 @@ args = ["--time-scale", "10"]
     let err = stderr(&o);
     assert!(err.contains("first failure: http_501"), "{err}");
 }
+
+#[test]
+fn every_example_profile_is_a_valid_plan() {
+    // The example's model path comes from the environment (scripts print it).
+    if std::env::var_os("GOODPUT_SMOLLM2").is_none() {
+        std::env::set_var("GOODPUT_SMOLLM2", "/models/smollm2.gguf");
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let plan = goodput::profile::Profile::load(&path)
+            .and_then(|p| p.into_plan(&path.display().to_string(), &Default::default()));
+        assert!(plan.is_ok(), "{}: {}", path.display(), plan.unwrap_err());
+        n += 1;
+    }
+    assert!(n >= 4, "found {n} example profiles");
+}
