@@ -68,3 +68,27 @@ fn no_engine_passing_even_the_lowest_load_is_said_plainly() {
     assert!(v.contains("No engine serves"), "{v}");
     assert!(v.contains("even at the lowest load"), "{v}");
 }
+
+#[test]
+fn the_engines_own_metrics_say_why_a_load_fails() {
+    // The reference fails everywhere; give its vllm-fast-b x=1 point the server's
+    // view: requests queued most of the time, and preemptions.
+    let mut r = report::io::parse_report(REFERENCE).unwrap();
+    let p = &mut r.load["vllm-fast-b"].points[0];
+    p.server = Some(report::ServerSummary {
+        catalogue: "vllm".into(),
+        samples: 40,
+        max_waiting: Some(3.0),
+        waiting_share: Some(0.6),
+        preemptions: Some(2.0),
+        ..Default::default()
+    });
+    let v = verdict(&r).join(" ");
+    assert!(
+        v.contains("Why vllm-fast-b fails at x=1: up to 3 requests waited in the engine's queue (60% of samples): TTFT there is queueing; 2 preemptions"),
+        "{v}"
+    );
+    // Without the server's metrics, nothing is claimed.
+    let v = verdict(&report::io::parse_report(REFERENCE).unwrap()).join(" ");
+    assert!(!v.contains("Why "), "{v}");
+}

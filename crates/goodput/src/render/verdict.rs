@@ -98,7 +98,47 @@ pub fn verdict(report: &Report) -> Vec<String> {
     } else {
         from_capacity(report)
     };
+    out.extend(server_reasons(report));
     out.extend(caveats(report));
+    out
+}
+
+/// Why the lowest failing load of each engine fails, as the engine's own metrics
+/// tell it (when they were sampled): requests waiting in its queue make TTFT queue
+/// time; preemptions mean the KV pool is too small for that load.
+fn server_reasons(report: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    for (engine, result) in &report.load {
+        let failing = result
+            .points
+            .iter()
+            .find(|p| point_meets(report, p) == Some(false));
+        let Some(p) = failing else { continue };
+        let Some(s) = &p.server else { continue };
+        let mut why = Vec::new();
+        if let (Some(share), Some(max)) = (s.waiting_share, s.max_waiting) {
+            if share >= 0.2 && max >= 1.0 {
+                why.push(format!(
+                    "up to {} requests waited in the engine's queue ({}% of samples): TTFT there is queueing",
+                    num(max),
+                    num((share * 100.0).round())
+                ));
+            }
+        }
+        if let Some(n) = s.preemptions.filter(|n| *n > 0.0) {
+            why.push(format!(
+                "{} preemptions: the KV pool is too small for this load",
+                num(n)
+            ));
+        }
+        if !why.is_empty() {
+            out.push(format!(
+                "Why {engine} fails at x={}: {}.",
+                num(p.x),
+                why.join("; ")
+            ));
+        }
+    }
     out
 }
 
