@@ -15,7 +15,6 @@ pub mod charts;
 pub mod compare;
 pub mod html;
 pub mod rows;
-pub mod server_charts;
 pub mod table;
 pub mod text;
 pub mod verdict;

@@ -4,7 +4,7 @@
 
 use report::{Report, ServerSample};
 
-use super::charts::{engine_color, lighten, Chart, Scale, Series, Threshold};
+use super::{engine_color, lighten, Chart, Scale, Series, Threshold};
 
 /// The server charts that have data: requests running / waiting, KV-cache usage.
 pub fn timelines(report: &Report) -> Vec<Chart> {

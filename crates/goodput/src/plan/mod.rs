@@ -1,0 +1,178 @@
+//! The validated plan: a [`Profile`] with overrides applied and every value checked.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use crate::profile::{EngineSpec, LoadMode, SloSpec, TelemetrySpec, TextStyle};
+
+mod check;
+mod engines;
+mod jsonl;
+#[cfg(test)]
+mod tests;
+
+pub use engines::expand_vars;
+
+/// A validated benchmark plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Profile name.
+    pub name: String,
+    /// The SLO.
+    pub slo: SloSpec,
+    /// Quantile grid.
+    pub quantiles: Vec<f64>,
+    /// Closed or open loop.
+    pub mode: LoadMode,
+    /// Load levels, ascending.
+    pub points: Vec<f64>,
+    /// Measured requests per trial.
+    pub requests_per_trial: u32,
+    /// Trials per point.
+    pub trials: u32,
+    /// Unmeasured requests before each trial.
+    pub warmup_requests: u32,
+    /// Whole-request timeout.
+    pub request_timeout: Duration,
+    /// Longest silence inside a stream.
+    pub stall_timeout: Option<Duration>,
+    /// Longest trial.
+    pub trial_timeout: Option<Duration>,
+    /// Seed.
+    pub seed: u64,
+    /// Gamma shape for rate mode.
+    pub burstiness: f64,
+    /// Rate mode cap on requests in flight.
+    pub max_concurrency: Option<u32>,
+    /// What to send.
+    pub workload: Workload,
+    /// GPU telemetry.
+    pub telemetry: TelemetrySpec,
+    /// Engines in order.
+    pub engines: IndexMap<String, EngineSpec>,
+    /// The workload section as written, for the report.
+    pub workload_description: serde_json::Value,
+    /// `goodput search`: the capacity search to run instead of the load levels
+    /// (`points` is then empty: the search chooses them).
+    pub search: Option<crate::search::SearchConfig>,
+    /// The engine's `/metrics`, sampled during every trial.
+    pub server_metrics: crate::server_metrics::ServerMetricsSpec,
+}
+
+/// The validated workload.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// Generated prompts.
+    Synthetic {
+        /// Prompt tokens (centre of the range).
+        input_tokens: u32,
+        /// Output tokens (centre of the range).
+        output_tokens: u32,
+        /// Relative spread of lengths.
+        range_ratio: f64,
+        /// Text style.
+        text: TextStyle,
+        /// Use `/tokenize` to hit the length.
+        calibrate: bool,
+    },
+    /// Prompts from a file.
+    Jsonl {
+        /// The file.
+        path: PathBuf,
+        /// The prompts.
+        prompts: Vec<JsonlPrompt>,
+    },
+}
+
+/// One line of a JSONL workload.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonlPrompt {
+    /// The prompt text.
+    pub prompt: String,
+    /// Output limit for this prompt.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+impl Plan {
+    /// SHA-256 fingerprints (16 hex digits) of the parts of the plan that decide
+    /// what a trial measures: `slo`, `load` (mode, requests, warm-up, timeouts,
+    /// seed, burstiness, cap), `workload` (as described, plus every JSONL prompt),
+    /// `telemetry`, and `engine.<name>` per engine (its whole spec). Load levels,
+    /// the number of trials and which engines run are left out: a resumed run may
+    /// add trials, levels or engines without mixing plans.
+    pub fn fingerprints(&self) -> IndexMap<String, String> {
+        use serde_json::json;
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        let mut parts: Vec<(String, serde_json::Value)> = vec![
+            ("slo".into(), json!(self.slo)),
+            (
+                "load".into(),
+                json!({
+                    "mode": self.mode,
+                    "requests_per_trial": self.requests_per_trial,
+                    "warmup_requests": self.warmup_requests,
+                    "request_timeout_s": self.request_timeout.as_secs_f64(),
+                    "stall_timeout_s": secs(self.stall_timeout),
+                    "trial_timeout_s": secs(self.trial_timeout),
+                    "seed": self.seed,
+                    "burstiness": self.burstiness,
+                    "max_concurrency": self.max_concurrency,
+                }),
+            ),
+            (
+                "workload".into(),
+                match &self.workload {
+                    Workload::Synthetic { .. } => json!({"spec": self.workload_description}),
+                    Workload::Jsonl { prompts, .. } => {
+                        json!({"spec": self.workload_description, "prompts": prompts})
+                    }
+                },
+            ),
+            ("telemetry".into(), json!(self.telemetry)),
+        ];
+        // A search's report holds probes judged against its target; a run and a
+        // search (or searches for different targets) do not resume each other.
+        if let Some(s) = &self.search {
+            parts.push(("search".into(), json!({"target": s.target})));
+        }
+        for (name, e) in &self.engines {
+            parts.push((format!("engine.{name}"), json!(e)));
+        }
+        parts
+            .into_iter()
+            .map(|(k, v)| (k, fingerprint(&v)))
+            .collect()
+    }
+}
+
+/// The first 16 hex digits of the SHA-256 of a value's compact JSON.
+fn fingerprint(v: &serde_json::Value) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(v.to_string().as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The parts in which two plans' fingerprints differ (a part present in both with
+/// different values); engines present in only one of them are not a difference.
+pub fn fingerprint_changes(
+    old: &IndexMap<String, String>,
+    new: &IndexMap<String, String>,
+) -> Vec<String> {
+    new.iter()
+        .filter(|(k, v)| {
+            old.get(*k).is_some_and(|o| o != *v)
+                || (!k.starts_with("engine.") && !old.contains_key(*k))
+        })
+        .map(|(k, _)| k.clone())
+        .chain(
+            old.keys()
+                .filter(|k| *k == "search" && !new.contains_key(*k))
+                .cloned(),
+        )
+        .collect()
+}
