@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::goodput;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -23,13 +25,6 @@ output_tokens = 4
 kind = "sim"
 preset = "fixed"
 "#;
-
-fn goodput(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(args)
-        .output()
-        .expect("the goodput binary runs")
-}
 
 fn setup(profile: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();

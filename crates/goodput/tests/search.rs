@@ -3,10 +3,13 @@
 //! bound) is found exactly; every probe is an ordinary point of the report; a search
 //! killed mid-way resumes and finishes with the same answer; bad bounds are refused.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::goodput;
 use report::RunStatus;
 
 /// A small fast engine with 3 slots: up to x=3 every request streams at once
@@ -44,14 +47,6 @@ args = ["--config", "{}"]
     let p = dir.join("p.toml");
     std::fs::write(&p, text).unwrap();
     p
-}
-
-fn goodput(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
 }
 
 #[test]

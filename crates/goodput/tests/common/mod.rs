@@ -128,3 +128,13 @@ pub fn usage_chunk(prompt: u64, completion: u64) -> String {
 }
 
 pub const DONE: &str = "data: [DONE]\n\n";
+
+/// Runs the goodput binary with `args` (stdin closed) and waits for it: the one way
+/// the tests run the binary to completion.
+pub fn goodput(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the goodput binary runs")
+}
