@@ -20,11 +20,10 @@ impl Stop {
 
     /// A stop that is never set (for callers without signals: tests, libraries).
     pub fn never() -> Stop {
-        let (tx, rx) = watch::channel(false);
-        // Keep the sender alive for the life of the program, so `changed` never
-        // reports a closed channel (which `wait` would take for a stop).
-        std::mem::forget(tx);
-        Stop(rx)
+        // One sender for the life of the program, never sent on: its receivers never
+        // see a closed channel (which `wait` would take for a stop).
+        static NEVER: std::sync::OnceLock<watch::Sender<bool>> = std::sync::OnceLock::new();
+        Stop(NEVER.get_or_init(|| watch::channel(false).0).subscribe())
     }
 
     /// True once the stop signal was given.

@@ -268,6 +268,7 @@ async fn open<'a>(
                 .collect()
         })
         .unwrap_or_default();
+    let progress = progress::Progress::new(opts.progress, trials_left(plan, &sweep));
     let mut ctx = Ctx {
         plan,
         opts,
@@ -279,25 +280,9 @@ async fn open<'a>(
         gpus,
         engine_envs,
         stop,
-        progress: progress::Progress::new(opts.progress, 0),
+        progress,
         engine_label: String::new(),
     };
-    let left = plan
-        .engines
-        .keys()
-        .flat_map(|name| plan.points.iter().map(move |&x| (name, x)))
-        .map(|(name, x)| {
-            (0..plan.trials)
-                .filter(|&t| !ctx.sweep.is_complete(name, PointKey::new(plan.mode, x), t))
-                .count() as u64
-        })
-        .sum();
-    // A search does not know its trials ahead: about a bracket and a bisection.
-    let left = match &plan.search {
-        Some(s) => (plan.engines.len() as u64) * u64::from(s.base_trials) * 8,
-        None => left,
-    };
-    ctx.progress = progress::Progress::new(opts.progress, left);
     ctx.refresh_environment();
     ctx.save().context("cannot write the report")?;
     if resumed {
@@ -308,6 +293,23 @@ async fn open<'a>(
         );
     }
     Ok(ctx)
+}
+
+/// Trials still to run, for the progress estimate. A search does not know its trials
+/// ahead: about a bracket and a bisection.
+fn trials_left(plan: &Plan, sweep: &Sweep) -> u64 {
+    if let Some(s) = &plan.search {
+        return (plan.engines.len() as u64) * u64::from(s.base_trials) * 8;
+    }
+    plan.engines
+        .keys()
+        .flat_map(|name| plan.points.iter().map(move |&x| (name, x)))
+        .map(|(name, x)| {
+            (0..plan.trials)
+                .filter(|&t| !sweep.is_complete(name, PointKey::new(plan.mode, x), t))
+                .count() as u64
+        })
+        .sum()
 }
 
 /// One engine's part of the sweep: start it (or reach it), open telemetry, run its
