@@ -93,7 +93,6 @@ pub struct EngineHandle {
     kind: EngineKind,
     process: Option<EngineProcess>,
     stop_grace: Duration,
-    gpu_baseline: Option<Vec<f64>>,
     client: reqwest::Client,
 }
 
@@ -227,7 +226,6 @@ pub async fn start_until(
         kind,
         process: None,
         stop_grace: seconds(spec.stop_grace_s, DEFAULT_STOP_GRACE_S),
-        gpu_baseline: None,
         client: ctx.client.clone(),
     };
 
@@ -239,13 +237,6 @@ pub async fn start_until(
             )
         })?;
         let log_path = ctx.log_dir.join(log_file_name(name));
-        if !matches!(kind, EngineKind::Sim) {
-            handle.gpu_baseline =
-                tokio::task::spawn_blocking(crate::telemetry::gpu_memory_used_mib)
-                    .await
-                    .ok()
-                    .flatten();
-        }
         let header = format!(
             "# goodput: starting engine `{name}` on {base_url}: {}",
             shown.as_ref().map(|s| s.join(" ")).unwrap_or_default()
@@ -268,7 +259,6 @@ pub async fn start_until(
         Err(mut f) => {
             if f.kind == "interrupted" {
                 handle.stop_grace = handle.stop_grace.min(INTERRUPT_STOP_GRACE);
-                handle.gpu_baseline = None;
             }
             f.log_tail = handle.log_tail(FAILURE_LOG_LINES);
             if let Err(stop) = handle.shutdown().await {
@@ -429,12 +419,12 @@ impl EngineHandle {
     }
 
     /// Stops a launched engine: SIGTERM to its process group, SIGKILL after
-    /// `stop_grace_s` (default 10), wait until the group is gone; then, when a GPU
-    /// is visible, wait (up to 60 s) until the GPU memory it held is released.
-    /// Nothing to do for a URL engine.
+    /// `stop_grace_s` (default 10), wait until the group is gone. Nothing to do for
+    /// a URL engine. (The sweep then waits for the GPU memory the engine held:
+    /// `run/gpu_release.rs`.)
     ///
     /// Errs (kind `stop`) only when something is left behind: processes that
-    /// survived SIGKILL, or GPU memory still held. The results measured stand.
+    /// survived SIGKILL. The results measured stand.
     pub async fn stop(mut self) -> Result<(), EngineFailure> {
         self.shutdown().await
     }
@@ -446,14 +436,7 @@ impl EngineHandle {
         process
             .terminate(self.stop_grace)
             .await
-            .map_err(|m| failure("stop", format!("engine {}: {m}", self.name)))?;
-        drop(process);
-        match self.gpu_baseline.take() {
-            Some(baseline) => process::wait_gpu_release(&self.name, baseline)
-                .await
-                .map_err(|m| failure("stop", m)),
-            None => Ok(()),
-        }
+            .map_err(|m| failure("stop", format!("engine {}: {m}", self.name)))
     }
 
     /// Speculative-decoding counters from `GET {base}/metrics`; `None` when the
@@ -486,7 +469,6 @@ mod tests {
             kind: EngineKind::Url,
             process: None,
             stop_grace: Duration::from_secs(1),
-            gpu_baseline: None,
             client: reqwest::Client::new(),
         };
         let shown = format!("{h:?}");

@@ -36,10 +36,6 @@ const MAX_LIVE: usize = 64;
 const KILL_WAIT: Duration = Duration::from_secs(10);
 /// How often a stopping group is looked at.
 const POLL: Duration = Duration::from_millis(50);
-/// After stopping, the longest wait for the GPU memory the engine held to be freed.
-const GPU_RELEASE_WAIT: Duration = Duration::from_secs(60);
-/// GPU memory above the pre-launch level still counted as released, MiB.
-const GPU_RELEASE_SLACK_MIB: f64 = 512.0;
 /// Bytes read from the end of a log for its tail.
 const TAIL_BYTES: u64 = 256 * 1024;
 
@@ -382,35 +378,6 @@ impl Drop for EngineProcess {
             let _ = self.child.try_wait();
             unregister(self.pgid);
         }
-    }
-}
-
-/// After an engine stopped, waits (up to 60 s) until every GPU's memory use is
-/// back near its level before the launch (within 512 MiB).
-pub async fn wait_gpu_release(name: &str, baseline: Vec<f64>) -> Result<(), String> {
-    let start = Instant::now();
-    loop {
-        let now = tokio::task::spawn_blocking(crate::telemetry::gpu_memory_used_mib)
-            .await
-            .ok()
-            .flatten();
-        let Some(now) = now else {
-            return Ok(()); // the GPU is no longer visible: nothing to wait for
-        };
-        let held: f64 = now
-            .iter()
-            .zip(&baseline)
-            .map(|(n, b)| (n - b - GPU_RELEASE_SLACK_MIB).max(0.0))
-            .sum();
-        if held <= 0.0 {
-            return Ok(());
-        }
-        if start.elapsed() >= GPU_RELEASE_WAIT {
-            return Err(format!(
-                "engine {name}: {held:.0} MiB of GPU memory still held 60 s after it stopped"
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

@@ -15,6 +15,7 @@ macro_rules! say {
 }
 
 mod capacity;
+mod gpu_release;
 mod output;
 mod progress;
 mod state;
@@ -335,7 +336,7 @@ async fn run_engine(
     }
     ctx.progress
         .phase(format!("{}: starting", ctx.engine_label));
-    let handle = match engine::start_until(name, spec, engine_ctx, &ctx.stop()).await {
+    let handle = match gpu_release::start(name, spec, engine_ctx, &ctx.stop()).await {
         Ok(h) => h,
         Err(f) => {
             say!(ctx, "{name}: {}", f.message);

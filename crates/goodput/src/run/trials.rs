@@ -5,12 +5,14 @@
 use anyhow::Context;
 use report::{EngineFailure, RunStatus, TrialInfo};
 
+use super::gpu_release::{self, SweepEngine};
 use super::{Ctx, TrialState};
 use crate::client::{Limits, SseLimits, Target};
-use crate::engine::{self, EngineContext, EngineHandle};
+use crate::engine::{EngineContext, EngineHandle};
 use crate::load::{arrival_offsets, run_trial, Trial};
 use crate::metrics::trial_metrics;
 use crate::profile::{EngineSpec, LoadMode};
+use crate::stop::Stop;
 use crate::telemetry;
 use crate::workload::{calibrate, Builder, Calibration};
 
@@ -21,9 +23,9 @@ pub(crate) async fn run_engine(
     name: &str,
     spec: &EngineSpec,
     engine_ctx: &EngineContext,
-    mut handle: EngineHandle,
+    mut handle: SweepEngine,
     tel: &telemetry::Telemetry,
-) -> anyhow::Result<Option<EngineHandle>> {
+) -> anyhow::Result<Option<SweepEngine>> {
     let plan = ctx.plan;
     {
         let st = ctx.sweep.engine(name);
@@ -122,7 +124,7 @@ pub(crate) async fn run_engine(
             "{name}: restarting ({restarts} of {} allowed)",
             spec.max_restarts
         );
-        match engine::start(name, spec, engine_ctx).await {
+        match gpu_release::start(name, spec, engine_ctx, &Stop::never()).await {
             Ok(h) => {
                 handle = h;
                 target = Target::new(
