@@ -450,21 +450,40 @@ pub struct TrialInfo {
     pub warmup_server: Option<crate::server::ServerTrial>,
 }
 
-/// goodput addition: one GPU telemetry sample.
+/// goodput addition: one GPU telemetry sample, as the sampler takes it and the
+/// report keeps it (one type from sampler to report, so a resumed run summarises
+/// the same figures as a fresh one). With several GPUs, one sample describes the
+/// GPUs doing work (memory in use or utilisation above zero; all of them when
+/// none is). `None` where the source does not know.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct GpuSample {
     /// Seconds since the trial started.
     pub t_s: f64,
-    /// SM clock, MHz.
+    /// SM clock, MHz (the slowest GPU).
     pub sm_mhz: Option<f64>,
-    /// Temperature, Celsius.
+    /// Temperature, Celsius (the hottest GPU).
     pub temp_c: Option<f64>,
-    /// Power draw, W.
+    /// Power draw, W (summed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_w: Option<f64>,
-    /// A thermal slowdown reason was active.
+    /// A thermal slowdown reason was active (on any GPU).
     #[serde(default)]
     pub thermal: bool,
+    /// Memory clock, MHz (the slowest GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_mhz: Option<f64>,
+    /// Maximum SM clock, MHz (the lowest maximum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_mhz: Option<f64>,
+    /// Power limit, W (summed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    /// Memory in use, MiB (summed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_used_mib: Option<f64>,
+    /// Utilisation, percent (mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util_pct: Option<f64>,
 }
 
 /// goodput addition to the reference: what ran where. `null` in the reference.

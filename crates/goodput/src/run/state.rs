@@ -17,10 +17,8 @@ use crate::telemetry;
 pub struct TrialState {
     /// Derived metrics.
     pub metrics: TrialMetrics,
-    /// Details for the report.
+    /// Details for the report (its GPU samples included).
     pub info: TrialInfo,
-    /// GPU samples.
-    pub samples: Vec<telemetry::Sample>,
     /// What the trial says about the SLO (attainment, misses).
     pub slo: TrialSlo,
 }
@@ -158,10 +156,10 @@ impl Sweep {
                 } else {
                     RunStatus::Partial
                 });
-                let samples: Vec<Vec<telemetry::Sample>> = done
+                let samples: Vec<Vec<report::GpuSample>> = done
                     .iter()
-                    .filter(|t| !t.samples.is_empty())
-                    .map(|t| t.samples.clone())
+                    .filter(|t| !t.info.gpu_samples.is_empty())
+                    .map(|t| t.info.gpu_samples.clone())
                     .collect();
                 p.gpu = telemetry::summarize(
                     &samples,
@@ -262,7 +260,6 @@ impl Sweep {
                         metrics: trial_metrics(&recs, &plan.slo),
                         slo: trial_slo(&recs, &plan.slo),
                         info: info.clone(),
-                        samples: info.gpu_samples.iter().map(sample_from_report).collect(),
                     };
                     kept.extend(recs);
                     sweep.add_trial(name, key(p.x), state);
@@ -284,20 +281,4 @@ fn sum_spec<'a>(it: impl Iterator<Item = &'a SpecDecode>) -> Option<SpecDecode> 
         t.acceptance_rate = (t.draft_tokens > 0.0).then(|| t.accepted_tokens / t.draft_tokens);
     }
     total
-}
-
-/// A telemetry sample back from the report (fields the report does not keep are unknown).
-fn sample_from_report(g: &report::GpuSample) -> telemetry::Sample {
-    telemetry::Sample {
-        t_s: g.t_s,
-        sm_mhz: g.sm_mhz,
-        mem_mhz: None,
-        max_sm_mhz: None,
-        temp_c: g.temp_c,
-        power_w: g.power_w,
-        power_limit_w: None,
-        mem_used_mib: None,
-        util_pct: None,
-        thermal: g.thermal,
-    }
 }

@@ -336,7 +336,7 @@ async fn run_one(
         error,
         cooldown_wait_s,
         spec_decode,
-        gpu_samples: telemetry::to_report_samples(&samples),
+        gpu_samples: samples,
         server,
         warmup_server,
     };
@@ -377,12 +377,7 @@ async fn run_one(
     ctx.sweep.add_trial(
         name,
         super::state::PointKey::new(plan.mode, x),
-        TrialState {
-            metrics,
-            info,
-            samples,
-            slo,
-        },
+        TrialState { metrics, info, slo },
     );
     ctx.progress.trial_done();
     ctx.save()?;

@@ -13,9 +13,11 @@
 //! No GPU, no driver or no library is never a failure: [`open`] then returns a
 //! telemetry that samples nothing, and one notice saying why.
 //!
-//! With several GPUs, one [`Sample`] describes the GPUs doing work (memory in use
-//! or utilisation above zero; all of them when none is): the slowest SM clock, the
-//! hottest temperature, summed power and memory, and whether any is throttled.
+//! One sample type flows from the sampler to the report: [`GpuSample`] (the
+//! report's). With several GPUs, one sample describes the GPUs doing work (memory
+//! in use or utilisation above zero; all of them when none is): the slowest SM
+//! clock, the hottest temperature, summed power and memory, and whether any is
+//! throttled ([`from_readings`]).
 
 pub mod nvml;
 pub mod simgpu;
@@ -26,14 +28,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use report::GpuInfo;
+use report::{GpuInfo, GpuSample};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::profile::{CooldownSpec, TelemetrySpec};
 
-pub use summary::{summarize, to_report_samples};
+pub use summary::summarize;
 
 /// Consecutive failed reads after which a trial's sampler stops (keeping what it has).
 const MAX_CONSECUTIVE_FAILURES: u32 = 10;
@@ -91,60 +93,34 @@ pub trait GpuSource: Send + Sync + 'static {
     fn read(&self) -> BoxFuture<'_, Result<Vec<GpuReading>, TelemetryError>>;
 }
 
-/// One telemetry sample, over the GPUs doing work (see the module doc).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Sample {
-    /// Seconds since the trial started.
-    pub t_s: f64,
-    /// SM clock, MHz (the slowest GPU).
-    pub sm_mhz: Option<f64>,
-    /// Memory clock, MHz (the slowest GPU).
-    pub mem_mhz: Option<f64>,
-    /// Maximum SM clock, MHz (the lowest maximum).
-    pub max_sm_mhz: Option<f64>,
-    /// Temperature, Celsius (the hottest GPU).
-    pub temp_c: Option<f64>,
-    /// Power draw, W (summed).
-    pub power_w: Option<f64>,
-    /// Power limit, W (summed).
-    pub power_limit_w: Option<f64>,
-    /// Memory in use, MiB (summed).
-    pub mem_used_mib: Option<f64>,
-    /// Utilisation, percent (mean).
-    pub util_pct: Option<f64>,
-    /// A hardware or software thermal slowdown is active on any GPU.
-    pub thermal: bool,
-}
-
-impl Sample {
-    /// Combines one reading per GPU into a sample at `t_s`; `None` without readings.
-    pub fn from_readings(t_s: f64, readings: &[GpuReading]) -> Option<Sample> {
-        let busy: Vec<&GpuReading> = readings
-            .iter()
-            .filter(|r| r.util_pct.is_some_and(|u| u > 0.0) || is_holding_memory(r))
-            .collect();
-        let chosen: Vec<&GpuReading> = if busy.is_empty() {
-            readings.iter().collect()
-        } else {
-            busy
-        };
-        if chosen.is_empty() {
-            return None;
-        }
-        let utils: Vec<f64> = chosen.iter().filter_map(|r| r.util_pct).collect();
-        Some(Sample {
-            t_s,
-            sm_mhz: fold(&chosen, |r| r.sm_mhz, f64::min),
-            mem_mhz: fold(&chosen, |r| r.mem_mhz, f64::min),
-            max_sm_mhz: fold(&chosen, |r| r.max_sm_mhz, f64::min),
-            temp_c: fold(&chosen, |r| r.temp_c, f64::max),
-            power_w: fold(&chosen, |r| r.power_w, |a, b| a + b),
-            power_limit_w: fold(&chosen, |r| r.power_limit_w, |a, b| a + b),
-            mem_used_mib: fold(&chosen, |r| r.mem_used_mib, |a, b| a + b),
-            util_pct: (!utils.is_empty()).then(|| utils.iter().sum::<f64>() / utils.len() as f64),
-            thermal: chosen.iter().any(|r| r.thermal),
-        })
+/// Combines one reading per GPU into a sample at `t_s`, over the GPUs doing work
+/// (see the module doc); `None` without readings.
+pub fn from_readings(t_s: f64, readings: &[GpuReading]) -> Option<GpuSample> {
+    let busy: Vec<&GpuReading> = readings
+        .iter()
+        .filter(|r| r.util_pct.is_some_and(|u| u > 0.0) || is_holding_memory(r))
+        .collect();
+    let chosen: Vec<&GpuReading> = if busy.is_empty() {
+        readings.iter().collect()
+    } else {
+        busy
+    };
+    if chosen.is_empty() {
+        return None;
     }
+    let utils: Vec<f64> = chosen.iter().filter_map(|r| r.util_pct).collect();
+    Some(GpuSample {
+        t_s,
+        sm_mhz: fold(&chosen, |r| r.sm_mhz, f64::min),
+        mem_mhz: fold(&chosen, |r| r.mem_mhz, f64::min),
+        max_sm_mhz: fold(&chosen, |r| r.max_sm_mhz, f64::min),
+        temp_c: fold(&chosen, |r| r.temp_c, f64::max),
+        power_w: fold(&chosen, |r| r.power_w, |a, b| a + b),
+        power_limit_w: fold(&chosen, |r| r.power_limit_w, |a, b| a + b),
+        mem_used_mib: fold(&chosen, |r| r.mem_used_mib, |a, b| a + b),
+        util_pct: (!utils.is_empty()).then(|| utils.iter().sum::<f64>() / utils.len() as f64),
+        thermal: chosen.iter().any(|r| r.thermal),
+    })
 }
 
 /// Folds one field over the readings that have it.
@@ -262,13 +238,13 @@ impl Telemetry {
     }
 
     /// One sample now (`t_s` = 0), or `None` without a source or on a failed read.
-    pub async fn read_now(&self) -> Option<Sample> {
+    pub async fn read_now(&self) -> Option<GpuSample> {
         let source = self.source.as_ref()?;
         let readings = tokio::time::timeout(read_timeout(self.interval), source.read())
             .await
             .ok()?
             .ok()?;
-        Sample::from_readings(0.0, &readings)
+        from_readings(0.0, &readings)
     }
 
     /// Starts sampling in the background, every interval, until
@@ -309,7 +285,7 @@ impl Telemetry {
         loop {
             let reading = tokio::time::timeout(read_timeout(self.interval), source.read()).await;
             let sample = match reading {
-                Ok(Ok(r)) => Sample::from_readings(0.0, &r),
+                Ok(Ok(r)) => from_readings(0.0, &r),
                 _ => None,
             };
             if let Some(s) = &sample {
@@ -327,7 +303,7 @@ impl Telemetry {
     }
 }
 
-fn is_cool(s: &Sample, spec: &CooldownSpec) -> bool {
+fn is_cool(s: &GpuSample, spec: &CooldownSpec) -> bool {
     let temp_ok = match (spec.max_temp_c, s.temp_c) {
         (Some(limit), Some(t)) => t <= limit,
         (Some(_), None) => true,
@@ -350,7 +326,7 @@ async fn sample_loop(
     source: Arc<dyn GpuSource>,
     interval: Duration,
     mut stop: oneshot::Receiver<()>,
-    samples: Arc<Mutex<Vec<Sample>>>,
+    samples: Arc<Mutex<Vec<GpuSample>>>,
 ) {
     let start = Instant::now();
     let mut tick = tokio::time::interval(interval);
@@ -369,7 +345,7 @@ async fn sample_loop(
         match read {
             Ok(Ok(readings)) => {
                 failures = 0;
-                if let Some(s) = Sample::from_readings(t_s, &readings) {
+                if let Some(s) = from_readings(t_s, &readings) {
                     if let Ok(mut all) = samples.lock() {
                         all.push(s);
                     }
@@ -390,13 +366,13 @@ async fn sample_loop(
 pub struct TrialSampler {
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
-    samples: Arc<Mutex<Vec<Sample>>>,
+    samples: Arc<Mutex<Vec<GpuSample>>>,
 }
 
 impl TrialSampler {
     /// Stops sampling and returns the samples taken (whatever was taken, even if the
     /// source failed part-way).
-    pub async fn finish(mut self) -> Vec<Sample> {
+    pub async fn finish(mut self) -> Vec<GpuSample> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

@@ -9,10 +9,8 @@
 use report::stats::{quantile_linear, sort_values};
 use report::{GpuSample, GpuSummary, Stat};
 
-use super::Sample;
-
 /// Median of one field over a trial's samples.
-fn trial_median(samples: &[Sample], field: fn(&Sample) -> Option<f64>) -> Option<f64> {
+fn trial_median(samples: &[GpuSample], field: fn(&GpuSample) -> Option<f64>) -> Option<f64> {
     let mut v: Vec<f64> = samples.iter().filter_map(field).collect();
     sort_values(&mut v);
     quantile_linear(&v, 0.5)
@@ -20,8 +18,8 @@ fn trial_median(samples: &[Sample], field: fn(&Sample) -> Option<f64>) -> Option
 
 /// Largest value of one field over every sample.
 fn max_of<'a>(
-    all: impl Iterator<Item = &'a Sample>,
-    field: fn(&Sample) -> Option<f64>,
+    all: impl Iterator<Item = &'a GpuSample>,
+    field: fn(&GpuSample) -> Option<f64>,
 ) -> Option<f64> {
     all.filter_map(field)
         .filter(|v| !v.is_nan())
@@ -30,7 +28,7 @@ fn max_of<'a>(
 
 /// Summarises the samples of a point's trials (one `Vec` per trial); `None` when
 /// no trial has a sample. `source` is written as `gpu.source`.
-pub fn summarize(trials: &[Vec<Sample>], source: &str) -> Option<GpuSummary> {
+pub fn summarize(trials: &[Vec<GpuSample>], source: &str) -> Option<GpuSummary> {
     let all = || trials.iter().flatten();
     let count = all().count();
     if count == 0 {
@@ -50,18 +48,4 @@ pub fn summarize(trials: &[Vec<Sample>], source: &str) -> Option<GpuSummary> {
         source: Some(source.to_string()),
         extra: Default::default(),
     })
-}
-
-/// The samples as the report writes them (per trial).
-pub fn to_report_samples(samples: &[Sample]) -> Vec<GpuSample> {
-    samples
-        .iter()
-        .map(|s| GpuSample {
-            t_s: s.t_s,
-            sm_mhz: s.sm_mhz,
-            temp_c: s.temp_c,
-            power_w: s.power_w,
-            thermal: s.thermal,
-        })
-        .collect()
 }
