@@ -10,6 +10,7 @@
 //! - [`record`]: the per-request record, the one source of truth, and its JSONL file.
 //! - [`metrics`]: every metric derived from records, in one place (pure).
 //! - [`telemetry`]: GPU samples beside each trial.
+//! - [`sampling`]: the loop of the background samplers (GPU, the engine's `/metrics`).
 //! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
@@ -32,6 +33,7 @@ pub mod profile;
 pub mod record;
 pub mod render;
 pub mod run;
+pub mod sampling;
 pub mod search;
 pub mod server_metrics;
 pub mod stop;

@@ -28,9 +28,10 @@ use report::{ServerSample, ServerTrial};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
 use crate::record::RequestRecord;
+use crate::sampling::{sample_until_stopped, Ticks};
 pub use catalogue::Catalogue;
 pub use scrape::{Kind, ScrapeError, Snapshot};
 pub use summary::{cross_check, summarize, Mismatch};
@@ -363,43 +364,27 @@ async fn sample_loop(
     timeout: Duration,
     c: &'static Catalogue,
     start: Instant,
-    mut stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<()>,
     shared: Arc<Mutex<Shared>>,
 ) {
     let interval = Duration::from_millis(spec.interval_ms.max(1));
-    let mut tick = tokio::time::interval_at(start + interval, interval);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let ticks = Ticks {
+        start,
+        first: start + interval,
+        interval,
+    };
     let max_samples = spec.max_samples.max(2) as usize;
-    let mut failures = 0;
-    loop {
-        tokio::select! {
-            _ = &mut stop => break,
-            _ = tick.tick() => {}
-        }
-        let t_s = start.elapsed().as_secs_f64();
-        let got = tokio::select! {
-            _ = &mut stop => break,
-            r = scrape::scrape(&client, &url, timeout, spec.max_bytes) => r,
-        };
-        let mut sh = match shared.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        match got {
-            Ok(snap) => {
-                failures = 0;
-                record(&mut sh, c, t_s, snap, max_samples);
-            }
-            Err(e) => {
-                failures += 1;
-                if failures >= MAX_CONSECUTIVE_FAILURES {
-                    sh.error = Some(format!(
-                        "{url}: {e} ({failures} scrapes in a row failed; sampling stopped)"
-                    ));
-                    break;
-                }
-            }
-        }
+    let lock = || match shared.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    let (client, url_ref) = (&client, &url);
+    let read = move || scrape::scrape(client, url_ref, timeout, spec.max_bytes);
+    let keep = |t_s, snap| record(&mut lock(), c, t_s, snap, max_samples);
+    if let Some(e) = sample_until_stopped(ticks, stop, MAX_CONSECUTIVE_FAILURES, read, keep).await {
+        lock().error = Some(format!(
+            "{url}: {e} ({MAX_CONSECUTIVE_FAILURES} scrapes in a row failed; sampling stopped)"
+        ));
     }
 }
 

@@ -31,9 +31,10 @@ use futures_util::future::BoxFuture;
 use report::{GpuInfo, GpuSample};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
 use crate::profile::{CooldownSpec, TelemetrySpec};
+use crate::sampling::{sample_until_stopped, Ticks};
 
 pub use summary::summarize;
 
@@ -325,40 +326,30 @@ fn read_timeout(interval: Duration) -> Duration {
 async fn sample_loop(
     source: Arc<dyn GpuSource>,
     interval: Duration,
-    mut stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<()>,
     samples: Arc<Mutex<Vec<GpuSample>>>,
 ) {
     let start = Instant::now();
-    let mut tick = tokio::time::interval(interval);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut failures = 0;
-    loop {
-        tokio::select! {
-            _ = &mut stop => break,
-            _ = tick.tick() => {}
+    let ticks = Ticks {
+        start,
+        first: start,
+        interval,
+    };
+    let source = &source;
+    let read = move || async move {
+        match tokio::time::timeout(read_timeout(interval), source.read()).await {
+            Ok(Ok(readings)) => Ok(readings),
+            _ => Err(()), // failed or too slow
         }
-        let t_s = start.elapsed().as_secs_f64();
-        let read = tokio::select! {
-            _ = &mut stop => break,
-            r = tokio::time::timeout(read_timeout(interval), source.read()) => r,
-        };
-        match read {
-            Ok(Ok(readings)) => {
-                failures = 0;
-                if let Some(s) = from_readings(t_s, &readings) {
-                    if let Ok(mut all) = samples.lock() {
-                        all.push(s);
-                    }
-                }
-            }
-            _ => {
-                failures += 1;
-                if failures >= MAX_CONSECUTIVE_FAILURES {
-                    break;
-                }
+    };
+    let keep = |t_s, readings: Vec<GpuReading>| {
+        if let Some(s) = from_readings(t_s, &readings) {
+            if let Ok(mut all) = samples.lock() {
+                all.push(s);
             }
         }
-    }
+    };
+    sample_until_stopped(ticks, stop, MAX_CONSECUTIVE_FAILURES, read, keep).await;
 }
 
 /// Samples of one trial, taken in the background.
