@@ -4,21 +4,16 @@
 
 use std::time::Instant;
 
-/// CLOCK_MONOTONIC now, in nanoseconds.
+/// CLOCK_MONOTONIC now, in nanoseconds (0 should the clock be unreadable, which
+/// it is not on Linux).
 #[inline]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        return 0;
+    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC) {
+        Ok(ts) => (ts.tv_sec() as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(ts.tv_nsec() as u64),
+        Err(_) => 0,
     }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
 }
 
 /// Converts `Instant`s to CLOCK_MONOTONIC nanoseconds.

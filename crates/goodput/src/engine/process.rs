@@ -8,9 +8,9 @@
 //!   period, then wait until no live (non-zombie) process of the group remains;
 //! - dropping an [`EngineProcess`] without terminating it SIGKILLs its group;
 //! - every live group is registered in a fixed table of atomics, which
-//!   [`kill_all_engines`] walks with nothing but atomic loads and `kill(2)`: safe in
-//!   a panic hook, an `atexit` handler, or after a signal ([`install_cleanup_hooks`]
-//!   installs the first two);
+//!   [`kill_all_engines`] walks with nothing but atomic loads and `killpg(2)`: safe
+//!   in a panic hook, an `atexit` handler, or after a signal
+//!   ([`install_cleanup_hooks`] installs the first two);
 //! - [`shutdown_signal`] resolves on SIGINT or SIGTERM so the caller can stop its
 //!   engines and write what it has.
 //!
@@ -27,6 +27,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Once;
 use std::time::Duration;
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
@@ -59,17 +61,13 @@ fn unregister(pgid: i32) {
 }
 
 /// SIGKILLs every registered engine process group. Uses only atomic loads and
-/// `kill(2)`, so it may run in a panic hook, an `atexit` handler or a fatal exit
+/// `killpg(2)`, so it may run in a panic hook, an `atexit` handler or a fatal exit
 /// path.
 pub fn kill_all_engines() {
     for slot in &LIVE {
         let pgid = slot.swap(0, Ordering::SeqCst);
         if pgid > 0 {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory
-            // is shared with the callee.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
+            signal_group(pgid, Signal::SIGKILL);
         }
     }
 }
@@ -89,7 +87,8 @@ pub fn install_cleanup_hooks() {
             kill_all_engines();
             previous(info);
         }));
-        // SAFETY: registers a plain extern "C" function with no captured state.
+        // SAFETY: registers a plain extern "C" function with no captured state
+        // (`nix` has no `atexit`).
         unsafe {
             libc::atexit(kill_all_at_exit);
         }
@@ -100,17 +99,18 @@ pub fn install_cleanup_hooks() {
 ///
 /// Call it (inside a tokio runtime) before starting any engine and keep the future:
 /// the handlers are installed by the call, so a signal arriving before the future
-/// is first polled is not lost. From then on the default action (terminating
-/// goodput, which would leave the engines, in their own process groups, running)
-/// no longer applies: the caller stops its engines, writes what it has and exits.
+/// is first polled is not lost. From then on the default action no longer applies
+/// (terminating goodput, whose death the parent-death signal passes on to each
+/// engine's leader only, not to the workers a leader forked): the caller stops its
+/// engines, whole groups, writes what it has and exits.
 /// Should a second SIGINT or SIGTERM arrive after the first resolved (the user
 /// insists), every engine is SIGKILLed and goodput exits at once with status
 /// 128 + the signal number.
 pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static {
-    use tokio::signal::unix::{signal, Signal, SignalKind};
+    use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
     let mut int = signal(SignalKind::interrupt()).ok();
     let mut term = signal(SignalKind::terminate()).ok();
-    async fn recv(s: &mut Option<Signal>) {
+    async fn recv(s: &mut Option<Stream>) {
         match s {
             Some(s) => {
                 if s.recv().await.is_none() {
@@ -126,10 +126,11 @@ pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static 
             _ = recv(&mut term) => "SIGTERM",
         };
         tokio::spawn(async move {
-            let (name, code) = tokio::select! {
-                _ = recv(&mut int) => ("SIGINT", 128 + libc::SIGINT),
-                _ = recv(&mut term) => ("SIGTERM", 128 + libc::SIGTERM),
+            let second = tokio::select! {
+                _ = recv(&mut int) => Signal::SIGINT,
+                _ = recv(&mut term) => Signal::SIGTERM,
             };
+            let (name, code) = (second.as_str(), 128 + second as i32);
             kill_all_engines();
             eprintln!("goodput: second signal ({name}): engines killed, exiting");
             std::process::exit(code);
@@ -138,10 +139,10 @@ pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static 
     }
 }
 
-/// Sends `sig` to process group `pgid`; false when the group no longer exists.
-fn signal_group(pgid: i32, sig: i32) -> bool {
-    // SAFETY: see kill_all_engines.
-    unsafe { libc::kill(-pgid, sig) == 0 }
+/// Sends `sig` to process group `pgid` (`None`: only asks whether it exists);
+/// false when the group no longer exists.
+fn signal_group(pgid: i32, sig: impl Into<Option<Signal>>) -> bool {
+    killpg(Pid::from_raw(pgid), sig).is_ok()
 }
 
 /// Whether any live (not zombie) process is in group `pgid`. Reads `/proc` on
@@ -149,33 +150,85 @@ fn signal_group(pgid: i32, sig: i32) -> bool {
 pub fn group_alive(pgid: i32) -> bool {
     match group_members(pgid) {
         Some(members) => !members.is_empty(),
-        None => signal_group(pgid, 0),
+        None => signal_group(pgid, None),
     }
 }
 
 /// The pids of the live (not zombie) processes in group `pgid`, from `/proc`;
 /// `None` where `/proc` cannot be read.
 pub fn group_members(pgid: i32) -> Option<Vec<i32>> {
-    let dir = std::fs::read_dir("/proc").ok()?;
-    let mut pids = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if let Some((state, pgrp)) = parse_stat(&stat) {
-            if pgrp == pgid && state != 'Z' && state != 'X' {
-                pids.push(pid);
-            }
-        }
-    }
+    let pids = processes()?
+        .filter(|p| {
+            p.stat()
+                .is_some_and(|(state, pgrp)| pgrp == pgid && is_live(state))
+        })
+        .map(|p| p.pid)
+        .collect();
     Some(pids)
+}
+
+/// Every process `/proc` lists (the one scan of `/proc`; the tests find their
+/// engines with it too); `None` where `/proc` cannot be read.
+pub fn processes() -> Option<impl Iterator<Item = ProcEntry>> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    Some(dir.flatten().filter_map(|entry| {
+        let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+        Some(ProcEntry {
+            pid,
+            dir: entry.path(),
+        })
+    }))
+}
+
+/// One process under `/proc`; each accessor reads its file when called and
+/// answers `None` (or nothing) once the process is gone.
+#[derive(Debug, Clone)]
+pub struct ProcEntry {
+    /// The process id.
+    pub pid: i32,
+    dir: std::path::PathBuf,
+}
+
+impl ProcEntry {
+    /// State (`R`, `S`, `Z`...) and process group, from `/proc/PID/stat`.
+    pub fn stat(&self) -> Option<(char, i32)> {
+        parse_stat(&std::fs::read_to_string(self.dir.join("stat")).ok()?)
+    }
+
+    /// Running or sleeping: neither a zombie nor dead.
+    pub fn is_live(&self) -> bool {
+        self.stat().is_some_and(|(state, _)| is_live(state))
+    }
+
+    /// The arguments, `argv[0]` first (empty for a zombie or a kernel thread).
+    pub fn cmdline(&self) -> Vec<String> {
+        nul_separated(&self.dir.join("cmdline"))
+    }
+
+    /// Whether its environment holds `entry` (`NAME=value`), exactly.
+    pub fn has_env(&self, entry: &str) -> bool {
+        nul_separated(&self.dir.join("environ"))
+            .iter()
+            .any(|kv| kv == entry)
+    }
+
+    /// The executable's path.
+    pub fn exe(&self) -> Option<std::path::PathBuf> {
+        std::fs::read_link(self.dir.join("exe")).ok()
+    }
+}
+
+fn is_live(state: char) -> bool {
+    state != 'Z' && state != 'X'
+}
+
+fn nul_separated(path: &Path) -> Vec<String> {
+    std::fs::read(path)
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
 }
 
 /// State and process group of a `/proc/PID/stat` line (`pid (comm) S ppid pgrp ...`;
@@ -195,21 +248,10 @@ pub fn describe_exit(status: ExitStatus) -> String {
         return format!("exit code {code}");
     }
     match status.signal() {
-        Some(sig) => {
-            let name = match sig {
-                libc::SIGHUP => " (SIGHUP)",
-                libc::SIGINT => " (SIGINT)",
-                libc::SIGQUIT => " (SIGQUIT)",
-                libc::SIGILL => " (SIGILL)",
-                libc::SIGABRT => " (SIGABRT)",
-                libc::SIGBUS => " (SIGBUS)",
-                libc::SIGKILL => " (SIGKILL)",
-                libc::SIGSEGV => " (SIGSEGV)",
-                libc::SIGTERM => " (SIGTERM)",
-                _ => "",
-            };
-            format!("killed by signal {sig}{name}")
-        }
+        Some(sig) => match Signal::try_from(sig) {
+            Ok(name) => format!("killed by signal {sig} ({name})"),
+            Err(_) => format!("killed by signal {sig}"),
+        },
         None => status.to_string(),
     }
 }
@@ -290,14 +332,15 @@ impl EngineProcess {
             cmd.current_dir(dir);
         }
         // If goodput itself is SIGKILLed (nothing can be cleaned up then), the kernel
-        // kills the engine's leader with it.
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit) between fork and exec.
+        // kills the engine's leader with it. Should goodput have died before the
+        // signal was set, the child is no longer ours: the spawn fails.
+        let parent = nix::unistd::getpid();
+        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != parent {
-                    libc::_exit(1);
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                if nix::unistd::getppid() != parent {
+                    return Err(std::io::Error::other("goodput exited during the launch"));
                 }
                 Ok(())
             });
@@ -337,9 +380,9 @@ impl EngineProcess {
         if self.done {
             return Ok(());
         }
-        signal_group(self.pgid, libc::SIGTERM);
+        signal_group(self.pgid, Signal::SIGTERM);
         if !self.wait_gone(grace).await {
-            signal_group(self.pgid, libc::SIGKILL);
+            signal_group(self.pgid, Signal::SIGKILL);
             self.wait_gone(KILL_WAIT).await;
         }
         let _ = self.try_exit();
@@ -374,7 +417,7 @@ impl EngineProcess {
 impl Drop for EngineProcess {
     fn drop(&mut self) {
         if !self.done {
-            signal_group(self.pgid, libc::SIGKILL);
+            signal_group(self.pgid, Signal::SIGKILL);
             let _ = self.child.try_wait();
             unregister(self.pgid);
         }
