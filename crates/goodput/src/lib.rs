@@ -15,6 +15,7 @@
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
+//! - [`dates`]: the one date formatter.
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
 //! - [`bench`]: `goodput bench-client`, the client's own fidelity and capacity.
 //! - [`cli`]: the command line.
@@ -24,6 +25,7 @@
 pub mod bench;
 pub mod cli;
 pub mod client;
+pub mod dates;
 pub mod engine;
 pub mod environment;
 pub mod load;

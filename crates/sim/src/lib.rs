@@ -29,7 +29,6 @@ pub mod text;
 
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
@@ -50,26 +49,10 @@ pub struct SimOptions {
 
 /// `MM-DD HH:MM:SS` in UTC, as vLLM's log prefix.
 fn log_time() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    format!(
-        "{month:02}-{day:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let fmt = time::macros::format_description!("[month]-[day] [hour]:[minute]:[second]");
+    time::OffsetDateTime::now_utc()
+        .format(&fmt)
+        .unwrap_or_default()
 }
 
 /// `2928` -> `2,928`.
