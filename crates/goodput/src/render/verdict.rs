@@ -420,12 +420,11 @@ pub fn verdict_text(report: &Report) -> String {
 }
 
 /// The verdict as an HTML section.
-pub fn verdict_html(report: &Report) -> String {
-    let v = verdict(report);
-    let mut h = String::from("<section id=\"verdict\">\n<h2>Verdict</h2>\n");
-    for s in v {
-        h.push_str(&format!("<p>{}</p>\n", super::html::escape(&s)));
+pub fn verdict_html(report: &Report) -> maud::Markup {
+    maud::html! {
+        section #verdict {
+            h2 { "Verdict" }
+            @for s in verdict(report) { p { (s) } }
+        }
     }
-    h.push_str("</section>\n");
-    h
 }
