@@ -115,7 +115,7 @@ pub struct TrialMetrics {
     pub request_throughput: Option<f64>,
     /// Good requests / s.
     pub goodput_rps: Option<f64>,
-    /// Median and p99 TTFT, ms.
+    /// Median TTFT (numpy's linear rule), ms.
     pub median_ttft_ms: Option<f64>,
     /// p99 TTFT, ms.
     pub p99_ttft_ms: Option<f64>,

@@ -41,7 +41,7 @@ pub struct Plan {
     pub stall_timeout: Option<Duration>,
     /// Longest trial.
     pub trial_timeout: Option<Duration>,
-    /// Seed.
+    /// Seed of the prompts and of the rate-mode arrival gaps (`load.seed`).
     pub seed: u64,
     /// Gamma shape for rate mode.
     pub burstiness: f64,

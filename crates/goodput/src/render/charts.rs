@@ -77,7 +77,7 @@ pub struct Series {
 /// A threshold line across the plot.
 #[derive(Debug, Clone)]
 pub struct Threshold {
-    /// Where.
+    /// The value it marks on the axis it crosses (x for a vertical line, else y).
     pub at: f64,
     /// `true` for a vertical line (at an x value), `false` for horizontal.
     pub vertical: bool,
