@@ -61,6 +61,26 @@ pub enum Command {
     /// Measure the client itself against the simulator's fixed schedule: added latency,
     /// TTFT/ITL error, capacity, send lag.
     BenchClient(crate::bench::BenchArgs),
+    /// Fit the simulator's engine model to a measured run (its raw records) and write
+    /// an ordinary simulator config: `goodput sim --config`, `kind = "sim"`, or
+    /// `run --predict`.
+    Fit(FitArgs),
+}
+
+/// `goodput fit`.
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// The measured report (its `.requests.jsonl` beside it).
+    pub report: PathBuf,
+    /// The engine to fit (default: the report's first).
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Where to write the engine configuration (TOML).
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Overwrite an existing output.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `goodput run`.
@@ -112,6 +132,11 @@ pub struct CommonArgs {
     /// Do not write the HTML page beside the report.
     #[arg(long)]
     pub no_html: bool,
+    /// Predict instead of measuring: run every selected engine as this simulator
+    /// config (e.g. from `goodput fit`) in virtual time; the report is marked
+    /// predicted. With `search`: search the model, then confirm the knee for real.
+    #[arg(long, value_name = "ENGINE.toml")]
+    pub predict: Option<PathBuf>,
 }
 
 /// `goodput search`.
@@ -213,6 +238,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::BenchClient(args) => crate::bench::run(args).await,
+        Command::Fit(args) => crate::fit::command(&args),
     }
 }
 
@@ -309,6 +335,9 @@ async fn execute(
     output: &std::path::Path,
     flags: &CommonArgs,
 ) -> anyhow::Result<i32> {
+    if let Some(engine_config) = &flags.predict {
+        return crate::predict::command::execute(plan, output, flags, engine_config).await;
+    }
     let (quiet, no_html) = (flags.quiet, flags.no_html);
     let opts = RunOptions {
         output: output.to_path_buf(),

@@ -111,9 +111,25 @@ pub struct RunInfo {
     /// Things the reader should know that are not per point (e.g. "no GPU telemetry").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// Set when nothing was measured: the figures were predicted by running the
+    /// simulator's engine model in virtual time (`goodput run --predict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Predicted>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// goodput addition: what a predicted report was predicted from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Predicted {
+    /// The engine configuration the model ran (the file given to `--predict`).
+    pub engine_config: String,
+    /// The report the configuration was fitted from (`goodput fit`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fitted_from: Option<String>,
+    /// How the figures were made.
+    pub method: String,
 }
 
 /// Whether a run, point or trial finished.

@@ -413,6 +413,7 @@ fn compare_reports(
     }
     let mut lines = vec![header()];
     let (mut notes, mut tally) = (Vec::new(), Tally::default());
+    notes.extend(predicted_note(base_label, base, label, cand));
     let same_slo = base.slo == cand.slo;
     if !same_slo {
         notes.push(format!(
@@ -457,4 +458,20 @@ fn compare_reports(
         }
     }
     finish(title, lines, notes, tally, color)
+}
+
+/// With a predicted side, the change column is the prediction's error.
+fn predicted_note(base_label: &str, base: &Report, label: &str, cand: &Report) -> Option<String> {
+    let predicted = |r: &Report| r.run.as_ref().is_some_and(|run| run.predicted.is_some());
+    match (predicted(base), predicted(cand)) {
+        (false, true) => Some(format!(
+            "{label} is PREDICTED: its change is the prediction's error against the measured {base_label} \
+             (better: the model is optimistic there, worse: pessimistic)"
+        )),
+        (true, false) => Some(format!(
+            "{base_label} is PREDICTED: the change is how far the measured {label} is from the prediction"
+        )),
+        (true, true) => Some("both reports are PREDICTED: nothing here was measured".into()),
+        (false, false) => None,
+    }
 }

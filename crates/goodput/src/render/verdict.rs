@@ -100,7 +100,22 @@ pub fn verdict(report: &Report) -> Vec<String> {
     };
     out.extend(server_reasons(report));
     out.extend(caveats(report));
+    if let Some(p) = report.run.as_ref().and_then(|r| r.predicted.as_ref()) {
+        out.insert(0, predicted(p));
+    }
     out
+}
+
+/// The sentence that says a report was predicted, not measured.
+fn predicted(p: &report::Predicted) -> String {
+    let from = p
+        .fitted_from
+        .as_ref()
+        .map_or(String::new(), |f| format!(", fitted from {f}"));
+    format!(
+        "PREDICTED, not measured: every figure below comes from the engine model {}{from} ({}).",
+        p.engine_config, p.method
+    )
 }
 
 /// Why the lowest failing load of each engine fails, as the engine's own metrics

@@ -12,7 +12,7 @@ use crate::search::{next_step, Reason, Step};
 use super::Sweep;
 
 /// Each engine's capacity, for the engines whose search is over (or that failed).
-pub(super) fn capacities(
+pub(crate) fn capacities(
     plan: &Plan,
     sweep: &Sweep,
     report: &Report,

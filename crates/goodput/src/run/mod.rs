@@ -35,6 +35,7 @@ use crate::profile::{EngineKind, LoadMode};
 use crate::record::{records_path, RecordsFile};
 use crate::stop::Stop;
 use crate::telemetry;
+pub(crate) use capacity::capacities;
 pub use output::HTML_GENERATOR;
 pub use state::{EngineState, PointKey, Sweep, TrialState};
 
@@ -255,6 +256,7 @@ async fn open<'a>(
         updated_unix_s: None,
         fingerprints: plan.fingerprints(),
         notices: Vec::new(),
+        predicted: None,
         extra: Default::default(),
     };
     let gpus = previous

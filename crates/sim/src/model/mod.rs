@@ -8,11 +8,14 @@
 //! - [`cost`]: step duration from the step's load, the SM clock and scheduling mode.
 //! - [`gpu`]: SM clock, temperature and utilization (thermal throttling).
 //! - [`closed_loop`]: a virtual-time closed-loop client and its summary statistics.
+//! - [`virtual_time`]: closed- and open-loop clients in virtual time, each request's
+//!   raw facts (what `goodput run --predict` turns into request records).
 
 pub mod closed_loop;
 pub mod cost;
 pub mod engine;
 pub mod gpu;
+pub mod virtual_time;
 
 use rand::Rng;
 use rand_distr::{Beta, Distribution};

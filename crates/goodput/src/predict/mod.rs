@@ -1,0 +1,334 @@
+//! Prediction: a plan's load levels (or its capacity search) run on the simulator's
+//! engine model in virtual time (`sim::model::virtual_time`: no sockets, no
+//! sleeping), each request turned into an ordinary [`RequestRecord`], every metric
+//! derived by [`crate::metrics`] and the report built by the sweep's own
+//! [`Sweep::report`], so `show`, `compare` and the HTML read it like any other.
+//! The report says it is predicted (`run.predicted`), and so does the verdict.
+//!
+//! What the model is told about each request: its prompt length (the words of the
+//! prompt goodput would send, one token per word: the same length a calibrated run
+//! asks for) and its output length (`max_tokens`; a JSONL prompt without one is
+//! given [`DEFAULT_OUTPUT_TOKENS`]). Warm-up requests are not simulated: each trial
+//! starts on an idle engine with a cool GPU.
+
+pub mod command;
+pub mod search;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use report::{Predicted, Report, RunInfo, RunStatus, TrialInfo};
+use sim::model::virtual_time::{simulate, Arrivals, ClientTiming, VirtualRequest};
+use sim::model::RequestSpec;
+use sim::SimConfig;
+
+use crate::metrics::{trial_metrics, trial_slo};
+use crate::plan::Plan;
+use crate::profile::LoadMode;
+use crate::record::{records_path, Chunk, ErrorKind, RequestRecord};
+use crate::run::{PointKey, Sweep, TrialState};
+use crate::workload::Builder;
+
+/// Output tokens given to a JSONL prompt that names no `max_tokens`.
+pub const DEFAULT_OUTPUT_TOKENS: u32 = 128;
+/// Bytes of text credited to each predicted token (records carry chunk sizes).
+const BYTES_PER_TOKEN: u32 = 4;
+
+/// What `run --predict` writes and how.
+#[derive(Debug, Clone)]
+pub struct PredictOptions {
+    /// The report file.
+    pub output: PathBuf,
+    /// Overwrite an existing report (and its requests file).
+    pub force: bool,
+    /// Write `<report>.html` beside it.
+    pub html: bool,
+}
+
+/// A fitted (or hand-written) engine configuration and where it came from.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The configuration.
+    pub config: SimConfig,
+    /// The file it was read from.
+    pub path: String,
+    /// The report it was fitted from, when the file's header says so.
+    pub fitted_from: Option<String>,
+}
+
+impl Model {
+    /// Reads an engine configuration (an ordinary `goodput sim --config` file).
+    pub fn load(path: &Path) -> anyhow::Result<Model> {
+        let config =
+            SimConfig::load(path).map_err(|e| crate::UsageError(format!("--predict: {e}")))?;
+        if config.schedule.is_some() {
+            return Err(crate::UsageError(format!(
+                "--predict: {} is in fixed-schedule mode (`schedule`): it has no engine model to run",
+                path.display()
+            ))
+            .into());
+        }
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let fitted_from = text
+            .lines()
+            .find_map(|l| l.strip_prefix(crate::fit::FITTED_FROM_HEADER))
+            .map(|s| s.trim().to_string());
+        Ok(Model {
+            config,
+            path: path.display().to_string(),
+            fitted_from,
+        })
+    }
+}
+
+/// Predicts every engine of the plan with `model`: its load levels, or its capacity
+/// search. Writes the report and its requests file; returns the report.
+pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Result<Report> {
+    let rec_path = records_path(&opts.output);
+    for p in [&opts.output, &rec_path] {
+        if p.exists() && !opts.force {
+            return Err(crate::UsageError(format!(
+                "{} exists: a prediction does not overwrite it; pass --force or -o another file",
+                p.display()
+            ))
+            .into());
+        }
+    }
+    let (sweep, records) = predict_sweep(plan, &model.config);
+    let mut report = finish_report(plan, model, &sweep);
+    if let Some(run) = report.run.as_mut() {
+        run.requests_file = rec_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+    }
+    let mut text = String::new();
+    for r in &records {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    report::io::write_atomic(&rec_path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", rec_path.display()))?;
+    report::write_report_atomic(&opts.output, &report)?;
+    if opts.html {
+        let html = opts.output.with_extension("html");
+        report::io::write_atomic(&html, crate::render::html(&report).as_bytes())?;
+    }
+    Ok(report)
+}
+
+/// The sweep of every engine on the model, and every request record, in virtual time.
+pub fn predict_sweep(plan: &Plan, config: &SimConfig) -> (Sweep, Vec<RequestRecord>) {
+    let mut sweep = Sweep::default();
+    let mut records = Vec::new();
+    for name in plan.engines.keys() {
+        let st = sweep.engine(name);
+        st.kv_pool_tokens = Some(config.kv_capacity_tokens());
+        st.kv_pool_source = Some("predicted".into());
+        match &plan.search {
+            None => {
+                for (pi, &x) in plan.points.iter().enumerate() {
+                    for t in 0..plan.trials {
+                        records.extend(run_trial(plan, config, &mut sweep, name, pi as u64, x, t));
+                    }
+                }
+            }
+            Some(_) => records.extend(search::run(plan, config, &mut sweep, name)),
+        }
+    }
+    (sweep, records)
+}
+
+/// The report of a predicted sweep, marked predicted.
+pub fn finish_report(plan: &Plan, model: &Model, sweep: &Sweep) -> Report {
+    let mut report = sweep.report(plan);
+    report.capacity = crate::run::capacities(plan, sweep, &report);
+    let complete = report.load.values().all(|e| {
+        e.points
+            .iter()
+            .all(|p| p.status == Some(RunStatus::Complete))
+    });
+    report.run = Some(RunInfo {
+        schema: report::SCHEMA.into(),
+        status: if complete {
+            RunStatus::Complete
+        } else {
+            RunStatus::Partial
+        },
+        load_mode: match plan.mode {
+            LoadMode::Concurrency => "concurrency".into(),
+            LoadMode::Rate => "rate".into(),
+        },
+        planned_trials: plan.trials,
+        requests_per_trial: plan.requests_per_trial,
+        warmup_requests: plan.warmup_requests,
+        seed: plan.seed,
+        workload: plan.workload_description.clone(),
+        fingerprints: plan.fingerprints(),
+        predicted: Some(Predicted {
+            engine_config: model.path.clone(),
+            fitted_from: model.fitted_from.clone(),
+            method: "virtual time: the simulator's engine model, no sockets, no sleeping".into(),
+        }),
+        ..Default::default()
+    });
+    report
+}
+
+/// The model's view of a trial's requests: the same prompts a real run sends.
+pub fn request_specs(plan: &Plan, stream: u64) -> Vec<RequestSpec> {
+    let builder = Builder {
+        workload: plan.workload.clone(),
+        model: String::new(),
+        api: crate::profile::Api::Completions,
+        tokens_per_word: 1.0,
+    };
+    builder
+        .build(plan.requests_per_trial, plan.seed, stream)
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let body: serde_json::Value = serde_json::from_slice(&p.body).unwrap_or_default();
+            let words = body["prompt"]
+                .as_str()
+                .map_or(1, |s| s.split_whitespace().count());
+            RequestSpec {
+                prompt_tokens: (words as u32).max(1),
+                output_tokens: p.max_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS).max(1),
+                endless: false,
+                seed: plan.seed ^ stream.rotate_left(17) ^ (i as u64).wrapping_mul(0x9E37_79B9),
+            }
+        })
+        .collect()
+}
+
+/// Runs trial `t` at load `x` on the model and adds it to the sweep; returns its records.
+pub(crate) fn run_trial(
+    plan: &Plan,
+    config: &SimConfig,
+    sweep: &mut Sweep,
+    engine: &str,
+    pi: u64,
+    x: f64,
+    t: u32,
+) -> Vec<RequestRecord> {
+    let stream = pi << 32 | u64::from(t);
+    let specs = request_specs(plan, stream);
+    let arrivals = match plan.mode {
+        LoadMode::Concurrency => Arrivals::Closed {
+            concurrency: x.round().max(1.0) as u32,
+        },
+        LoadMode::Rate => Arrivals::Open {
+            offsets_s: crate::load::arrival_offsets(
+                x,
+                plan.burstiness,
+                specs.len(),
+                plan.seed ^ stream,
+            )
+            .into_iter()
+            .map(|ns| ns as f64 / 1e9)
+            .collect(),
+            max_concurrency: plan.max_concurrency,
+        },
+    };
+    let timeout_s = plan.request_timeout.as_secs_f64();
+    let horizon_s = plan
+        .trial_timeout
+        .map_or(timeout_s * f64::from(plan.requests_per_trial.max(1)), |d| {
+            d.as_secs_f64()
+        });
+    let out = simulate(
+        config,
+        &arrivals,
+        &specs,
+        ClientTiming::default(),
+        horizon_s,
+    );
+    let records: Vec<RequestRecord> = out
+        .iter()
+        .zip(&specs)
+        .enumerate()
+        .map(|(i, (v, s))| to_record(engine, x, t, i as u32, v, s, timeout_s))
+        .collect();
+    let metrics = trial_metrics(&records, &plan.slo);
+    let info = TrialInfo {
+        index: t,
+        status: RunStatus::Complete,
+        duration_s: metrics.duration_s,
+        completed: metrics.completed,
+        failed: metrics.failed,
+        good: metrics.good,
+        ..Default::default()
+    };
+    let state = TrialState {
+        slo: trial_slo(&records, &plan.slo),
+        metrics,
+        info,
+        samples: Vec::new(),
+    };
+    sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
+    records
+}
+
+fn ns(s: f64) -> u64 {
+    (s * 1e9).round().max(0.0) as u64
+}
+
+/// A virtual request as the record a real client would have written: a request past
+/// `timeout_s` fails as `timeout` with the chunks that arrived in time, one that
+/// never finished (the run ended) as `cancelled`.
+pub(crate) fn to_record(
+    engine: &str,
+    x: f64,
+    trial: u32,
+    index: u32,
+    v: &VirtualRequest,
+    spec: &RequestSpec,
+    timeout_s: f64,
+) -> RequestRecord {
+    let mut r = RequestRecord::new(engine, x, trial, index, ns(v.scheduled));
+    r.requested_tokens = Some(spec.output_tokens);
+    let Some(sent) = v.sent else {
+        r.error = Some(ErrorKind::Cancelled);
+        r.error_detail = Some("predicted: never sent before the trial ended".into());
+        return r;
+    };
+    r.sent = ns(sent);
+    let deadline = sent + timeout_s;
+    r.chunks = v
+        .chunks
+        .iter()
+        .filter(|c| c.0 <= deadline)
+        .map(|&(t, tokens)| Chunk {
+            t: ns(t),
+            len: tokens * BYTES_PER_TOKEN,
+            lag: None,
+        })
+        .collect();
+    match v.done {
+        Some(done) if done <= deadline => {
+            r.done = Some(ns(done));
+            r.status = Some(200);
+            r.prompt_tokens = Some(u64::from(spec.prompt_tokens));
+            r.completion_tokens = Some(v.chunks.iter().map(|c| u64::from(c.1)).sum());
+        }
+        Some(_) => {
+            r.done = Some(ns(deadline));
+            r.status = Some(200);
+            r.error = Some(ErrorKind::Timeout);
+            r.error_detail = Some(format!(
+                "predicted: longer than the {timeout_s} s request timeout"
+            ));
+        }
+        None => {
+            r.error = Some(ErrorKind::Cancelled);
+            r.error_detail = Some(
+                "predicted: not finished when the trial ended (the KV pool cannot hold it, or the trial timed out)"
+                    .into(),
+            );
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,122 @@
+use super::*;
+use crate::profile::{Overrides, Profile};
+
+fn plan(extra: &str) -> Plan {
+    let text = format!(
+        r#"name = "p"
+[slo]
+ttft_ms = 100
+tpot_ms = 20
+[load]
+mode = "concurrency"
+points = [1, 4]
+requests_per_trial = 8
+trials = 2
+request_timeout_s = 30
+[workload]
+input_tokens = 200
+output_tokens = 16
+[engines.e]
+kind = "sim"
+preset = "default"
+{extra}"#
+    );
+    Profile::parse(&text, "test")
+        .unwrap()
+        .into_plan("test", &Overrides::default())
+        .unwrap()
+}
+
+fn config() -> SimConfig {
+    SimConfig {
+        step_fixed_ms: 10.0,
+        per_prefill_token_ms: 0.1,
+        per_decode_seq_ms: 1.0,
+        per_kv_token_ms: 0.0,
+        sched_cpu_ms: 0.0,
+        ..SimConfig::default()
+    }
+}
+
+fn model(config: SimConfig) -> Model {
+    Model {
+        config,
+        path: "engine.toml".into(),
+        fitted_from: Some("measured.json (engine e)".into()),
+    }
+}
+
+#[test]
+fn a_predicted_report_is_ordinary_and_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pred.json");
+    let opts = PredictOptions {
+        output: out.clone(),
+        force: false,
+        html: true,
+    };
+    let r = predict(&plan(""), &model(config()), &opts).unwrap();
+    let back = report::read_report(&out).unwrap();
+    assert_eq!(back, r);
+    let p = r.run.as_ref().unwrap().predicted.as_ref().unwrap();
+    assert_eq!(p.engine_config, "engine.toml");
+    let e = &r.load["e"];
+    assert_eq!(e.points.len(), 2);
+    // x = 1: TTFT is one prefill step, 10 + 200 × 0.1 ms; TPOT one decode step, 11 ms.
+    let p1 = &e.points[0];
+    assert!((p1.median_ttft_ms.median.unwrap() - 30.0).abs() < 1e-6);
+    assert!((p1.median_tpot_ms.median.unwrap() - 11.0).abs() < 1e-6);
+    assert_eq!(p1.completed, vec![8, 8]);
+    // Every request's record is beside it, and metrics recompute from them.
+    let recs = crate::record::read_records(&records_path(&out)).unwrap();
+    assert_eq!(recs.len(), 32);
+    assert!(crate::render::verdict::verdict_text(&r).contains("PREDICTED, not measured"));
+    assert!(out.with_extension("html").exists());
+    // Not overwritten without --force.
+    let e = predict(&plan(""), &model(config()), &opts).unwrap_err();
+    assert!(e.to_string().contains("--force"), "{e}");
+}
+
+#[test]
+fn a_search_runs_in_virtual_time_and_finds_the_knee() {
+    let p = {
+        let mut p = plan("");
+        p.search = Some(crate::search::SearchConfig {
+            mode: LoadMode::Concurrency,
+            min: 1.0,
+            max: 64.0,
+            resolution: 0.05,
+            target: 0.9,
+            max_probes: 16,
+            base_trials: 1,
+            max_trials_per_probe: 3,
+            growth: 2.0,
+        });
+        p.points.clear();
+        p
+    };
+    let (sweep, _) = predict_sweep(&p, &config());
+    let r = finish_report(&p, &model(config()), &sweep);
+    let (knee, trials) = search::knee(&r, "e");
+    // TPOT at concurrency c is 10 + c ms (the prefill steps of a closed loop add a
+    // little): the 20 ms bound holds up to about 8.
+    let k = knee.unwrap();
+    assert!((4.0..=10.0).contains(&k), "knee {k}");
+    assert!(trials >= 3, "{trials}");
+}
+
+#[test]
+fn requests_past_the_timeout_fail_as_timeouts_without_a_panic() {
+    let slow = SimConfig {
+        step_fixed_ms: 2000.0,
+        ..config()
+    };
+    let p = plan("");
+    let (sweep, recs) = predict_sweep(&p, &slow);
+    assert!(recs[0].error == Some(ErrorKind::Timeout), "{:?}", recs[0]);
+    assert!(recs
+        .iter()
+        .all(|r| matches!(r.error, Some(ErrorKind::Timeout | ErrorKind::Cancelled))));
+    let r = sweep.report(&p);
+    assert_eq!(r.load["e"].points[0].completed, vec![0, 0]);
+}
