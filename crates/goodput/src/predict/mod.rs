@@ -263,7 +263,6 @@ pub(crate) fn run_trial(
         slo: trial_slo(&records, &plan.slo),
         metrics,
         info,
-        samples: Vec::new(),
     };
     sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
     records
