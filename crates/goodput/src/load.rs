@@ -20,8 +20,9 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
 use tokio::sync::{mpsc, watch, Semaphore};
-use tokio::task::JoinSet;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::client::{stream_request, Limits, Target};
 use crate::profile::LoadMode;
@@ -86,12 +87,14 @@ pub async fn run_trial(
     stop: watch::Receiver<bool>,
     mut on_record: OnRecord,
 ) -> Vec<RequestRecord> {
-    let (cancel_tx, cancel_rx) = watch::channel(false);
-    let (no_new_tx, no_new_rx) = watch::channel(false);
+    // Two tokens: `cancel` abandons in-flight requests; its child `no_new` (also
+    // cancelled by it) only stops sending.
+    let cancel = CancellationToken::new();
+    let no_new = cancel.child_token();
     let forward = tokio::spawn(forward_stop(
         stop,
-        no_new_tx,
-        cancel_tx,
+        no_new.clone(),
+        cancel.clone(),
         trial.timeout,
         trial.grace,
     ));
@@ -106,13 +109,13 @@ pub async fn run_trial(
         requests: trial.requests,
         origin: now_ns(),
         origin_instant: Instant::now(),
-        cancel: cancel_rx,
-        no_new: no_new_rx,
+        cancel,
+        no_new,
         tx,
         sent: trial.sent,
     });
     let n = shared.requests.len();
-    let mut tasks = JoinSet::new();
+    let tasks = TaskTracker::new();
     match trial.mode {
         LoadMode::Concurrency => {
             let next = Arc::new(AtomicUsize::new(0));
@@ -122,7 +125,7 @@ pub async fn run_trial(
                 tasks.spawn(async move {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= s.requests.len() || *s.no_new.borrow() {
+                        if i >= s.requests.len() || s.no_new.is_cancelled() {
                             break;
                         }
                         let scheduled = now_ns().saturating_sub(s.origin);
@@ -131,36 +134,14 @@ pub async fn run_trial(
                 });
             }
         }
-        LoadMode::Rate => {
-            let s = shared.clone();
-            let sem = trial
-                .max_concurrency
-                .map(|c| Arc::new(Semaphore::new(c as usize)));
-            let offsets = trial.offsets;
-            tasks.spawn(async move {
-                let mut inflight = JoinSet::new();
-                let mut cancel = s.no_new.clone();
-                for (i, &off) in offsets.iter().enumerate().take(s.requests.len()) {
-                    let when = s.origin_instant + Duration::from_nanos(off);
-                    tokio::select! {
-                        _ = sleep_precisely(when) => {}
-                        _ = cancel.wait_for(|c| *c) => break,
-                    }
-                    let permit = match &sem {
-                        Some(sem) => tokio::select! {
-                            p = sem.clone().acquire_owned() => p.ok(),
-                            _ = cancel.wait_for(|c| *c) => break,
-                        },
-                        None => None,
-                    };
-                    let s2 = s.clone();
-                    inflight.spawn(async move {
-                        s2.send(i, off).await;
-                        drop(permit);
-                    });
-                }
-                while inflight.join_next().await.is_some() {}
-            });
+        // A trace is an open loop whose offsets are the trace's own times.
+        LoadMode::Rate | LoadMode::Trace => {
+            tasks.spawn(open_loop(
+                shared.clone(),
+                trial.offsets,
+                trial.max_concurrency,
+                tasks.clone(),
+            ));
         }
     }
     drop(shared);
@@ -175,7 +156,10 @@ pub async fn run_trial(
         }
         records
     });
-    while tasks.join_next().await.is_some() {}
+    // The open loop spawns its requests on the same tracker before it returns, so
+    // closing it here still waits for every request.
+    tasks.close();
+    tasks.wait().await;
     let mut records = match collector.await {
         Ok(records) => records,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -184,6 +168,31 @@ pub async fn run_trial(
     forward.abort();
     records.sort_by_key(|r| r.index);
     records
+}
+
+/// Sends request `i` at `offsets[i]` after the trial's start; with a cap, a request
+/// whose time has come waits for a slot (its wait is its send lag).
+async fn open_loop(s: Arc<Shared>, offsets: Vec<u64>, cap: Option<u32>, tasks: TaskTracker) {
+    let sem = cap.map(|c| Arc::new(Semaphore::new(c as usize)));
+    for (i, &off) in offsets.iter().enumerate().take(s.requests.len()) {
+        let when = s.origin_instant + Duration::from_nanos(off);
+        tokio::select! {
+            _ = sleep_precisely(when) => {}
+            _ = s.no_new.cancelled() => break,
+        }
+        let permit = match &sem {
+            Some(sem) => tokio::select! {
+                p = sem.clone().acquire_owned() => p.ok(),
+                _ = s.no_new.cancelled() => break,
+            },
+            None => None,
+        };
+        let s2 = s.clone();
+        tasks.spawn(async move {
+            s2.send(i, off).await;
+            drop(permit);
+        });
+    }
 }
 
 /// Sleeps until `when` with sub-millisecond precision: the timer wheel's last
@@ -200,13 +209,13 @@ async fn sleep_precisely(when: Instant) {
     }
 }
 
-/// Turns the run's stop signal and the trial timeout into the trial's two signals:
+/// Turns the run's stop signal and the trial timeout into the trial's two tokens:
 /// `no_new` (send nothing more) and, after the grace period, `cancel` (abandon
 /// in-flight requests). The trial timeout cancels at once.
 async fn forward_stop(
     mut stop: watch::Receiver<bool>,
-    no_new: watch::Sender<bool>,
-    cancel: watch::Sender<bool>,
+    no_new: CancellationToken,
+    cancel: CancellationToken,
     timeout: Option<Duration>,
     grace: Duration,
 ) {
@@ -220,11 +229,11 @@ async fn forward_stop(
         _ = stop.wait_for(|s| *s) => true,
         _ = deadline => false,
     };
-    let _ = no_new.send(true);
     if stopped {
+        no_new.cancel();
         tokio::time::sleep(grace).await;
     }
-    let _ = cancel.send(true);
+    cancel.cancel();
 }
 
 struct Shared {
@@ -237,8 +246,8 @@ struct Shared {
     requests: Vec<Prepared>,
     origin: u64,
     origin_instant: Instant,
-    cancel: watch::Receiver<bool>,
-    no_new: watch::Receiver<bool>,
+    cancel: CancellationToken,
+    no_new: CancellationToken,
     tx: mpsc::UnboundedSender<RequestRecord>,
     sent: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
@@ -247,11 +256,10 @@ impl Shared {
     async fn send(&self, i: usize, scheduled: u64) {
         let req = &self.requests[i];
         let mut rec = RequestRecord::new(&self.engine, self.x, self.trial, i as u32, scheduled);
-        rec.requested_tokens = req.max_tokens;
+        req.asked.fill(&mut rec);
         if let Some(sent) = &self.sent {
             sent.fetch_add(1, Ordering::Relaxed);
         }
-        let mut cancel = self.cancel.clone();
         {
             let fut = stream_request(
                 &self.client,
@@ -263,7 +271,7 @@ impl Shared {
             );
             tokio::select! {
                 _ = fut => {}
-                _ = cancel.wait_for(|c| *c) => {}
+                _ = self.cancel.cancelled() => {}
             }
         }
         if rec.done.is_none() {

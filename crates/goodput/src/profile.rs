@@ -111,6 +111,24 @@ pub enum LoadMode {
     Concurrency,
     /// x requests per second, Gamma-distributed gaps.
     Rate,
+    /// The trace's own arrival times (`kind = "trace"`); x is the speedup.
+    Trace,
+}
+
+impl LoadMode {
+    /// Name as in the profile and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadMode::Concurrency => "concurrency",
+            LoadMode::Rate => "rate",
+            LoadMode::Trace => "trace",
+        }
+    }
+
+    /// True when send times are fixed before the trial (rate and trace).
+    pub fn open_loop(self) -> bool {
+        self != LoadMode::Concurrency
+    }
 }
 
 /// `[load]`.
@@ -122,7 +140,9 @@ pub struct LoadSpec {
     pub mode: LoadMode,
     /// Load levels (concurrency, or requests/s).
     pub points: Vec<f64>,
-    /// Measured requests per trial.
+    /// Measured requests per trial (required, except in trace mode: the trace's
+    /// window sets it, and a value given caps it).
+    #[serde(default)]
     pub requests_per_trial: u32,
     /// Trials per point.
     #[serde(default = "default_trials")]
@@ -194,6 +214,33 @@ pub struct WorkloadSpec {
     /// Calibrate synthetic prompt lengths through the engine's `/tokenize`.
     #[serde(default = "yes")]
     pub calibrate: bool,
+    /// Prefix: number of distinct shared prefixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<u32>,
+    /// Prefix: tokens of each shared prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_tokens: Option<u32>,
+    /// Prefix: tokens of each request's own text after the prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suffix_tokens: Option<u32>,
+    /// Trace: `mooncake` (default) or `azure`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<crate::workload::trace::TraceFormat>,
+    /// Trace (mooncake): tokens per hash id (default 512).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_tokens: Option<u32>,
+    /// Trace: replay at most this many requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests: Option<u32>,
+    /// Trace: skip requests before this many seconds into the trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<f64>,
+    /// Trace: replay this many seconds of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// Trace: clip prompts to this many tokens (the report counts the clipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_tokens: Option<u32>,
 }
 
 fn yes() -> bool {
@@ -209,6 +256,10 @@ pub enum WorkloadKind {
     Synthetic,
     /// Prompts from a JSON Lines file: `{"prompt": "...", "max_tokens": 64}`.
     Jsonl,
+    /// Groups of requests sharing a prefix of `prefix_tokens`.
+    Prefix,
+    /// A timestamped trace replayed at its own times (`[load] mode = "trace"`).
+    Trace,
 }
 
 /// Style of synthetic text.

@@ -119,6 +119,22 @@ pub struct RequestRecord {
     /// Output tokens the request asked for.
     #[serde(default)]
     pub requested_tokens: Option<u32>,
+    /// Prompt tokens the workload meant to send (synthetic, prefix and trace
+    /// lengths; ShareGPT's counted length), beside `prompt_tokens` as served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u32>,
+    /// Prompt tokens that the workload shares with an earlier request of the trial
+    /// (a prefix group's system prompt, a trace's repeated hash blocks): what a
+    /// prefix cache could skip.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_tokens: Option<u32>,
+    /// The session (prefix group, trace line) the request belongs to, when the
+    /// workload has sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
+    /// Turn within the session (0-based), when the workload has turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
     /// HTTP status, when a response arrived.
     #[serde(default)]
     pub status: Option<u16>,
@@ -147,6 +163,10 @@ impl RequestRecord {
             completion_tokens: None,
             tokens_estimated: false,
             requested_tokens: None,
+            input_tokens: None,
+            shared_tokens: None,
+            session: None,
+            turn: None,
             status: None,
             error: None,
             error_detail: None,

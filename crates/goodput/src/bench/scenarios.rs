@@ -59,7 +59,10 @@ fn request(tokens: u32) -> Prepared {
     });
     Prepared {
         body: Bytes::from(body.to_string()),
-        max_tokens: Some(tokens),
+        asked: crate::workload::Asked {
+            max_tokens: Some(tokens),
+            ..Default::default()
+        },
     }
 }
 

@@ -11,8 +11,11 @@ use crate::profile::{EngineSpec, LoadMode, SloSpec, TelemetrySpec, TextStyle};
 mod check;
 mod engines;
 mod jsonl;
+mod load;
+mod search;
 #[cfg(test)]
 mod tests;
+mod workload;
 
 pub use engines::expand_vars;
 
@@ -85,6 +88,10 @@ pub enum Workload {
         /// The prompts.
         prompts: Vec<JsonlPrompt>,
     },
+    /// Groups of requests sharing a prefix.
+    Prefix(crate::workload::prefix::PrefixWorkload),
+    /// A replayed trace.
+    Trace(crate::workload::trace::TraceWorkload),
 }
 
 /// One line of a JSONL workload.
@@ -127,10 +134,11 @@ impl Plan {
             (
                 "workload".into(),
                 match &self.workload {
-                    Workload::Synthetic { .. } => json!({"spec": self.workload_description}),
                     Workload::Jsonl { prompts, .. } => {
                         json!({"spec": self.workload_description, "prompts": prompts})
                     }
+                    // The description holds the source's SHA-256 where there is one.
+                    _ => json!({"spec": self.workload_description}),
                 },
             ),
             ("telemetry".into(), json!(self.telemetry)),

@@ -28,10 +28,7 @@ pub(crate) fn capacities(
         let obs = sweep.observations(plan, name);
         let point = |x: Option<f64>| x.and_then(|x| result.points.iter().find(|p| p.x == x));
         let trials: u32 = obs.iter().map(|o| o.trials).sum();
-        let mode = match cfg.mode {
-            LoadMode::Concurrency => "concurrency",
-            LoadMode::Rate => "rate",
-        };
+        let mode = cfg.mode.name();
         let unit = |x: f64| match cfg.mode {
             LoadMode::Concurrency => format!(
                 "{} concurrent request{}",
@@ -39,6 +36,7 @@ pub(crate) fn capacities(
                 if x == 1.0 { "" } else { "s" }
             ),
             LoadMode::Rate => format!("{} requests/s", num(x)),
+            LoadMode::Trace => format!("{}x the trace's speed", num(x)),
         };
         let found = match next_step(cfg, &obs) {
             Step::Done(f) => f,

@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use crate::client::http_client;
 use crate::engine::{self, EngineContext};
 use crate::plan::Plan;
-use crate::profile::{EngineKind, LoadMode};
+use crate::profile::EngineKind;
 use crate::record::{records_path, RecordsFile};
 use crate::stop::Stop;
 use crate::telemetry;
@@ -240,10 +240,7 @@ async fn open<'a>(
         schema: report::SCHEMA.into(),
         status: RunStatus::Running,
         reason: None,
-        load_mode: match plan.mode {
-            LoadMode::Concurrency => "concurrency".into(),
-            LoadMode::Rate => "rate".into(),
-        },
+        load_mode: plan.mode.name().into(),
         planned_trials: plan.trials,
         requests_per_trial: plan.requests_per_trial,
         warmup_requests: plan.warmup_requests,

@@ -148,8 +148,7 @@ impl Sweep {
                     .filter(|t| t.info.status == RunStatus::Complete)
                     .collect();
                 let metrics: Vec<TrialMetrics> = done.iter().map(|t| t.metrics.clone()).collect();
-                let mut p =
-                    point_summary(x, &metrics, &plan.quantiles, plan.mode == LoadMode::Rate);
+                let mut p = point_summary(x, &metrics, &plan.quantiles, plan.mode.open_loop());
                 p.planned_trials = Some(plan.trials);
                 p.status = Some(if done.len() as u32 >= plan.trials {
                     RunStatus::Complete
@@ -226,6 +225,7 @@ impl Sweep {
         // report of another mode keys its points apart and restores nothing).
         let mode = match old.run.as_ref().map(|r| r.load_mode.as_str()) {
             Some("rate") => LoadMode::Rate,
+            Some("trace") => LoadMode::Trace,
             _ => LoadMode::Concurrency,
         };
         let key = |x: f64| PointKey::new(mode, x);

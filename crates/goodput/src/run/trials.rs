@@ -252,6 +252,7 @@ async fn run_one(
     let requests = builder.build(plan.requests_per_trial, plan.seed, stream);
     let offsets = match plan.mode {
         LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ stream),
+        LoadMode::Trace => builder.trace_offsets(x),
         LoadMode::Concurrency => Vec::new(),
     };
     let point = match &plan.search {

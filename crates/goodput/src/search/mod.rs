@@ -135,7 +135,7 @@ impl SearchConfig {
         let x = x.clamp(self.min, self.max);
         match self.mode {
             LoadMode::Concurrency => x.round().clamp(self.min.ceil(), self.max.floor()),
-            LoadMode::Rate => round_rate(x).clamp(self.min, self.max),
+            LoadMode::Rate | LoadMode::Trace => round_rate(x).clamp(self.min, self.max),
         }
     }
 
@@ -143,7 +143,7 @@ impl SearchConfig {
     fn resolved(&self, p: f64, f: f64) -> bool {
         match self.mode {
             LoadMode::Concurrency => f - p <= 1.0,
-            LoadMode::Rate => f - p <= self.resolution * p * (1.0 + 1e-9),
+            LoadMode::Rate | LoadMode::Trace => f - p <= self.resolution * p * (1.0 + 1e-9),
         }
     }
 }
@@ -215,7 +215,7 @@ pub fn next_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
             }
             let next = cfg.snap(p.x * cfg.growth).max(match cfg.mode {
                 LoadMode::Concurrency => p.x + 1.0,
-                LoadMode::Rate => p.x,
+                LoadMode::Rate | LoadMode::Trace => p.x,
             });
             let next = next.min(cfg.snap(cfg.max));
             if next <= p.x {

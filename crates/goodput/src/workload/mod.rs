@@ -1,5 +1,6 @@
-//! What each request says: synthetic prompts of a target token length, or prompts
-//! from a JSONL file; bodies are serialised here, before any timing starts.
+//! What each request says: synthetic prompts of a target token length, prompts
+//! from a JSONL file, groups sharing a prefix (`prefix`), or a replayed trace
+//! (`trace`); bodies are serialised here, before any timing starts.
 //!
 //! Synthetic requests ask for a fixed output length (`max_tokens` = `min_tokens` =
 //! the length, `ignore_eos`), so every engine generates the same number of tokens.
@@ -14,31 +15,49 @@ use serde_json::json;
 
 use crate::plan::Workload;
 use crate::profile::{Api, TextStyle};
+use crate::record::RequestRecord;
 
-/// Common short English words: about one token each in the usual BPE vocabularies.
-const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
-    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
-    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
-    "been", "if", "more", "when", "will", "would", "who", "so", "no", "time", "people", "year",
-    "way", "day", "man", "thing", "woman", "life", "child", "world", "school", "state", "family",
-    "student", "group", "country", "problem", "hand", "part", "place", "case", "week", "company",
-    "system", "program", "question", "work", "number", "night", "point", "home", "water", "room",
-    "mother", "area", "money", "story", "fact", "month", "lot", "right", "study", "book", "eye",
-    "job", "word", "business", "issue", "side", "kind", "head", "house", "service", "friend",
-    "father", "power", "hour", "game", "line", "end", "member", "law", "car", "city", "name",
-];
+pub mod prefix;
+pub mod source;
+mod text;
+pub mod trace;
 
-/// A passage repeated by `TextStyle::Repetitive`, so n-gram drafting finds matches.
-const PASSAGE: &str = "the quick brown fox jumps over the lazy dog and then the dog runs after the fox around the old red barn";
+use text::{draw_len, synthetic_text};
 
 /// One request, ready to send.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     /// Serialised JSON body.
     pub body: Bytes,
-    /// Output tokens asked for.
+    /// What it asks for, copied into its record.
+    pub asked: Asked,
+}
+
+/// What a request asks for, as the workload planned it (kept in its record beside
+/// what happened).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Asked {
+    /// Output tokens asked for (`max_tokens`).
     pub max_tokens: Option<u32>,
+    /// Prompt tokens meant.
+    pub input_tokens: Option<u32>,
+    /// Prompt tokens shared with an earlier request of the trial.
+    pub shared_tokens: Option<u32>,
+    /// Session (prefix group, trace line).
+    pub session: Option<u32>,
+    /// Turn in the session.
+    pub turn: Option<u32>,
+}
+
+impl Asked {
+    /// Copies the asked facts into a fresh record.
+    pub fn fill(&self, rec: &mut RequestRecord) {
+        rec.requested_tokens = self.max_tokens;
+        rec.input_tokens = self.input_tokens;
+        rec.shared_tokens = self.shared_tokens;
+        rec.session = self.session;
+        rec.turn = self.turn;
+    }
 }
 
 /// Builds prompts and bodies.
@@ -58,12 +77,17 @@ impl Builder {
     /// `n` requests for a trial, deterministic in (`seed`, `stream`): the same on
     /// every engine, different per trial.
     pub fn build(&self, n: u32, seed: u64, stream: u64) -> Vec<Prepared> {
-        let mut rng = StdRng::seed_from_u64(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        (0..n).map(|i| self.one(&mut rng, i)).collect()
+        let key = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut rng = StdRng::seed_from_u64(key);
+        match &self.workload {
+            Workload::Prefix(p) => prefix::build(self, p, n, key),
+            Workload::Trace(t) => trace::build(self, t, n, key),
+            _ => (0..n).map(|i| self.one(&mut rng, i)).collect(),
+        }
     }
 
     fn one(&self, rng: &mut StdRng, i: u32) -> Prepared {
-        let (prompt, max_tokens, fixed) = match &self.workload {
+        let (prompt, asked, fixed) = match &self.workload {
             Workload::Synthetic {
                 input_tokens,
                 output_tokens,
@@ -73,17 +97,44 @@ impl Builder {
             } => {
                 let inp = draw_len(rng, *input_tokens, *range_ratio);
                 let out = draw_len(rng, *output_tokens, *range_ratio);
-                let words = ((inp as f64) / self.tokens_per_word).round().max(1.0) as usize;
-                (synthetic_text(rng, words, *text), Some(out), true)
+                let asked = Asked {
+                    max_tokens: Some(out),
+                    input_tokens: Some(inp),
+                    ..Asked::default()
+                };
+                (synthetic_text(rng, self.words(inp), *text), asked, true)
             }
             Workload::Jsonl { prompts, .. } => {
                 let p = &prompts[(rng.gen::<u32>() as usize ^ i as usize) % prompts.len()];
-                (p.prompt.clone(), p.max_tokens, false)
+                let asked = Asked {
+                    max_tokens: p.max_tokens,
+                    ..Asked::default()
+                };
+                (p.prompt.clone(), asked, false)
             }
+            Workload::Prefix(_) | Workload::Trace(_) => unreachable!("built by their modules"),
         };
+        self.prepared(&prompt, asked, fixed)
+    }
+
+    /// Trace mode: the trace's send offsets at `speedup` (empty for other kinds).
+    pub fn trace_offsets(&self, speedup: f64) -> Vec<u64> {
+        match &self.workload {
+            Workload::Trace(t) => t.offsets(speedup),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Words of synthetic text for about `tokens` tokens on this engine.
+    fn words(&self, tokens: u32) -> usize {
+        ((tokens as f64) / self.tokens_per_word).round().max(1.0) as usize
+    }
+
+    /// A request with its body serialised.
+    fn prepared(&self, prompt: &str, asked: Asked, fixed: bool) -> Prepared {
         Prepared {
-            body: Bytes::from(self.body(&prompt, max_tokens, fixed).to_string()),
-            max_tokens,
+            body: Bytes::from(self.body(prompt, asked.max_tokens, fixed).to_string()),
+            asked,
         }
     }
 
@@ -113,52 +164,10 @@ impl Builder {
         let mut rng = StdRng::seed_from_u64(7);
         let style = match &self.workload {
             Workload::Synthetic { text, .. } => *text,
-            Workload::Jsonl { .. } => TextStyle::Random,
+            _ => TextStyle::Random,
         };
         synthetic_text(&mut rng, words, style)
     }
-}
-
-/// A length drawn uniformly from `[L(1-r), L(1+r)]`, at least 1.
-fn draw_len(rng: &mut StdRng, l: u32, r: f64) -> u32 {
-    if r <= 0.0 {
-        return l;
-    }
-    let lo = ((l as f64) * (1.0 - r)).round().max(1.0) as u32;
-    let hi = ((l as f64) * (1.0 + r)).round().max(lo as f64) as u32;
-    rng.gen_range(lo..=hi)
-}
-
-fn synthetic_text(rng: &mut StdRng, words: usize, style: TextStyle) -> String {
-    let mut s = String::with_capacity(words * 6);
-    match style {
-        TextStyle::Random => {
-            for k in 0..words {
-                if k > 0 {
-                    s.push(' ');
-                }
-                s.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
-            }
-        }
-        TextStyle::Repetitive => {
-            // A random opening makes every prompt distinct (no prefix-cache hits
-            // across requests); the repeated passage after it gives n-gram drafting
-            // something to find.
-            let passage: Vec<&str> = PASSAGE.split(' ').collect();
-            let opening = words.min(8);
-            for k in 0..words {
-                if k > 0 {
-                    s.push(' ');
-                }
-                if k < opening {
-                    s.push_str(WORDS[rng.gen_range(0..WORDS.len())]);
-                } else {
-                    s.push_str(passage[(k - opening) % passage.len()]);
-                }
-            }
-        }
-    }
-    s
 }
 
 /// Asks the engine how many tokens `text` is: vLLM/SGLang (`{"prompt"}` → `count`)
@@ -221,15 +230,18 @@ pub enum Calibration {
 
 /// Tokens per word of synthetic text on this engine, via `/tokenize`.
 pub async fn calibrate(builder: &Builder, client: &reqwest::Client, base_url: &str) -> Calibration {
-    let Workload::Synthetic {
-        input_tokens,
-        calibrate: true,
-        ..
-    } = &builder.workload
-    else {
-        return Calibration::NotAsked;
+    // Every generated kind sets lengths in words: the same calibration serves them.
+    let input_tokens = match &builder.workload {
+        Workload::Synthetic {
+            input_tokens,
+            calibrate: true,
+            ..
+        } => *input_tokens,
+        Workload::Prefix(p) if p.calibrate => p.prefix_tokens + p.suffix_tokens,
+        Workload::Trace(t) if t.calibrate => 512,
+        _ => return Calibration::NotAsked,
     };
-    let words = (*input_tokens as usize).clamp(16, 4096);
+    let words = (input_tokens as usize).clamp(16, 4096);
     let n = match count_tokens(
         client,
         base_url,

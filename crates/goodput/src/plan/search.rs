@@ -1,0 +1,95 @@
+//! `[search]` and the search flags, checked against the load mode.
+
+use crate::profile::{LoadMode, LoadSpec, ProfileError, SearchSpec, SloSpec};
+
+use super::check::Checker;
+
+/// The `[search]` table (with its flags) checked against the load mode.
+pub(super) fn check_search(
+    check: &Checker,
+    table: &SearchSpec,
+    flags: &SearchSpec,
+    load: &LoadSpec,
+    profile_mode: LoadMode,
+    slo: &SloSpec,
+) -> Result<crate::search::SearchConfig, ProfileError> {
+    let s = table.overridden_by(flags);
+    let mode = load.mode;
+    if mode != profile_mode {
+        // Bounds written for the other mode would be read in the wrong unit.
+        for (field, written, flag) in [
+            ("search.min", table.min.is_some(), flags.min.is_some()),
+            ("search.max", table.max.is_some(), flags.max.is_some()),
+        ] {
+            if written && !flag {
+                return Err(check.bad(
+                    field,
+                    format!(
+                        "is written for [load] mode = \"{}\", but the search runs in {} mode: give --min and --max in its unit",
+                        mode_name(profile_mode),
+                        mode_name(mode)
+                    ),
+                ));
+            }
+        }
+    }
+    let (lo, hi, unit, dmin, dmax): (f64, f64, &str, f64, f64) = match mode {
+        LoadMode::Concurrency => (1.0, 100_000.0, "requests in flight", 1.0, 64.0),
+        LoadMode::Rate | LoadMode::Trace => (1e-6, 1_000_000.0, "requests per second", 0.5, 64.0),
+    };
+    let min = check.number("search.min", s.min.unwrap_or(dmin), lo..=hi, unit)?;
+    let max = check.number("search.max", s.max.unwrap_or(dmax.max(min)), lo..=hi, unit)?;
+    if mode == LoadMode::Concurrency {
+        for (field, v) in [("search.min", min), ("search.max", max)] {
+            if v.fract() != 0.0 {
+                return Err(check.bad(
+                    field,
+                    format!("{v} is not a whole number of requests in flight"),
+                ));
+            }
+        }
+    }
+    if max < min {
+        return Err(check.bad(
+            "search.max",
+            format!("{max} is below search.min ({min}): the search needs min <= max"),
+        ));
+    }
+    let resolution = check.number(
+        "search.resolution",
+        s.resolution.unwrap_or(0.05),
+        1e-6..=1.0,
+        "a share of the load",
+    )?;
+    let target = match s.attainment {
+        Some(a) => check.number("search.attainment", a, 1e-6..=1.0, "a share of requests")?,
+        None => slo.attainment.unwrap_or(crate::metrics::DEFAULT_ATTAINMENT),
+    };
+    let max_probes = check.count("search.max_probes", s.max_probes.unwrap_or(16), 1..=1000)?;
+    let max_trials_per_probe = check.count(
+        "search.max_trials_per_probe",
+        s.max_trials_per_probe.unwrap_or(load.trials + 2),
+        load.trials as u64..=1000,
+    )?;
+    let growth = check.number(
+        "search.growth",
+        s.growth.unwrap_or(2.0),
+        1.01..=100.0,
+        "a factor",
+    )?;
+    Ok(crate::search::SearchConfig {
+        mode,
+        min,
+        max,
+        resolution,
+        target,
+        max_probes,
+        base_trials: load.trials,
+        max_trials_per_probe,
+        growth,
+    })
+}
+
+fn mode_name(m: LoadMode) -> &'static str {
+    m.name()
+}

@@ -1,0 +1,166 @@
+//! `[workload]`: each kind's fields checked, and its source read (a JSONL file).
+
+use crate::profile::{ProfileError, WorkloadKind, WorkloadSpec};
+
+use crate::workload::prefix::PrefixWorkload;
+use crate::workload::trace::{self, Window};
+
+use super::check::{Checker, MAX_SECONDS};
+use super::jsonl::read_jsonl;
+use super::Workload;
+
+pub(super) fn check_workload(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+    if !(0.0..1.0).contains(&w.range_ratio) {
+        return Err(check.bad(
+            "workload.range_ratio",
+            format!("{} is out of range 0.0..1.0", w.range_ratio),
+        ));
+    }
+    if let Some(o) = w.output_tokens {
+        check.count("workload.output_tokens", o, 1..=1_000_000)?;
+    }
+    match w.kind {
+        WorkloadKind::Synthetic => {
+            let required = |field: &str, v: Option<u32>| {
+                v.ok_or_else(|| {
+                    check.bad(
+                        &format!("workload.{field}"),
+                        "is required for a synthetic workload".into(),
+                    )
+                })
+            };
+            let input_tokens = required("input_tokens", w.input_tokens)?;
+            let output_tokens = required("output_tokens", w.output_tokens)?;
+            check.count("workload.input_tokens", input_tokens, 1..=1_000_000)?;
+            Ok(Workload::Synthetic {
+                input_tokens,
+                output_tokens,
+                range_ratio: w.range_ratio,
+                text: w.text,
+                calibrate: w.calibrate,
+            })
+        }
+        WorkloadKind::Jsonl => {
+            let path = w.path.clone().ok_or_else(|| {
+                check.bad("workload.path", "is required for a jsonl workload".into())
+            })?;
+            let prompts =
+                read_jsonl(&path, w.output_tokens).map_err(|m| check.bad("workload.path", m))?;
+            Ok(Workload::Jsonl { path, prompts })
+        }
+        WorkloadKind::Prefix => check_prefix(check, w),
+        WorkloadKind::Trace => check_trace(check, w),
+    }
+}
+
+fn required(
+    check: &Checker,
+    w: &WorkloadSpec,
+    field: &str,
+    v: Option<u32>,
+) -> Result<u32, ProfileError> {
+    let v = v.ok_or_else(|| {
+        check.bad(
+            &format!("workload.{field}"),
+            format!("is required for a {} workload", kind_name(w.kind)),
+        )
+    })?;
+    check.count(&format!("workload.{field}"), v, 1..=1_000_000)
+}
+
+fn kind_name(k: WorkloadKind) -> String {
+    serde_json::to_value(k)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn check_prefix(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+    Ok(Workload::Prefix(PrefixWorkload {
+        groups: required(check, w, "groups", w.groups)?,
+        prefix_tokens: required(check, w, "prefix_tokens", w.prefix_tokens)?,
+        suffix_tokens: required(check, w, "suffix_tokens", w.suffix_tokens)?,
+        output_tokens: required(check, w, "output_tokens", w.output_tokens)?,
+        calibrate: w.calibrate,
+    }))
+}
+
+fn check_trace(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+    let path = w
+        .path
+        .clone()
+        .ok_or_else(|| check.bad("workload.path", "is required for a trace workload".into()))?;
+    let block_tokens = check.count(
+        "workload.block_tokens",
+        w.block_tokens.unwrap_or(512),
+        1..=1_000_000,
+    )?;
+    for (field, v) in [
+        ("workload.start_s", w.start_s),
+        ("workload.duration_s", w.duration_s),
+    ] {
+        if let Some(v) = v {
+            check.number(field, v, 0.0..=MAX_SECONDS, "seconds")?;
+        }
+    }
+    if let Some(m) = w.max_requests {
+        check.count("workload.max_requests", m, 1..=10_000_000)?;
+    }
+    if let Some(m) = w.max_input_tokens {
+        check.count("workload.max_input_tokens", m, 1..=10_000_000)?;
+    }
+    let window = Window {
+        start_s: w.start_s,
+        duration_s: w.duration_s,
+        max_requests: w.max_requests,
+        max_input_tokens: w.max_input_tokens,
+    };
+    let t = trace::read(
+        &path,
+        w.format.unwrap_or_default(),
+        block_tokens,
+        &window,
+        w.calibrate,
+    )
+    .map_err(|m| check.bad("workload.path", m))?;
+    Ok(Workload::Trace(t))
+}
+
+/// The workload as the report documents it: the profile's table as written, plus
+/// (under `facts`) the source's SHA-256, counts after selection, the expected
+/// prefix-cache hit share. Two reports with the same description ran the same
+/// requests.
+pub(super) fn describe(
+    spec: &WorkloadSpec,
+    w: &Workload,
+    requests_per_trial: u32,
+) -> serde_json::Value {
+    let mut v = serde_json::to_value(spec).unwrap_or_default();
+    let facts = facts(w, requests_per_trial);
+    if let (Some(map), false) = (
+        v.as_object_mut(),
+        facts.as_object().is_some_and(|f| f.is_empty()),
+    ) {
+        map.insert("facts".into(), facts);
+    }
+    v
+}
+
+fn facts(w: &Workload, requests_per_trial: u32) -> serde_json::Value {
+    use serde_json::json;
+    match w {
+        Workload::Synthetic { .. } => json!({}),
+        Workload::Jsonl { prompts, .. } => json!({"prompts": prompts.len()}),
+        Workload::Prefix(p) => json!({
+            "expected_prefix_hit_share": p.expected_hit_share(requests_per_trial),
+        }),
+        Workload::Trace(t) => json!({
+            "sha256": t.sha256,
+            "requests_in_file": t.total,
+            "requests": t.requests.len(),
+            "clipped": t.clipped,
+            "duration_s": t.requests.last().map_or(0.0, |r| r.offset_ns as f64 / 1e9),
+            "expected_prefix_hit_share": t.expected_hit_share(),
+        }),
+    }
+}
