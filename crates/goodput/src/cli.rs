@@ -65,6 +65,14 @@ pub enum Command {
     /// an ordinary simulator config: `goodput sim --config`, `kind = "sim"`, or
     /// `run --predict`.
     Fit(FitArgs),
+    /// Internal: the leader of a launched engine's process group, which kills the
+    /// group when goodput dies (`engine::guard`).
+    #[command(hide = true)]
+    EngineGuard {
+        /// The engine's command line.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        argv: Vec<String>,
+    },
 }
 
 /// `goodput fit`.
@@ -215,6 +223,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => run_command(args).await,
         Command::Search(args) => search_command(args).await,
         Command::Sim(args) => sim_command(args).await,
+        Command::EngineGuard { argv } => Ok(crate::engine::guard::run(&argv)),
         Command::Show { report, format } => {
             let r = report::read_report(&report)?;
             let color = format == Format::Table

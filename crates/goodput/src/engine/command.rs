@@ -41,6 +41,9 @@ pub fn resolve_port(spec: &EngineSpec) -> Result<u16, CommandError> {
     }
 }
 
+/// The module that runs vLLM's OpenAI server, for `python = "..."`.
+pub const VLLM_MODULE: &str = "vllm.entrypoints.openai.api_server";
+
 /// The argv that launches an engine of `spec`'s kind on `port`; `None` for `url`.
 ///
 /// `llama_server` is the `llama-server` binary (`$LLAMA_SERVER` or the one on
@@ -61,9 +64,18 @@ pub fn launch_argv(
     ];
     let mut argv: Vec<String> = match spec.effective_kind() {
         EngineKind::Url => return Ok(None),
-        EngineKind::Vllm => vec!["vllm".into(), "serve".into(), model()?],
+        EngineKind::Vllm => match &spec.python {
+            Some(python) => vec![
+                python.clone(),
+                "-m".into(),
+                VLLM_MODULE.into(),
+                "--model".into(),
+                model()?,
+            ],
+            None => vec!["vllm".into(), "serve".into(), model()?],
+        },
         EngineKind::Sglang => vec![
-            "python3".into(),
+            spec.python.clone().unwrap_or_else(|| "python3".into()),
             "-m".into(),
             "sglang.launch_server".into(),
             "--model-path".into(),
@@ -240,6 +252,20 @@ mod tests {
             argv(&spec(EngineKind::LlamaCpp))[..3].join(" "),
             "llama-server -m Qwen/Qwen2.5-0.5B"
         );
+        let venv = EngineSpec {
+            python: Some("/venv/bin/python".into()),
+            ..spec(EngineKind::Vllm)
+        };
+        assert_eq!(
+            argv(&venv).join(" "),
+            "/venv/bin/python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-0.5B \
+             --host 127.0.0.1 --port 8123 --max-model-len 2048"
+        );
+        let sglang_venv = EngineSpec {
+            python: Some("/venv/bin/python".into()),
+            ..spec(EngineKind::Sglang)
+        };
+        assert_eq!(argv(&sglang_venv)[0], "/venv/bin/python");
         let sim = EngineSpec {
             preset: Some("l4".into()),
             ..spec(EngineKind::Sim)

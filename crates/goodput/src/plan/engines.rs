@@ -14,6 +14,7 @@ pub(super) fn expand_engine(e: &mut EngineSpec) -> Result<(), (&'static str, Str
         ("model", e.model.as_mut()),
         ("url", e.url.as_mut()),
         ("shell", e.shell.as_mut()),
+        ("python", e.python.as_mut()),
     ] {
         if let Some(v) = v {
             one(field, v)?;
@@ -89,6 +90,12 @@ pub(super) fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'stat
             ))
         }
         _ => {}
+    }
+    if e.python.is_some() && !matches!(kind, EngineKind::Vllm | EngineKind::Sglang) {
+        return Err((
+            "python",
+            "names the interpreter of a launched vLLM or SGLang only".into(),
+        ));
     }
     if e.command.is_some() && e.shell.is_some() {
         return Err(("shell", "give either `command` or `shell`, not both".into()));

@@ -47,6 +47,15 @@ fn engine_errors_name_the_field() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("engines.a.port"), "{e}");
+    let e = plan("[engines.a]\nkind = \"llama-cpp\"\nmodel = \"m\"\npython = \"/py\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("engines.a.python"), "{e}");
+    std::env::set_var("GOODPUT_TEST_VENV_PY", "/venv/bin/python");
+    let p =
+        plan("[engines.a]\nkind = \"vllm\"\nmodel = \"m\"\npython = \"${GOODPUT_TEST_VENV_PY}\"\n")
+            .unwrap();
+    assert_eq!(p.engines["a"].python.as_deref(), Some("/venv/bin/python"));
 }
 
 #[test]

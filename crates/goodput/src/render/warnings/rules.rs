@@ -21,7 +21,10 @@ pub fn engine_failed(engine: &str, result: &EngineResult) -> Option<Warning> {
         }
         _ => {}
     }
-    if let Some(last) = e.log_tail.iter().rev().find(|l| !l.trim().is_empty()) {
+    // A message that names the cause found in the log (engine::EngineHandle::explain)
+    // needs no last line, which is often a warning printed after the cause.
+    let last = e.log_tail.iter().rev().find(|l| !l.trim().is_empty());
+    if let Some(last) = last.filter(|_| !e.message.contains("; cause: ")) {
         message.push_str(&format!("; last log line: {}", last.trim()));
     }
     let advice = match e.kind.as_str() {
