@@ -61,6 +61,31 @@ pub enum Command {
     /// Measure the client itself against the simulator's fixed schedule: added latency,
     /// TTFT/ITL error, capacity, send lag.
     BenchClient(crate::bench::BenchArgs),
+    /// Merge shard reports (`run --shard I/N`) of one plan into one report.
+    Merge(MergeArgs),
+    /// Write (and with --submit, submit) a Slurm job array that runs a profile's
+    /// shards, and a merge job after it; or, with --status, say how its shards stand.
+    Slurm(crate::cluster::slurm::SlurmArgs),
+    /// Write Kubernetes manifests that run a profile's shards as an Indexed Job,
+    /// and the merge as a Job after it.
+    K8s(crate::cluster::k8s::K8sArgs),
+}
+
+/// `goodput merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard reports, in any order.
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// The merged report.
+    #[arg(long, short, default_value = "goodput-report.json")]
+    pub output: PathBuf,
+    /// Overwrite an existing report at the output.
+    #[arg(long)]
+    pub force: bool,
+    /// Do not write the HTML page beside the report.
+    #[arg(long)]
+    pub no_html: bool,
 }
 
 /// `goodput run`.
@@ -112,6 +137,11 @@ pub struct CommonArgs {
     /// Do not write the HTML page beside the report.
     #[arg(long)]
     pub no_html: bool,
+    /// Run only slice I of N of the plan (I from 0), e.g. `--shard 2/8`: whole
+    /// engines first, load levels when there are fewer engines than shards;
+    /// `goodput merge` joins the shard reports.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
 }
 
 /// `goodput search`.
@@ -213,6 +243,9 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::BenchClient(args) => crate::bench::run(args).await,
+        Command::Merge(args) => crate::shard::merge::command(&args),
+        Command::Slurm(args) => crate::cluster::slurm::command(&args),
+        Command::K8s(args) => crate::cluster::k8s::command(&args),
     }
 }
 
@@ -227,6 +260,12 @@ fn print_out(text: &str) -> anyhow::Result<i32> {
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    let plan = run_plan(&args)?;
+    execute(&plan, &args.output, &args.common).await
+}
+
+/// The plan `goodput run` would run with these flags (before any `--shard`).
+pub(crate) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
     let (profile, origin) = load_profile(&args.profile)?;
     let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
     let overrides = Overrides {
@@ -246,8 +285,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         mode: None,
         ..args.common.overrides()?
     };
-    let plan = profile.into_plan(&origin, &overrides)?;
-    execute(&plan, &args.output, &args.common).await
+    Ok(profile.into_plan(&origin, &overrides)?)
 }
 
 impl CommonArgs {
@@ -310,6 +348,16 @@ async fn execute(
     flags: &CommonArgs,
 ) -> anyhow::Result<i32> {
     let (quiet, no_html) = (flags.quiet, flags.no_html);
+    let sliced;
+    let (plan, shard) = match &flags.shard {
+        None => (plan, None),
+        Some(s) => {
+            let (i, n) = crate::shard::parse_shard(s)?;
+            let (p, info) = crate::shard::slice(plan, i, n)?;
+            sliced = p;
+            (&sliced, Some(info))
+        }
+    };
     let opts = RunOptions {
         output: output.to_path_buf(),
         fresh: flags.fresh,
@@ -318,6 +366,7 @@ async fn execute(
         verbose: !quiet,
         html: !no_html,
         grace: std::time::Duration::from_secs(5),
+        shard,
     };
     crate::engine::install_cleanup_hooks();
     let (report, outcome) = run(plan, &opts).await?;

@@ -11,6 +11,8 @@
 //! - [`metrics`]: every metric derived from records, in one place (pure).
 //! - [`telemetry`]: GPU samples beside each trial.
 //! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
+//! - [`cluster`]: `goodput slurm` and `goodput k8s`: jobs that run the shards.
+//! - [`shard`]: a plan cut into slices for several machines, and shard reports merged.
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
@@ -23,6 +25,7 @@
 pub mod bench;
 pub mod cli;
 pub mod client;
+pub mod cluster;
 pub mod engine;
 pub mod environment;
 pub mod load;
@@ -34,6 +37,7 @@ pub mod render;
 pub mod run;
 pub mod search;
 pub mod server_metrics;
+pub mod shard;
 pub mod stop;
 pub mod telemetry;
 pub mod workload;
