@@ -43,4 +43,29 @@ if [ "${GOODPUT_SKIP_VLLM:-0}" != "1" ]; then
   export VLLM_PYTHON VLLM_VERSION GOODPUT_TINY_LLAMA
 fi
 
+# Slurm and munge, for tests/slurm.rs (a single-node cluster from Debian's
+# packages; skipped with GOODPUT_SKIP_SLURM=1), and kubernetes-validate (PyPI) in a
+# venv under ~/.cache/goodput, for tests/k8s.rs (skipped with GOODPUT_SKIP_K8S=1).
+if [ "${GOODPUT_SKIP_SLURM:-0}" != "1" ] && ! command -v slurmctld >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    echo "installing slurm-wlm and munge for the Slurm test..." >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null
+  else
+    echo "Slurm is missing and cannot be installed here: install slurm-wlm and munge or set GOODPUT_SKIP_SLURM=1" >&2
+    exit 1
+  fi
+fi
+if [ "${GOODPUT_SKIP_K8S:-0}" != "1" ]; then
+  kv="${GOODPUT_CACHE:-$HOME/.cache/goodput}/kubernetes-validate-1.37.0"
+  if [ ! -f "$kv/.installed" ]; then
+    echo "installing kubernetes-validate for the Kubernetes manifest test..." >&2
+    rm -rf "$kv"
+    python3 -m venv "$kv"
+    "$kv/bin/pip" install -q "kubernetes-validate==1.37.0"
+    touch "$kv/.installed"
+  fi
+  export GOODPUT_KUBERNETES_VALIDATE="$kv/bin/kubernetes-validate"
+fi
+
 cargo test --workspace --locked "$@"

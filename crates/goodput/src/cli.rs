@@ -73,6 +73,14 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         argv: Vec<String>,
     },
+    /// Merge shard reports (`run --shard I/N`) of one plan into one report.
+    Merge(MergeArgs),
+    /// Write (and with --submit, submit) a Slurm job array that runs a profile's
+    /// shards, and a merge job after it; or, with --status, say how its shards stand.
+    Slurm(crate::cluster::slurm::SlurmArgs),
+    /// Write Kubernetes manifests that run a profile's shards as an Indexed Job,
+    /// and the merge as a Job after it.
+    K8s(crate::cluster::k8s::K8sArgs),
 }
 
 /// `goodput fit`.
@@ -89,6 +97,23 @@ pub struct FitArgs {
     /// Overwrite an existing output.
     #[arg(long)]
     pub force: bool,
+}
+
+/// `goodput merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard reports, in any order.
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// The merged report.
+    #[arg(long, short, default_value = "goodput-report.json")]
+    pub output: PathBuf,
+    /// Overwrite an existing report at the output.
+    #[arg(long)]
+    pub force: bool,
+    /// Do not write the HTML page beside the report.
+    #[arg(long)]
+    pub no_html: bool,
 }
 
 /// `goodput run`.
@@ -145,6 +170,11 @@ pub struct CommonArgs {
     /// predicted. With `search`: search the model, then confirm the knee for real.
     #[arg(long, value_name = "ENGINE.toml")]
     pub predict: Option<PathBuf>,
+    /// Run only slice I of N of the plan (I from 0), e.g. `--shard 2/8`: whole
+    /// engines first, load levels when there are fewer engines than shards;
+    /// `goodput merge` joins the shard reports.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
 }
 
 /// `goodput search`.
@@ -248,6 +278,9 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::BenchClient(args) => crate::bench::run(args).await,
         Command::Fit(args) => crate::fit::command(&args),
+        Command::Merge(args) => crate::shard::merge::command(&args),
+        Command::Slurm(args) => crate::cluster::slurm::command(&args),
+        Command::K8s(args) => crate::cluster::k8s::command(&args),
     }
 }
 
@@ -262,6 +295,12 @@ fn print_out(text: &str) -> anyhow::Result<i32> {
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    let plan = run_plan(&args)?;
+    execute(&plan, &args.output, &args.common).await
+}
+
+/// The plan `goodput run` would run with these flags (before any `--shard`).
+pub(crate) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
     let (profile, origin) = load_profile(&args.profile)?;
     let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
     let overrides = Overrides {
@@ -281,8 +320,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         mode: None,
         ..args.common.overrides()?
     };
-    let plan = profile.into_plan(&origin, &overrides)?;
-    execute(&plan, &args.output, &args.common).await
+    Ok(profile.into_plan(&origin, &overrides)?)
 }
 
 impl CommonArgs {
@@ -348,6 +386,16 @@ async fn execute(
         return crate::predict::command::execute(plan, output, flags, engine_config).await;
     }
     let (quiet, no_html) = (flags.quiet, flags.no_html);
+    let sliced;
+    let (plan, shard) = match &flags.shard {
+        None => (plan, None),
+        Some(s) => {
+            let (i, n) = crate::shard::parse_shard(s)?;
+            let (p, info) = crate::shard::slice(plan, i, n)?;
+            sliced = p;
+            (&sliced, Some(info))
+        }
+    };
     let opts = RunOptions {
         output: output.to_path_buf(),
         fresh: flags.fresh,
@@ -356,6 +404,7 @@ async fn execute(
         verbose: !quiet,
         html: !no_html,
         grace: std::time::Duration::from_secs(5),
+        shard,
     };
     crate::engine::install_cleanup_hooks();
     let (report, outcome) = run(plan, &opts).await?;

@@ -27,6 +27,9 @@ pub fn capture(telemetry_gpus: Vec<GpuInfo>, engines: IndexMap<String, EngineEnv
 pub fn host() -> HostInfo {
     let read = |path: &str| std::fs::read_to_string(path).ok();
     HostInfo {
+        hostname: read("/proc/sys/kernel/hostname")
+            .map(|t| t.trim().to_string())
+            .filter(|h| !h.is_empty()),
         cpu_model: read("/proc/cpuinfo").and_then(|t| cpu_model(&t)),
         cpus: std::thread::available_parallelism()
             .ok()

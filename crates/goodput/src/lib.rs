@@ -12,6 +12,8 @@
 //! - [`telemetry`]: GPU samples beside each trial.
 //! - [`sampling`]: the loop of the background samplers (GPU, the engine's `/metrics`).
 //! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
+//! - [`cluster`]: `goodput slurm` and `goodput k8s`: jobs that run the shards.
+//! - [`shard`]: a plan cut into slices for several machines, and shard reports merged.
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
@@ -26,6 +28,7 @@ pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod dates;
+pub mod cluster;
 pub mod engine;
 pub mod environment;
 pub mod fit;
@@ -40,6 +43,7 @@ pub mod run;
 pub mod sampling;
 pub mod search;
 pub mod server_metrics;
+pub mod shard;
 pub mod stop;
 pub mod telemetry;
 pub mod workload;

@@ -12,13 +12,16 @@
 //! - [`types`]: the report, field by field.
 //! - [`stats`]: `{median,min,max,n}` summaries and the two quantile rules.
 //! - [`io`]: reading and atomic writing.
+//! - [`shard`]: a shard's slice of a plan, and a merged report's parts.
 
 pub mod io;
 pub mod server;
+pub mod shard;
 pub mod stats;
 pub mod types;
 
 pub use io::{read_report, write_report_atomic, ReportError};
 pub use server::{ServerSample, ServerSummary, ServerTrial};
+pub use shard::{MergedInfo, MergedShard, ShardInfo};
 pub use stats::{quantile_linear, quantile_lower, Stat};
 pub use types::*;

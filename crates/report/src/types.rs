@@ -115,6 +115,13 @@ pub struct RunInfo {
     /// simulator's engine model in virtual time (`goodput run --predict`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<Predicted>,
+    /// goodput addition: the slice of the plan this report holds, when it is one
+    /// shard of a sweep split over machines (`goodput run --shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::ShardInfo>,
+    /// goodput addition: the shards this report was merged from (`goodput merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::MergedInfo>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -528,6 +535,9 @@ pub struct Environment {
 /// The host that ran goodput.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct HostInfo {
+    /// goodput addition: the host name (`/proc/sys/kernel/hostname`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
     /// CPU model name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_model: Option<String>,
@@ -605,6 +615,13 @@ pub struct EngineEnv {
     /// Absent when calibration was not asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_lengths: Option<String>,
+    /// goodput addition, in a merged report: the machine this engine ran on (the
+    /// first shard's, when its load levels ran on several; `run.merged` lists each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
+    /// goodput addition, in a merged report: the GPUs that machine had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuInfo>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -58,6 +58,9 @@ pub struct RunOptions {
     pub html: bool,
     /// Grace period for in-flight requests after an interrupt.
     pub grace: Duration,
+    /// The slice of a whole plan this run is (`--shard I/N`; `plan` is then the
+    /// slice), written to the report's `run.shard`.
+    pub shard: Option<report::ShardInfo>,
 }
 
 /// How a run ended.
@@ -165,27 +168,9 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     let (stop_tx, stop) = watch::channel(false);
     let mut ctx = open(plan, opts, stop).await?;
     // After the output is known to be ours: a signal from here on stops the run.
-    let signal = tokio::spawn(async move {
-        let name = engine::shutdown_signal().await;
-        let _ = stop_tx.send(true);
-        name
-    });
-    let engine_ctx = EngineContext {
-        log_dir: opts
-            .output
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
-        client: ctx.client.clone(),
-    };
-    for (i, (name, spec)) in plan.engines.iter().enumerate() {
-        if ctx.stopped() {
-            break;
-        }
-        ctx.engine_label = format!("engine {}/{} {name}", i + 1, plan.engines.len());
-        run_engine(&mut ctx, name, spec, &engine_ctx).await?;
-    }
+    let signal = stop_on_signal(stop_tx);
+    let engine_ctx = engine_context(opts, &ctx.client);
+    run_engines(&mut ctx, &engine_ctx).await?;
     ctx.progress.finish();
     let interrupted = if ctx.stopped() {
         signal.await.ok()
@@ -194,6 +179,41 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
         None
     };
     finish(&mut ctx, interrupted)
+}
+
+/// Sets the stop flag on the first SIGINT or SIGTERM; the task ends with its name.
+fn stop_on_signal(stop_tx: watch::Sender<bool>) -> tokio::task::JoinHandle<&'static str> {
+    tokio::spawn(async move {
+        let name = engine::shutdown_signal().await;
+        let _ = stop_tx.send(true);
+        name
+    })
+}
+
+/// Where launched engines log (beside the report) and what they are started with.
+fn engine_context(opts: &RunOptions, client: &reqwest::Client) -> EngineContext {
+    EngineContext {
+        log_dir: opts
+            .output
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
+        client: client.clone(),
+    }
+}
+
+/// Every engine of the plan in order, until the run is stopped.
+async fn run_engines(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyhow::Result<()> {
+    let plan = ctx.plan;
+    for (i, (name, spec)) in plan.engines.iter().enumerate() {
+        if ctx.stopped() {
+            break;
+        }
+        ctx.engine_label = format!("engine {}/{} {name}", i + 1, plan.engines.len());
+        run_engine(ctx, name, spec, engine_ctx).await?;
+    }
+    Ok(())
 }
 
 /// Checks the output, restores a resumable run, opens the records file, and
@@ -217,45 +237,8 @@ async fn open<'a>(
     } else {
         None
     };
-    // Rewrite the records file with the kept records only (atomically), then append.
-    let mut text = String::new();
-    for r in &kept {
-        text.push_str(&serde_json::to_string(r)?);
-        text.push('\n');
-    }
-    // The error names the path itself.
-    report::io::write_atomic(&rec_path, text.as_bytes())
-        .context("cannot write the requests file")?;
-    let records = RecordsFile::open(&rec_path)
-        .with_context(|| format!("cannot open {}", rec_path.display()))?;
-    let max_streams = plan
-        .points
-        .iter()
-        .chain(plan.search.as_ref().map(|s| &s.max))
-        .fold(1.0f64, |a, &b| a.max(b))
-        .min(100_000.0) as usize;
-    let client = http_client(plan.max_concurrency.map_or(max_streams, |c| c as usize))
-        .context("cannot build the HTTP client")?;
-    let info = RunInfo {
-        schema: report::SCHEMA.into(),
-        status: RunStatus::Running,
-        reason: None,
-        load_mode: plan.mode.name().into(),
-        planned_trials: plan.trials,
-        requests_per_trial: plan.requests_per_trial,
-        warmup_requests: plan.warmup_requests,
-        seed: plan.seed,
-        workload: plan.workload_description.clone(),
-        requests_file: rec_path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned()),
-        started_unix_s: Some(unix_now()),
-        updated_unix_s: None,
-        fingerprints: plan.fingerprints(),
-        notices: Vec::new(),
-        predicted: None,
-        extra: Default::default(),
-    };
+    let records = reopen_records(&rec_path, &kept)?;
+    let client = http_client(max_streams(plan)).context("cannot build the HTTP client")?;
     let gpus = previous
         .as_ref()
         .map(|e| e.gpus.clone())
@@ -275,7 +258,7 @@ async fn open<'a>(
         client,
         sweep,
         records,
-        info,
+        info: run_info(plan, opts, &rec_path),
         environment: Default::default(),
         gpus,
         engine_envs,
@@ -293,6 +276,63 @@ async fn open<'a>(
         );
     }
     Ok(ctx)
+}
+
+/// Rewrites the records file with the kept records only (atomically), then opens
+/// it for appending.
+fn reopen_records(
+    rec_path: &Path,
+    kept: &[crate::record::RequestRecord],
+) -> anyhow::Result<RecordsFile> {
+    let mut text = String::new();
+    for r in kept {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    // The error names the path itself.
+    report::io::write_atomic(rec_path, text.as_bytes())
+        .context("cannot write the requests file")?;
+    RecordsFile::open(rec_path).with_context(|| format!("cannot open {}", rec_path.display()))
+}
+
+/// Connections the HTTP client keeps: the most requests the plan has in flight.
+fn max_streams(plan: &Plan) -> usize {
+    let highest = plan
+        .points
+        .iter()
+        .chain(plan.search.as_ref().map(|s| &s.max))
+        .fold(1.0f64, |a, &b| a.max(b))
+        .min(100_000.0) as usize;
+    plan.max_concurrency.map_or(highest, |c| c as usize)
+}
+
+/// The report's `run` section as the run starts.
+fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
+    RunInfo {
+        schema: report::SCHEMA.into(),
+        status: RunStatus::Running,
+        reason: None,
+        load_mode: match plan.mode {
+            LoadMode::Concurrency => "concurrency".into(),
+            LoadMode::Rate => "rate".into(),
+        },
+        planned_trials: plan.trials,
+        requests_per_trial: plan.requests_per_trial,
+        warmup_requests: plan.warmup_requests,
+        seed: plan.seed,
+        workload: plan.workload_description.clone(),
+        requests_file: rec_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned()),
+        started_unix_s: Some(unix_now()),
+        updated_unix_s: None,
+        fingerprints: plan.fingerprints(),
+        notices: Vec::new(),
+        predicted: None,
+        shard: opts.shard.clone(),
+        merged: None,
+        extra: Default::default(),
+    }
 }
 
 /// Trials still to run, for the progress estimate. A search does not know its trials

@@ -105,11 +105,19 @@ pub(super) fn prepare(
     if opts.fresh {
         return fresh();
     }
-    let changed = if old.profile != plan.name {
+    let mut changed = if old.profile != plan.name {
         vec!["profile name".to_string()]
     } else {
         fingerprint_changes(&info.fingerprints, &plan.fingerprints())
     };
+    // A shard resumes only its own slice of the same whole plan.
+    let slice = |s: &Option<report::ShardInfo>| {
+        s.as_ref()
+            .map(|s| (s.index, s.count, s.plan_fingerprints.clone()))
+    };
+    if slice(&info.shard) != slice(&opts.shard) {
+        changed.push("shard".to_string());
+    }
     if !changed.is_empty() {
         let why = if info.fingerprints.is_empty() {
             "holds an incomplete run without a plan fingerprint (an older goodput), so it cannot be resumed safely".to_string()

@@ -155,12 +155,20 @@ fn next_trial(ctx: &Ctx<'_>, name: &str) -> Option<(u64, f64, u32)> {
     let key = |x| super::state::PointKey::new(plan.mode, x);
     let first_missing =
         |x: f64, trials: u32| (0..trials).find(|&t| !ctx.sweep.is_complete(name, key(x), t));
+    // A shard's levels keep the whole plan's numbering, so that a sweep split over
+    // machines sends the requests one machine would have sent.
+    let stream = |pi: usize, x: f64| {
+        let whole = ctx.opts.shard.as_ref().map(|s| &s.plan_points);
+        whole
+            .and_then(|ps| ps.iter().position(|&p| p == x))
+            .unwrap_or(pi) as u64
+    };
     match &plan.search {
         None => plan
             .points
             .iter()
             .enumerate()
-            .find_map(|(pi, &x)| first_missing(x, plan.trials).map(|t| (pi as u64, x, t))),
+            .find_map(|(pi, &x)| first_missing(x, plan.trials).map(|t| (stream(pi, x), x, t))),
         Some(cfg) => match crate::search::next_step(cfg, &ctx.sweep.observations(plan, name)) {
             crate::search::Step::Done(_) => None,
             crate::search::Step::Run { x, trials } => {
@@ -257,7 +265,11 @@ async fn run_one(
         LoadMode::Concurrency => Vec::new(),
     };
     let point = match &plan.search {
-        None => format!("point {}/{}", pi + 1, plan.points.len()),
+        None => format!(
+            "point {}/{}",
+            plan.points.iter().position(|&p| p == x).unwrap_or(0) + 1,
+            plan.points.len()
+        ),
         Some(_) => format!(
             "probe {}",
             ctx.sweep.engines.get(name).map_or(0, |e| e.points.len())
