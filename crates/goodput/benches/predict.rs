@@ -110,6 +110,7 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
         verbose: false,
         html: false,
         grace: std::time::Duration::from_secs(5),
+        shard: None,
     };
     let started = std::time::Instant::now();
     let (measured, _) = rt.block_on(run(&measured_plan, &opts)).expect("run");

@@ -27,8 +27,8 @@
 pub mod bench;
 pub mod cli;
 pub mod client;
-pub mod dates;
 pub mod cluster;
+pub mod dates;
 pub mod engine;
 pub mod environment;
 pub mod fit;

@@ -65,6 +65,7 @@ impl SweepFlags {
                 quiet: false,
                 no_html: false,
                 shard: None,
+                predict: None,
             },
         };
         let plan = crate::cli::run_plan(&args)?;

@@ -70,7 +70,9 @@ fn probes(plan: &Plan, k: Option<f64>) -> Vec<f64> {
     match (k, cfg.mode) {
         (None, _) => vec![cfg.min],
         (Some(k), LoadMode::Concurrency) => vec![k, (k + 1.0).min(cfg.max)],
-        (Some(k), LoadMode::Rate) => vec![k, (k * (1.0 + cfg.resolution)).min(cfg.max)],
+        (Some(k), LoadMode::Rate | LoadMode::Trace) => {
+            vec![k, (k * (1.0 + cfg.resolution)).min(cfg.max)]
+        }
     }
     .into_iter()
     .fold(Vec::new(), |mut v, x| {
@@ -118,6 +120,7 @@ async fn confirm_search(
         verbose: !flags.quiet,
         html: !flags.no_html,
         grace: std::time::Duration::from_secs(5),
+        shard: None,
     };
     crate::engine::install_cleanup_hooks();
     let (mut report, outcome) = crate::run::run(&real, &opts).await?;

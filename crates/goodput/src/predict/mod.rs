@@ -154,10 +154,7 @@ pub fn finish_report(plan: &Plan, model: &Model, sweep: &Sweep) -> Report {
         } else {
             RunStatus::Partial
         },
-        load_mode: match plan.mode {
-            LoadMode::Concurrency => "concurrency".into(),
-            LoadMode::Rate => "rate".into(),
-        },
+        load_mode: plan.mode.name().into(),
         planned_trials: plan.trials,
         requests_per_trial: plan.requests_per_trial,
         warmup_requests: plan.warmup_requests,
@@ -174,15 +171,19 @@ pub fn finish_report(plan: &Plan, model: &Model, sweep: &Sweep) -> Report {
     report
 }
 
-/// The model's view of a trial's requests: the same prompts a real run sends.
-pub fn request_specs(plan: &Plan, stream: u64) -> Vec<RequestSpec> {
-    let builder = Builder {
+/// The request builder a real run would use, without an engine to ask.
+fn builder(plan: &Plan) -> Builder {
+    Builder {
         workload: plan.workload.clone(),
         model: String::new(),
         api: crate::profile::Api::Completions,
         tokens_per_word: 1.0,
-    };
-    builder
+    }
+}
+
+/// The model's view of a trial's requests: the same prompts a real run sends.
+pub fn request_specs(plan: &Plan, stream: u64) -> Vec<RequestSpec> {
+    builder(plan)
         .build(plan.requests_per_trial, plan.seed, stream)
         .into_iter()
         .enumerate()
@@ -192,8 +193,8 @@ pub fn request_specs(plan: &Plan, stream: u64) -> Vec<RequestSpec> {
                 .as_str()
                 .map_or(1, |s| s.split_whitespace().count());
             RequestSpec {
-                prompt_tokens: (words as u32).max(1),
-                output_tokens: p.max_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS).max(1),
+                prompt_tokens: p.asked.input_tokens.unwrap_or(words as u32).max(1),
+                output_tokens: p.asked.max_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS).max(1),
                 endless: false,
                 seed: plan.seed ^ stream.rotate_left(17) ^ (i as u64).wrapping_mul(0x9E37_79B9),
             }
@@ -227,6 +228,15 @@ pub(crate) fn run_trial(
             .into_iter()
             .map(|ns| ns as f64 / 1e9)
             .collect(),
+            max_concurrency: plan.max_concurrency,
+        },
+        // The trace's own arrival times at speedup `x`, as a real run sends them.
+        LoadMode::Trace => Arrivals::Open {
+            offsets_s: builder(plan)
+                .trace_offsets(x)
+                .into_iter()
+                .map(|ns| ns as f64 / 1e9)
+                .collect(),
             max_concurrency: plan.max_concurrency,
         },
     };

@@ -312,10 +312,7 @@ fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
         schema: report::SCHEMA.into(),
         status: RunStatus::Running,
         reason: None,
-        load_mode: match plan.mode {
-            LoadMode::Concurrency => "concurrency".into(),
-            LoadMode::Rate => "rate".into(),
-        },
+        load_mode: plan.mode.name().into(),
         planned_trials: plan.trials,
         requests_per_trial: plan.requests_per_trial,
         warmup_requests: plan.warmup_requests,
