@@ -4,7 +4,7 @@
 //! request in the batch gets its chunk at the step's end. So a trial's chunks,
 //! sorted by arrival, fall into clusters, one per step (a speculative step's
 //! burst of accepted tokens included). Chunks closer than `eps` join a cluster;
-//! `eps` is a fifth of the median per-request chunk gap (at most 5 ms), far below a
+//! `eps` is a third of the median per-request chunk gap (at most 20 ms), below a
 //! step and far above the spread of one step's writes on loopback.
 //!
 //! For each step: it ended at its first chunk; it started when the previous step
@@ -78,7 +78,7 @@ fn tolerance_ns(records: &[&RequestRecord]) -> u64 {
         .collect();
     report::stats::sort_values(&mut gaps);
     let median = report::stats::quantile_linear(&gaps, 0.5).unwrap_or(1e6);
-    (median / 5.0).clamp(1_000.0, 5e6) as u64
+    (median / 3.0).clamp(1_000.0, 2e7) as u64
 }
 
 /// The steps of one trial (successful requests with chunks only).
