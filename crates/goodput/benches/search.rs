@@ -57,6 +57,7 @@ async fn measure(plan: &Plan, out: std::path::PathBuf) -> report::Report {
         verbose: false,
         html: false,
         grace: std::time::Duration::from_secs(5),
+        ttft_includes_connect: false,
     };
     run(plan, &opts).await.expect("run").0
 }

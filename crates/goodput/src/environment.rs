@@ -23,6 +23,27 @@ pub fn capture(telemetry_gpus: Vec<GpuInfo>, engines: IndexMap<String, EngineEnv
     }
 }
 
+/// `YYYY-MM-DD HH:MM UTC` of a Unix time in seconds (the HTML report's and the
+/// benchmarks' dates).
+pub fn utc_minute(secs: u64) -> String {
+    let (year, month, day) = sim::civil_date(secs);
+    let rem = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// [`utc_minute`] of now.
+pub fn utc_now() -> String {
+    utc_minute(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
 /// The host's CPU, memory, OS and kernel.
 pub fn host() -> HostInfo {
     let read = |path: &str| std::fs::read_to_string(path).ok();
@@ -95,6 +116,13 @@ pub fn os_pretty_name(os_release: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_minutes_are_civil_dates() {
+        assert_eq!(utc_minute(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_minute(1_700_000_000), "2023-11-14 22:13 UTC");
+        assert_eq!(utc_minute(951_782_400), "2000-02-29 00:00 UTC");
+    }
 
     #[test]
     fn parses_proc_and_os_release() {

@@ -15,12 +15,11 @@
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
-//! - [`bench`]: `goodput bench-client`, the client's own fidelity and capacity.
 //! - [`cli`]: the command line.
 //!
-//! The simulated engine lives beside it, in the `goodput-sim` crate.
+//! The simulated engine lives beside it, in the `goodput-sim` crate; the client's own
+//! fidelity benchmark in `goodput-bench` (`crates/bench`).
 
-pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod engine;

@@ -35,7 +35,7 @@ use anyhow::Context as _;
 
 pub use config::{preset, ConfigError, SimConfig, PRESETS};
 pub use faults::FaultSpec;
-pub use server::{app, serve, SimState};
+pub use server::{app, listen, serve, SimState};
 
 /// Options of the `goodput sim` subcommand.
 #[derive(Debug, Clone)]
@@ -46,17 +46,14 @@ pub struct SimOptions {
     pub host: IpAddr,
     /// Port to bind (0 picks a free one).
     pub port: u16,
+    /// Runtime worker threads (`None`: one per CPU); see [`run_standalone`].
+    pub threads: Option<usize>,
 }
 
-/// `MM-DD HH:MM:SS` in UTC, as vLLM's log prefix.
-fn log_time() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
+/// The UTC civil date `(year, month, day)` of a Unix time in seconds (Howard
+/// Hinnant's algorithm, days since 1970-01-01).
+pub fn civil_date(unix_s: u64) -> (i64, i64, i64) {
+    let z = (unix_s / 86_400) as i64 + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
@@ -64,6 +61,16 @@ fn log_time() -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// `MM-DD HH:MM:SS` in UTC, as vLLM's log prefix.
+fn log_time() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (_, month, day) = civil_date(secs);
+    let rem = secs % 86_400;
     format!(
         "{month:02}-{day:02} {:02}:{:02}:{:02}",
         rem / 3600,
@@ -132,13 +139,32 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// Bind `host:port`, print the startup banner, serve until Ctrl-C or SIGTERM.
-pub async fn run_standalone(opts: SimOptions) -> anyhow::Result<()> {
+/// Bind `host:port`, print the startup banner, serve until Ctrl-C or SIGTERM, on a
+/// runtime of its own: one thread (tokio's current-thread runtime, so "one core"
+/// means one thread) when `threads` is 1, else that many workers (one per CPU
+/// when `None`). Blocks the calling thread; call it outside a runtime's workers.
+pub fn run_standalone(opts: SimOptions) -> anyhow::Result<()> {
     opts.config.validate()?;
+    let runtime = match opts.threads {
+        Some(0) => anyhow::bail!("--threads: 0 threads"),
+        Some(1) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+    .context("cannot start the simulator's runtime")?;
+    runtime.block_on(serve_standalone(opts))
+}
+
+async fn serve_standalone(opts: SimOptions) -> anyhow::Result<()> {
     let addr = SocketAddr::new(opts.host, opts.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = listen(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("no local address")?;
     {
         let mut out = std::io::stdout().lock();

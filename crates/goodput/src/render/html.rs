@@ -359,7 +359,7 @@ fn date_html(unix_s: Option<f64>) -> String {
         Some(t) if (0.0..1e13).contains(&t) => format!(
             "<time title=\"Unix time {}\">{}</time>",
             escape(&t.to_string()),
-            crate::bench::utc_minute(t as u64)
+            crate::environment::utc_minute(t as u64)
         ),
         Some(t) => escape(&t.to_string()),
         None => String::new(),

@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub html: bool,
     /// Grace period for in-flight requests after an interrupt.
     pub grace: Duration,
+    /// Count a request's connection set-up (when it needed a new connection) in its
+    /// TTFT, as most peers do; by default TTFT starts when the request is sent.
+    pub ttft_includes_connect: bool,
 }
 
 /// How a run ended.
