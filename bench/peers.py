@@ -15,17 +15,23 @@ they measured. ITL comes in two definitions, and each is compared only with itse
 - ITL/gap: every gap between two chunks; goodput's ITL, AIPerf's
   `inter_chunk_latency` (GuideLLM keeps no per-gap times).
 
-The peers are installed with pip into throw-away virtual environments under
-target/peers-venv (PyPI only). They need a Hugging Face tokenizer to build prompts;
+Each tool runs pinned to CPU 0 (`taskset`), the simulator (one runtime thread) to
+CPU 1, and every tool's CPU time and peak RSS (of its largest process) are read
+from `wait4` and printed beside its errors.
+
+The peers are installed with pip, when the script runs (never by the tests), into
+virtual environments under ~/.cache/goodput/peers-venv (PyPI only). They need a Hugging Face tokenizer to build prompts;
 with no network to the Hub, the script trains a small byte-level BPE tokenizer
 locally (the `tokenizers` package both tools install) and passes its directory. A
 peer that cannot be installed or run is reported with the reason, and the rest go on.
 
-Usage: bench/peers.py [--concurrency 1,16,64] [--rounds 8] [--tools goodput,guidellm,aiperf]
+Usage: bench/peers.py [--concurrency 1,100,500,1000] [--rounds 8] [--tools goodput,guidellm,aiperf]
+                      [--no-pin]
 """
 
 import argparse
 import datetime
+import threading
 import json
 import os
 import platform
@@ -78,31 +84,51 @@ def free_port():
         return s.getsockname()[1]
 
 
+# What the last `run` cost: (CPU seconds, peak RSS MB of its largest process).
+LAST_USAGE = [None]
+
+
 def run(cmd, log_path, timeout, cwd=None, env=None):
-    """Runs cmd with output to log_path; returns (ok, reason)."""
+    """Runs cmd with output to log_path; returns (ok, reason); its CPU time and peak
+    RSS (from wait4: the process and the descendants it waited for) in LAST_USAGE."""
+    LAST_USAGE[0] = None
     with open(log_path, "w") as out:
         try:
-            p = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
-                               cwd=cwd, env=env, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return False, f"timed out after {timeout} s (log: {log_path})"
+            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                 cwd=cwd, env=env, stdin=subprocess.DEVNULL)
         except OSError as e:
             return False, f"cannot run {cmd[0]}: {e}"
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+    LAST_USAGE[0] = (ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
+    if p.returncode == -9:
+        return False, f"timed out after {timeout} s (log: {log_path})"
     if p.returncode != 0:
         tail = Path(log_path).read_text(errors="replace").strip().splitlines()[-3:]
         return False, f"exit {p.returncode}: {' / '.join(tail)[:300]} (log: {log_path})"
     return True, ""
 
 
+def pinned(cmd, cpu):
+    """cmd run on one CPU (`taskset`), or as is when cpu is None."""
+    return cmd if cpu is None else ["taskset", "-c", str(cpu)] + list(cmd)
+
+
 class Sim:
     """`goodput sim` with the fixed schedule, on a free loopback port."""
 
-    def __init__(self, goodput, workdir, ttft_ms, itl_ms):
+    def __init__(self, goodput, workdir, ttft_ms, itl_ms, cpu=None):
         self.port = free_port()
         config = workdir / "sim.toml"
         config.write_text(f"max_model_len = 65536\n[schedule]\nttft_ms = {ttft_ms}\nitl_ms = {itl_ms}\n")
         self.log = open(workdir / f"sim-{self.port}.log", "w")
-        self.proc = subprocess.Popen([goodput, "sim", "--config", str(config), "--port", str(self.port)],
+        cmd = [goodput, "sim", "--config", str(config), "--port", str(self.port), "--threads", "1"]
+        self.proc = subprocess.Popen(pinned(cmd, cpu),
                                      stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.time() + 30
@@ -155,7 +181,7 @@ def ensure_tokenizer(python, out_dir):
 
 # --- one tool at one concurrency: per-request TTFT, ITL/req, ITL/gap in ms ---------------
 
-def run_goodput(goodput, url, c, n, a, work):
+def run_goodput(goodput, url, c, n, a, work, cpu):
     profile = work / f"goodput-c{c}.toml"
     profile.write_text(f"""name = "peers-c{c}"
 [slo]
@@ -179,7 +205,8 @@ url = "{url}"
     report = work / f"goodput-c{c}.json"
     for stale in (report, work / f"goodput-c{c}.requests.jsonl"):
         stale.unlink(missing_ok=True)
-    ok, why = run([goodput, "run", str(profile), "-o", str(report), "--quiet", "--no-html", "--fresh"],
+    ok, why = run(pinned([goodput, "run", str(profile), "-o", str(report), "--quiet", "--no-html",
+                          "--fresh", "--client-threads", "1"], cpu),
                   work / f"goodput-c{c}.log", 900)
     if not ok:
         return None, why
@@ -196,7 +223,7 @@ url = "{url}"
     return (ttft, itl_req, itl_gap), ""
 
 
-def run_guidellm(exe, url, c, n, a, work, tokenizer):
+def run_guidellm(exe, url, c, n, a, work, tokenizer, cpu):
     out = work / f"guidellm-c{c}.json"
     out.unlink(missing_ok=True)
     cmd = [str(exe), "run",
@@ -208,7 +235,7 @@ def run_guidellm(exe, url, c, n, a, work, tokenizer):
            "--output", f"kind=json,path={out}",
            "--disable-console-interactive"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    ok, why = run(cmd, work / f"guidellm-c{c}.log", 900, cwd=work, env=env)
+    ok, why = run(pinned(cmd, cpu), work / f"guidellm-c{c}.log", 900, cwd=work, env=env)
     if not ok:
         return None, why
     bench = json.loads(out.read_text())["benchmarks"][0]
@@ -220,7 +247,7 @@ def run_guidellm(exe, url, c, n, a, work, tokenizer):
     return (ttft, itl, None), ""
 
 
-def run_aiperf(exe, url, c, n, a, work, tokenizer):
+def run_aiperf(exe, url, c, n, a, work, tokenizer, cpu):
     out = work / f"aiperf-c{c}"
     shutil.rmtree(out, ignore_errors=True)
     cmd = [str(exe), "profile", "--model", "goodput-sim", "--url", url, "--endpoint-type", "completions",
@@ -231,7 +258,7 @@ def run_aiperf(exe, url, c, n, a, work, tokenizer):
            "--use-legacy-max-tokens", "--use-server-token-count",
            "--artifact-dir", str(out), "--ui", "none", "--no-server-metrics", "--no-gpu-telemetry"]
     # Not HF_HUB_OFFLINE: with it, AIPerf 0.13 takes a local tokenizer path for a repo id.
-    ok, why = run(cmd, work / f"aiperf-c{c}.log", 900, cwd=work)
+    ok, why = run(pinned(cmd, cpu), work / f"aiperf-c{c}.log", 900, cwd=work)
     if not ok:
         return None, why
     ttft, itl_req, itl_gap = [], [], []
@@ -303,9 +330,22 @@ def table(results, a):
     return "\n".join(lines), "\n".join(ratio_lines), notes
 
 
+def cost_table(usage, concurrencies, tools):
+    """CPU seconds and peak RSS per tool per concurrency, and each peer's / goodput's."""
+    lines = ["| streams | " + " | ".join(f"{t} CPU s | {t} RSS MB" for t in tools) + " |",
+             "|---:|" + "---:|" * (2 * len(tools))]
+    for c in concurrencies:
+        cells = []
+        for t in tools:
+            u = usage.get((c, t))
+            cells += ["-", "-"] if u is None else [f"{u[0]:.2f}", f"{u[1]:.0f}"]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--concurrency", default="1,16,64")
+    p.add_argument("--concurrency", default="1,100,500,1000")
     p.add_argument("--rounds", type=int, default=8, help="measured requests per stream")
     p.add_argument("--tools", default="goodput,guidellm,aiperf")
     p.add_argument("--ttft-ms", type=float, default=50.0)
@@ -314,10 +354,13 @@ def main():
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--goodput", help="goodput binary (default: build target/release/goodput)")
     p.add_argument("--work", default=str(ROOT / "target" / "peers"))
+    p.add_argument("--no-pin", action="store_true", help="do not pin the tools and the simulator")
     a = p.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    venvs = ROOT / "target" / "peers-venv"
+    venvs = Path.home() / ".cache" / "goodput" / "peers-venv"
+    two_cpus = not a.no_pin and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset")
+    tool_cpu, sim_cpu = (0, 1) if two_cpus else (None, None)
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     concurrencies = [int(x) for x in a.concurrency.split(",")]
 
@@ -344,7 +387,7 @@ def main():
             for t in exes:
                 unavailable.setdefault(t, f"no local tokenizer could be built: {why}")
 
-    results = {}
+    results, usage = {}, {}
     for c in concurrencies:
         n = max(c * a.rounds, 16)
         results[c] = {}
@@ -353,28 +396,33 @@ def main():
                 results[c][tool] = (None, unavailable[tool])
                 continue
             log(f"{tool} at {c} streams, {n} requests")
-            sim = Sim(goodput, work, a.ttft_ms, a.itl_ms)
+            sim = Sim(goodput, work, a.ttft_ms, a.itl_ms, sim_cpu)
             try:
                 if tool == "goodput":
-                    results[c][tool] = run_goodput(goodput, sim.url, c, n, a, work)
+                    results[c][tool] = run_goodput(goodput, sim.url, c, n, a, work, tool_cpu)
                 elif tool == "guidellm":
-                    results[c][tool] = run_guidellm(exes[tool], sim.url, c, n, a, work, tokenizer)
+                    results[c][tool] = run_guidellm(exes[tool], sim.url, c, n, a, work, tokenizer, tool_cpu)
                 elif tool == "aiperf":
-                    results[c][tool] = run_aiperf(exes[tool], sim.url, c, n, a, work, tokenizer)
+                    results[c][tool] = run_aiperf(exes[tool], sim.url, c, n, a, work, tokenizer, tool_cpu)
                 else:
                     results[c][tool] = (None, "unknown tool")
             except Exception as e:  # a peer's odd output must not stop the others
                 results[c][tool] = (None, f"{type(e).__name__}: {e}")
             finally:
                 sim.stop()
+            usage[(c, tool)] = LAST_USAGE[0]
 
     measured, ratios, notes = table(results, a)
+    costs = cost_table(usage, concurrencies, tools)
+    pinning = ("each tool pinned to CPU 0, `goodput sim --threads 1` to CPU 1" if tool_cpu is not None
+               else "not pinned")
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     versions = ", ".join(f"{t} {VERSIONS[t]}" for t in tools if t in VERSIONS)
     out = f"""## goodput vs GuideLLM vs AIPerf
 
 - date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; load average at end {os.getloadavg()[0]:.2f}
 - truth: `goodput sim` fixed schedule, TTFT {a.ttft_ms} ms, ITL {a.itl_ms} ms, {a.tokens} tokens per request, {a.prompt_tokens}-token prompts; {a.rounds} measured requests per stream after a warm-up of one request per stream; {versions}
+- {pinning}; goodput opens its connections before the trial and keeps them out of TTFT (the peers count connecting in TTFT)
 - cells: measured ms (measured − truth); percentiles computed from each tool's per-request output files with one method
 
 {measured}
@@ -382,6 +430,10 @@ def main():
 goodput's |error| / the peer's |error| (below 1: goodput is closer to the truth; "tie": both errors under {TIE_MS} ms):
 
 {ratios}
+
+What each tool cost (CPU seconds over the whole run, start-up included; peak RSS of its largest process, MB):
+
+{costs}
 """
     if notes:
         out += "\n" + "\n".join(notes) + "\n"

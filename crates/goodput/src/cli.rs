@@ -58,9 +58,6 @@ pub enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
-    /// Measure the client itself against the simulator's fixed schedule: added latency,
-    /// TTFT/ITL error, capacity, send lag.
-    BenchClient(crate::bench::BenchArgs),
     /// Fit the simulator's engine model to a measured run (its raw records) and write
     /// an ordinary simulator config: `goodput sim --config`, `kind = "sim"`, or
     /// `run --predict`.
@@ -175,6 +172,15 @@ pub struct CommonArgs {
     /// `goodput merge` joins the shard reports.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Count a request's connection set-up in its TTFT when it needed a new
+    /// connection, as most peers do (by default connections are opened before each
+    /// trial and TTFT starts when the request is sent; `connect` is recorded apart).
+    #[arg(long)]
+    pub ttft_includes_connect: bool,
+    /// Runtime threads of the client (default: one per CPU). Ingest grows with
+    /// threads; a benchmark on one core uses 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub client_threads: Option<u32>,
 }
 
 /// `goodput search`.
@@ -245,6 +251,21 @@ pub struct SimArgs {
     /// Add the timing probe to every chunk.
     #[arg(long)]
     pub probe: bool,
+    /// Runtime threads (1: a single-threaded runtime, one core's worth); default:
+    /// one per CPU.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+impl Cli {
+    /// Runtime threads the command asks for (`--client-threads`; `None`: one per CPU).
+    pub fn runtime_threads(&self) -> Option<usize> {
+        match &self.command {
+            Command::Run(a) => a.common.client_threads.map(|n| n as usize),
+            Command::Search(a) => a.common.client_threads.map(|n| n as usize),
+            _ => None,
+        }
+    }
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -276,7 +297,6 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             eprintln!("wrote {}", out.display());
             Ok(0)
         }
-        Command::BenchClient(args) => crate::bench::run(args).await,
         Command::Fit(args) => crate::fit::command(&args),
         Command::Merge(args) => crate::shard::merge::command(&args),
         Command::Slurm(args) => crate::cluster::slurm::command(&args),
@@ -405,6 +425,7 @@ async fn execute(
         html: !no_html,
         grace: std::time::Duration::from_secs(5),
         shard,
+        ttft_includes_connect: flags.ttft_includes_connect,
     };
     crate::engine::install_cleanup_hooks();
     let (report, outcome) = run(plan, &opts).await?;
@@ -448,11 +469,13 @@ async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
         config.probe = true;
     }
     config.validate()?;
-    sim::run_standalone(sim::SimOptions {
+    let opts = sim::SimOptions {
         config,
         host: args.host,
         port: args.port,
-    })
-    .await?;
+        threads: args.threads,
+    };
+    // The simulator runs on a runtime of its own, sized by `--threads`.
+    tokio::task::spawn_blocking(move || sim::run_standalone(opts)).await??;
     Ok(0)
 }

@@ -19,12 +19,11 @@
 //! - [`environment`]: what ran where.
 //! - [`dates`]: the one date formatter.
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
-//! - [`bench`]: `goodput bench-client`, the client's own fidelity and capacity.
 //! - [`cli`]: the command line.
 //!
-//! The simulated engine lives beside it, in the `goodput-sim` crate.
+//! The simulated engine lives beside it, in the `goodput-sim` crate; the client's own
+//! fidelity benchmark in `goodput-bench` (`crates/bench`).
 
-pub mod bench;
 pub mod cli;
 pub mod client;
 pub mod cluster;

@@ -1,7 +1,10 @@
 //! Every metric, derived from [`RequestRecord`]s in one place. Pure: no clock, no I/O.
 //!
 //! Definitions (also in README.md, "Metrics"):
-//! - **TTFT** = first content-bearing chunk − send time.
+//! - **TTFT** = first content-bearing chunk − send time. The send time is taken once
+//!   the request has a connection, so a connection opened for it (its `connect`, a
+//!   raw fact not summarised here) is not in TTFT, unless the run asked for
+//!   `--ttft-includes-connect` (then the client takes the send time before connecting).
 //! - **E2EL** = last content-bearing chunk − send time.
 //! - **output tokens** = `usage.completion_tokens`; without usage, the number of
 //!   content chunks, and the request is counted as *estimated*.

@@ -101,6 +101,12 @@ pub struct RequestRecord {
     pub scheduled: u64,
     /// When it was actually sent.
     pub sent: u64,
+    /// How long opening a new connection for it took, ns (TCP connect and HTTP
+    /// set-up), when it needed one; `None` when it reused an open connection (or the
+    /// transport cannot tell: `https`). Outside TTFT, which counts from `sent`,
+    /// unless the run asked for `--ttft-includes-connect`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<u64>,
     /// When the response ended (the `[DONE]` event, or the failure).
     #[serde(default)]
     pub done: Option<u64>,
@@ -157,6 +163,7 @@ impl RequestRecord {
             attempt: 0,
             scheduled,
             sent: scheduled,
+            connect: None,
             done: None,
             chunks: Vec::new(),
             prompt_tokens: None,

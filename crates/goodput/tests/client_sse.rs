@@ -361,3 +361,65 @@ async fn a_stream_past_the_byte_limit_fails_as_overlong() {
     .await;
     assert_eq!(one(&s, l).await.error, Some(ErrorKind::Overlong));
 }
+
+/// The simulator's fixed schedule (TTFT 5 ms, ITL 1 ms) on a free port.
+async fn fixed_sim() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let listener = sim::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let config = sim::SimConfig {
+        schedule: Some(sim::config::ScheduleConfig {
+            ttft_ms: 5.0,
+            itl_ms: 1.0,
+        }),
+        ..sim::SimConfig::default()
+    };
+    let task = tokio::spawn(sim::serve(listener, config, std::future::pending()));
+    (url, task)
+}
+
+async fn one_on(target: &Target) -> RequestRecord {
+    let client = http_client(4).unwrap();
+    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
+    rec.requested_tokens = Some(3);
+    let body = br#"{"model":"goodput-sim","prompt":"x","max_tokens":3,"stream":true}"#;
+    stream_request(
+        &client,
+        target,
+        bytes::Bytes::from_static(body),
+        &mut rec,
+        &limits(),
+        now_ns(),
+    )
+    .await;
+    assert!(rec.ok(), "{:?} {:?}", rec.error, rec.error_detail);
+    rec
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preconnected_requests_wait_for_no_connection_and_new_ones_record_theirs() {
+    let (url, sim) = fixed_sim().await;
+    let target = Target::new(&url, "/v1/completions", None);
+    target.preconnect(2).await.unwrap();
+    assert_eq!(target.idle_connections(), 2);
+    // Two at once find a connection each, and give it back.
+    let (a, b) = tokio::join!(one_on(&target), one_on(&target));
+    assert_eq!((a.connect, b.connect), (None, None));
+    assert_eq!(target.idle_connections(), 2);
+    // A third at once needs one of its own: its set-up is recorded, apart from TTFT
+    // (sent is stamped once connected, so the first chunk follows the TTFT of the
+    // schedule from there).
+    let (a, b, c) = tokio::join!(one_on(&target), one_on(&target), one_on(&target));
+    let fresh: Vec<&RequestRecord> = [&a, &b, &c]
+        .into_iter()
+        .filter(|r| r.connect.is_some())
+        .collect();
+    assert_eq!(fresh.len(), 1, "{:?}", [a.connect, b.connect, c.connect]);
+    assert_eq!(target.idle_connections(), 3);
+    // Counted in TTFT when asked: `sent` is then taken before connecting, so the
+    // connection's set-up lies between `sent` and the first chunk.
+    let peer_like = Target::new(&url, "/v1/completions", None).with_connect_in_ttft(true);
+    let r = one_on(&peer_like).await;
+    let connect = r.connect.expect("a fresh target opens a connection");
+    assert!(r.chunks[0].t >= r.sent + connect + 5_000_000, "{r:?}");
+    sim.abort();
+}

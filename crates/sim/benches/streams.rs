@@ -1,15 +1,25 @@
-//! How faithfully does the simulator keep a fixed schedule under many streams?
+//! How many streams can the simulator keep on schedule, on one core?
 //!
-//! Starts the server in fixed-schedule probe mode, opens N concurrent streams
-//! (default 2000) and reports how far each chunk's actual send time
-//! (`goodput_probe_ns`, taken just before the chunk is written) lagged its
-//! scheduled time (`goodput_sched_ns`), plus how long chunks took to reach
-//! the client, and how many streams were open at once.
+//! Starts the server in fixed-schedule probe mode in this process, on a thread of
+//! its own with a single-threaded runtime (`SERVER_THREADS=1`, the default), pinned
+//! with its timer thread to one CPU, and drives it from a reqwest client on another
+//! CPU. Per chunk it reads **emission lag** = `goodput_probe_ns` (taken just before
+//! the chunk is written) − `goodput_sched_ns` (request arrival + TTFT + i × ITL).
 //!
-//! Run: `cargo bench -p goodput-sim --bench streams`. Environment:
-//! `STREAMS` (2000), `TOKENS` per stream (40), `TTFT_MS` (50), `ITL_MS` (100),
-//! `RAMP_MS` over which streams start (1000), `SERVER_THREADS` (2),
-//! `CLIENT_THREADS` (1).
+//! Three scenarios, each printed with the target it checks:
+//! - `fidelity`: 2,000 streams at 50 tokens/s each (ITL 20 ms): p99 emission lag in
+//!   steady state (every stream open) under 1 ms.
+//! - `hold`: 10,000 concurrent streams (ITL 100 ms): none fails, all are open at
+//!   once, and none waits for its connection (a full listen backlog makes a
+//!   connection wait for a 1 s SYN retransmit): response headers within 500 ms.
+//! - `capacity`: 1,000 streams at ITL 1 ms: chunks per second, and the simulator's
+//!   CPU per chunk, hence the chunks/s one core sustains.
+//!
+//! Run: `cargo bench -p goodput-sim --bench streams` (all three), or
+//! `SCENARIOS=fidelity,hold`. A custom run: `STREAMS=500 ITL_MS=20 TOKENS=200
+//! cargo bench -p goodput-sim --bench streams` (also `TTFT_MS`, `RAMP_MS`,
+//! `SERVER_THREADS`, `CLIENT_THREADS`; `NO_PIN=1` to leave threads unpinned).
+//! Method and past figures: `crates/sim/BENCH.md`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -41,6 +51,44 @@ fn raise_fd_limit() {
     }
 }
 
+/// Restricts the calling thread (and threads it starts later) to `cpu`.
+fn pin_thread(cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 is the calling thread; a valid set of the size passed.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+}
+
+/// CPU seconds (user + system) of this process's threads whose name starts with
+/// one of `prefixes`, from `/proc/self/task/*/stat`.
+fn threads_cpu_seconds(prefixes: &[&str]) -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return f64::NAN;
+    };
+    let mut ticks = 0u64;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if !prefixes
+            .iter()
+            .any(|p| stat[open + 1..close].starts_with(p))
+        {
+            continue;
+        }
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let v = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        ticks += v(11) + v(12);
+    }
+    ticks as f64 / hz
+}
+
 /// The integer after `"key":` in a chunk.
 fn field(data: &str, key: &str) -> Option<u64> {
     let start = data.find(key)? + key.len();
@@ -59,33 +107,39 @@ struct StreamResult {
     scheduled: Vec<u64>,
     /// Client receive time minus server send time, ns.
     delivery: Vec<i64>,
+    /// Request start to response headers, ns (connect, send, the server's handling).
+    headers_ns: u64,
     error: Option<String>,
 }
 
-async fn one_stream(
+struct Shared {
     client: reqwest::Client,
     url: String,
     tokens: u32,
     mono: MonoClock,
-    open: Arc<AtomicUsize>,
-    peak: Arc<AtomicUsize>,
-) -> StreamResult {
+    open: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+async fn one_stream(s: Arc<Shared>) -> StreamResult {
     let mut out = StreamResult::default();
-    let body = serde_json::json!({"prompt": "bench", "max_tokens": tokens,
+    let body = serde_json::json!({"prompt": "bench", "max_tokens": s.tokens,
                                   "ignore_eos": true, "stream": true});
-    let resp = match client.post(&url).json(&body).send().await {
+    let asked = Instant::now();
+    let resp = match s.client.post(&s.url).json(&body).send().await {
         Ok(r) => r,
         Err(e) => {
             out.error = Some(e.to_string());
             return out;
         }
     };
-    let now_open = open.fetch_add(1, Ordering::Relaxed) + 1;
-    peak.fetch_max(now_open, Ordering::Relaxed);
-    let mut stream = resp.bytes_stream();
+    out.headers_ns = asked.elapsed().as_nanos() as u64;
+    let now_open = s.open.fetch_add(1, Ordering::Relaxed) + 1;
+    s.peak.fetch_max(now_open, Ordering::Relaxed);
+    let mut body = resp.bytes_stream();
     let mut buf: Vec<u8> = Vec::new();
-    while let Some(item) = stream.next().await {
-        let received = mono.ns(Instant::now()) as i64;
+    while let Some(item) = body.next().await {
+        let received = s.mono.ns(Instant::now()) as i64;
         let bytes = match item {
             Ok(b) => b,
             Err(e) => {
@@ -109,19 +163,8 @@ async fn one_stream(
         }
         buf.drain(..start);
     }
-    open.fetch_sub(1, Ordering::Relaxed);
+    s.open.fetch_sub(1, Ordering::Relaxed);
     out
-}
-
-/// User + system CPU seconds of this process so far.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills a valid, owned rusage struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return f64::NAN;
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(ru.ru_utime) + t(ru.ru_stime)
 }
 
 /// The 1-minute load average (other work on the machine skews the figures).
@@ -132,6 +175,7 @@ fn load_average() -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// `q`-quantile (lower) of sorted values, in ms.
 fn quantile(sorted: &[i64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -140,142 +184,178 @@ fn quantile(sorted: &[i64], q: f64) -> f64 {
     sorted[i] as f64 / 1e6
 }
 
-fn report(name: &str, mut v: Vec<i64>) {
+fn spread(name: &str, mut v: Vec<i64>) -> f64 {
     v.sort_unstable();
     println!(
-        "{name:<30} n={:<8} p50={:.3} ms  p99={:.3} ms  p99.9={:.3} ms  max={:.3} ms",
+        "  {name:<28} n={:<8} p50={:.3} ms  p99={:.3} ms  p99.9={:.3} ms  max={:.3} ms",
         v.len(),
         quantile(&v, 0.5),
         quantile(&v, 0.99),
         quantile(&v, 0.999),
         quantile(&v, 1.0)
     );
+    quantile(&v, 0.99)
 }
 
-/// Wake-up lateness of one task on the precise timer, 1 ms apart, with nothing
-/// else running: what the machine itself allows (VM scheduling, other load).
-fn timer_baseline(rt: &tokio::runtime::Runtime) -> Vec<i64> {
-    rt.block_on(async {
-        let mut lates = Vec::with_capacity(1000);
-        let mut deadline = Instant::now() + Duration::from_millis(1);
-        for _ in 0..1000 {
-            goodput_sim::server::timer::sleep_until(deadline).await;
-            lates.push(Instant::now().duration_since(deadline).as_nanos() as i64);
-            deadline += Duration::from_millis(1);
-        }
-        lates
-    })
+/// One run's shape.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    streams: usize,
+    tokens: u32,
+    ttft_ms: f64,
+    itl_ms: f64,
+    ramp_ms: u64,
+    server_threads: usize,
+    client_threads: usize,
+    pin: bool,
 }
 
-fn main() {
-    raise_fd_limit();
-    let streams: usize = env("STREAMS", 2000);
-    let tokens: u32 = env("TOKENS", 40);
-    let ttft_ms: f64 = env("TTFT_MS", 50.0);
-    let itl_ms: f64 = env("ITL_MS", 100.0);
-    let ramp_ms: u64 = env("RAMP_MS", 1000);
-    let server_threads: usize = env("SERVER_THREADS", 2);
-    let client_threads: usize = env("CLIENT_THREADS", 1);
+/// What one run measured.
+struct Outcome {
+    peak: usize,
+    errors: usize,
+    first_error: Option<String>,
+    chunks: usize,
+    seconds: f64,
+    server_cpu_s: f64,
+    steady_p99_ms: f64,
+    header_stalls: usize,
+    max_headers_ms: f64,
+}
 
+/// A simulator on a thread of its own; its threads are named `sim-server`.
+struct Server {
+    addr: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn start_server(run: Run, cpu: Option<usize>) -> Server {
     let config = SimConfig {
-        schedule: Some(ScheduleConfig { ttft_ms, itl_ms }),
+        schedule: Some(ScheduleConfig {
+            ttft_ms: run.ttft_ms,
+            itl_ms: run.itl_ms,
+        }),
         probe: true,
         max_model_len: 65_536,
         ..SimConfig::default()
     };
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(server_threads)
-        .thread_name("server")
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let listener = server_rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = server_rt.spawn(goodput_sim::serve(listener, config, async {
-        let _ = stop_rx.await;
-    }));
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("sim-server".into())
+        .spawn(move || {
+            if let Some(cpu) = cpu {
+                pin_thread(cpu);
+            }
+            let rt = if run.server_threads == 1 {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            } else {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(run.server_threads)
+                    .thread_name("sim-server-w")
+                    .enable_all()
+                    .build()
+            }
+            .expect("server runtime");
+            rt.block_on(async move {
+                // The timer thread is started by the first sleep (the baseline's, on
+                // this CPU, or this one), and inherits the pin of its starter.
+                goodput_sim::server::timer::sleep(Duration::from_micros(10)).await;
+                let listener = goodput_sim::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+                    .expect("listen");
+                addr_tx.send(listener.local_addr().expect("addr")).ok();
+                let _ = goodput_sim::serve(listener, config, async {
+                    let _ = stop_rx.await;
+                })
+                .await;
+            });
+        })
+        .expect("server thread");
+    let addr = addr_rx.recv().expect("server address");
+    Server { addr, stop, thread }
+}
 
+fn run_once(run: Run) -> Outcome {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = run.pin && cpus >= 2;
+    let server = start_server(run, pin.then_some(cpus - 1));
     let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(client_threads)
+        .worker_threads(run.client_threads)
         .thread_name("client")
+        .on_thread_start(move || {
+            if pin {
+                pin_thread(0);
+            }
+        })
         .enable_all()
         .build()
         .expect("client runtime");
-    let url = format!("http://{addr}/v1/completions");
-    let mono = MonoClock::new();
-    let open = Arc::new(AtomicUsize::new(0));
-    let peak = Arc::new(AtomicUsize::new(0));
-    let baseline = timer_baseline(&server_rt);
-    let load_before = load_average();
-    let cpu_before = cpu_seconds();
-    let started = Instant::now();
-    let results: Vec<StreamResult> = client_rt.block_on(async {
-        let client = reqwest::Client::builder()
+    let shared = Arc::new(Shared {
+        client: reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .tcp_nodelay(true)
             .build()
-            .expect("client");
-        let mut handles = Vec::with_capacity(streams);
-        for i in 0..streams {
-            let at = started + Duration::from_millis(ramp_ms * i as u64 / streams.max(1) as u64);
-            let (client, url, open, peak) =
-                (client.clone(), url.clone(), open.clone(), peak.clone());
+            .expect("client"),
+        url: format!("http://{}/v1/completions", server.addr),
+        tokens: run.tokens,
+        mono: MonoClock::new(),
+        open: AtomicUsize::new(0),
+        peak: AtomicUsize::new(0),
+    });
+    let server_threads = ["sim-server", "goodput-sim-tim"];
+    let cpu_before = threads_cpu_seconds(&server_threads);
+    let started = Instant::now();
+    let results: Vec<StreamResult> = client_rt.block_on(async {
+        let mut handles = Vec::with_capacity(run.streams);
+        for i in 0..run.streams {
+            let at =
+                started + Duration::from_millis(run.ramp_ms * i as u64 / run.streams.max(1) as u64);
+            let s = shared.clone();
             handles.push(tokio::spawn(async move {
                 tokio::time::sleep_until(at.into()).await;
-                one_stream(client, url, tokens, mono, open, peak).await
+                one_stream(s).await
             }));
         }
-        let mut results = Vec::with_capacity(streams);
+        let mut results = Vec::with_capacity(run.streams);
         for h in handles {
             results.push(h.await.unwrap_or_default());
         }
         results
     });
-    let elapsed = started.elapsed();
-    let cpu = cpu_seconds() - cpu_before;
-    let load_after = load_average();
-    let _ = stop_tx.send(());
-    let _ = server_rt.block_on(server);
+    let seconds = started.elapsed().as_secs_f64();
+    let server_cpu_s = threads_cpu_seconds(&server_threads) - cpu_before;
+    let _ = server.stop.send(());
+    let _ = server.thread.join();
 
     let errors: Vec<&String> = results.iter().filter_map(|r| r.error.as_ref()).collect();
     let chunks: usize = results.iter().map(|r| r.send_lag.len()).sum();
     println!(
-        "goodput-sim stream fidelity: {streams} streams x {tokens} tokens, TTFT {ttft_ms} ms, \
-         ITL {itl_ms} ms, ramp {ramp_ms} ms, server threads {server_threads}, client threads \
-         {client_threads}, cores {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
-    println!(
-        "held {} streams open at once; {} chunks in {:.1} s ({:.0} chunks/s); {} errors",
-        peak.load(Ordering::Relaxed),
-        chunks,
-        elapsed.as_secs_f64(),
-        chunks as f64 / elapsed.as_secs_f64(),
+        "  held {} streams open at once; {chunks} chunks in {seconds:.1} s ({:.0} chunks/s); {} errors",
+        shared.peak.load(Ordering::Relaxed),
+        chunks as f64 / seconds,
         errors.len()
     );
     println!(
-        "CPU {cpu:.1} s (server + client, {:.0} us per chunk); load average {load_before} before, \
-         {load_after} after",
-        cpu / chunks.max(1) as f64 * 1e6
+        "  simulator CPU {server_cpu_s:.2} s ({:.2} of a core, {:.1} us per chunk)",
+        server_cpu_s / seconds,
+        server_cpu_s / chunks.max(1) as f64 * 1e6
     );
-    if let Some(e) = errors.first() {
-        println!("first error: {e}");
-    }
-    report("timer baseline (1 task, idle)", baseline);
-    report(
-        "send lag (sent - scheduled)",
+    spread(
+        "emission lag, all",
         results
             .iter()
             .flat_map(|r| r.send_lag.iter().copied())
             .collect(),
     );
     // Steady state: chunks scheduled after every stream was open (no connection setup).
-    let steady_from = mono.ns(started + Duration::from_millis(ramp_ms + 200));
-    report(
-        "send lag, steady state",
+    let steady_from = shared
+        .mono
+        .ns(started + Duration::from_millis(run.ramp_ms + 200));
+    let steady_p99_ms = spread(
+        "emission lag, steady state",
         results
             .iter()
             .flat_map(|r| {
@@ -287,11 +367,172 @@ fn main() {
             })
             .collect(),
     );
-    report(
+    spread(
         "delivery (received - sent)",
         results
             .iter()
             .flat_map(|r| r.delivery.iter().copied())
             .collect(),
     );
+    let headers: Vec<i64> = results
+        .iter()
+        .filter(|r| r.error.is_none())
+        .map(|r| r.headers_ns as i64)
+        .collect();
+    let header_stalls = headers.iter().filter(|&&h| h > 500_000_000).count();
+    let max_headers_ms = headers.iter().copied().max().unwrap_or(0) as f64 / 1e6;
+    spread("request to headers", headers);
+    Outcome {
+        peak: shared.peak.load(Ordering::Relaxed),
+        errors: errors.len(),
+        first_error: errors.first().map(|e| e.to_string()),
+        chunks,
+        seconds,
+        server_cpu_s,
+        steady_p99_ms,
+        header_stalls,
+        max_headers_ms,
+    }
+}
+
+/// Wake-up lateness of one task on the precise timer, 1 ms apart, with nothing
+/// else running, on the simulator's CPU: what the machine itself allows (VM
+/// scheduling, other load).
+fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
+    std::thread::spawn(move || {
+        if let Some(cpu) = cpu {
+            pin_thread(cpu);
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut lates = Vec::with_capacity(1000);
+            let mut deadline = Instant::now() + Duration::from_millis(1);
+            for _ in 0..1000 {
+                goodput_sim::server::timer::sleep_until(deadline).await;
+                lates.push(Instant::now().duration_since(deadline).as_nanos() as i64);
+                deadline += Duration::from_millis(1);
+            }
+            lates
+        })
+    })
+    .join()
+    .unwrap_or_default()
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+fn main() {
+    raise_fd_limit();
+    let base = Run {
+        streams: 2000,
+        tokens: 100,
+        ttft_ms: 50.0,
+        itl_ms: 20.0,
+        ramp_ms: 1000,
+        server_threads: env("SERVER_THREADS", 1),
+        client_threads: env("CLIENT_THREADS", 1),
+        pin: std::env::var_os("NO_PIN").is_none(),
+    };
+    println!(
+        "goodput-sim stream benchmark: {} CPUs, simulator on {} runtime thread(s){}, client on {} thread(s); load average {} at start",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        base.server_threads,
+        if base.pin { " pinned with its timer thread to the last CPU, client to CPU 0" } else { "" },
+        base.client_threads,
+        load_average()
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let baseline = timer_baseline((base.pin && cpus >= 2).then_some(cpus - 1));
+    spread("timer baseline (1 idle task)", baseline);
+    let custom = ["STREAMS", "TOKENS", "TTFT_MS", "ITL_MS", "RAMP_MS"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    if custom {
+        let run = Run {
+            streams: env("STREAMS", base.streams),
+            tokens: env("TOKENS", base.tokens),
+            ttft_ms: env("TTFT_MS", base.ttft_ms),
+            itl_ms: env("ITL_MS", base.itl_ms),
+            ramp_ms: env("RAMP_MS", base.ramp_ms),
+            ..base
+        };
+        println!("\ncustom: {run:?}");
+        let o = run_once(run);
+        if let Some(e) = o.first_error {
+            println!("  first error: {e}");
+        }
+        return;
+    }
+    let scenarios: String = env("SCENARIOS", "fidelity,hold,capacity".to_string());
+    let mut summary = Vec::new();
+    for name in scenarios.split(',').map(str::trim) {
+        let run = match name {
+            "fidelity" => base,
+            "hold" => Run {
+                streams: 10_000,
+                tokens: 40,
+                itl_ms: 100.0,
+                ramp_ms: 2000,
+                ..base
+            },
+            "capacity" => Run {
+                streams: 1000,
+                tokens: 200,
+                itl_ms: 1.0,
+                ramp_ms: 500,
+                ..base
+            },
+            other => {
+                eprintln!("unknown scenario `{other}` (fidelity, hold, capacity)");
+                std::process::exit(2);
+            }
+        };
+        println!(
+            "\n{name}: {} streams x {} tokens, TTFT {} ms, ITL {} ms, started over {} ms",
+            run.streams, run.tokens, run.ttft_ms, run.itl_ms, run.ramp_ms
+        );
+        let o = run_once(run);
+        if let Some(e) = &o.first_error {
+            println!("  first error: {e}");
+        }
+        summary.push(match name {
+            "fidelity" => format!(
+                "- {} streams at {:.0} tokens/s each, p99 emission lag < 1 ms (steady state): {} (p99 {:.3} ms, {} errors)",
+                run.streams,
+                1000.0 / run.itl_ms,
+                verdict(o.steady_p99_ms < 1.0 && o.errors == 0),
+                o.steady_p99_ms,
+                o.errors
+            ),
+            "hold" => format!(
+                "- {} concurrent streams, no failed request, no connect stall (headers within 500 ms): {} (held {} at once, {} errors, {} stalls, slowest headers {:.0} ms)",
+                run.streams,
+                verdict(o.errors == 0 && o.peak == run.streams && o.header_stalls == 0),
+                o.peak,
+                o.errors,
+                o.header_stalls,
+                o.max_headers_ms
+            ),
+            _ => format!(
+                "- one simulator core: {:.1} us of CPU per chunk, so ~{:.0} chunks/s per core ({:.0} chunks/s measured at {:.2} of a core)",
+                o.server_cpu_s / o.chunks.max(1) as f64 * 1e6,
+                o.chunks as f64 / o.server_cpu_s.max(1e-9),
+                o.chunks as f64 / o.seconds,
+                o.server_cpu_s / o.seconds
+            ),
+        });
+    }
+    println!("\nTargets (load average {} at the end):", load_average());
+    for line in summary {
+        println!("{line}");
+    }
 }

@@ -34,7 +34,7 @@ use anyhow::Context as _;
 
 pub use config::{preset, ConfigError, SimConfig, PRESETS};
 pub use faults::FaultSpec;
-pub use server::{app, serve, SimState};
+pub use server::{app, listen, serve, SimState};
 
 /// Options of the `goodput sim` subcommand.
 #[derive(Debug, Clone)]
@@ -45,6 +45,8 @@ pub struct SimOptions {
     pub host: IpAddr,
     /// Port to bind (0 picks a free one).
     pub port: u16,
+    /// Runtime worker threads (`None`: one per CPU); see [`run_standalone`].
+    pub threads: Option<usize>,
 }
 
 /// `MM-DD HH:MM:SS` in UTC, as vLLM's log prefix.
@@ -115,13 +117,32 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// Bind `host:port`, print the startup banner, serve until Ctrl-C or SIGTERM.
-pub async fn run_standalone(opts: SimOptions) -> anyhow::Result<()> {
+/// Bind `host:port`, print the startup banner, serve until Ctrl-C or SIGTERM, on a
+/// runtime of its own: one thread (tokio's current-thread runtime, so "one core"
+/// means one thread) when `threads` is 1, else that many workers (one per CPU
+/// when `None`). Blocks the calling thread; call it outside a runtime's workers.
+pub fn run_standalone(opts: SimOptions) -> anyhow::Result<()> {
     opts.config.validate()?;
+    let runtime = match opts.threads {
+        Some(0) => anyhow::bail!("--threads: 0 threads"),
+        Some(1) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+    .context("cannot start the simulator's runtime")?;
+    runtime.block_on(serve_standalone(opts))
+}
+
+async fn serve_standalone(opts: SimOptions) -> anyhow::Result<()> {
     let addr = SocketAddr::new(opts.host, opts.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = listen(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().context("no local address")?;
     {
         let mut out = std::io::stdout().lock();

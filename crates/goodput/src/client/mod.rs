@@ -13,15 +13,19 @@
 //! limited by [`SseLimits::max_event_bytes`], and a stream by the content chunks the
 //! request allows ([`max_content_chunks`]) and by [`SseLimits::max_stream_bytes`].
 
+pub mod direct;
+mod events;
 mod sse;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
+use reqwest::StatusCode;
 
-use crate::record::{now_ns, Chunk, ErrorKind, RequestRecord};
+use crate::record::{now_ns, ErrorKind, RequestRecord};
 pub use sse::{parse_data, ChunkInfo, SseError, SseLimits, SseParser};
 
 /// Where and how to send requests.
@@ -31,6 +35,12 @@ pub struct Target {
     pub url: String,
     /// Prepared headers (content type, and authorisation when a key is set).
     pub headers: HeaderMap,
+    /// Connections of our own for an `http://` URL ([`direct`]); `https` goes
+    /// through the `reqwest::Client` passed to [`stream_request`].
+    pool: Option<Arc<direct::Pool>>,
+    /// Stamp `sent` before a new connection is opened, so TTFT includes the
+    /// connection's set-up, as most peers measure it (default: after).
+    connect_in_ttft: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -38,6 +48,8 @@ impl std::fmt::Debug for Target {
         // Headers may hold the API key: never print them.
         f.debug_struct("Target")
             .field("url", &self.url)
+            .field("direct", &self.pool.is_some())
+            .field("connect_in_ttft", &self.connect_in_ttft)
             .finish_non_exhaustive()
     }
 }
@@ -53,10 +65,41 @@ impl Target {
                 headers.insert(AUTHORIZATION, v);
             }
         }
-        Target {
-            url: format!("{}{}", base_url.trim_end_matches('/'), path),
-            headers,
+        let url = format!("{}{}", base_url.trim_end_matches('/'), path);
+        let pool = direct::Pool::for_url(&url).map(Arc::new);
+        if let Some(p) = &pool {
+            if let Ok(host) = HeaderValue::from_str(&p.addr) {
+                headers.insert(HOST, host);
+            }
         }
+        Target {
+            url,
+            headers,
+            pool,
+            connect_in_ttft: false,
+        }
+    }
+
+    /// The same target, with TTFT counted from before a new connection is opened
+    /// (`true`) or from the request's send (`false`, the default).
+    pub fn with_connect_in_ttft(mut self, yes: bool) -> Target {
+        self.connect_in_ttft = yes;
+        self
+    }
+
+    /// Opens connections before a trial until `n` are idle, so that no request of
+    /// the trial waits for one (`http://` targets; an `https` target opens its
+    /// connections as requests need them). Errs with the first failure.
+    pub async fn preconnect(&self, n: usize) -> Result<(), String> {
+        match &self.pool {
+            Some(p) => p.preconnect(n).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Idle connections of an `http://` target (0 for `https`).
+    pub fn idle_connections(&self) -> usize {
+        self.pool.as_ref().map_or(0, |p| p.idle())
     }
 }
 
@@ -106,6 +149,11 @@ pub fn http_client(max_streams: usize) -> reqwest::Result<reqwest::Client> {
 
 /// Sends one streaming request and fills `rec` with what happened.
 /// `origin` is the trial's start on [`now_ns`]'s clock; record times are relative to it.
+///
+/// The steps, each a function of its own: [`send`] (with one resend on a stale
+/// pooled connection), [`check_response`] (status, content type), then
+/// [`events::read`] (the stall timer, per-read timestamps and bounds, SSE parsing
+/// into the record) and [`events::finish`] (the checks of a completed stream).
 pub async fn stream_request(
     client: &reqwest::Client,
     target: &Target,
@@ -114,24 +162,190 @@ pub async fn stream_request(
     limits: &Limits,
     origin: u64,
 ) {
-    stream(client, target, body, rec, limits, origin).await;
+    if let Err(f) = exchange(client, target, body, rec, limits, origin).await {
+        // A failure mid-stream ends the request now; one found by the final checks
+        // keeps the time the stream ended.
+        rec.done.get_or_insert(now_ns().saturating_sub(origin));
+        rec.error = Some(f.kind);
+        rec.error_detail = Some(f.detail);
+    }
     // Chunks were reserved for the whole answer; a short one keeps no slack.
     if rec.chunks.capacity() > 2 * rec.chunks.len() + 16 {
         rec.chunks.shrink_to_fit();
     }
 }
 
-async fn stream(
+/// Why a request failed: the record's error kind and detail.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    kind: ErrorKind,
+    detail: String,
+}
+
+impl Failure {
+    fn new(kind: ErrorKind, detail: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+async fn exchange(
     client: &reqwest::Client,
     target: &Target,
     body: Bytes,
     rec: &mut RequestRecord,
     limits: &Limits,
     origin: u64,
-) {
+) -> Result<(), Failure> {
     let deadline = tokio::time::Instant::now() + limits.request_timeout;
+    let at = Exchange {
+        rec,
+        limits,
+        deadline,
+        origin,
+    };
+    match &target.pool {
+        Some(pool) => exchange_direct(pool, target, body, at).await,
+        None => {
+            let resp = send(client, target, body, at.rec, deadline, origin).await?;
+            let (status, headers) = (resp.status(), resp.headers().clone());
+            let mut body = Box::pin(resp.bytes_stream());
+            at.consume(status, &headers, &mut body).await
+        }
+    }
+}
+
+/// One request's record and bounds, while its response is read.
+struct Exchange<'a> {
+    rec: &'a mut RequestRecord,
+    limits: &'a Limits,
+    deadline: tokio::time::Instant,
+    origin: u64,
+}
+
+impl Exchange<'_> {
+    /// Status, content type, then the events into the record, then the final checks.
+    async fn consume<E: std::error::Error>(
+        self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    ) -> Result<(), Failure> {
+        self.rec.status = Some(status.as_u16());
+        check_response(status, headers, body, self.deadline).await?;
+        events::read(body, self.rec, self.limits, self.deadline, self.origin).await?;
+        self.rec.done = Some(now_ns().saturating_sub(self.origin));
+        events::finish(self.rec)
+    }
+}
+
+/// [`exchange`] on a connection of our own: taken from the pool (or opened, its
+/// set-up time recorded as `connect`), driven by this task, and given back when the
+/// response ended cleanly. A pooled connection the server had closed is replaced
+/// once, as [`send`] does.
+async fn exchange_direct(
+    pool: &direct::Pool,
+    target: &Target,
+    body: Bytes,
+    at: Exchange<'_>,
+) -> Result<(), Failure> {
+    let (rec, deadline, origin) = (at.rec, at.deadline, at.origin);
     let mut retried = false;
-    let resp = loop {
+    let (mut conn, resp) = loop {
+        let (mut conn, reused) = match pool.checkout().filter(|_| !retried) {
+            Some(c) => (c, true),
+            None => {
+                let start = now_ns();
+                if target.connect_in_ttft {
+                    rec.sent = start.saturating_sub(origin);
+                }
+                let c = match tokio::time::timeout_at(deadline, pool.connect()).await {
+                    Err(_) => {
+                        return Err(Failure::new(
+                            ErrorKind::Timeout,
+                            "no connection before the request timeout",
+                        ))
+                    }
+                    Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, e)),
+                    Ok(Ok(c)) => c,
+                };
+                rec.connect = Some(now_ns().saturating_sub(start));
+                (c, false)
+            }
+        };
+        if !target.connect_in_ttft || reused {
+            rec.sent = now_ns().saturating_sub(origin);
+        }
+        let mut req = hyper::Request::post(pool.path.as_str())
+            .body(http_body_util::Full::new(body.clone()))
+            .map_err(|e| Failure::new(ErrorKind::Connect, e.to_string()))?;
+        *req.headers_mut() = target.headers.clone();
+        let sent = direct::drive(
+            &mut conn.driver,
+            &mut conn.ended,
+            conn.sender.send_request(req),
+        );
+        let outcome = tokio::time::timeout_at(deadline, sent).await;
+        match outcome {
+            Err(_) => {
+                return Err(Failure::new(
+                    ErrorKind::Timeout,
+                    "no response headers before the request timeout",
+                ))
+            }
+            // The connection closed before any response (a kept-alive one the server
+            // had closed meanwhile, as llama.cpp does after a few requests): the
+            // request never reached the engine, so it is sent once more on a fresh
+            // connection. `sent` is the resend; the delay shows as send lag.
+            Ok(Err(e)) if !retried && (e.is_canceled() || e.is_incomplete_message()) => {
+                retried = true;
+            }
+            Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
+            Ok(Ok(resp)) => break (conn, resp),
+        }
+    };
+    let (parts, incoming) = resp.into_parts();
+    let mut driven = direct::Driven {
+        driver: &mut conn.driver,
+        ended: &mut conn.ended,
+        body: incoming,
+    };
+    let at = Exchange {
+        rec,
+        limits: at.limits,
+        deadline,
+        origin,
+    };
+    at.consume(parts.status, &parts.headers, &mut driven)
+        .await?;
+    // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
+    // is stamped), so the connection can serve the next request.
+    let rest = async { while let Some(Ok(_)) = driven.next().await {} };
+    if tokio::time::timeout(DRAIN_WAIT, rest).await.is_ok() {
+        pool.checkin(conn);
+    }
+    Ok(())
+}
+
+/// How long a finished response may take to end its body before its connection is
+/// dropped instead of kept.
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+
+/// Sends the request through reqwest; sets `rec.sent` (to the resend's time when it
+/// is resent). reqwest opens connections inside the call, so their set-up is part of
+/// what follows `sent`, and `connect` stays unknown.
+async fn send(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    rec: &mut RequestRecord,
+    deadline: tokio::time::Instant,
+    origin: u64,
+) -> Result<reqwest::Response, Failure> {
+    let mut retried = false;
+    loop {
         rec.sent = now_ns().saturating_sub(origin);
         let fut = client
             .post(&target.url)
@@ -140,12 +354,10 @@ async fn stream(
             .send();
         match tokio::time::timeout_at(deadline, fut).await {
             Err(_) => {
-                return fail(
-                    rec,
-                    origin,
+                return Err(Failure::new(
                     ErrorKind::Timeout,
-                    "no response headers before the request timeout".into(),
-                )
+                    "no response headers before the request timeout",
+                ))
             }
             // A pooled keep-alive connection the server had already closed (llama.cpp
             // closes one after a few requests): the request never reached the engine,
@@ -154,203 +366,63 @@ async fn stream(
             Ok(Err(e)) if !retried && e.is_request() && !e.is_connect() && !e.is_timeout() => {
                 retried = true
             }
-            Ok(Err(e)) => return fail(rec, origin, ErrorKind::Connect, describe(&e)),
-            Ok(Ok(r)) => break r,
+            Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
+            Ok(Ok(r)) => return Ok(r),
         }
-    };
-    rec.status = Some(resp.status().as_u16());
-    if !resp.status().is_success() {
-        let status = resp.status();
+    }
+}
+
+/// A 2xx answer with an SSE content type, or the failure it is (an error status
+/// keeps the start of its body in the detail; the rest is never read).
+async fn check_response<E>(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    deadline: tokio::time::Instant,
+) -> Result<(), Failure> {
+    if !status.is_success() {
         let mut kept = Vec::new();
-        // What arrived before the deadline is kept; the rest of the body is never read.
-        let _ = tokio::time::timeout_at(deadline, body_start(resp, &mut kept)).await;
+        // What arrived before the deadline is kept.
+        let _ = tokio::time::timeout_at(deadline, body_start(body, &mut kept)).await;
         let detail = String::from_utf8_lossy(&kept);
-        return fail(
-            rec,
-            origin,
+        return Err(Failure::new(
             ErrorKind::Http,
             format!("HTTP {status}: {detail}"),
-        );
+        ));
     }
-    let ctype = resp
-        .headers()
+    let ctype = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_ascii_lowercase();
     if !ctype.starts_with("text/event-stream") {
-        return fail(
-            rec,
-            origin,
+        return Err(Failure::new(
             ErrorKind::NotSse,
             format!("content-type `{ctype}` is not text/event-stream"),
-        );
+        ));
     }
-    let mut stream = resp.bytes_stream();
-    let mut parser = SseParser::new(limits.sse);
-    let mut saw_done = false;
-    // The record holds at most `max_chunks`; a longer stream fails before it grows.
-    let max_chunks = max_content_chunks(rec.requested_tokens);
-    let mut received: u64 = 0;
-    // Room for every chunk asked for, so recording one never reallocates.
-    let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
-    rec.chunks.reserve(expected + 1);
-    // One timer for the whole stream, re-armed only when it fires: a stall is "no read
-    // since `last_read + stall`", checked lazily, so no timer is set per read.
-    let (start, start_ns) = (tokio::time::Instant::now(), now_ns());
-    let mut last_read_ns = start_ns;
-    let stall_at = |last_ns: u64| {
-        limits
-            .stall_timeout
-            .map(|s| start + Duration::from_nanos(last_ns.saturating_sub(start_ns)) + s)
-    };
-    let timer =
-        tokio::time::sleep_until(stall_at(last_read_ns).map_or(deadline, |at| at.min(deadline)));
-    tokio::pin!(timer);
-    loop {
-        let next = tokio::select! {
-            biased;
-            next = stream.next() => next,
-            () = &mut timer => {
-                let now = tokio::time::Instant::now();
-                let stall = stall_at(last_read_ns);
-                if stall.is_some_and(|at| at < deadline && now >= at) {
-                    return fail(
-                        rec,
-                        origin,
-                        ErrorKind::Stall,
-                        "no data within the stall timeout".into(),
-                    );
-                }
-                if now >= deadline {
-                    return fail(
-                        rec,
-                        origin,
-                        ErrorKind::Timeout,
-                        "stream still open at the request timeout".into(),
-                    );
-                }
-                timer.as_mut().reset(stall.map_or(deadline, |at| at.min(deadline)));
-                continue;
-            }
-        };
-        let bytes = match next {
-            None => break,
-            Some(Ok(b)) => b,
-            Some(Err(e)) => return fail(rec, origin, ErrorKind::Reset, describe(&e)),
-        };
-        // Arrival time first, then parsing.
-        let t = now_ns();
-        last_read_ns = t;
-        // Counted per read, so a stream of events without content (comments, role-only
-        // or usage-only chunks), which `max_chunks` cannot see, ends too.
-        received += bytes.len() as u64;
-        if received > limits.sse.max_stream_bytes {
-            return fail(
-                rec,
-                origin,
-                ErrorKind::Overlong,
-                format!(
-                    "the stream is longer than {} bytes",
-                    limits.sse.max_stream_bytes
-                ),
-            );
-        }
-        let mut rest: &[u8] = &bytes;
-        loop {
-            let data = match parser.next_event(&mut rest) {
-                Ok(Some(data)) => data,
-                Ok(None) => break,
-                Err(e) => return fail(rec, origin, ErrorKind::TooLarge, e.to_string()),
-            };
-            if data.trim_ascii() == b"[DONE]" {
-                saw_done = true;
-                continue;
-            }
-            let info = match parse_data(data) {
-                Ok(i) => i,
-                Err(e) => return fail(rec, origin, e.kind(), e.to_string()),
-            };
-            if let Some(u) = info.usage {
-                rec.prompt_tokens = u.prompt_tokens.or(rec.prompt_tokens);
-                rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);
-            }
-            if info.text_len > 0 {
-                if rec.chunks.len() >= max_chunks {
-                    return fail(
-                        rec,
-                        origin,
-                        ErrorKind::Overlong,
-                        format!(
-                            "more than {max_chunks} content chunks ({} tokens allowed)",
-                            rec.requested_tokens.map_or("any".into(), |m| m.to_string())
-                        ),
-                    );
-                }
-                rec.chunks.push(Chunk {
-                    t: t.saturating_sub(origin),
-                    len: info.text_len,
-                    lag: info.probe_ns.map(|p| t as i64 - p as i64),
-                });
-            }
-        }
-        if saw_done {
-            break;
-        }
-    }
-    rec.done = Some(now_ns().saturating_sub(origin));
-    if !saw_done {
-        rec.error = Some(ErrorKind::Incomplete);
-        rec.error_detail = Some("the stream ended without `data: [DONE]`".into());
-        return;
-    }
-    // Derived from the record, the one source of truth.
-    let chunk_count = rec.chunks.len() as u64;
-    if chunk_count == 0 {
-        rec.error = Some(ErrorKind::Empty);
-        rec.error_detail = Some("the stream carried no generated text".into());
-        return;
-    }
-    match rec.completion_tokens {
-        None => {
-            rec.completion_tokens = Some(chunk_count);
-            rec.tokens_estimated = true;
-        }
-        // Every content chunk carries at least one token, and the server may not
-        // generate more than it was allowed: anything else is a lying usage block.
-        Some(n) if n < chunk_count || rec.requested_tokens.is_some_and(|m| n > u64::from(m)) => {
-            rec.error = Some(ErrorKind::BadUsage);
-            rec.error_detail = Some(format!(
-                "usage.completion_tokens = {n} contradicts the stream ({chunk_count} content chunks, {} tokens allowed)",
-                rec.requested_tokens.map_or("any".into(), |m| m.to_string())
-            ));
-        }
-        Some(_) => {}
-    }
+    Ok(())
 }
 
-/// Reads `resp`'s body into `kept` until it holds [`ERROR_BODY_BYTES`] or the body
-/// ends; dropping `resp` then closes the connection with the rest unread.
-async fn body_start(mut resp: reqwest::Response, kept: &mut Vec<u8>) {
+/// Reads `body` into `kept` until it holds [`ERROR_BODY_BYTES`] or the body ends;
+/// dropping the response then closes the connection with the rest unread.
+async fn body_start<E>(
+    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    kept: &mut Vec<u8>,
+) {
     while kept.len() < ERROR_BODY_BYTES {
-        match resp.chunk().await {
-            Ok(Some(b)) => {
+        match body.next().await {
+            Some(Ok(b)) => {
                 let room = ERROR_BODY_BYTES - kept.len();
                 kept.extend_from_slice(&b[..b.len().min(room)]);
             }
-            Ok(None) | Err(_) => break,
+            Some(Err(_)) | None => break,
         }
     }
 }
 
-fn fail(rec: &mut RequestRecord, origin: u64, kind: ErrorKind, detail: String) {
-    rec.done = Some(now_ns().saturating_sub(origin));
-    rec.error = Some(kind);
-    rec.error_detail = Some(detail);
-}
-
-/// A reqwest error without the URL's query or anything secret: its chain of causes.
-fn describe(e: &reqwest::Error) -> String {
+/// An HTTP error without the URL's query or anything secret: its chain of causes.
+fn describe(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = std::error::Error::source(e);
     while let Some(cause) = src {
@@ -364,6 +436,7 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::Chunk;
 
     #[test]
     fn content_chunk_bound_is_twice_max_tokens_and_at_least_64_more() {

@@ -66,6 +66,8 @@ impl SweepFlags {
                 no_html: false,
                 shard: None,
                 predict: None,
+                ttft_includes_connect: false,
+                client_threads: None,
             },
         };
         let plan = crate::cli::run_plan(&args)?;

@@ -5,6 +5,7 @@
 //! # Layout
 //! - [`rows`]: one row per engine x load level, the model every tabular format shares.
 //! - [`table`]: the writers of that model: text table, Markdown, CSV, JSON.
+//! - [`markdown`]: Markdown tables (the report's and the benchmarks').
 //! - [`compare`]: two reports (or the engines of one report) side by side.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -14,6 +15,7 @@
 pub mod charts;
 pub mod compare;
 pub mod html;
+pub mod markdown;
 pub mod rows;
 pub mod table;
 pub mod text;

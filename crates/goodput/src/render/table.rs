@@ -355,14 +355,9 @@ pub fn md_escape(s: &str) -> String {
 
 /// The Markdown table, one row per engine x load level, `median (min–max)` cells.
 pub fn markdown_table(report: &Report, rows: &[Row]) -> String {
-    let mut out = format!("| {} |\n", COLUMNS.join(" | "));
-    out.push('|');
-    for i in 0..COLUMNS.len() {
-        out.push_str(if i == 0 { " --- |" } else { " ---: |" });
-    }
-    out.push('\n');
-    for row in rows {
-        let cells: Vec<String> = match display_cells(report, row) {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| match display_cells(report, row) {
             Some(cells) => cells.iter().map(|c| md_escape(&c.joined())).collect(),
             None => {
                 let mut v = vec![String::new(); COLUMNS.len()];
@@ -373,9 +368,9 @@ pub fn markdown_table(report: &Report, rows: &[Row]) -> String {
                 ));
                 v
             }
-        };
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
-    }
+        })
+        .collect();
+    let mut out = super::markdown::grid(&COLUMNS, 1, &cells);
     out.push_str("\nLatencies in ms: median over trials (min–max over trials in parentheses).\n");
     for row in rows.iter().filter(|r| r.point.is_some()) {
         let first = row.result.points.first().map(|p| p as *const Point)

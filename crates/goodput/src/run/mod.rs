@@ -61,6 +61,9 @@ pub struct RunOptions {
     /// The slice of a whole plan this run is (`--shard I/N`; `plan` is then the
     /// slice), written to the report's `run.shard`.
     pub shard: Option<report::ShardInfo>,
+    /// Count a request's connection set-up (when it needed a new connection) in its
+    /// TTFT, as most peers do; by default TTFT starts when the request is sent.
+    pub ttft_includes_connect: bool,
 }
 
 /// How a run ended.

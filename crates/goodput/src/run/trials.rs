@@ -57,7 +57,15 @@ pub(crate) async fn run_engine(
         &handle.base_url,
         handle.api.path(),
         handle.api_key.as_deref(),
-    );
+    )
+    .with_connect_in_ttft(ctx.opts.ttft_includes_connect);
+    if ctx.opts.ttft_includes_connect {
+        let note = "TTFT includes connection set-up where a request opened a new \
+                    connection (--ttft-includes-connect)";
+        if !ctx.info.notices.iter().any(|n| n == note) {
+            ctx.info.notices.push(note.to_string());
+        }
+    }
     let mut restarts = 0u32;
     let mut attempt = 0u32;
     let mut last: Option<(u64, u32)> = None;
@@ -132,7 +140,8 @@ pub(crate) async fn run_engine(
                     &handle.base_url,
                     handle.api.path(),
                     handle.api_key.as_deref(),
-                );
+                )
+                .with_connect_in_ttft(ctx.opts.ttft_includes_connect);
             }
             Err(f) => {
                 ctx.sweep.engine(name).error = Some(f);
@@ -220,8 +229,9 @@ async fn run_one(
         },
         None => None,
     };
-    // Requests: the same on every engine; different per trial and load level.
-    let stream = pi << 32 | t as u64;
+    // Requests: the same on every engine; different per trial and load level (the
+    // trial's lane of the seeded random draws).
+    let lane = pi << 32 | t as u64;
     let trial = |requests, mode, offsets| Trial {
         engine: name.into(),
         x,
@@ -235,6 +245,7 @@ async fn run_one(
         grace: ctx.opts.grace,
         sent: None,
     };
+    preconnect(ctx, name, target, x).await;
     let mut warmup_server = None;
     if plan.warmup_requests > 0 {
         let sampler = crate::server_metrics::ServerSampler::start(
@@ -244,7 +255,7 @@ async fn run_one(
         )
         .await;
         let warm = trial(
-            builder.build(plan.warmup_requests, plan.seed, u64::MAX - stream),
+            builder.build(plan.warmup_requests, plan.seed, u64::MAX - lane),
             LoadMode::Concurrency,
             Vec::new(),
         );
@@ -258,9 +269,9 @@ async fn run_one(
         .await;
         warmup_server = sampler.finish(&warm_records).await;
     }
-    let requests = builder.build(plan.requests_per_trial, plan.seed, stream);
+    let requests = builder.build(plan.requests_per_trial, plan.seed, lane);
     let offsets = match plan.mode {
-        LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ stream),
+        LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ lane),
         LoadMode::Trace => builder.trace_offsets(x),
         LoadMode::Concurrency => Vec::new(),
     };
@@ -396,4 +407,29 @@ async fn run_one(
     ctx.progress.trial_done();
     ctx.save()?;
     Ok(died)
+}
+
+/// Opens, before a trial, the connections its load needs (kept alive between
+/// trials), so that TTFT measures the engine and not TCP set-up: `x` for a closed
+/// loop, one second of arrivals for an open one; at most `max_concurrency` and the
+/// trial's request count. A failure is a notice: requests then connect as they go,
+/// and each records its `connect` time.
+async fn preconnect(ctx: &mut Ctx<'_>, name: &str, target: &Target, x: f64) {
+    let plan = ctx.plan;
+    let mut n = x.ceil().max(1.0) as usize;
+    if let Some(c) = plan.max_concurrency {
+        n = n.min(c as usize);
+    }
+    n = n.min(plan.requests_per_trial.max(1) as usize);
+    if let Err(e) = ctx
+        .stop()
+        .until(target.preconnect(n))
+        .await
+        .unwrap_or(Ok(()))
+    {
+        ctx.info.notices.push(format!(
+            "{name}: x={x}: could not open {n} connections before the trial ({e}); \
+             requests opened their own (see each record's `connect`)"
+        ));
+    }
 }

@@ -165,6 +165,26 @@ pub fn app(state: SimState) -> Router {
         .with_state(state)
 }
 
+/// Connections the kernel queues for `accept` ([`listen`]'s backlog). The default
+/// of `std`'s and tokio's `bind` (128) overflows when a benchmark opens more
+/// connections at once than that: the rest wait for a SYN retransmit (1 s), which
+/// every client counts as TTFT. The kernel caps it at `net.core.somaxconn` (4096 on
+/// current Linux).
+pub const LISTEN_BACKLOG: u32 = 65_535;
+
+/// A listener on `addr` with a backlog of [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, so
+/// a restarted simulator can take its port back at once). Inside a tokio runtime.
+pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Serve `config` on `listener` until `shutdown` completes; then stalled and
 /// endless streams are ended and open connections are let finish.
 pub async fn serve(

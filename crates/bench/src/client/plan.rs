@@ -1,4 +1,4 @@
-//! `goodput bench-client` flags, and the validated plan they become.
+//! `goodput-bench client` flags, and the validated plan they become.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +14,7 @@ pub enum SimMode {
     InProcess,
 }
 
-/// `goodput bench-client`.
+/// `goodput-bench client`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// A short run: streams 1,100,1000, 3 s per run, short sweep and rate runs.
@@ -50,13 +50,17 @@ pub struct BenchArgs {
     /// Runtime threads of the client.
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
+    /// Runtime threads of the simulator (`goodput sim --threads`).
+    #[arg(long, default_value_t = 1)]
+    pub sim_threads: usize,
     /// Do not pin the client and the simulator to separate CPUs.
     #[arg(long)]
     pub no_pin: bool,
     /// Where the simulator runs.
     #[arg(long, value_enum, default_value = "child")]
     pub sim: SimMode,
-    /// The `goodput` binary that serves `goodput sim` (default: this one).
+    /// The `goodput` binary that serves `goodput sim` (default: `goodput` beside this
+    /// program, as `cargo build --release -p goodput -p goodput-bench` leaves it).
     #[arg(long, value_name = "PATH")]
     pub sim_bin: Option<PathBuf>,
     /// Also write every request's record (JSON Lines; `engine` names the run, `x` its
@@ -65,7 +69,7 @@ pub struct BenchArgs {
     pub records: Option<PathBuf>,
 }
 
-/// What `bench-client` will run.
+/// What `goodput-bench client` will run.
 #[derive(Debug, Clone)]
 pub struct BenchPlan {
     /// Stream counts of the fidelity runs.
@@ -96,6 +100,8 @@ pub struct BenchPlan {
     pub rate_tokens: u32,
     /// Client runtime threads.
     pub client_threads: usize,
+    /// Simulator runtime threads.
+    pub sim_threads: usize,
     /// Pin client and simulator to separate CPUs.
     pub pin: bool,
     /// Where the simulator runs.
@@ -152,8 +158,8 @@ impl BenchPlan {
         if rates.contains(&0.0) {
             anyhow::bail!("--rates: a rate of 0");
         }
-        if a.tokens == 0 || a.client_threads == 0 {
-            anyhow::bail!("--tokens and --client-threads must be at least 1");
+        if a.tokens == 0 || a.client_threads == 0 || a.sim_threads == 0 {
+            anyhow::bail!("--tokens, --client-threads and --sim-threads must be at least 1");
         }
         let duration = seconds(
             "duration",
@@ -162,7 +168,8 @@ impl BenchPlan {
         let sim_bin = match &a.sim_bin {
             Some(p) => p.clone(),
             None => std::env::current_exe()
-                .map_err(|e| anyhow::anyhow!("cannot find this program's path: {e}"))?,
+                .map_err(|e| anyhow::anyhow!("cannot find this program's path: {e}"))?
+                .with_file_name("goodput"),
         };
         Ok(BenchPlan {
             streams,
@@ -181,6 +188,7 @@ impl BenchPlan {
             rate_duration: duration,
             rate_tokens: 8,
             client_threads: a.client_threads,
+            sim_threads: a.sim_threads,
             pin: !a.no_pin,
             sim: a.sim,
             sim_bin,

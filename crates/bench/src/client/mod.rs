@@ -1,4 +1,4 @@
-//! `goodput bench-client`: how much the client itself adds to what it measures, and
+//! `goodput-bench client`: how much the client itself adds to what it measures, and
 //! how much load it can drive, against the simulator's fixed schedule.
 //!
 //! The simulator runs in fixed-schedule probe mode: every request gets exactly the
@@ -13,26 +13,23 @@
 //!   under 1 ms; CPU time per million tokens; memory per in-flight stream;
 //! - open-loop runs: offered versus achieved request rate and the send lag.
 //!
-//! By default the simulator is a child `goodput sim` process pinned to one core and
+//! By default the simulator is a child `goodput sim` process (started and stopped by
+//! goodput's own engine handling) pinned to one core and
 //! the client is pinned to another, with one runtime thread: the client's CPU time
 //! (`getrusage`) and RSS are its own, and "per core" figures mean one core.
 //!
 //! # Layout
-//! - [`scenarios`]: one run each (closed loop or rate), through [`crate::load`].
+//! - [`plan`]: the flags, and the validated plan they become.
+//! - [`scenarios`]: one run each (closed loop or rate), through [`goodput::load`].
 //! - [`figures`]: the figures of a run from its records (pure).
 //! - [`floor`]: the same runs through a minimal raw-socket client: the lag floor.
-//! - [`sim`]: the simulator, as a child process or in-process.
-//! - [`os`]: CPU time, RSS, file-descriptor limit, CPU affinity.
 //! - [`table`]: Markdown tables.
 
 pub mod figures;
 pub mod floor;
-pub mod os;
+pub mod plan;
 pub mod scenarios;
-pub mod sim;
 pub mod table;
-
-mod plan;
 
 use std::io::Write as _;
 
@@ -40,21 +37,17 @@ use anyhow::Context as _;
 
 pub use plan::{BenchArgs, BenchPlan, SimMode};
 
+use crate::os;
+use crate::sim::{Schedule, SimKind};
 use figures::StreamFigures;
 use scenarios::{RateRun, StreamRun};
-use sim::{Schedule, SimKind};
 use table::SweepStep;
 
-/// Runs `goodput bench-client`; prints the tables to stdout, progress to stderr.
-pub async fn run(args: BenchArgs) -> anyhow::Result<i32> {
+/// Runs `goodput-bench client`; prints the tables to stdout, progress to stderr.
+/// Builds the client's runtime itself, on the (pinned) calling thread's CPUs.
+pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     let plan = BenchPlan::from_args(&args)?;
-    // A runtime of its own, on its own (pinned) threads: the caller's runtime must not
-    // share the client's core or be counted in its figures.
-    tokio::task::spawn_blocking(move || run_on_own_runtime(plan)).await?
-}
-
-fn run_on_own_runtime(plan: BenchPlan) -> anyhow::Result<i32> {
-    let host = crate::environment::host();
+    let host = goodput::environment::host();
     let fd_limit = os::raise_fd_limit();
     let cpus = os::allowed_cpus();
     let (client_cpus, sim_cpus) = if plan.pin && cpus.len() > plan.client_threads {
@@ -70,8 +63,11 @@ fn run_on_own_runtime(plan: BenchPlan) -> anyhow::Result<i32> {
         SimMode::Child => SimKind::Child {
             bin: plan.sim_bin.clone(),
             cpus: sim_cpus.clone(),
+            threads: plan.sim_threads,
         },
-        SimMode::InProcess => SimKind::InProcess { threads: 1 },
+        SimMode::InProcess => SimKind::InProcess {
+            threads: plan.sim_threads,
+        },
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(plan.client_threads)
@@ -96,7 +92,7 @@ fn header(
     client_cpus: &[usize],
     sim_cpus: &[usize],
 ) -> String {
-    let commit = crate::environment::GIT_COMMIT
+    let commit = goodput::environment::GIT_COMMIT
         .filter(|c| !c.is_empty())
         .unwrap_or("unknown");
     let pinned = |c: &[usize]| {
@@ -107,18 +103,22 @@ fn header(
         }
     };
     let sim = match plan.sim {
-        SimMode::Child => format!("child `goodput sim` process, {}", pinned(sim_cpus)),
-        SimMode::InProcess => "in this process (1 runtime thread)".to_string(),
+        SimMode::Child => format!(
+            "child `goodput sim --threads {}` process, {}",
+            plan.sim_threads,
+            pinned(sim_cpus)
+        ),
+        SimMode::InProcess => format!("in this process ({} runtime thread(s))", plan.sim_threads),
     };
     format!(
-        "# goodput bench-client\n\n\
+        "# goodput-bench client\n\n\
          - date: {}\n\
          - machine: {}, {} CPUs, {} MiB, {}, kernel {}\n\
          - goodput {} ({commit}); open-file limit {fd_limit}; load average at start {}\n\
          - client: goodput's load generator and client, {} runtime thread(s), {}\n\
          - simulator: {sim}; fixed schedule, TTFT {} ms, probe on\n\
          - each closed-loop run: {} s of sends, {} tokens per request, connections opened by a warm-up round first",
-        utc_now(),
+        goodput::dates::utc_now_minute(),
         host.cpu_model.as_deref().unwrap_or("unknown CPU"),
         host.cpus.unwrap_or(0),
         host.memory_mib.unwrap_or(0),
@@ -134,37 +134,8 @@ fn header(
     )
 }
 
-/// `YYYY-MM-DD HH:MM UTC`, now.
-fn utc_now() -> String {
-    utc_minute(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    )
-}
-
-/// `YYYY-MM-DD HH:MM UTC` of a Unix time in seconds (also the HTML report's dates).
-pub fn utc_minute(secs: u64) -> String {
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
 fn progress(msg: &str) {
-    eprintln!("bench-client: {msg}");
+    eprintln!("goodput-bench client: {msg}");
 }
 
 fn print(text: &str) -> anyhow::Result<()> {
@@ -179,13 +150,13 @@ async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
         Some(path) => {
             let _ = std::fs::remove_file(path);
             Some(
-                crate::record::RecordsFile::open(path)
+                goodput::record::RecordsFile::open(path)
                     .with_context(|| format!("cannot write {}", path.display()))?,
             )
         }
         None => None,
     };
-    let mut keep = |r: &[crate::record::RequestRecord]| -> anyhow::Result<()> {
+    let mut keep = |r: &[goodput::record::RequestRecord]| -> anyhow::Result<()> {
         if let Some(f) = records.as_mut() {
             f.append(r)
                 .with_context(|| format!("cannot write {}", f.path().display()))?;
@@ -327,7 +298,7 @@ async fn sweep(
     plan: &BenchPlan,
     kind: &SimKind,
     itl_ms: f64,
-    keep: &mut impl FnMut(&[crate::record::RequestRecord]) -> anyhow::Result<()>,
+    keep: &mut impl FnMut(&[goodput::record::RequestRecord]) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<SweepStep>> {
     let mut steps = Vec::new();
     let mut streams = plan.sweep_start;

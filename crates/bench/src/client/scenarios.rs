@@ -1,6 +1,6 @@
 //! One benchmark run each: a closed-loop fidelity run at a number of streams, or an
 //! open-loop run at a request rate, against a freshly started simulator, through
-//! goodput's own load generator ([`crate::load::run_trial`]) and client.
+//! goodput's own load generator ([`goodput::load::run_trial`]) and client.
 
 use std::time::{Duration, Instant};
 
@@ -11,13 +11,13 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 
 use super::figures::{RateFigures, StreamFigures, Usage};
-use super::os::{cpu_time, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
-use super::sim::{Schedule, Sim, SimKind};
-use crate::client::{http_client, Limits, SseLimits, Target};
-use crate::load::{arrival_offsets, run_trial, Trial};
-use crate::profile::LoadMode;
-use crate::record::RequestRecord;
-use crate::workload::Prepared;
+use crate::os::{cpu_time, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
+use crate::sim::{Schedule, Sim, SimKind};
+use goodput::client::{http_client, Limits, SseLimits, Target};
+use goodput::load::{arrival_offsets, run_trial, Trial};
+use goodput::profile::LoadMode;
+use goodput::record::RequestRecord;
+use goodput::workload::Prepared;
 
 /// A closed-loop run: `streams` workers for `duration`, each request `tokens` long.
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +59,7 @@ fn request(tokens: u32) -> Prepared {
     });
     Prepared {
         body: Bytes::from(body.to_string()),
-        asked: crate::workload::Asked {
+        asked: goodput::workload::Asked {
             max_tokens: Some(tokens),
             ..Default::default()
         },
@@ -108,31 +108,13 @@ fn trial(
     }
 }
 
-/// One short request per connection, `connections` at once: opens the connections
-/// the measured run reuses, as a benchmark of a running engine would have them.
-async fn warm_up(
-    client: &reqwest::Client,
-    target: &Target,
-    connections: usize,
-) -> anyhow::Result<()> {
-    let (_keep, stop) = watch::channel(false);
-    let requests = vec![request(1); connections];
-    let t = trial(
-        "warm-up",
-        connections as f64,
-        LoadMode::Concurrency,
-        Vec::new(),
-        requests,
-    );
-    let records = run_trial(client.clone(), target.clone(), t, stop, Box::new(|_| {})).await;
-    if let Some(r) = records.iter().find(|r| !r.ok()) {
-        anyhow::bail!(
-            "warm-up request failed ({}): {}",
-            r.error_label().unwrap_or_default(),
-            r.error_detail.as_deref().unwrap_or("")
-        );
-    }
-    Ok(())
+/// Opens the connections the measured run uses, as `goodput run` does before a
+/// trial ([`Target::preconnect`]).
+async fn warm_up(target: &Target, connections: usize) -> anyhow::Result<()> {
+    target
+        .preconnect(connections)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot open {connections} connections: {e}"))
 }
 
 /// Runs `trial` with the client's CPU time and peak RSS measured around it;
@@ -192,7 +174,7 @@ pub async fn streams(
     let target = Target::new(&sim.base_url, "/v1/completions", None);
     let client = http_client(run.streams).context("cannot build the HTTP client")?;
     let result = async {
-        warm_up(&client, &target, run.streams).await?;
+        warm_up(&target, run.streams).await?;
         // Enough requests that no worker runs out before the stop signal.
         let per_request_s =
             (run.schedule.ttft_ms + run.schedule.itl_ms * f64::from(run.tokens)) / 1e3;
@@ -246,7 +228,7 @@ pub async fn rate(
     let connections = ((run.rps * per_request_s * 2.0).ceil() as usize).clamp(1, 4000);
     let client = http_client(connections).context("cannot build the HTTP client")?;
     let result = async {
-        warm_up(&client, &target, connections).await?;
+        warm_up(&target, connections).await?;
         let n = (run.rps * run.duration.as_secs_f64()).round().max(1.0) as usize;
         let offsets = arrival_offsets(run.rps, 1.0, n, run.seed);
         let t = trial(

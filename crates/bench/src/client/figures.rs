@@ -1,23 +1,13 @@
 //! Figures of one benchmark run, computed from the request records alone (pure).
 //!
-//! Percentiles use numpy's default linear interpolation, as [`crate::metrics`] does.
+//! Percentiles use numpy's default linear interpolation ([`report::stats::quantile_linear`]),
+//! as [`goodput::metrics`] does.
 //! Errors are measured − configured, in milliseconds: positive means late.
 
 use std::time::Duration;
 
-use crate::record::RequestRecord;
-
-/// `q`-quantile (0..=1) of sorted values, linear interpolation; `None` when empty.
-pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
-}
+use goodput::record::RequestRecord;
+use report::stats::quantile_linear as quantile;
 
 /// p50, p99 and max of a sample.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -265,7 +255,7 @@ impl RateFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Chunk;
+    use goodput::record::Chunk;
 
     fn rec(sent: u64, chunks: &[(u64, i64)]) -> RequestRecord {
         let mut r = RequestRecord::new("sim", 1.0, 0, 0, sent);
@@ -281,15 +271,6 @@ mod tests {
         r.done = chunks.last().map(|c| c.0);
         r.completion_tokens = Some(chunks.len() as u64);
         r
-    }
-
-    #[test]
-    fn quantiles_interpolate_like_numpy() {
-        assert_eq!(quantile(&[], 0.5), None);
-        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 0.5), Some(2.5));
-        assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0], 1.0), Some(4.0));
-        let v: Vec<f64> = (0..=100).map(f64::from).collect();
-        assert_eq!(quantile(&v, 0.99), Some(99.0));
     }
 
     #[test]

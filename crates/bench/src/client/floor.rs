@@ -18,10 +18,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::figures::Spread;
-use super::os::cpu_time;
 use super::scenarios::StreamRun;
-use super::sim::{Sim, SimKind};
-use crate::record::now_ns;
+use crate::os::cpu_time;
+use crate::sim::{Sim, SimKind};
+use goodput::record::now_ns;
 
 const PROBE: &[u8] = b"\"goodput_probe_ns\":";
 const DONE: &[u8] = b"data: [DONE]";
@@ -171,7 +171,7 @@ mod tests {
     async fn the_minimal_client_sees_every_chunk() {
         let run = StreamRun {
             streams: 2,
-            schedule: super::super::sim::Schedule {
+            schedule: crate::sim::Schedule {
                 ttft_ms: 1.0,
                 itl_ms: 1.0,
             },

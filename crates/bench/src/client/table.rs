@@ -1,7 +1,5 @@
 //! The benchmark's tables, as Markdown (readable in a terminal, pasteable into docs).
 
-use std::fmt::Write as _;
-
 use super::figures::{RateFigures, Spread, StreamFigures};
 use super::floor::Floor;
 
@@ -10,39 +8,26 @@ pub fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
 }
 
-/// A count with thousands separators.
+/// A count with thousands separators (rounded).
 pub fn count(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
+    let digits = sim::thousands(v.abs().round() as u64);
     if v < 0.0 && digits != "0" {
-        out.insert(0, '-');
+        format!("-{digits}")
+    } else {
+        digits
     }
-    out
 }
 
 fn cores(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.2}"))
 }
 
-fn row(out: &mut String, cells: &[String]) {
-    let _ = writeln!(out, "| {} |", cells.join(" | "));
-}
-
-fn header(out: &mut String, names: &[&str]) {
-    row(
-        out,
-        &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-    );
-    let _ = writeln!(out, "|{}", "---:|".repeat(names.len()));
+/// A right-aligned Markdown table through goodput's one table writer.
+fn grid(columns: &[&str], rows: &[Vec<String>]) -> String {
+    goodput::render::markdown::grid(columns, 0, rows)
 }
 
 fn spread3(s: &Spread) -> [String; 3] {
@@ -51,34 +36,30 @@ fn spread3(s: &Spread) -> [String; 3] {
 
 /// Closed-loop fidelity runs: added latency, TTFT and ITL error, and their cost.
 pub fn streams(runs: &[StreamFigures]) -> String {
-    let mut out = String::new();
-    header(
-        &mut out,
-        &[
-            "streams",
-            "ITL ms",
-            "ok/failed",
-            "chunks/s",
-            "tokens/s",
-            "lag p50",
-            "lag p99",
-            "lag max",
-            "TTFT err p50",
-            "TTFT err p99",
-            "ITL err p50",
-            "ITL err p99",
-            "client cores",
-            "sim cores",
-            "other cores",
-            "CPU s/Mtok",
-            "KiB/stream",
-        ],
-    );
-    for f in runs {
-        let [l50, l99, lmax] = spread3(&f.lag);
-        row(
-            &mut out,
-            &[
+    let columns = [
+        "streams",
+        "ITL ms",
+        "ok/failed",
+        "chunks/s",
+        "tokens/s",
+        "lag p50",
+        "lag p99",
+        "lag max",
+        "TTFT err p50",
+        "TTFT err p99",
+        "ITL err p50",
+        "ITL err p99",
+        "client cores",
+        "sim cores",
+        "other cores",
+        "CPU s/Mtok",
+        "KiB/stream",
+    ];
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|f| {
+            let [l50, l99, lmax] = spread3(&f.lag);
+            vec![
                 count(f.streams as f64),
                 format!("{}", f.itl_ms),
                 format!("{}/{}", count(f.ok as f64), count(f.failed as f64)),
@@ -97,10 +78,10 @@ pub fn streams(runs: &[StreamFigures]) -> String {
                 f.cpu_s_per_mtok()
                     .map_or_else(|| "-".into(), |v| format!("{v:.2}")),
                 format!("{:.1}", f.kib_per_stream()),
-            ],
-        );
-    }
-    out
+            ]
+        })
+        .collect();
+    grid(&columns, &rows)
 }
 
 /// One step of the capacity sweep.
@@ -118,30 +99,26 @@ pub struct SweepStep {
 
 /// The capacity sweep: one row per step; added p99 = goodput's p99 lag − the floor's.
 pub fn sweep(runs: &[SweepStep]) -> String {
-    let mut out = String::new();
-    header(
-        &mut out,
-        &[
-            "streams",
-            "ITL ms",
-            "offered tokens/s",
-            "chunks/s",
-            "tokens/s",
-            "lag p50",
-            "lag p99",
-            "floor lag p99",
-            "added p99",
-            "client cores",
-            "sim cores",
-            "other cores",
-            "verdict",
-        ],
-    );
-    for s in runs {
-        let f = &s.figures;
-        row(
-            &mut out,
-            &[
+    let columns = [
+        "streams",
+        "ITL ms",
+        "offered tokens/s",
+        "chunks/s",
+        "tokens/s",
+        "lag p50",
+        "lag p99",
+        "floor lag p99",
+        "added p99",
+        "client cores",
+        "sim cores",
+        "other cores",
+        "verdict",
+    ];
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|s| {
+            let f = &s.figures;
+            vec![
                 count(f.streams as f64),
                 format!("{}", f.itl_ms),
                 count(s.offered),
@@ -155,37 +132,33 @@ pub fn sweep(runs: &[SweepStep]) -> String {
                 cores(f.usage.sim_cores()),
                 cores(f.usage.other_cores()),
                 s.verdict.to_string(),
-            ],
-        );
-    }
-    out
+            ]
+        })
+        .collect();
+    grid(&columns, &rows)
 }
 
 /// The floor next to goodput's lag: what goodput adds is the difference.
 pub fn floor(runs: &[(Floor, StreamFigures)]) -> String {
-    let mut out = String::new();
-    header(
-        &mut out,
-        &[
-            "streams",
-            "ITL ms",
-            "chunks",
-            "floor lag p50",
-            "floor lag p99",
-            "floor lag max",
-            "minimal client cores",
-            "goodput lag p50",
-            "goodput lag p99",
-            "goodput − floor p50",
-            "goodput − floor p99",
-        ],
-    );
+    let columns = [
+        "streams",
+        "ITL ms",
+        "chunks",
+        "floor lag p50",
+        "floor lag p99",
+        "floor lag max",
+        "minimal client cores",
+        "goodput lag p50",
+        "goodput lag p99",
+        "goodput − floor p50",
+        "goodput − floor p99",
+    ];
     let diff = |a: Option<f64>, b: Option<f64>| ms(a.zip(b).map(|(a, b)| a - b));
-    for (fl, f) in runs {
-        let [l50, l99, lmax] = spread3(&fl.lag);
-        row(
-            &mut out,
-            &[
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|(fl, f)| {
+            let [l50, l99, lmax] = spread3(&fl.lag);
+            vec![
                 count(fl.streams as f64),
                 format!("{}", fl.itl_ms),
                 count(fl.chunks as f64),
@@ -197,38 +170,34 @@ pub fn floor(runs: &[(Floor, StreamFigures)]) -> String {
                 ms(f.lag.p99),
                 diff(f.lag.p50, fl.lag.p50),
                 diff(f.lag.p99, fl.lag.p99),
-            ],
-        );
-    }
-    out
+            ]
+        })
+        .collect();
+    grid(&columns, &rows)
 }
 
 /// Open-loop runs: offered versus achieved rate, and the send lag.
 pub fn rates(runs: &[RateFigures]) -> String {
-    let mut out = String::new();
-    header(
-        &mut out,
-        &[
-            "target req/s",
-            "planned",
-            "sent/ok",
-            "offered req/s",
-            "achieved req/s",
-            "completed req/s",
-            "send lag p50",
-            "send lag p99",
-            "send lag max",
-            "client cores",
-            "sim cores",
-            "other cores",
-        ],
-    );
-    for f in runs {
-        let [l50, l99, lmax] = spread3(&f.send_lag);
-        let seconds = f.usage.wall.as_secs_f64();
-        row(
-            &mut out,
-            &[
+    let columns = [
+        "target req/s",
+        "planned",
+        "sent/ok",
+        "offered req/s",
+        "achieved req/s",
+        "completed req/s",
+        "send lag p50",
+        "send lag p99",
+        "send lag max",
+        "client cores",
+        "sim cores",
+        "other cores",
+    ];
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|f| {
+            let [l50, l99, lmax] = spread3(&f.send_lag);
+            let seconds = f.usage.wall.as_secs_f64();
+            vec![
                 count(f.target_rps),
                 count(f.planned as f64),
                 format!("{}/{}", count(f.sent as f64), count(f.ok as f64)),
@@ -241,10 +210,10 @@ pub fn rates(runs: &[RateFigures]) -> String {
                 format!("{:.2}", f.usage.cpu.as_secs_f64() / seconds.max(1e-9)),
                 cores(f.usage.sim_cores()),
                 cores(f.usage.other_cores()),
-            ],
-        );
-    }
-    out
+            ]
+        })
+        .collect();
+    grid(&columns, &rows)
 }
 
 #[cfg(test)]

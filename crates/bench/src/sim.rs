@@ -3,26 +3,30 @@
 //! tools' targets are separate processes) or on its own runtime in this process (for
 //! tests).
 //!
-//! A child process keeps the two sides apart: `getrusage(RUSAGE_SELF)` and RSS of this
-//! process are the client's alone, and each side can be pinned to its own core.
+//! The child is started, watched and stopped by goodput's own engine handling
+//! ([`goodput::engine::start`]: its own process group, readiness, SIGTERM then
+//! SIGKILL, cleanup on every exit path), as `goodput run` starts a simulator; pinned
+//! to CPUs through `taskset` (util-linux). A child process keeps the two sides apart:
+//! `getrusage(RUSAGE_SELF)` and RSS of this process are the client's alone.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use anyhow::Context;
+use goodput::engine::{EngineContext, EngineHandle};
+use goodput::profile::{EngineKind, EngineSpec};
 
 /// How to run the simulator.
 #[derive(Debug, Clone)]
 pub enum SimKind {
-    /// `BIN sim --config FILE --port 0`, optionally pinned to some CPUs.
+    /// `BIN sim --config FILE --threads N`, optionally pinned to some CPUs.
     Child {
         /// The `goodput` binary.
         bin: PathBuf,
         /// CPUs to pin it to (none: not pinned).
         cpus: Vec<usize>,
+        /// Runtime threads of the simulator.
+        threads: usize,
     },
     /// A runtime of `threads` workers in this process.
     InProcess {
@@ -40,11 +44,11 @@ pub struct Schedule {
     pub itl_ms: f64,
 }
 
-/// A running simulator; stopped when dropped.
+/// A running simulator; stopped by [`Sim::stop`] (or, as a last resort, when dropped).
 pub struct Sim {
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
-    child: Option<tokio::process::Child>,
+    engine: Option<EngineHandle>,
     config_file: Option<PathBuf>,
     in_process: Option<(
         tokio::sync::oneshot::Sender<()>,
@@ -68,76 +72,72 @@ impl Sim {
     /// Starts a simulator serving `schedule` on a free loopback port.
     pub async fn start(kind: &SimKind, schedule: Schedule) -> anyhow::Result<Sim> {
         match kind {
-            SimKind::Child { bin, cpus } => Sim::child(bin, cpus.clone(), schedule).await,
+            SimKind::Child { bin, cpus, threads } => {
+                Sim::child(bin, cpus, *threads, schedule).await
+            }
             SimKind::InProcess { threads } => Sim::in_process(*threads, schedule).await,
         }
     }
 
-    async fn child(bin: &PathBuf, cpus: Vec<usize>, schedule: Schedule) -> anyhow::Result<Sim> {
+    async fn child(
+        bin: &Path,
+        cpus: &[usize],
+        threads: usize,
+        schedule: Schedule,
+    ) -> anyhow::Result<Sim> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("goodput-bench-{}-{n}.toml", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("goodput-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let path = dir.join(format!("sim-{n}.toml"));
         let text = config(schedule)
             .to_toml_string()
             .context("cannot write the sim config")?;
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-        let mut cmd = tokio::process::Command::new(bin);
-        cmd.arg("sim")
-            .arg("--config")
-            .arg(&path)
-            .args(["--host", "127.0.0.1", "--port", "0"]);
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        if !cpus.is_empty() {
-            // SAFETY: between fork and exec the closure makes one async-signal-safe
-            // syscall (sched_setaffinity) and allocates nothing.
-            unsafe {
-                cmd.pre_exec(move || {
-                    super::os::pin(0, &cpus);
-                    Ok(())
-                });
-            }
-        }
         let mut sim = Sim {
             base_url: String::new(),
-            child: None,
-            config_file: Some(path),
+            engine: None,
+            config_file: Some(path.clone()),
             in_process: None,
         };
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {} sim", bin.display()))?;
-        let stdout = child
-            .stdout
-            .take()
-            .context("no stdout from the simulator")?;
-        sim.child = Some(child);
-        let mut lines = BufReader::new(stdout).lines();
-        let addr = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
-                    let addr = rest
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string();
-                    return Ok::<_, std::io::Error>(Some(addr));
-                }
-            }
-            Ok(None)
-        })
-        .await
-        .context("the simulator did not start within 30 s")?
-        .context("cannot read the simulator's output")?;
-        let Some(addr) = addr else {
-            bail!("the simulator exited before listening");
+        let serve = [
+            bin.display().to_string(),
+            "sim".into(),
+            "--config".into(),
+            path.display().to_string(),
+            "--threads".into(),
+            threads.to_string(),
+            "--host".into(),
+            "127.0.0.1".into(),
+            "--port".into(),
+            "{port}".into(),
+        ];
+        let command = if cpus.is_empty() {
+            serve.to_vec()
+        } else {
+            let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+            ["taskset".into(), "-c".into(), list.join(",")]
+                .into_iter()
+                .chain(serve)
+                .collect()
         };
-        // Keep reading its stdout so it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        sim.base_url = format!("http://{addr}");
+        let spec = EngineSpec {
+            kind: Some(EngineKind::Command),
+            command: Some(command),
+            ready_timeout_s: Some(30.0),
+            ..EngineSpec::default()
+        };
+        let ctx = EngineContext {
+            log_dir: dir,
+            goodput_exe: bin.to_path_buf(),
+            client: reqwest::Client::new(),
+        };
+        let engine = goodput::engine::start(&format!("bench-sim-{n}"), &spec, &ctx)
+            .await
+            .map_err(|f| anyhow::anyhow!("the simulator did not start: {}", f.message))?;
+        sim.base_url = engine.base_url.clone();
+        sim.engine = Some(engine);
         Ok(sim)
     }
 
@@ -159,7 +159,7 @@ impl Sim {
                     }
                 };
                 rt.block_on(async move {
-                    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+                    let listener = match sim::listen(SocketAddr::from(([127, 0, 0, 1], 0))) {
                         Ok(l) => l,
                         Err(e) => {
                             let _ = addr_tx.send(Err(e));
@@ -176,7 +176,7 @@ impl Sim {
         let addr = addr_rx.await.context("the simulator thread failed")??;
         Ok(Sim {
             base_url: format!("http://{addr}"),
-            child: None,
+            engine: None,
             config_file: None,
             in_process: Some((stop_tx, handle)),
         })
@@ -184,21 +184,14 @@ impl Sim {
 
     /// The child's process id (`None` in-process).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().and_then(|c| c.id())
+        self.engine.as_ref().and_then(EngineHandle::pid)
     }
 
-    /// Stops the simulator and waits (briefly) for it to exit.
+    /// Stops the simulator and waits for it to exit.
     pub async fn stop(mut self) {
-        if let Some(mut child) = self.child.take() {
-            if let Some(pid) = child.id() {
-                // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
-            }
-            if tokio::time::timeout(Duration::from_secs(10), child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.kill().await;
+        if let Some(engine) = self.engine.take() {
+            if let Err(f) = engine.stop().await {
+                eprintln!("goodput-bench: {}", f.message);
             }
         }
         if let Some((stop, handle)) = self.in_process.take() {
@@ -216,6 +209,6 @@ impl Drop for Sim {
         if let Some((stop, _)) = self.in_process.take() {
             let _ = stop.send(());
         }
-        // A child left here is killed by `kill_on_drop`.
+        // An engine left here is killed by its handle's drop.
     }
 }
