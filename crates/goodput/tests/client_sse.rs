@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::script::*;
 use goodput::client::{http_client, max_content_chunks, stream_request, Limits, SseLimits, Target};
 use goodput::metrics::{request_metrics, trial_metrics};
 use goodput::profile::SloSpec;

@@ -20,33 +20,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::procs::{self, group, Signal};
 use common::require;
 use goodput::engine::{self, EngineContext};
 use goodput::profile::{EngineKind, EngineSpec};
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_engine.py");
 const MODE_VAR: &str = "GOODPUT_ENGINE_HOLDER";
-
-/// Live (non-zombie) pids whose process group is `pgid`.
-fn group(pgid: u32) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" && f[0] != "X" {
-            pids.push(pid);
-        }
-    }
-    pids
-}
 
 /// Not a test: the helper process the tests below start, by name, with
 /// `--ignored` and `GOODPUT_ENGINE_HOLDER` set (so a plain run lists it as ignored
@@ -164,12 +144,9 @@ struct Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        // SAFETY: signals our own helper and the engine group it started.
-        unsafe {
-            libc::kill(self.helper as i32, libc::SIGKILL);
-            if let Some(pgid) = self.pgid {
-                libc::kill(-(pgid as i32), libc::SIGKILL);
-            }
+        procs::signal(self.helper, Signal::SIGKILL);
+        if let Some(pgid) = self.pgid {
+            procs::signal_group(pgid, Signal::SIGKILL);
         }
     }
 }
@@ -187,7 +164,7 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 
 /// Runs the helper in `mode`, optionally signals it once its engine is ready, and
 /// checks the engine's whole group is gone after the helper ends.
-fn check(mode: &str, signal: Option<i32>) -> String {
+fn check(mode: &str, signal: Option<Signal>) -> String {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, rx) = spawn_helper(mode, dir.path());
     let mut cleanup = Cleanup {
@@ -206,16 +183,10 @@ fn check(mode: &str, signal: Option<i32>) -> String {
     let mut last = String::new();
     if let Some(sig) = signal {
         wait_line(&rx, "READY");
-        // SAFETY: signals our own child process.
-        unsafe {
-            libc::kill(child.id() as i32, sig);
-        }
+        procs::signal(child.id(), sig);
         if mode == "stuck" {
             last = wait_line(&rx, "STOPPING");
-            // SAFETY: signals our own child process.
-            unsafe {
-                libc::kill(child.id() as i32, libc::SIGINT);
-            }
+            procs::signal(child.id(), Signal::SIGINT);
         } else {
             last = wait_line(&rx, "STOPPED");
         }
@@ -269,7 +240,7 @@ fn sigterm_stops_the_engine() {
     if !require::python() {
         return;
     }
-    assert_eq!(check("signal", Some(libc::SIGTERM)), "STOPPED by SIGTERM");
+    assert_eq!(check("signal", Some(Signal::SIGTERM)), "STOPPED by SIGTERM");
 }
 
 #[test]
@@ -277,7 +248,7 @@ fn sigint_stops_the_engine() {
     if !require::python() {
         return;
     }
-    assert_eq!(check("signal", Some(libc::SIGINT)), "STOPPED by SIGINT");
+    assert_eq!(check("signal", Some(Signal::SIGINT)), "STOPPED by SIGINT");
 }
 
 #[test]
@@ -286,7 +257,7 @@ fn a_second_signal_kills_engines_and_exits() {
         return;
     }
     assert_eq!(
-        check("stuck", Some(libc::SIGTERM)),
+        check("stuck", Some(Signal::SIGTERM)),
         "STOPPING after SIGTERM"
     );
 }

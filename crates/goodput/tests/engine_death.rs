@@ -3,7 +3,9 @@
 //! restarted unless the profile allows it (and then the restart is recorded), and
 //! the next engine still runs.
 
-use std::process::Command;
+mod common;
+
+use common::cli::{goodput, Scratch};
 
 fn profile(max_restarts: u32) -> String {
     let bin = env!("CARGO_BIN_EXE_goodput");
@@ -34,34 +36,27 @@ preset = "fixed"
     )
 }
 
-fn run(max_restarts: u32) -> (std::process::Output, report::Report, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("p.toml");
-    std::fs::write(&p, profile(max_restarts)).unwrap();
-    let out = dir.path().join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+/// Runs the profile; exits 3 (trials failed) in both cases.
+fn run(max_restarts: u32) -> (report::Report, Scratch) {
+    let dir = Scratch::new();
+    dir.write("p.toml", &profile(max_restarts));
+    goodput()
         .args([
             "run",
-            p.to_str().unwrap(),
+            &dir.arg("p.toml"),
             "-o",
-            out.to_str().unwrap(),
+            &dir.arg("r.json"),
             "--quiet",
         ])
-        .output()
-        .unwrap();
-    let r = report::read_report(&out).unwrap();
-    (o, r, dir)
+        .assert()
+        .code(3);
+    let r = report::read_report(&dir.path("r.json")).unwrap();
+    (r, dir)
 }
 
 #[test]
 fn death_mid_trial_is_recorded_and_the_next_engine_runs() {
-    let (o, r, dir) = run(0);
-    assert_eq!(
-        o.status.code(),
-        Some(3),
-        "trials failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (r, dir) = run(0);
     let dies = &r.load["dies"];
     let err = dies.error.as_ref().expect("engine failure recorded");
     assert_eq!(err.kind, "died_during_trial");
@@ -79,7 +74,7 @@ fn death_mid_trial_is_recorded_and_the_next_engine_runs() {
         "the partial trial does not count as a trial"
     );
     // What was measured before the death is kept in the requests file.
-    let recs = goodput::record::read_records(&dir.path().join("r.requests.jsonl")).unwrap();
+    let recs = goodput::record::read_records(&dir.path("r.requests.jsonl")).unwrap();
     assert!(
         recs.iter().any(|r| r.engine == "dies" && r.ok()),
         "some requests finished before the death"
@@ -94,8 +89,7 @@ fn death_mid_trial_is_recorded_and_the_next_engine_runs() {
 
 #[test]
 fn an_allowed_restart_is_recorded() {
-    let (o, r, _dir) = run(1);
-    assert_eq!(o.status.code(), Some(3));
+    let (r, _dir) = run(1);
     let dies = &r.load["dies"];
     assert_eq!(dies.restarts.len(), 1, "one restart, recorded");
     assert_eq!(dies.restarts[0].kind, "died_during_trial");

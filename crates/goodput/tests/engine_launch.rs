@@ -7,6 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::procs::group;
 use common::require;
 
 use goodput::engine::{self, EngineContext, EngineHandle};
@@ -41,27 +42,6 @@ fn fake(extra: &[&str]) -> EngineSpec {
         stop_grace_s: Some(5.0),
         ..Default::default()
     }
-}
-
-/// Live (non-zombie) pids whose process group is `pgid`.
-fn group(pgid: u32) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" && f[0] != "X" {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 /// Asserts that group `pgid` is empty (allowing a moment for the kernel).

@@ -2,7 +2,9 @@
 //! the report names each fault with the right error kind, counted per point, while
 //! the run goes on.
 
-use std::process::Command;
+mod common;
+
+use common::cli::{contains, goodput, PredicateBooleanExt, Scratch};
 
 /// (fault spec, error kind goodput must report)
 const FAULTS: &[(&str, &str)] = &[
@@ -19,7 +21,7 @@ const FAULTS: &[(&str, &str)] = &[
 
 #[test]
 fn every_injected_fault_is_reported_as_its_error_kind() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Scratch::new();
     let mut profile = String::from(
         r#"
 name = "faults"
@@ -38,37 +40,28 @@ output_tokens = 6
 "#,
     );
     for (i, (spec, _)) in FAULTS.iter().enumerate() {
-        let cfg = dir.path().join(format!("f{i}.toml"));
-        std::fs::write(
-            &cfg,
-            format!("[schedule]\nttft_ms = 10\nitl_ms = 5\n\n[[faults]]\nspec = \"{spec}\"\n"),
-        )
-        .unwrap();
+        let cfg = dir.write(
+            &format!("f{i}.toml"),
+            &format!("[schedule]\nttft_ms = 10\nitl_ms = 5\n\n[[faults]]\nspec = \"{spec}\"\n"),
+        );
         profile.push_str(&format!(
             "\n[engines.f{i}]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n",
             cfg.display()
         ));
     }
-    let p = dir.path().join("p.toml");
-    std::fs::write(&p, profile).unwrap();
-    let out = dir.path().join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    dir.write("p.toml", &profile);
+    // Nothing succeeded, and the exit status says so.
+    goodput()
         .args([
             "run",
-            p.to_str().unwrap(),
+            &dir.arg("p.toml"),
             "-o",
-            out.to_str().unwrap(),
+            &dir.arg("r.json"),
             "--quiet",
         ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(
-        o.status.code(),
-        Some(4),
-        "nothing succeeded, and the exit status says so: {stderr}"
-    );
-    let r = report::read_report(&out).unwrap();
+        .assert()
+        .code(4);
+    let r = report::read_report(&dir.path("r.json")).unwrap();
     for (i, (spec, kind)) in FAULTS.iter().enumerate() {
         let e = &r.load[&format!("f{i}")];
         assert!(
@@ -92,13 +85,8 @@ output_tokens = 6
         );
     }
     // `show` names them.
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["show", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        text.contains("http_429") && text.contains("stall"),
-        "{text}"
-    );
+    goodput()
+        .args(["show", &dir.arg("r.json")])
+        .assert()
+        .stdout(contains("http_429").and(contains("stall")));
 }

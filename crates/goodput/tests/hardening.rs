@@ -3,10 +3,11 @@
 
 mod common;
 
-use common::goodput;
+use common::cli::{goodput, goodput_child};
+use common::procs;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const PROFILE: &str = r#"
 name = "hardening"
@@ -43,7 +44,7 @@ fn run(profile: &Path, out: &Path, extra: &[&str]) -> Output {
         "--quiet",
     ];
     args.extend_from_slice(extra);
-    goodput(&args)
+    goodput().args(args).output().unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -70,17 +71,26 @@ fn a_run_with_one_slo_bound_writes_a_report_goodput_reads_back() {
             bounds.values().all(|b| b.as_f64().is_some()),
             "{slo}: every bound is a number: {bounds:?}"
         );
-        let shown = goodput(&["show", out.to_str().unwrap()]);
+        let shown = goodput()
+            .args(["show", out.to_str().unwrap()])
+            .output()
+            .unwrap();
         assert!(shown.status.success(), "{slo}: show: {}", stderr(&shown));
         let html = out.with_extension("check.html");
-        let o = goodput(&[
-            "report",
-            out.to_str().unwrap(),
-            "-o",
-            html.to_str().unwrap(),
-        ]);
+        let o = goodput()
+            .args([
+                "report",
+                out.to_str().unwrap(),
+                "-o",
+                html.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{slo}: report: {}", stderr(&o));
-        let o = goodput(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]);
+        let o = goodput()
+            .args(["compare", out.to_str().unwrap(), out.to_str().unwrap()])
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{slo}: compare: {}", stderr(&o));
     }
 }
@@ -227,7 +237,7 @@ kind = "sim"
 preset = "fixed"
 "#;
     let (_dir, p, out) = setup(profile);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let mut child = goodput_child()
         .args([
             "run",
             p.to_str().unwrap(),
@@ -248,12 +258,7 @@ preset = "fixed"
     }
     assert!(log.exists(), "the engine was launched");
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    assert!(procs::signal(child.id(), procs::Signal::SIGTERM));
     let signalled = std::time::Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -288,18 +293,11 @@ preset = "fixed"
     // The engine's process group is gone: no `sleep 1000` of this run is left.
     let mut out_err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut out_err).unwrap();
-    let procs = std::fs::read_dir("/proc").unwrap();
-    for entry in procs.flatten() {
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let marker = format!("GOODPUT_TEST_MARKER={}", out.display());
-        if cmdline.starts_with(b"sleep\x001000")
-            && String::from_utf8_lossy(&environ).contains(&marker)
+    for p in procs::marked(&procs::marker(&out)) {
+        if p.cmdline()
+            .starts_with(&["sleep".to_string(), "1000".to_string()])
         {
-            panic!(
-                "engine left running: pid {:?}; {out_err}",
-                entry.file_name()
-            );
+            panic!("engine left running: pid {}; {out_err}", p.pid);
         }
     }
 }
@@ -333,7 +331,10 @@ args = ["--time-scale", "10"]
 "#
     );
     let (_dir, p, out) = setup(&profile);
-    let o = goodput(&["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let o = goodput()
+        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     // The fake engine streams nothing: its requests fail; the simulator's succeed.
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = report::read_report(&out).unwrap();

@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{sse_head, text_chunk};
+use common::script::{sse_head, text_chunk};
+use common::server::{spawn, Server};
 use goodput::client::{
     http_client, max_content_chunks, stream_request, Limits, SseLimits, Target, ERROR_BODY_BYTES,
 };
 use goodput::record::{now_ns, ErrorKind, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 /// The most this process's peak RSS may grow while one hostile request runs.
 const RSS_BOUND: u64 = 64 << 20;
@@ -37,23 +37,15 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 struct Hostile {
     url: String,
     written: Arc<AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Hostile {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _server: Server,
 }
 
 async fn hostile(head: Vec<u8>, unit: Vec<u8>) -> Hostile {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let written = Arc::new(AtomicU64::new(0));
     let count = written.clone();
     // Connections are served one after another inside this task, so aborting it
     // stops everything the server started.
-    let task = tokio::spawn(async move {
+    let server = spawn(|listener| async move {
         while let Ok((mut sock, _)) = listener.accept().await {
             let mut req = [0u8; 4096];
             let _ = sock.read(&mut req).await;
@@ -68,8 +60,13 @@ async fn hostile(head: Vec<u8>, unit: Vec<u8>) -> Hostile {
             }
             let _ = sock.shutdown().await;
         }
-    });
-    Hostile { url, written, task }
+    })
+    .await;
+    Hostile {
+        url: server.url.clone(),
+        written,
+        _server: server,
+    }
 }
 
 /// `unit` repeated to about 64 KiB, one write of the server.

@@ -16,6 +16,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::records::{check_points_against_records, raw_records, same_trials, truth};
+use common::cli::goodput;
+use common::procs;
 use common::require;
 
 fn repo_root() -> PathBuf {
@@ -26,20 +28,11 @@ fn repo_root() -> PathBuf {
 /// from the goodput run of this test (other llama-servers on the machine don't count).
 fn running(exe: &str, marker: &str) -> Vec<u32> {
     let target = std::fs::canonicalize(exe).unwrap_or_else(|_| PathBuf::from(exe));
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let ours = std::fs::read(entry.path().join("environ"))
-            .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()));
-        if let Ok(p) = std::fs::read_link(entry.path().join("exe")) {
-            if p == target && ours {
-                pids.push(pid);
-            }
-        }
-    }
-    pids
+    procs::marked(marker)
+        .into_iter()
+        .filter(|p| p.exe().is_some_and(|e| e == target))
+        .map(|p| p.pid as u32)
+        .collect()
 }
 
 #[test]
@@ -49,8 +42,8 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("llama.json");
-    let marker = format!("GOODPUT_TEST_MARKER={}", out.display());
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let marker = procs::marker(&out);
+    let o = goodput()
         .args([
             "run",
             repo_root()
@@ -248,7 +241,7 @@ fn token_counts_and_decode_time_agree_with_llama_servers_own_counters() {
     )
     .unwrap();
     let out = dir.path().join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let o = goodput()
         .args([
             "run",
             profile.to_str().unwrap(),

@@ -14,10 +14,13 @@
 //!
 //! Run: `cargo test -p goodput --test render_browser -- --nocapture`
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::require;
 use goodput::render;
 use goodput::report::{self, Report};
 
@@ -34,31 +37,6 @@ const ADDITIVE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/render_fixtures/additive.json"
 );
-
-/// The browser binary, or `None` when the test may be skipped.
-fn chromium() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("GOODPUT_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser"] {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    if std::env::var("GOODPUT_SKIP_BROWSER").as_deref() == Ok("1") {
-        eprintln!("render_browser: chromium not found, skipped (GOODPUT_SKIP_BROWSER=1)");
-        return None;
-    }
-    panic!(
-        "render_browser needs a headless browser: `chromium` is not on PATH. Install it \
-         (Debian: `apt-get install -y chromium`), point GOODPUT_CHROMIUM at one, or set \
-         GOODPUT_SKIP_BROWSER=1 to skip this test."
-    );
-}
 
 /// Runs the browser on `page` with `args`, returns (stdout, stderr). Fails the test
 /// after 90 s.
@@ -186,7 +164,7 @@ fn check_page(bin: &Path, name: &str, report: &Report, charts: usize) -> PathBuf
 
 #[test]
 fn html_renders_in_headless_chromium() {
-    let Some(bin) = chromium() else {
+    let Some(bin) = require::chromium() else {
         return;
     };
     let reference = load(REFERENCE);

@@ -2,10 +2,14 @@
 //! flight, and rerunning into the same output finishes the rest; SIGINT stops
 //! cleanly with a partial report and no engine left behind.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cli::{goodput, goodput_child};
+use common::procs::{self, Signal};
 use goodput::record::read_records;
 use report::RunStatus;
 
@@ -31,7 +35,7 @@ preset = "fixed"
 "#;
 
 fn start(profile: &Path, out: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_goodput"))
+    goodput_child()
         .args([
             "run",
             profile.to_str().unwrap(),
@@ -61,26 +65,11 @@ fn complete_trials(out: &Path) -> usize {
 /// Live `goodput sim` engines started by the run writing `out` (they inherit the
 /// marker variable from it).
 fn sim_children(out: &Path) -> Vec<u32> {
-    let marker = format!("GOODPUT_TEST_MARKER={}", out.display());
-    let mut v = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let (Ok(env), Ok(cmd)) = (
-            std::fs::read(entry.path().join("environ")),
-            std::fs::read(entry.path().join("cmdline")),
-        ) else {
-            continue;
-        };
-        let is_sim = cmd.split(|&b| b == 0).any(|a| a == b"sim");
-        let zombie =
-            std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
-        if is_sim && !zombie && env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()) {
-            v.push(pid);
-        }
-    }
-    v
+    procs::marked(&procs::marker(out))
+        .into_iter()
+        .filter(|p| p.cmdline().iter().any(|a| a == "sim"))
+        .map(|p| p.pid as u32)
+        .collect()
 }
 
 fn wait_for(cond: impl Fn() -> bool, secs: u64) -> bool {
@@ -106,7 +95,7 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
         wait_for(|| complete_trials(&out) >= 7, 120),
         "seven trials never completed"
     );
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    procs::signal(child.id(), Signal::SIGKILL);
     let _ = child.wait();
     let before = report::read_report(&out).unwrap();
     let kept: Vec<(String, f64, u32, u64)> = before
@@ -125,7 +114,7 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     // The engine of the killed run dies with its parent (parent-death signal).
     let orphans_gone = wait_for(|| sim_children(&out).is_empty(), 10);
     for pid in sim_children(&out) {
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        procs::signal(pid, Signal::SIGKILL);
     }
     assert!(orphans_gone, "an engine outlived the SIGKILLed goodput");
 
@@ -186,9 +175,9 @@ fn sigint_writes_a_partial_report_stops_engines_and_exits_nonzero() {
     .unwrap();
     let out = dir.path().join("r.json");
     let child = start(&profile, &out);
-    let pid = child.id() as i32;
+    let pid = child.id();
     assert!(wait_for(|| complete_trials(&out) >= 1, 120));
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    procs::signal(pid, Signal::SIGINT);
     let o = child.wait_with_output().unwrap();
     assert_eq!(
         o.status.code(),
@@ -251,7 +240,7 @@ fn rerunning_into_a_complete_report_keeps_it_unless_forced() {
         before,
         "the first run is kept byte for byte"
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let o = goodput()
         .args([
             "run",
             profile.to_str().unwrap(),

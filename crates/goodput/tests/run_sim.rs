@@ -1,18 +1,10 @@
 //! `goodput run` end to end, as a user runs it: the binary, a profile, the built-in
 //! simulator launched as child engines on free loopback ports.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn goodput() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_goodput"))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use common::cli::{contains, goodput, PredicateBooleanExt, Scratch};
+use common::server::closed_port;
 
 const FIXED: &str = r#"
 name = "fixed-sim"
@@ -36,24 +28,19 @@ args = ["--probe"]
 
 #[test]
 fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write(dir.path(), "p.toml", FIXED);
-    let out = dir.path().join("r.json");
-    let o = goodput()
+    let dir = Scratch::new();
+    dir.write("p.toml", FIXED);
+    let out = dir.path("r.json");
+    goodput()
         .args([
             "run",
-            profile.to_str().unwrap(),
+            &dir.arg("p.toml"),
             "-o",
-            out.to_str().unwrap(),
+            &dir.arg("r.json"),
             "--quiet",
         ])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+        .assert()
+        .success();
     let r = report::read_report(&out).unwrap();
     assert_eq!(r.profile, "fixed-sim");
     let e = &r.load["fixed"];
@@ -84,7 +71,7 @@ fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
     let run = r.run.as_ref().unwrap();
     assert_eq!(run.status, report::RunStatus::Complete);
     // Every request's raw record is kept: 2 points x 2 trials x 8.
-    let lines = std::fs::read_to_string(dir.path().join("r.requests.jsonl")).unwrap();
+    let lines = std::fs::read_to_string(dir.path("r.requests.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 32);
     // The timing probe: each chunk carries the time the simulator wrote it, so its
     // lag (arrival minus write) is goodput's own delay, apart from the server's.
@@ -110,115 +97,81 @@ fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
         median_lag_ms < 10.0,
         "median delivery lag {median_lag_ms} ms"
     );
-    assert!(dir.path().join("r.html").exists());
+    assert!(dir.path("r.html").exists());
     assert!(
-        dir.path().join("fixed.log").exists(),
+        dir.path("fixed.log").exists(),
         "engine log beside the report"
     );
     // `show` reads it back.
-    let o = goodput()
-        .args(["show", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    assert!(String::from_utf8_lossy(&o.stdout).contains("fixed"));
+    goodput()
+        .args(["show", &dir.arg("r.json")])
+        .assert()
+        .success()
+        .stdout(contains("fixed"));
 }
 
 #[test]
 fn a_mistyped_key_names_the_key_and_its_line_and_exits_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = FIXED.replace("requests_per_trial", "request_per_trial");
-    let profile = write(dir.path(), "p.toml", &text);
-    let o = goodput()
-        .args([
-            "run",
-            profile.to_str().unwrap(),
-            "-o",
-            dir.path().join("r.json").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("request_per_trial"), "{err}");
-    assert!(err.contains("line 8"), "{err}");
+    let dir = Scratch::new();
+    dir.write(
+        "p.toml",
+        &FIXED.replace("requests_per_trial", "request_per_trial"),
+    );
+    goodput()
+        .args(["run", &dir.arg("p.toml"), "-o", &dir.arg("r.json")])
+        .assert()
+        .code(2)
+        .stderr(contains("request_per_trial").and(contains("line 8")));
 }
 
 #[test]
 fn out_of_range_values_name_the_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write(
-        dir.path(),
+    let dir = Scratch::new();
+    dir.write(
         "p.toml",
         &FIXED.replace("points = [1, 4]", "points = [0.5]"),
     );
-    let o = goodput()
-        .args([
-            "run",
-            profile.to_str().unwrap(),
-            "-o",
-            dir.path().join("r.json").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("load.points"));
-    let o = goodput()
-        .args(["run", profile.to_str().unwrap(), "--slo", "ttft:abc"])
-        .output()
-        .unwrap();
-    assert_ne!(o.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--slo"));
+    goodput()
+        .args(["run", &dir.arg("p.toml"), "-o", &dir.arg("r.json")])
+        .assert()
+        .code(2)
+        .stderr(contains("load.points"));
+    goodput()
+        .args(["run", &dir.arg("p.toml"), "--slo", "ttft:abc"])
+        .assert()
+        .failure()
+        .stderr(contains("--slo"));
 }
 
 #[test]
 fn an_unwritable_output_fails_before_any_engine_starts() {
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write(dir.path(), "p.toml", FIXED);
-    let o = goodput()
-        .args([
-            "run",
-            profile.to_str().unwrap(),
-            "-o",
-            "/proc/no/such/r.json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("/proc/no/such"), "{err}");
-    assert!(!err.contains("starting"), "no engine started: {err}");
+    let dir = Scratch::new();
+    dir.write("p.toml", FIXED);
+    goodput()
+        .args(["run", &dir.arg("p.toml"), "-o", "/proc/no/such/r.json"])
+        .assert()
+        .code(1)
+        .stderr(contains("/proc/no/such").and(contains("starting").not()));
 }
 
 #[test]
 fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let dir = Scratch::new();
+    let port = closed_port();
     let text = format!("{}\n", FIXED.split("[engines.fixed]").next().unwrap())
         + &format!("[engines.gone]\nurl = \"http://127.0.0.1:{port}\"\nmodel = \"m\"\n");
-    let profile = write(dir.path(), "p.toml", &text);
-    let out = dir.path().join("r.json");
-    let o = goodput()
+    dir.write("p.toml", &text);
+    goodput()
         .args([
             "run",
-            profile.to_str().unwrap(),
+            &dir.arg("p.toml"),
             "-o",
-            out.to_str().unwrap(),
+            &dir.arg("r.json"),
             "--quiet",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let r = report::read_report(&out).unwrap();
+        .assert()
+        .code(4);
+    let r = report::read_report(&dir.path("r.json")).unwrap();
     let e = &r.load["gone"];
     assert_eq!(e.error.as_ref().unwrap().kind, "unreachable");
     assert_eq!(r.run.unwrap().status, report::RunStatus::Partial);
@@ -226,7 +179,7 @@ fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
 
 #[test]
 fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Scratch::new();
     let text = FIXED
         .replace(
             "points = [1, 4]",
@@ -235,20 +188,18 @@ fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
         .replace("requests_per_trial = 8", "requests_per_trial = 20")
         .replace("trials = 2", "trials = 1")
         .replace("warmup_requests = 1", "warmup_requests = 0");
-    let profile = write(dir.path(), "p.toml", &text);
-    let out = dir.path().join("r.json");
-    let o = goodput()
+    dir.write("p.toml", &text);
+    goodput()
         .args([
             "run",
-            profile.to_str().unwrap(),
+            &dir.arg("p.toml"),
             "-o",
-            out.to_str().unwrap(),
+            &dir.arg("r.json"),
             "--quiet",
         ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let r = report::read_report(&out).unwrap();
+        .assert()
+        .success();
+    let r = report::read_report(&dir.path("r.json")).unwrap();
     assert_eq!(r.run.as_ref().unwrap().load_mode, "rate");
     let p = &r.load["fixed"].points[0];
     assert_eq!(p.completed, vec![20], "never dropped at the cap");
@@ -265,14 +216,9 @@ fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
     assert!((48.0..300.0).contains(&ttft), "ttft {ttft}");
     // And the report warns that the client could not keep up.
     let o = goodput()
-        .args(["show", out.to_str().unwrap()])
+        .args(["show", &dir.arg("r.json")])
         .output()
         .unwrap();
-    assert!(
-        String::from_utf8_lossy(&o.stdout)
-            .to_lowercase()
-            .contains("keep up"),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    let shown = common::cli::text(&o.stdout);
+    assert!(shown.to_lowercase().contains("keep up"), "{shown}");
 }

@@ -6,10 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::goodput;
+use common::cli::{goodput, goodput_child};
+use common::procs;
 use report::RunStatus;
 
 /// A small fast engine with 3 slots: up to x=3 every request streams at once
@@ -54,13 +55,16 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(dir.path(), "[search]\nmin = 1\nmax = 8\n");
     let out = dir.path().join("s.json");
-    let o = goodput(&[
-        "search",
-        p.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let o = goodput()
+        .args([
+            "search",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),
@@ -97,9 +101,15 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
         ),
         "{stdout}"
     );
-    let shown = goodput(&["show", out.to_str().unwrap()]);
+    let shown = goodput()
+        .args(["show", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&shown.stdout).starts_with("Verdict: three-slots serves"));
-    let csv = goodput(&["show", out.to_str().unwrap(), "--format", "csv"]);
+    let csv = goodput()
+        .args(["show", out.to_str().unwrap(), "--format", "csv"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&csv.stdout)
         .lines()
         .next()
@@ -125,7 +135,7 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(dir.path(), "[search]\nmin = 1\nmax = 8\n");
     let out = dir.path().join("s.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let mut child = goodput_child()
         .args([
             "search",
             p.to_str().unwrap(),
@@ -141,7 +151,7 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
     while complete_trials(&out) < 2 && t.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    procs::signal(child.id(), procs::Signal::SIGKILL);
     let _ = child.wait();
     let before = report::read_report(&out).unwrap();
     assert!(before.capacity.is_empty(), "the search had not finished");
@@ -151,13 +161,16 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
         .map(|p| p.x)
         .collect();
     assert!(kept.len() >= 2, "{kept:?}");
-    let o = goodput(&[
-        "search",
-        p.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let o = goodput()
+        .args([
+            "search",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -177,13 +190,16 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
         assert_eq!(p.trials[0].index, 0);
     }
     // A finished search is not overwritten without --force.
-    let again = goodput(&[
-        "search",
-        p.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let again = goodput()
+        .args([
+            "search",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(again.status.code(), Some(2));
 }
 
@@ -193,19 +209,22 @@ fn when_even_the_lowest_load_fails_the_answer_says_so() {
     let p = profile(dir.path(), "");
     let out = dir.path().join("s.json");
     // TTFT <= 1 ms: nothing passes; min 2 so the first probe already queues.
-    let o = goodput(&[
-        "search",
-        p.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--slo",
-        "ttft:1",
-        "--min",
-        "2",
-        "--max",
-        "6",
-    ]);
+    let o = goodput()
+        .args([
+            "search",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--slo",
+            "ttft:1",
+            "--min",
+            "2",
+            "--max",
+            "6",
+        ])
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
     let r = report::read_report(&out).unwrap();
@@ -232,7 +251,7 @@ fn bad_search_bounds_are_usage_errors_naming_the_key() {
             "--quiet",
         ];
         args.extend_from_slice(extra);
-        let o = goodput(&args);
+        let o = goodput().args(args).output().unwrap();
         (
             o.status.code(),
             String::from_utf8_lossy(&o.stderr).into_owned(),

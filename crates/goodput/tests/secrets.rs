@@ -3,7 +3,10 @@
 //! stdout or stderr, and not into error messages. A planted key is grepped for in
 //! every output, on a run that succeeds and on one that fails.
 
-use std::process::Command;
+mod common;
+
+use common::cli::goodput;
+use common::server::closed_port;
 
 const KEY: &str = "sk-planted-4f1e9c0b7d2a6e35";
 
@@ -31,11 +34,7 @@ fn assert_no_key(outputs: &[(String, Vec<u8>)]) {
 #[test]
 fn a_planted_api_key_appears_in_no_output() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = closed_port();
     let profile = format!(
         r#"
 name = "secrets"
@@ -68,7 +67,7 @@ api_key_env = "GOODPUT_TEST_API_KEY"
     let p = dir.path().join("p.toml");
     std::fs::write(&p, profile).unwrap();
     let out = dir.path().join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let o = goodput()
         .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
         .env("GOODPUT_TEST_API_KEY", KEY)
         .output()

@@ -3,17 +3,19 @@
 //! resets, an endpoint that hangs, malformed and oversized text, an unknown
 //! engine), and the simulator is driven into queueing and preemption on purpose.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
+use common::cli::goodput;
+use common::server::spawn_router;
 use goodput::record::RequestRecord;
 use goodput::server_metrics::{cross_check, ServerMetricsSpec, ServerSampler};
 use serde_json::json;
-use tokio::net::TcpListener;
 
 /// Answers `GET /metrics` with the given texts in order, the last one repeated;
 /// `None` hangs forever. Stopped when the test's runtime ends.
@@ -41,12 +43,7 @@ async fn serve_counted(texts: Vec<Option<String>>) -> (String, Texts) {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .with_state(texts.clone());
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{addr}"), texts)
+    (spawn_router(app).await.detach(), texts)
 }
 
 /// No sample in the background: only the first and the last scrapes count.
@@ -311,7 +308,7 @@ args = ["--config", "{}", "--no-thermal"]
         ),
     );
     let out = dir.path().join("r.json");
-    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let o = goodput()
         .args([
             "run",
             profile.to_str().unwrap(),
@@ -350,7 +347,7 @@ args = ["--config", "{}", "--no-thermal"]
     let w = p.trials[0].warmup_server.as_ref().expect("warm-up sampled");
     assert_eq!(w.requests_finished, Some(2.0), "{w:?}");
     assert_eq!(w.client_completed, Some(2), "{w:?}");
-    let show = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let show = goodput()
         .args(["show", out.to_str().unwrap()])
         .output()
         .unwrap();

