@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod recording;
 pub mod require;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
