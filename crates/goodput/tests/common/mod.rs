@@ -6,12 +6,15 @@
 //! - [`script`]: the scripted SSE server built on it;
 //! - [`procs`]: finding the processes a test started (the library's `/proc` scan);
 //! - [`require`]: the external programs a test needs, and the variables that skip it.
+//! - [`records`]: figures recomputed from the raw records of a run;
+//! - [`recording`]: a test server that records what it received.
 
 #![allow(dead_code, unused_imports)]
 
 pub mod records;
 pub mod cli;
 pub mod procs;
+pub mod recording;
 pub mod require;
 pub mod script;
 pub mod server;
