@@ -386,13 +386,14 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
     let array = std::fs::read_to_string(jobs.join("goodput-array.sbatch")).unwrap();
     for want in [
         "#SBATCH --array=0-2\n",
+        "/jobs/shard-%a/slurm.out\n",
         "#SBATCH --partition=gpu\n",
         "#SBATCH --gpus-per-task=1\n",
         "#SBATCH --time=04:00:00\n",
         "#SBATCH --account=lab\n",
         "#SBATCH --qos=high\n",
         "--shard \"$i/3\"",
-        "--concurrency 1,8",
+        "--concurrency '1,8'",
         "exec ",
     ] {
         assert!(array.contains(want), "{want:?} not in\n{array}");

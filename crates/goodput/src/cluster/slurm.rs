@@ -47,7 +47,7 @@ pub struct SlurmArgs {
     #[arg(long)]
     pub account: Option<String>,
     /// More directives for both jobs, e.g. `--extra "#SBATCH --qos=high"` (repeatable).
-    #[arg(long, value_name = "LINE")]
+    #[arg(long, value_name = "LINE", allow_hyphen_values = true)]
     pub extra: Vec<String>,
     /// The goodput binary the jobs run (default: this one); it must be at this
     /// path on every node.
@@ -187,6 +187,17 @@ pub fn scripts(
     dir: &Path,
 ) -> anyhow::Result<Scripts> {
     let exe = sh(&goodput_exe(&args.goodput)?.display().to_string());
+    // `#SBATCH` lines are not read by a shell: the folder goes there unquoted.
+    let plain = dir.display().to_string();
+    if plain
+        .chars()
+        .any(|c| c.is_whitespace() || "'\"$\\%".contains(c))
+    {
+        return Err(UsageError(format!(
+            "-o {plain:?}: Slurm's #SBATCH --output cannot take a folder with spaces, quotes, `$`, `\\` or `%`; choose another"
+        ))
+        .into());
+    }
     let d = |p: &str| sh(&dir.join(p).display().to_string());
     let name = profile
         .file_stem()
@@ -209,7 +220,7 @@ pub fn scripts(
         profile = profile.display(),
         job = sh(&format!("goodput-{name}")),
         last = shards - 1,
-        out = d("shard-%a/slurm.out"),
+        out = format!("{plain}/shard-%a/slurm.out"),
         p = sh(&profile.display().to_string()),
         dir = sh(&dir.display().to_string()),
         flags = flags.iter().map(|f| format!(" {f}")).collect::<String>(),
@@ -231,7 +242,7 @@ pub fn scripts(
          exec {exe} merge \"${{shards[@]}}\" -o {merged} --force\n",
         profile = profile.display(),
         job = sh(&format!("goodput-{name}-merge")),
-        out = d("merge.out"),
+        out = format!("{plain}/merge.out"),
         merged = d("report.json"),
     );
     Ok(Scripts { array, merge })
