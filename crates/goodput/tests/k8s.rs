@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::goodput;
+use common::cli::goodput_output;
 
 const VAR: &str = "GOODPUT_SKIP_K8S";
 
@@ -76,7 +76,7 @@ fn manifests_validate_against_the_kubernetes_schema() {
     let p = dir.path().join("p.toml");
     std::fs::write(&p, PROFILE).unwrap();
     let out_dir = dir.path().join("k8s");
-    let out = goodput(&[
+    let out = goodput_output(&[
         "k8s",
         p.to_str().unwrap(),
         "-o",
@@ -146,7 +146,7 @@ fn bad_names_and_too_many_shards_are_usage_errors() {
     let run = |extra: &[&str]| {
         let mut a = vec!["k8s", p.to_str().unwrap(), "-o", o.to_str().unwrap()];
         a.extend(extra);
-        goodput(&a)
+        goodput_output(&a)
     };
     let out = run(&["--name", "Not_A_Name"]);
     assert_eq!(out.status.code(), Some(2));

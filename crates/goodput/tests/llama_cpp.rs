@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::records::{check_points_against_records, raw_records, same_trials, truth};
 use common::cli::goodput;
 use common::procs;
+use common::records::{check_points_against_records, raw_records, same_trials, truth};
 use common::require;
 
 fn repo_root() -> PathBuf {

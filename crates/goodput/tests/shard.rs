@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::goodput;
+use common::cli::goodput_output;
 use report::{Report, RunStatus};
 use serde_json::Value;
 
@@ -76,14 +76,14 @@ fn fixture() -> &'static Fixture {
         std::fs::write(&profile, PROFILE).unwrap();
         let single = f.path("single/report.json");
         ok(
-            &goodput(&["run", s(&profile), "-o", s(&single), "--quiet", "--no-html"]),
+            &goodput_output(&["run", s(&profile), "-o", s(&single), "--quiet", "--no-html"]),
             "single run",
         );
         for i in 0..N {
             let shard = format!("{i}/{N}");
             let out = f.shard(i);
             ok(
-                &goodput(&[
+                &goodput_output(&[
                     "run",
                     s(&profile),
                     "--shard",
@@ -109,7 +109,7 @@ fn merge(f: &Fixture, shards: &[u32], out: &str) -> (std::process::Output, PathB
     let mut args = vec!["merge"];
     args.extend(paths.iter().map(|p| s(p)));
     args.extend(["-o", s(&out), "--force"]);
-    (goodput(&args), out)
+    (goodput_output(&args), out)
 }
 
 /// Every key path of a JSON value (array items merged), for comparing shapes.
@@ -219,21 +219,24 @@ fn show_compare_html_and_verdict_work_on_a_merged_report() {
     let f = fixture();
     let (out, merged) = merge(f, &[0, 1, 2], "for-render.json");
     ok(&out, "merge");
-    let show = goodput(&["show", s(&merged)]);
+    let show = goodput_output(&["show", s(&merged)]);
     ok(&show, "show");
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(text.starts_with("Verdict:"), "{text}");
     assert!(text.contains("a") && text.contains("b"));
     let single = f.path("single/report.json");
-    let cmp = goodput(&["compare", s(&single), s(&merged)]);
+    let cmp = goodput_output(&["compare", s(&single), s(&merged)]);
     ok(&cmp, "compare");
     assert!(!String::from_utf8_lossy(&cmp.stdout).trim().is_empty());
     let html = merged.with_extension("html");
     let page = std::fs::read_to_string(&html).expect("merge writes the HTML page");
     assert!(page.contains(goodput::run::HTML_GENERATOR) && page.contains("<svg"));
     let again = f.path("again.html");
-    ok(&goodput(&["report", s(&merged), "-o", s(&again)]), "report");
-    let json = goodput(&["show", s(&merged), "--format", "json"]);
+    ok(
+        &goodput_output(&["report", s(&merged), "-o", s(&again)]),
+        "report",
+    );
+    let json = goodput_output(&["show", s(&merged), "--format", "json"]);
     ok(&json, "show json");
 }
 
@@ -254,14 +257,14 @@ fn a_partial_merge_warns_and_names_the_missing_slice() {
     assert!(run.notices.iter().any(|n| n.contains("partial merge")));
     let b = m.load.get("b").expect("the missing engine is listed");
     assert_eq!(b.error.as_ref().map(|e| e.kind.as_str()), Some("not_run"));
-    let show = String::from_utf8_lossy(&goodput(&["show", s(&merged)]).stdout).into_owned();
+    let show = String::from_utf8_lossy(&goodput_output(&["show", s(&merged)]).stdout).into_owned();
     assert!(show.contains("shard 2/3"), "{show}");
 }
 
 #[test]
 fn merge_refuses_other_plans_duplicates_and_non_shards() {
     let f = fixture();
-    let two = goodput(&[
+    let two = goodput_output(&[
         "merge",
         s(&f.shard(0)),
         s(&f.shard(0)),
@@ -272,7 +275,7 @@ fn merge_refuses_other_plans_duplicates_and_non_shards() {
     assert!(String::from_utf8_lossy(&two.stderr).contains("given twice"));
 
     let single = f.path("single/report.json");
-    let not = goodput(&[
+    let not = goodput_output(&[
         "merge",
         s(&f.shard(0)),
         s(&single),
@@ -290,7 +293,7 @@ fn merge_refuses_other_plans_duplicates_and_non_shards() {
     let other_path = f.path("other/report.json");
     std::fs::create_dir_all(other_path.parent().unwrap()).unwrap();
     report::write_report_atomic(&other_path, &other).unwrap();
-    let mixed = goodput(&[
+    let mixed = goodput_output(&[
         "merge",
         s(&f.shard(0)),
         s(&other_path),
@@ -322,7 +325,7 @@ fn a_shard_resumes_its_own_slice_and_no_other() {
         goodput::record::records_path(&out),
     )
     .unwrap();
-    let wrong = goodput(&[
+    let wrong = goodput_output(&[
         "run",
         s(&profile),
         "--shard",
@@ -334,7 +337,7 @@ fn a_shard_resumes_its_own_slice_and_no_other() {
     let err = String::from_utf8_lossy(&wrong.stderr);
     assert_eq!(wrong.status.code(), Some(2), "{err}");
     assert!(err.contains("shard") && err.contains("--fresh"), "{err}");
-    let right = goodput(&[
+    let right = goodput_output(&[
         "run",
         s(&profile),
         "--shard",
@@ -360,7 +363,7 @@ fn bad_shard_flags_are_usage_errors() {
         ("0/5", "at most 4 shards"),
         ("a/b", "whole number"),
     ] {
-        let out = goodput(&[
+        let out = goodput_output(&[
             "run",
             s(&profile),
             "--shard",

@@ -360,7 +360,7 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
     let scratch = tempfile::tempdir().unwrap();
     let p = profile(scratch.path(), 3);
     let jobs = scratch.path().join("jobs");
-    let out = common::goodput(&[
+    let out = common::cli::goodput_output(&[
         "slurm",
         p.to_str().unwrap(),
         "-o",
@@ -418,7 +418,7 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
     // Slurm cannot create the log folders: they are there before submission.
     assert!(jobs.join("shard-2").is_dir());
     // Not submitted: --status says no shard started.
-    let st = common::goodput(&["slurm", "--status", jobs.to_str().unwrap()]);
+    let st = common::cli::goodput_output(&["slurm", "--status", jobs.to_str().unwrap()]);
     assert_eq!(
         String::from_utf8_lossy(&st.stdout)
             .matches("not started")
@@ -432,7 +432,7 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
         ("--partition", "a b", "one word"),
         ("--shards", "7", "at most 6 shards"),
     ] {
-        let out = common::goodput(&[
+        let out = common::cli::goodput_output(&[
             "slurm",
             p.to_str().unwrap(),
             "-o",

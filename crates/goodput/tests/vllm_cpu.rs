@@ -142,7 +142,7 @@ fn three_vllm_engines_run_for_real_and_a_bad_flag_is_reported_with_its_cause() {
     );
     let path = dir.path().join("p.toml");
     std::fs::write(&path, &profile).unwrap();
-    let o = common::goodput(&[
+    let o = common::cli::goodput_output(&[
         "run",
         path.to_str().unwrap(),
         "-o",

@@ -12,7 +12,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::*;
+use common::script::*;
 use goodput::client::{http_client, stream_request, Limits, SseLimits, Target};
 use goodput::metrics::request_metrics;
 use goodput::profile::SloSpec;

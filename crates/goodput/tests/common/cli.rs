@@ -20,6 +20,15 @@ pub fn goodput() -> assert_cmd::Command {
     assert_cmd::Command::new(env!("CARGO_BIN_EXE_goodput"))
 }
 
+/// Runs the goodput binary with `args` to completion and returns what it wrote, for
+/// a test that inspects the output itself (the same command as [`goodput`]).
+pub fn goodput_output(args: &[&str]) -> std::process::Output {
+    goodput()
+        .args(args)
+        .output()
+        .expect("the goodput binary runs")
+}
+
 /// The goodput binary as a plain `std` command, for a test that starts it and
 /// signals it while it runs (stdin closed).
 pub fn goodput_child() -> std::process::Command {

@@ -11,10 +11,10 @@
 
 #![allow(dead_code, unused_imports)]
 
-pub mod records;
 pub mod cli;
 pub mod procs;
 pub mod recording;
+pub mod records;
 pub mod require;
 pub mod script;
 pub mod server;
