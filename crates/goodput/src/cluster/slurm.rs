@@ -199,11 +199,24 @@ pub fn scripts(
         .into());
     }
     let d = |p: &str| sh(&dir.join(p).display().to_string());
-    let name = profile
-        .file_stem()
-        .map_or_else(|| "sweep".into(), |s| s.to_string_lossy().into_owned());
     let directives = directives(args)?;
     let flags: Vec<String> = args.sweep.argv().iter().map(|a| sh(a)).collect();
+    // The job name, plain (an `#SBATCH` line is not read by a shell).
+    let name: String = profile
+        .file_stem()
+        .map_or_else(|| "sweep".into(), |s| s.to_string_lossy().into_owned())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let shard_log = format!("{plain}/shard-%a/slurm.out");
+    let merge_log = format!("{plain}/merge.out");
+    let flags: String = flags.iter().map(|f| format!(" {f}")).collect();
     let array = format!(
         "#!/bin/bash\n\
          # Written by `goodput slurm`: one array task per shard of {profile}.\n\
@@ -218,12 +231,11 @@ pub fn scripts(
          i=$SLURM_ARRAY_TASK_ID\n\
          exec {exe} run {p} --shard \"$i/{shards}\" -o {dir}/shard-$i/report.json{flags}\n",
         profile = profile.display(),
-        job = sh(&format!("goodput-{name}")),
+        job = format_args!("goodput-{name}"),
         last = shards - 1,
-        out = format!("{plain}/shard-%a/slurm.out"),
+        out = shard_log,
         p = sh(&profile.display().to_string()),
         dir = sh(&dir.display().to_string()),
-        flags = flags.iter().map(|f| format!(" {f}")).collect::<String>(),
     );
     let reports: String = (0..shards)
         .map(|i| format!(" {}", sh(&shard_report(dir, i).display().to_string())))
@@ -241,8 +253,8 @@ pub fn scripts(
          for f in{reports}; do [ -e \"$f\" ] && shards+=(\"$f\"); done\n\
          exec {exe} merge \"${{shards[@]}}\" -o {merged} --force\n",
         profile = profile.display(),
-        job = sh(&format!("goodput-{name}-merge")),
-        out = format!("{plain}/merge.out"),
+        job = format_args!("goodput-{name}-merge"),
+        out = merge_log,
         merged = d("report.json"),
     );
     Ok(Scripts { array, merge })
