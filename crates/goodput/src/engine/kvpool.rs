@@ -248,11 +248,7 @@ pub async fn detect(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(path: &str) -> String {
-        let full = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
-        std::fs::read_to_string(format!("{full}{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use crate::engine::fixture;
 
     #[test]
     fn vllm_log_old_and_new_wording() {

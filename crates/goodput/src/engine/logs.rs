@@ -180,11 +180,7 @@ pub fn hint(cause: &[String]) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(path: &str) -> String {
-        let full = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
-        std::fs::read_to_string(format!("{full}{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
+    use crate::engine::fixture;
 
     fn lines(text: &str) -> Vec<String> {
         text.lines().map(str::to_string).collect()

@@ -483,6 +483,13 @@ impl EngineHandle {
     }
 }
 
+/// A file of `tests/fixtures/`, for the unit tests of the engine's readers.
+#[cfg(test)]
+pub(crate) fn fixture(path: &str) -> String {
+    let full = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/");
+    std::fs::read_to_string(format!("{full}{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
