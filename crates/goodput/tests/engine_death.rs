@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::cli::{goodput, Scratch};
+use common::cli::Scratch;
 
 fn profile(max_restarts: u32) -> String {
     let bin = env!("CARGO_BIN_EXE_goodput");
@@ -39,18 +39,10 @@ preset = "fixed"
 /// Runs the profile; exits 3 (trials failed) in both cases.
 fn run(max_restarts: u32) -> (report::Report, Scratch) {
     let dir = Scratch::new();
-    dir.write("p.toml", &profile(max_restarts));
-    goodput()
-        .args([
-            "run",
-            &dir.arg("p.toml"),
-            "-o",
-            &dir.arg("r.json"),
-            "--quiet",
-        ])
+    dir.run(&profile(max_restarts), &["--quiet"])
         .assert()
         .code(3);
-    let r = report::read_report(&dir.path("r.json")).unwrap();
+    let r = dir.report();
     (r, dir)
 }
 

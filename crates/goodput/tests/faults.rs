@@ -49,19 +49,9 @@ output_tokens = 6
             cfg.display()
         ));
     }
-    dir.write("p.toml", &profile);
     // Nothing succeeded, and the exit status says so.
-    goodput()
-        .args([
-            "run",
-            &dir.arg("p.toml"),
-            "-o",
-            &dir.arg("r.json"),
-            "--quiet",
-        ])
-        .assert()
-        .code(4);
-    let r = report::read_report(&dir.path("r.json")).unwrap();
+    dir.run(&profile, &["--quiet"]).assert().code(4);
+    let r = dir.report();
     for (i, (spec, kind)) in FAULTS.iter().enumerate() {
         let e = &r.load[&format!("f{i}")];
         assert!(

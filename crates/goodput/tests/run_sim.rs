@@ -29,19 +29,8 @@ args = ["--probe"]
 #[test]
 fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
     let dir = Scratch::new();
-    dir.write("p.toml", FIXED);
-    let out = dir.path("r.json");
-    goodput()
-        .args([
-            "run",
-            &dir.arg("p.toml"),
-            "-o",
-            &dir.arg("r.json"),
-            "--quiet",
-        ])
-        .assert()
-        .success();
-    let r = report::read_report(&out).unwrap();
+    dir.run(FIXED, &["--quiet"]).assert().success();
+    let r = dir.report();
     assert_eq!(r.profile, "fixed-sim");
     let e = &r.load["fixed"];
     assert_eq!(e.points.len(), 2);
@@ -113,26 +102,19 @@ fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
 #[test]
 fn a_mistyped_key_names_the_key_and_its_line_and_exits_2() {
     let dir = Scratch::new();
-    dir.write(
-        "p.toml",
+    dir.run(
         &FIXED.replace("requests_per_trial", "request_per_trial"),
-    );
-    goodput()
-        .args(["run", &dir.arg("p.toml"), "-o", &dir.arg("r.json")])
-        .assert()
-        .code(2)
-        .stderr(contains("request_per_trial").and(contains("line 8")));
+        &[],
+    )
+    .assert()
+    .code(2)
+    .stderr(contains("request_per_trial").and(contains("line 8")));
 }
 
 #[test]
 fn out_of_range_values_name_the_field() {
     let dir = Scratch::new();
-    dir.write(
-        "p.toml",
-        &FIXED.replace("points = [1, 4]", "points = [0.5]"),
-    );
-    goodput()
-        .args(["run", &dir.arg("p.toml"), "-o", &dir.arg("r.json")])
+    dir.run(&FIXED.replace("points = [1, 4]", "points = [0.5]"), &[])
         .assert()
         .code(2)
         .stderr(contains("load.points"));
@@ -160,18 +142,8 @@ fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
     let port = closed_port();
     let text = format!("{}\n", FIXED.split("[engines.fixed]").next().unwrap())
         + &format!("[engines.gone]\nurl = \"http://127.0.0.1:{port}\"\nmodel = \"m\"\n");
-    dir.write("p.toml", &text);
-    goodput()
-        .args([
-            "run",
-            &dir.arg("p.toml"),
-            "-o",
-            &dir.arg("r.json"),
-            "--quiet",
-        ])
-        .assert()
-        .code(4);
-    let r = report::read_report(&dir.path("r.json")).unwrap();
+    dir.run(&text, &["--quiet"]).assert().code(4);
+    let r = dir.report();
     let e = &r.load["gone"];
     assert_eq!(e.error.as_ref().unwrap().kind, "unreachable");
     assert_eq!(r.run.unwrap().status, report::RunStatus::Partial);
@@ -188,18 +160,8 @@ fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
         .replace("requests_per_trial = 8", "requests_per_trial = 20")
         .replace("trials = 2", "trials = 1")
         .replace("warmup_requests = 1", "warmup_requests = 0");
-    dir.write("p.toml", &text);
-    goodput()
-        .args([
-            "run",
-            &dir.arg("p.toml"),
-            "-o",
-            &dir.arg("r.json"),
-            "--quiet",
-        ])
-        .assert()
-        .success();
-    let r = report::read_report(&dir.path("r.json")).unwrap();
+    dir.run(&text, &["--quiet"]).assert().success();
+    let r = dir.report();
     assert_eq!(r.run.as_ref().unwrap().load_mode, "rate");
     let p = &r.load["fixed"].points[0];
     assert_eq!(p.completed, vec![20], "never dropped at the cap");

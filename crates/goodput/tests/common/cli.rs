@@ -69,6 +69,21 @@ impl Scratch {
         self.path(name).display().to_string()
     }
 
+    /// `goodput run` of `profile` (written to `p.toml`) into `r.json` in this
+    /// directory, with `extra` flags; ready for `.assert()`.
+    pub fn run(&self, profile: &str, extra: &[&str]) -> assert_cmd::Command {
+        self.write("p.toml", profile);
+        let mut cmd = goodput();
+        cmd.args(["run", &self.arg("p.toml"), "-o", &self.arg("r.json")])
+            .args(extra);
+        cmd
+    }
+
+    /// The report a [`Scratch::run`] wrote.
+    pub fn report(&self) -> goodput::report::Report {
+        goodput::report::read_report(&self.path("r.json")).expect("the run wrote its report")
+    }
+
     /// Writes `text` to `name` inside the directory; its path.
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.path(name);
