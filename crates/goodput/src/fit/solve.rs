@@ -173,9 +173,9 @@ fn robust_ls(steps: &[Step], cols: &[usize], y: &DVector<f64>) -> (Vec<f64>, Vec
 pub fn solve(steps: &[Step]) -> Solution {
     let mut status: [Status; 4] = std::array::from_fn(|_| Status::Prior(String::new()));
     let mut accepted = Vec::new();
-    for j in 0..4 {
+    for (j, st) in status.iter_mut().enumerate() {
         match unidentifiable(steps, j, &accepted) {
-            Some(why) => status[j] = Status::Prior(why),
+            Some(why) => *st = Status::Prior(why),
             None => accepted.push(j),
         }
     }

@@ -16,6 +16,10 @@
 
 use crate::record::RequestRecord;
 
+/// Chunks of one request closer than this (and than a quarter of the tolerance)
+/// are one speculative step's burst, ns.
+const BURST_NS: u64 = 1_000_000;
+
 /// Most steps taken from one fit (bounds memory and the solve).
 pub const MAX_STEPS: usize = 200_000;
 
@@ -81,6 +85,25 @@ fn tolerance_ns(records: &[&RequestRecord]) -> u64 {
     (median / 3.0).clamp(1_000.0, 2e7) as u64
 }
 
+/// Whether event `e` belongs to the step of `cluster`: within `eps` of its last
+/// chunk, and, for a request already in it, within a burst (a speculative step's
+/// accepted tokens, streamed one by one) of its own previous chunk; a request's
+/// chunk a step later, brought close by delivery jitter, starts the next step.
+fn joins(cluster: &[Event], e: &Event, eps: u64) -> bool {
+    let Some(last) = cluster.last() else {
+        return true;
+    };
+    if e.t - last.t > eps {
+        return false;
+    }
+    let burst = (eps / 4).min(BURST_NS);
+    cluster
+        .iter()
+        .rev()
+        .find(|c| c.req == e.req)
+        .is_none_or(|own| e.t - own.t <= burst)
+}
+
 /// The steps of one trial (successful requests with chunks only).
 pub fn trial_steps(records: &[&RequestRecord]) -> Vec<Step> {
     let ok: Vec<&RequestRecord> = records
@@ -108,7 +131,7 @@ pub fn trial_steps(records: &[&RequestRecord]) -> Vec<Step> {
     let mut k = 0;
     while k < events.len() && steps.len() < MAX_STEPS {
         let mut m = k + 1;
-        while m < events.len() && events[m].t - events[m - 1].t <= eps {
+        while m < events.len() && joins(&events[k..m], &events[m], eps) {
             m += 1;
         }
         let cluster = &events[k..m];

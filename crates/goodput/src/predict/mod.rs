@@ -31,6 +31,13 @@ use crate::workload::Builder;
 
 /// Output tokens given to a JSONL prompt that names no `max_tokens`.
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 128;
+/// goodput's own client in virtual time: its closed-loop workers start together
+/// (0.1 ms apart), and a worker's next request reaches the engine 2 ms after the
+/// last token of its previous one (it misses the step that starts then).
+pub const CLIENT: ClientTiming = ClientTiming {
+    stagger_s: 0.000_1,
+    delay_s: 0.002,
+};
 /// Bytes of text credited to each predicted token (records carry chunk sizes).
 const BYTES_PER_TOKEN: u32 = 4;
 
@@ -246,13 +253,7 @@ pub(crate) fn run_trial(
         .map_or(timeout_s * f64::from(plan.requests_per_trial.max(1)), |d| {
             d.as_secs_f64()
         });
-    let out = simulate(
-        config,
-        &arrivals,
-        &specs,
-        ClientTiming::default(),
-        horizon_s,
-    );
+    let out = simulate(config, &arrivals, &specs, CLIENT, horizon_s);
     let records: Vec<RequestRecord> = out
         .iter()
         .zip(&specs)

@@ -98,10 +98,11 @@ fn a_search_runs_in_virtual_time_and_finds_the_knee() {
     let (sweep, _) = predict_sweep(&p, &config());
     let r = finish_report(&p, &model(config()), &sweep);
     let (knee, trials) = search::knee(&r, "e");
-    // TPOT at concurrency c is 10 + c ms (the prefill steps of a closed loop add a
-    // little): the 20 ms bound holds up to about 8.
+    // TPOT at concurrency c is about 10 + c ms (20 ms bound: up to about 8), but
+    // clients that start together prefill together: 4 × 200 prompt tokens take
+    // 90 ms, near the 100 ms TTFT bound, so the knee is lower.
     let k = knee.unwrap();
-    assert!((4.0..=10.0).contains(&k), "knee {k}");
+    assert!((2.0..=8.0).contains(&k), "knee {k}");
     assert!(trials >= 3, "{trials}");
 }
 
