@@ -69,6 +69,9 @@ pub struct SimConfig {
     pub kv_pool_tokens: u32,
     /// Tokens per KV block.
     pub block_size: u32,
+    /// Automatic prefix caching (vLLM's default): a prompt's leading blocks
+    /// computed before for another request are not prefilled again.
+    pub prefix_caching: bool,
     /// Most requests running (admitted) at once.
     pub max_num_seqs: u32,
     /// Token budget of one scheduler step (decodes + prefill chunks).
@@ -200,6 +203,7 @@ impl Default for SimConfig {
             max_model_len: 4096,
             kv_pool_tokens: 65_536,
             block_size: 16,
+            prefix_caching: true,
             max_num_seqs: 256,
             max_num_batched_tokens: 8192,
             load_time_ms: 0.0,

@@ -48,6 +48,7 @@ fn vllm_fast_b() -> SimConfig {
         max_model_len: 2048,
         kv_pool_tokens: 2928,
         block_size: 16,
+        prefix_caching: true,
         max_num_seqs: 128,
         max_num_batched_tokens: 2048,
         load_time_ms: 2000.0,

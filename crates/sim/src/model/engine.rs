@@ -40,6 +40,8 @@ struct Req {
     acceptance: f64,
     rng: StdRng,
     prompt_counted: bool,
+    /// Chained hashes of the prompt's full blocks (prefix caching).
+    prefix: Vec<u64>,
 }
 
 impl Req {
@@ -84,6 +86,7 @@ pub struct Engine {
     running: Vec<Req>,
     gpu: Gpu,
     counters: Counters,
+    prefix_cache: super::prefix::PrefixCache,
 }
 
 impl Engine {
@@ -107,11 +110,19 @@ impl Engine {
             running: Vec::new(),
             gpu: Gpu::new(config.thermal.clone()),
             counters: Counters::default(),
+            prefix_cache: super::prefix::PrefixCache::new(total_blocks as usize),
         }
     }
 
     /// Queue a request (it arrives at the end of the waiting queue).
     pub fn add_request(&mut self, id: RequestId, spec: RequestSpec) {
+        self.add_request_with_prefix(id, spec, Vec::new());
+    }
+
+    /// Queue a request whose prompt's full blocks hash to `prefix`
+    /// ([`super::prefix::block_hashes`]): leading blocks computed before for
+    /// another request are not prefilled again.
+    pub fn add_request_with_prefix(&mut self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>) {
         // The acceptance rate is a property of the request (its prompt), so it
         // depends on the request's seed alone; the per-step draws also on the
         // engine's seed.
@@ -131,6 +142,7 @@ impl Engine {
             acceptance,
             rng,
             prompt_counted: false,
+            prefix,
         });
     }
 
@@ -271,6 +283,7 @@ impl Engine {
             };
             self.free_blocks -= need;
             r.blocks = need;
+            self.use_prefix_cache(&mut r);
             let tokens = (r.num_tokens() - r.computed).min(*budget);
             *budget -= tokens;
             batch.push(Scheduled {
@@ -281,6 +294,19 @@ impl Engine {
             });
             self.running.push(r);
         }
+    }
+
+    /// On admission: the leading cached blocks count as computed (at least one
+    /// prompt token is always computed, as in vLLM, to sample from).
+    fn use_prefix_cache(&mut self, r: &mut Req) {
+        if r.computed > 0 || r.generated > 0 || !self.config.prefix_caching {
+            return;
+        }
+        let hit_blocks = self.prefix_cache.lookup(&r.prefix) as u32;
+        let hits = (hit_blocks * self.block_size).min(r.prompt.saturating_sub(1));
+        self.counters.prefix_cache_queries += u64::from(r.prompt);
+        self.counters.prefix_cache_hits += u64::from(hits);
+        r.computed = hits;
     }
 
     /// Run one step starting at `now` (simulated seconds). Returns `None` when
@@ -349,6 +375,9 @@ impl Engine {
                 r.computed += s.tokens;
                 if r.computed == r.num_tokens() {
                     emitted = 1;
+                }
+                if r.generated == 0 && r.computed >= r.prompt && self.config.prefix_caching {
+                    self.prefix_cache.insert(&r.prefix);
                 }
             }
             if emitted == 0 {

@@ -304,3 +304,40 @@ fn throttling_slows_steps_by_the_clock_ratio() {
     let out = e.step(now + 1.5).unwrap();
     assert_eq!(ms(&out), 10.0);
 }
+
+#[test]
+fn a_cached_prefix_is_not_prefilled_again_and_is_counted_like_vllm() {
+    use crate::model::prefix::block_hashes;
+    // Two prompts of 40 tokens sharing their first 32 (two 16-token blocks).
+    let a: Vec<u32> = (0..40).collect();
+    let mut b = a.clone();
+    b[35] = 999;
+    let mut e = Engine::new(&cfg(1024, 1024));
+    e.add_request_with_prefix(1, req(40, 1), block_hashes(&a, 16));
+    let out = e.step(0.0).unwrap();
+    assert_eq!(out.load.prefill_tokens, 40, "cold: the whole prompt");
+    e.add_request_with_prefix(2, req(40, 1), block_hashes(&b, 16));
+    let out = e.step(out.end).unwrap();
+    assert_eq!(
+        out.load.prefill_tokens, 8,
+        "the two shared blocks are skipped"
+    );
+    assert_eq!(ms(&out), 18.0, "10 ms fixed + 8 prefill tokens");
+    let c = e.counters();
+    assert_eq!((c.prefix_cache_queries, c.prefix_cache_hits), (80, 32));
+    // The same prompt again: every full block hits, one token is still computed.
+    e.add_request_with_prefix(3, req(32, 1), block_hashes(&a[..32], 16));
+    let out = e.step(out.end).unwrap();
+    assert_eq!(out.load.prefill_tokens, 1);
+    assert_eq!(e.counters().prefix_cache_hits, 32 + 31);
+    // With prefix caching off, nothing is skipped or counted.
+    let mut off = Engine::new(&SimConfig {
+        prefix_caching: false,
+        ..cfg(1024, 1024)
+    });
+    off.add_request_with_prefix(1, req(40, 1), block_hashes(&a, 16));
+    let t = off.step(0.0).unwrap().end;
+    off.add_request_with_prefix(2, req(40, 1), block_hashes(&a, 16));
+    assert_eq!(off.step(t).unwrap().load.prefill_tokens, 40);
+    assert_eq!(off.counters().prefix_cache_queries, 0);
+}

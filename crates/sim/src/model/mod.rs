@@ -16,6 +16,7 @@ pub mod cost;
 pub mod engine;
 pub mod gpu;
 pub mod virtual_time;
+pub mod prefix;
 
 use rand::Rng;
 use rand_distr::{Beta, Distribution};
@@ -83,6 +84,10 @@ pub struct Counters {
     pub spec_accepted_tokens: u64,
     /// Requests that finished.
     pub requests_finished: u64,
+    /// `vllm:prefix_cache_queries_total`: prompt tokens looked up in the prefix cache.
+    pub prefix_cache_queries: u64,
+    /// `vllm:prefix_cache_hits_total`: of those, tokens found (not prefilled again).
+    pub prefix_cache_hits: u64,
 }
 
 /// Draw a request's per-token draft acceptance rate (0 without speculative decoding).

@@ -37,6 +37,8 @@ pub(crate) enum Command {
         id: RequestId,
         spec: RequestSpec,
         tx: mpsc::Sender<Delivery>,
+        /// The prompt's block hashes, for the prefix cache.
+        prefix: Vec<u64>,
     },
     Cancel {
         id: RequestId,
@@ -96,8 +98,13 @@ impl Driver {
 
     fn apply(&mut self, cmd: Command, senders: &mut HashMap<RequestId, mpsc::Sender<Delivery>>) {
         match cmd {
-            Command::Add { id, spec, tx } => {
-                self.engine.add_request(id, spec);
+            Command::Add {
+                id,
+                spec,
+                tx,
+                prefix,
+            } => {
+                self.engine.add_request_with_prefix(id, spec, prefix);
                 senders.insert(id, tx);
             }
             Command::Cancel { id } => {

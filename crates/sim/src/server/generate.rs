@@ -110,12 +110,20 @@ fn sources(state: &SimState, plan: &Plan, endless: bool) -> Result<Vec<Source>, 
                     endless,
                     seed: job.text_seed,
                 };
-                commands.send(Command::Add { id, spec, tx }).map_err(|_| {
-                    ApiError::with_status(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "The engine is shutting down.",
-                    )
-                })?;
+                let prefix = crate::model::prefix::block_hashes(&job.prompt_ids, config.block_size);
+                commands
+                    .send(Command::Add {
+                        id,
+                        spec,
+                        tx,
+                        prefix,
+                    })
+                    .map_err(|_| {
+                        ApiError::with_status(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "The engine is shutting down.",
+                        )
+                    })?;
                 Source::Model {
                     rx,
                     _guard: CancelGuard {

@@ -42,6 +42,8 @@ pub struct Job {
     pub text_seed: u64,
     /// The prompt text, when `echo` prepends it.
     pub echo: Option<Arc<str>>,
+    /// The prompt's token ids (for the model's prefix cache).
+    pub prompt_ids: Arc<[u32]>,
 }
 
 /// A validated request.
@@ -67,6 +69,7 @@ struct Prompt {
     tokens: usize,
     hash: u64,
     text: Option<Arc<str>>,
+    ids: Arc<[u32]>,
 }
 
 fn ids_hash(ids: &[u32]) -> u64 {
@@ -79,6 +82,7 @@ fn text_prompt(t: &str, echo: bool) -> Prompt {
         tokens: text::count_tokens(t),
         hash: text::fnv1a(t.as_bytes()),
         text: echo.then(|| t.into()),
+        ids: text::tokenize(t).into(),
     }
 }
 
@@ -95,6 +99,7 @@ fn ids_prompt(ids: &[u32], echo: bool) -> Result<Prompt, ApiError> {
         tokens: ids.len(),
         hash: ids_hash(ids),
         text,
+        ids: ids.into(),
     })
 }
 
@@ -282,6 +287,7 @@ pub fn plan(
                 text_limit: None,
                 text_seed,
                 echo: prompt.text.clone(),
+                prompt_ids: prompt.ids.clone(),
             };
             if req.ignore_eos != Some(true) {
                 let eos = text::eos_point(text_seed).max(min_tokens).max(1);

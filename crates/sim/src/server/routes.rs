@@ -193,9 +193,10 @@ pub(super) async fn metrics(State(state): State<SimState>) -> Response {
         &one(kv),
     );
     let info = format!(
-        "{m},block_size=\"{}\",num_gpu_blocks=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"False\"",
+        "{m},block_size=\"{}\",num_gpu_blocks=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"{}\"",
         c.block_size,
-        c.num_gpu_blocks()
+        c.num_gpu_blocks(),
+        if c.prefix_caching { "True" } else { "False" }
     );
     family(
         &mut out,
@@ -210,6 +211,20 @@ pub(super) async fn metrics(State(state): State<SimState>) -> Response {
         "counter",
         "Cumulative number of preemption from the engine.",
         &one(counters.num_preemptions as f64),
+    );
+    family(
+        &mut out,
+        "vllm:prefix_cache_queries",
+        "counter",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        &one(counters.prefix_cache_queries as f64),
+    );
+    family(
+        &mut out,
+        "vllm:prefix_cache_hits",
+        "counter",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        &one(counters.prefix_cache_hits as f64),
     );
     family(
         &mut out,
