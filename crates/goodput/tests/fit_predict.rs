@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::goodput;
+use common::cli::goodput_output;
 
 const TRUTH: &str = r#"
 step_fixed_ms = 20.0
@@ -39,7 +39,7 @@ source = "none"
 }
 
 fn ok(args: &[&str]) -> String {
-    let o = goodput(args);
+    let o = goodput_output(args);
     assert!(
         o.status.success(),
         "goodput {args:?}: {}\n{}",
@@ -82,7 +82,7 @@ fn measure_fit_serve_predict_compare() {
         .unwrap()
         .contains("# fitted from: "));
     // Not overwritten without --force.
-    let o = goodput(&["fit", s(&measured), "-o", s(&fitted)]);
+    let o = goodput_output(&["fit", s(&measured), "-o", s(&fitted)]);
     assert_eq!(o.status.code(), Some(2));
 
     // The fitted file is an ordinary engine.
@@ -148,7 +148,7 @@ fn measure_fit_serve_predict_compare() {
     assert!(ok(&["show", s(&predicted)]).starts_with("Verdict: PREDICTED"));
 
     // Bad input: an engine the report does not have.
-    let o = goodput(&[
+    let o = goodput_output(&[
         "fit",
         s(&measured),
         "--engine",

@@ -15,8 +15,8 @@ pub mod closed_loop;
 pub mod cost;
 pub mod engine;
 pub mod gpu;
-pub mod virtual_time;
 pub mod prefix;
+pub mod virtual_time;
 
 use rand::Rng;
 use rand_distr::{Beta, Distribution};
