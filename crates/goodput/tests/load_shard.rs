@@ -1,0 +1,254 @@
+//! One load level shared by two clients (`run --load-shard I/2`, two processes
+//! started by the test, meeting at a start barrier) against one simulator, merged
+//! by `goodput merge` into one point whose figures are a single client's at the
+//! same total load: the same completed count, every request index once, median
+//! TTFT and TPOT and throughput close. Mixed, duplicate and missing load shards
+//! are refused, and more clients than concurrency is a usage error naming both.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::cli::{goodput_child, goodput_output, text, Scratch};
+use report::Report;
+
+/// The simulator, started as a user starts it (`goodput sim --port 0`); killed by
+/// its id when dropped.
+struct Sim {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_sim() -> Sim {
+    let mut child = goodput_child()
+        .args(["sim", "--preset", "fixed", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("goodput sim starts");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut url = None;
+    for line in out.lines().take(20) {
+        let line = line.unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            url = rest.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    let url = url.expect("the simulator says where it listens");
+    Sim { child, url }
+}
+
+fn profile(url: &str, load: &str) -> String {
+    format!(
+        r#"
+name = "load-shard"
+[slo]
+ttft_ms = 2000
+tpot_ms = 200
+[load]
+{load}
+requests_per_trial = 48
+trials = 1
+request_timeout_s = 30
+[workload]
+input_tokens = 32
+output_tokens = 16
+[engines.one]
+url = "{url}"
+"#
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Waits for a child, at most `limit`; kills it past that.
+fn wait(mut child: Child, limit: Duration, what: &str) {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "{what}: {st:?}");
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} ran past {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn ok(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+}
+
+/// Runs the profile once as one client and once as two load shards, merges the
+/// shards; returns (single, merged, merged records' indexes, the scratch folder).
+fn single_and_merged(load: &str) -> (Report, Report, Vec<u32>, Scratch) {
+    let sim = start_sim();
+    let dir = Scratch::new();
+    let p = dir.write("p.toml", &profile(&sim.url, load));
+    let single = dir.path("single.json");
+    ok(
+        &goodput_output(&["run", s(&p), "-o", s(&single), "--quiet", "--no-html"]),
+        "single client",
+    );
+    let barrier = dir.path("barrier");
+    let children: Vec<Child> = (0..2)
+        .map(|i| {
+            goodput_child()
+                .args(["run", s(&p), "--quiet", "--no-html"])
+                .args(["--load-shard", &format!("{i}/2")])
+                .args(["--load-barrier", s(&barrier)])
+                .args(["-o", s(&dir.path(&format!("client{i}/report.json")))])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        wait(c, Duration::from_secs(120), &format!("load shard {i}/2"));
+    }
+    let merged = dir.path("merged.json");
+    let out = goodput_output(&[
+        "merge",
+        s(&dir.path("client1/report.json")),
+        s(&dir.path("client0/report.json")),
+        "-o",
+        s(&merged),
+        "--no-html",
+    ]);
+    ok(&out, "merge");
+    let records = std::fs::read_to_string(merged.with_extension("requests.jsonl")).unwrap();
+    let indexes = records
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
+                .as_u64()
+                .unwrap() as u32
+        })
+        .collect();
+    let r = |p: &Path| report::read_report(p).unwrap();
+    (r(&single), r(&merged), indexes, dir)
+}
+
+fn close(a: Option<f64>, b: Option<f64>, rel: f64, abs: f64, what: &str) {
+    let (a, b) = (a.expect(what), b.expect(what));
+    assert!(
+        (a - b).abs() <= abs + rel * a.abs().max(b.abs()),
+        "{what}: single {a}, merged {b}"
+    );
+}
+
+/// Same completed count; medians within 25% (+2 ms), throughput within 30%: the
+/// simulator's figures depend on the batch, which the split leaves the same, and
+/// the tolerance covers scheduling jitter of two processes on a loaded machine.
+fn same_point(single: &Report, merged: &Report) {
+    let a = &single.load["one"].points[0];
+    let b = &merged.load["one"].points[0];
+    assert_eq!(a.x, b.x);
+    assert_eq!(a.completed, b.completed);
+    assert_eq!(b.completed, vec![48]);
+    close(
+        a.median_ttft_ms.median,
+        b.median_ttft_ms.median,
+        0.25,
+        2.0,
+        "median TTFT",
+    );
+    close(
+        a.median_tpot_ms.median,
+        b.median_tpot_ms.median,
+        0.25,
+        2.0,
+        "median TPOT",
+    );
+    close(
+        a.output_throughput.median,
+        b.output_throughput.median,
+        0.3,
+        0.0,
+        "throughput",
+    );
+    let run = merged.run.as_ref().unwrap();
+    assert!(run.load_shard.is_none());
+    assert_eq!(run.merged.as_ref().unwrap().shards.len(), 2);
+    assert_eq!(run.fingerprints, single.run.as_ref().unwrap().fingerprints);
+}
+
+#[test]
+fn two_clients_at_concurrency_8_read_like_one() {
+    let (single, merged, mut idx, dir) = single_and_merged("points = [8]");
+    same_point(&single, &merged);
+    idx.sort_unstable();
+    assert_eq!(idx, (0..48).collect::<Vec<u32>>(), "every request once");
+    let c0 = report::read_report(&dir.path("client0/report.json")).unwrap();
+    let slice = c0.run.as_ref().unwrap().load_shard.clone().unwrap();
+    assert_eq!((slice.index, slice.count), (0, 2));
+    assert_eq!(c0.load["one"].points[0].completed, vec![24]);
+
+    // Refused: a client twice, a client missing, a whole run among load shards.
+    let c0p = dir.path("client0/report.json");
+    let c1p = dir.path("client1/report.json");
+    let single_p = dir.path("single.json");
+    let merge = |files: &[&Path]| {
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(|f| s(f)));
+        let o = dir.path("bad.json");
+        args.extend(["-o", s(&o), "--no-html", "--force"]);
+        let out = goodput_output(&args);
+        assert!(!out.status.success(), "{files:?} merged");
+        text(&out.stderr)
+    };
+    let twice = merge(&[&c0p, &c0p, &c1p]);
+    assert!(twice.contains("given twice"), "{twice}");
+    let missing = merge(&[&c0p]);
+    assert!(missing.contains("1/2 missing"), "{missing}");
+    let mixed = merge(&[&c0p, &single_p]);
+    assert!(mixed.contains("not a load shard report"), "{mixed}");
+}
+
+#[test]
+fn two_clients_at_rate_40_read_like_one() {
+    let (single, merged, idx, _dir) = single_and_merged("mode = \"rate\"\npoints = [40]");
+    same_point(&single, &merged);
+    assert_eq!(idx.len(), 48);
+}
+
+#[test]
+fn more_clients_than_concurrency_is_a_usage_error_naming_both() {
+    let dir = Scratch::new();
+    let p = dir.write("p.toml", &profile("http://127.0.0.1:9", "points = [2, 8]"));
+    let out = goodput_output(&[
+        "run",
+        s(&p),
+        "--load-shard",
+        "0/3",
+        "-o",
+        s(&dir.path("r.json")),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("concurrency 2") && err.contains("3 clients"),
+        "{err}"
+    );
+}
