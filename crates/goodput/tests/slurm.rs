@@ -470,11 +470,7 @@ fn two_tasks_of_one_job_step_share_a_load_level_and_merge_into_one_point() {
         .args(["--quiet", "--no-html"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out, "goodput");
     let d = dir.to_str().unwrap();
     let task = format!(
         "exec {exe} run {d}/p.toml --quiet --no-html \
@@ -488,12 +484,7 @@ fn two_tasks_of_one_job_step_share_a_load_level_and_merge_into_one_point() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "srun -n 2: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out, "srun -n 2");
     let merged = dir.join("merged.json");
     let out = cluster
         .cmd(exe)
@@ -505,11 +496,18 @@ fn two_tasks_of_one_job_step_share_a_load_level_and_merge_into_one_point() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out, "goodput");
     let r = |p: &Path| report::read_report(p).unwrap();
     same_point(&r(&single), &r(&merged));
+}
+
+/// Asserts that a command succeeded, showing what it wrote otherwise.
+fn succeeded(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
