@@ -116,6 +116,7 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
         html: false,
         grace: std::time::Duration::from_secs(5),
         shard: None,
+        load_shard: None,
         ttft_includes_connect: false,
     };
     let started = std::time::Instant::now();

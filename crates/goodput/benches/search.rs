@@ -58,6 +58,7 @@ async fn measure(plan: &Plan, out: std::path::PathBuf) -> report::Report {
         html: false,
         grace: std::time::Duration::from_secs(5),
         shard: None,
+        load_shard: None,
         ttft_includes_connect: false,
     };
     run(plan, &opts).await.expect("run").0

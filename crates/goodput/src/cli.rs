@@ -172,6 +172,15 @@ pub struct CommonArgs {
     /// `goodput merge` joins the shard reports.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Be client I of N (I from 0) that share every load level, e.g. as the tasks
+    /// of `srun -n N goodput run --load-shard $SLURM_PROCID/$SLURM_NTASKS`: each
+    /// sends its share of the concurrency or rate; `goodput merge` pools them.
+    #[arg(long, value_name = "I/N", conflicts_with = "shard")]
+    pub load_shard: Option<String>,
+    /// With --load-shard: a folder all N clients see (on the shared file system),
+    /// where they agree on a common start instant for every trial.
+    #[arg(long, value_name = "DIR", requires = "load_shard")]
+    pub load_barrier: Option<PathBuf>,
     /// Count a request's connection set-up in its TTFT when it needed a new
     /// connection, as most peers do (by default connections are opened before each
     /// trial and TTFT starts when the request is sent; `connect` is recorded apart).
@@ -416,7 +425,21 @@ async fn execute(
             (&sliced, Some(info))
         }
     };
+    let load_shard = match &flags.load_shard {
+        None => None,
+        Some(s) => {
+            let (index, count) = crate::shard::parse_shard(s)
+                .map_err(|e| crate::UsageError(e.0.replacen("--shard", "--load-shard", 1)))?;
+            crate::shard::load::check(plan, index, count)?;
+            Some(crate::shard::load::LoadShare {
+                index,
+                count,
+                barrier: flags.load_barrier.clone(),
+            })
+        }
+    };
     let opts = RunOptions {
+        load_shard,
         output: output.to_path_buf(),
         fresh: flags.fresh,
         force: flags.force,

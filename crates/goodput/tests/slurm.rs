@@ -445,3 +445,69 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
         assert!(err.contains(why), "{flag} {value}: {err}");
     }
 }
+
+/// Two tasks of one job step (`srun -n 2 goodput run --load-shard
+/// $SLURM_PROCID/$SLURM_NTASKS`) share one load level against one simulator and
+/// meet at a start barrier in the shared folder; merged, the point reads like a
+/// single client's at the same total load.
+#[test]
+fn two_tasks_of_one_job_step_share_a_load_level_and_merge_into_one_point() {
+    use common::load_share::{profile, same_point, start_sim};
+    let scratch = tempfile::tempdir().unwrap();
+    let Some(cluster) = cluster(&scratch.path().join("cluster")) else {
+        return;
+    };
+    let sim = start_sim();
+    let dir = scratch.path().join("load");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("p.toml");
+    std::fs::write(&p, profile(&sim.url, "points = [8]")).unwrap();
+    let exe = env!("CARGO_BIN_EXE_goodput");
+    let single = dir.join("single.json");
+    let out = cluster
+        .cmd(exe)
+        .args(["run", p.to_str().unwrap(), "-o", single.to_str().unwrap()])
+        .args(["--quiet", "--no-html"])
+        .output()
+        .unwrap();
+    succeeded(&out, "goodput");
+    let d = dir.to_str().unwrap();
+    let task = format!(
+        "exec {exe} run {d}/p.toml --quiet --no-html \
+         --load-shard $SLURM_PROCID/$SLURM_NTASKS --load-barrier {d}/barrier \
+         -o {d}/client$SLURM_PROCID/report.json"
+    );
+    let out = cluster
+        .cmd("timeout")
+        .args([
+            "180", "srun", "-n", "2", "--time", "00:05:00", "bash", "-c", &task,
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out, "srun -n 2");
+    let merged = dir.join("merged.json");
+    let out = cluster
+        .cmd(exe)
+        .args(["merge", &format!("{d}/client0/report.json")])
+        .args([
+            &format!("{d}/client1/report.json"),
+            "-o",
+            merged.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    succeeded(&out, "goodput");
+    let r = |p: &Path| report::read_report(p).unwrap();
+    same_point(&r(&single), &r(&merged));
+}
+
+/// Asserts that a command succeeded, showing what it wrote otherwise.
+fn succeeded(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} ({}): {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

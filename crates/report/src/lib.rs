@@ -22,6 +22,6 @@ pub mod types;
 
 pub use io::{read_report, write_report_atomic, ReportError};
 pub use server::{ServerSample, ServerSummary, ServerTrial};
-pub use shard::{MergedInfo, MergedShard, ShardInfo};
+pub use shard::{LoadShardInfo, MergedInfo, MergedShard, ShardInfo};
 pub use stats::{quantile_linear, quantile_lower, Stat};
 pub use types::*;

@@ -59,3 +59,16 @@ pub struct MergedShard {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<f64>,
 }
+
+/// goodput addition: one of `count` clients that share every load level of a plan
+/// (`goodput run --load-shard I/N`): concurrency split as evenly as integers allow
+/// (the remainder to the lowest indexes), rate divided by `count`, the trial's
+/// requests split the same way with their indexes kept, so that the records of
+/// the `count` reports merge into the whole trial (`goodput merge`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadShardInfo {
+    /// This client, from 0.
+    pub index: u32,
+    /// How many clients share the load.
+    pub count: u32,
+}

@@ -122,6 +122,10 @@ pub struct RunInfo {
     /// goodput addition: the shards this report was merged from (`goodput merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<crate::MergedInfo>,
+    /// goodput addition: the slice of every load level this report holds, when it
+    /// is one of N clients sharing one load (`goodput run --load-shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_shard: Option<crate::LoadShardInfo>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -65,6 +65,8 @@ impl SweepFlags {
                 quiet: false,
                 no_html: false,
                 shard: None,
+                load_shard: None,
+                load_barrier: None,
                 predict: None,
                 ttft_includes_connect: false,
                 client_threads: None,

@@ -121,6 +121,7 @@ async fn confirm_search(
         html: !flags.no_html,
         grace: std::time::Duration::from_secs(5),
         shard: None,
+        load_shard: None,
         ttft_includes_connect: flags.ttft_includes_connect,
     };
     crate::engine::install_cleanup_hooks();

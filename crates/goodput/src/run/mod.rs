@@ -61,6 +61,9 @@ pub struct RunOptions {
     /// The slice of a whole plan this run is (`--shard I/N`; `plan` is then the
     /// slice), written to the report's `run.shard`.
     pub shard: Option<report::ShardInfo>,
+    /// This client's share of every load level (`--load-shard I/N`), written to
+    /// the report's `run.load_shard`.
+    pub load_shard: Option<crate::shard::load::LoadShare>,
     /// Count a request's connection set-up (when it needed a new connection) in its
     /// TTFT, as most peers do; by default TTFT starts when the request is sent.
     pub ttft_includes_connect: bool,
@@ -331,6 +334,10 @@ fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
         predicted: None,
         shard: opts.shard.clone(),
         merged: None,
+        load_shard: opts.load_shard.as_ref().map(|l| report::LoadShardInfo {
+            index: l.index,
+            count: l.count,
+        }),
         extra: Default::default(),
     }
 }

@@ -118,6 +118,10 @@ pub(super) fn prepare(
     if slice(&info.shard) != slice(&opts.shard) {
         changed.push("shard".to_string());
     }
+    let load_slice = opts.load_shard.as_ref().map(|l| (l.index, l.count));
+    if info.load_shard.as_ref().map(|l| (l.index, l.count)) != load_slice {
+        changed.push("load shard".to_string());
+    }
     if !changed.is_empty() {
         let why = if info.fingerprints.is_empty() {
             "holds an incomplete run without a plan fingerprint (an older goodput), so it cannot be resumed safely".to_string()

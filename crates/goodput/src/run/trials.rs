@@ -12,6 +12,7 @@ use crate::engine::{EngineContext, EngineHandle};
 use crate::load::{arrival_offsets, run_trial, Trial};
 use crate::metrics::trial_metrics;
 use crate::profile::{EngineSpec, LoadMode};
+use crate::shard::load;
 use crate::stop::Stop;
 use crate::telemetry;
 use crate::workload::{calibrate, Builder, Calibration};
@@ -245,7 +246,11 @@ async fn run_one(
         grace: ctx.opts.grace,
         sent: None,
     };
-    preconnect(ctx, name, target, x).await;
+    let x_conn = match &ctx.opts.load_shard {
+        Some(l) => load::share(plan.mode, x, l.index, l.count)?,
+        None => x,
+    };
+    preconnect(ctx, name, target, x_conn).await;
     let mut warmup_server = None;
     if plan.warmup_requests > 0 {
         let sampler = crate::server_metrics::ServerSampler::start(
@@ -269,9 +274,24 @@ async fn run_one(
         .await;
         warmup_server = sampler.finish(&warm_records).await;
     }
-    let requests = builder.build(plan.requests_per_trial, plan.seed, lane);
+    let mut requests = builder.build(plan.requests_per_trial, plan.seed, lane);
+    // A load shard sends its run of the whole trial's requests at its share of x.
+    let (first, x_sent, seed) = match &ctx.opts.load_shard {
+        None => (0, x, plan.seed),
+        Some(l) => {
+            let (first, len) = load::split(requests.len() as u64, l.index, l.count);
+            requests.truncate((first + len) as usize);
+            requests.drain(..first as usize);
+            let x_sent = load::share(plan.mode, x, l.index, l.count)?;
+            (
+                first as u32,
+                x_sent,
+                load::arrival_seed(plan.seed, l.index, l.count),
+            )
+        }
+    };
     let offsets = match plan.mode {
-        LoadMode::Rate => arrival_offsets(x, plan.burstiness, requests.len(), plan.seed ^ lane),
+        LoadMode::Rate => arrival_offsets(x_sent, plan.burstiness, requests.len(), seed ^ lane),
         LoadMode::Trace => builder.trace_offsets(x),
         LoadMode::Concurrency => Vec::new(),
     };
@@ -305,12 +325,14 @@ async fn run_one(
         &plan.server_metrics,
     )
     .await;
+    start_together(ctx, name, x, t, attempt).await;
     let sampler = tel.start_trial();
     let mut records = run_trial(
         ctx.client.clone(),
         target.clone(),
         Trial {
             sent: Some(sent),
+            x: x_sent,
             ..trial(requests, plan.mode, offsets)
         },
         ctx.stop.clone(),
@@ -322,6 +344,9 @@ async fn run_one(
     bar.finish_and_clear();
     for r in &mut records {
         r.attempt = attempt;
+        // A load shard's records carry the whole load level and trial indexes.
+        r.x = x;
+        r.index += first;
     }
     let server = server.finish(&records).await;
     let died = handle.exit_status();
@@ -430,6 +455,38 @@ async fn preconnect(ctx: &mut Ctx<'_>, name: &str, target: &Target, x: f64) {
         ctx.info.notices.push(format!(
             "{name}: x={x}: could not open {n} connections before the trial ({e}); \
              requests opened their own (see each record's `connect`)"
+        ));
+    }
+}
+
+/// A load shard with a barrier waits for the other clients, so that the `N`
+/// clients start the trial at one wall-clock instant; a barrier that fails is a
+/// notice and the trial starts alone.
+async fn start_together(ctx: &mut Ctx<'_>, name: &str, x: f64, t: u32, attempt: u32) {
+    let Some(l) = ctx.opts.load_shard.clone() else {
+        return;
+    };
+    let Some(dir) = &l.barrier else {
+        return;
+    };
+    let key: String = format!("{name}-x{x}-t{t}-a{attempt}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let waited = ctx
+        .stop()
+        .until(load::barrier(dir, &key, l.index, l.count))
+        .await;
+    if let Some(Err(why)) = waited {
+        ctx.info.notices.push(format!(
+            "{name}: x={x} trial {}: {why}; it started alone",
+            t + 1
         ));
     }
 }

@@ -461,7 +461,12 @@ pub fn command(args: &crate::cli::MergeArgs) -> anyhow::Result<i32> {
             .into());
         }
     }
-    let merged = merge_files(&args.shards, out)?;
+    let first = report::read_report(&args.shards[0]).map_err(|e| UsageError(e.to_string()))?;
+    let merged = if super::load_merge::is_load_shard(&first) {
+        super::load_merge::merge_load_files(&args.shards)?
+    } else {
+        merge_files(&args.shards, out)?
+    };
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }

@@ -15,6 +15,8 @@
 //! ([`report::ShardInfo`]); requests keep the whole plan's seeds, so a merged sweep
 //! sends what one machine would have sent.
 
+pub mod load;
+pub mod load_merge;
 pub mod merge;
 #[cfg(test)]
 mod tests;

@@ -7,11 +7,13 @@
 //! - [`procs`]: finding the processes a test started (the library's `/proc` scan);
 //! - [`require`]: the external programs a test needs, and the variables that skip it.
 //! - [`records`]: figures recomputed from the raw records of a run;
-//! - [`recording`]: a test server that records what it received.
+//! - [`recording`]: a test server that records what it received;
+//! - [`load_share`]: load shards against one simulator, and their merged point.
 
 #![allow(dead_code, unused_imports)]
 
 pub mod cli;
+pub mod load_share;
 pub mod procs;
 pub mod recording;
 pub mod records;
