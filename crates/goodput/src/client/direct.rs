@@ -144,12 +144,23 @@ impl Pool {
 }
 
 /// `fut`, with the connection's driver polled before it in the same task, so the
-/// socket's work is done where its result is awaited.
-pub(crate) async fn drive<F: Future>(driver: &mut Driver, ended: &mut bool, fut: F) -> F::Output {
+/// socket's work is done where its result is awaited. `None` when the connection
+/// ended with `fut` still pending: nothing more can arrive on it, and the pending
+/// request's callback is only cancelled when the driver is dropped, which it is not
+/// while we hold it (waiting would hang until the request timeout).
+pub(crate) async fn drive<F: Future>(
+    driver: &mut Driver,
+    ended: &mut bool,
+    fut: F,
+) -> Option<F::Output> {
     let mut fut = std::pin::pin!(fut);
     std::future::poll_fn(|cx| {
         poll_driver(driver, ended, cx);
-        fut.as_mut().poll(cx)
+        match fut.as_mut().poll(cx) {
+            Poll::Ready(v) => Poll::Ready(Some(v)),
+            Poll::Pending if *ended => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     })
     .await
 }
@@ -184,6 +195,9 @@ impl Stream for Driven<'_> {
                 },
                 Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
                 Poll::Ready(None) => Poll::Ready(None),
+                // The connection has ended: no more of the body can arrive (see
+                // [`drive`]); the body's end shows as a response cut short.
+                Poll::Pending if *this.ended => Poll::Ready(None),
                 Poll::Pending => Poll::Pending,
             };
         }

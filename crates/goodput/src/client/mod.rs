@@ -299,11 +299,19 @@ async fn exchange_direct(
             // had closed meanwhile, as llama.cpp does after a few requests): the
             // request never reached the engine, so it is sent once more on a fresh
             // connection. `sent` is the resend; the delay shows as send lag.
-            Ok(Err(e)) if !retried && (e.is_canceled() || e.is_incomplete_message()) => {
+            Ok(Some(Err(e))) if !retried && (e.is_canceled() || e.is_incomplete_message()) => {
                 retried = true;
             }
-            Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
-            Ok(Ok(resp)) => break (conn, resp),
+            // The connection ended with the request unanswered: the same case.
+            Ok(None) if !retried => retried = true,
+            Ok(None) => {
+                return Err(Failure::new(
+                    ErrorKind::Connect,
+                    "the connection closed before a response",
+                ))
+            }
+            Ok(Some(Err(e))) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
+            Ok(Some(Ok(resp))) => break (conn, resp),
         }
     };
     let (parts, incoming) = resp.into_parts();
