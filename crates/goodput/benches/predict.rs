@@ -107,18 +107,7 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
         .cloned()
         .expect("one engine");
     let out = dir.join(format!("{}.json", case.name));
-    let opts = RunOptions {
-        output: out.clone(),
-        fresh: true,
-        force: true,
-        progress: false,
-        verbose: false,
-        html: false,
-        grace: std::time::Duration::from_secs(5),
-        shard: None,
-        load_shard: None,
-        ttft_includes_connect: false,
-    };
+    let opts = RunOptions::fresh_and_silent(out.clone());
     let started = std::time::Instant::now();
     let fit_set: BTreeSet<u64> = case.fit_levels.iter().map(|x| x.to_bits()).collect();
     let (measured, all) = match &case.virtual_truth {

@@ -49,18 +49,7 @@ fn plan(text: &str, engine: &str, requests: u32, search: bool, max: u32) -> Plan
 }
 
 async fn measure(plan: &Plan, out: std::path::PathBuf) -> report::Report {
-    let opts = RunOptions {
-        output: out,
-        fresh: true,
-        force: true,
-        progress: false,
-        verbose: false,
-        html: false,
-        grace: std::time::Duration::from_secs(5),
-        shard: None,
-        load_shard: None,
-        ttft_includes_connect: false,
-    };
+    let opts = RunOptions::fresh_and_silent(out);
     run(plan, &opts).await.expect("run").0
 }
 

@@ -69,6 +69,25 @@ pub struct RunOptions {
     pub ttft_includes_connect: bool,
 }
 
+impl RunOptions {
+    /// A run into `output` that starts afresh over whatever is there, prints
+    /// nothing and writes no HTML: what the benchmarks measure with.
+    pub fn fresh_and_silent(output: PathBuf) -> RunOptions {
+        RunOptions {
+            output,
+            fresh: true,
+            force: true,
+            progress: false,
+            verbose: false,
+            html: false,
+            grace: Duration::from_secs(5),
+            shard: None,
+            load_shard: None,
+            ttft_includes_connect: false,
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
