@@ -44,17 +44,33 @@ fn plan(dir: &std::path::Path, trace: &str) -> goodput::plan::Plan {
         .unwrap()
 }
 
+fn builder(plan: &goodput::plan::Plan) -> Builder {
+    Builder {
+        workload: plan.workload.clone(),
+        model: "m".into(),
+        api: goodput::profile::Api::Completions,
+        tokens_per_word: 1.0,
+    }
+}
+
+/// The prompts the plan's trial sends, in request order.
+fn planned_prompts(plan: &goodput::plan::Plan) -> Vec<String> {
+    builder(plan)
+        .build(plan.requests_per_trial, 1, 0)
+        .iter()
+        .map(|p| {
+            let v: serde_json::Value = serde_json::from_slice(&p.body).unwrap();
+            v["prompt"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
 async fn replay(
     url: &str,
     plan: &goodput::plan::Plan,
     speedup: f64,
 ) -> Vec<goodput::record::RequestRecord> {
-    let builder = Builder {
-        workload: plan.workload.clone(),
-        model: "m".into(),
-        api: goodput::profile::Api::Completions,
-        tokens_per_word: 1.0,
-    };
+    let builder = builder(plan);
     let requests = builder.build(plan.requests_per_trial, 1, 0);
     let trial = Trial {
         engine: "r".into(),
@@ -101,18 +117,19 @@ async fn a_trace_arrives_at_its_own_times_at_speedup_1_and_10() {
         );
         let got = server.bodies();
         assert_eq!(got.len(), 12);
-        // The server's arrival times, relative to the first, against the schedule.
+        // The server's arrival times, relative to the first, against the schedule
+        // (within 40 ms on a loaded machine; speedup 1 and 10 differ by up to 870 ms).
         for (i, r) in got.iter().enumerate() {
             let planned_ms = (i * i * 8) as f64 / speedup;
             let arrived_ms = (r.at_ns - got[0].at_ns) as f64 / 1e6;
             assert!(
-                (arrived_ms - planned_ms).abs() < 15.0,
+                (arrived_ms - planned_ms).abs() < 40.0,
                 "speedup {speedup}: request {i} at {arrived_ms} ms, planned {planned_ms}"
             );
         }
         for r in &records {
             let lag_ms = (r.sent - r.scheduled) as f64 / 1e6;
-            assert!(lag_ms < 15.0, "send lag {lag_ms} ms");
+            assert!(lag_ms < 40.0, "send lag {lag_ms} ms");
             assert_eq!((r.input_tokens, r.requested_tokens), (Some(24), Some(3)));
         }
     }
@@ -124,17 +141,28 @@ async fn shared_hash_ids_reach_the_server_as_identical_prefixes() {
     let plan = plan(dir.path(), &mooncake_trace());
     let server = common::recording::start().await;
     let records = replay(&server.url, &plan, 10.0).await;
-    let prompts: Vec<Vec<String>> = server
+    // Requests a fraction of a millisecond apart may arrive in either order, so each
+    // received prompt is put back at its request's place (the prompts are distinct).
+    let planned = planned_prompts(&plan);
+    let mut received: Vec<String> = server
         .bodies()
         .iter()
-        .map(|r| {
-            r.body["prompt"]
-                .as_str()
-                .unwrap()
-                .split(' ')
-                .map(str::to_string)
-                .collect()
-        })
+        .map(|r| r.body["prompt"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(received.len(), planned.len());
+    received.sort_by_key(|p| {
+        planned
+            .iter()
+            .position(|q| q == p)
+            .expect("a planned prompt")
+    });
+    assert_eq!(
+        received, planned,
+        "the server received each planned prompt once"
+    );
+    let prompts: Vec<Vec<String>> = received
+        .iter()
+        .map(|p| p.split(' ').map(str::to_string).collect())
         .collect();
     for (i, p) in prompts.iter().enumerate() {
         assert_eq!(p.len(), 24);
