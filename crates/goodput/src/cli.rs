@@ -121,20 +121,30 @@ pub struct RunArgs {
     /// Report file.
     #[arg(long, short, default_value = "goodput-report.json")]
     pub output: PathBuf,
+    /// The load levels.
+    #[command(flatten)]
+    pub levels: LevelArgs,
+    /// Flags `run` and `search` share.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The load levels of `run` (and of a cluster job's shards), overriding the
+/// profile's.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LevelArgs {
     /// Closed-loop load levels, e.g. `1,4,16` (overrides the profile).
     #[arg(long, value_name = "LIST", conflicts_with = "rate")]
     pub concurrency: Option<String>,
     /// Open-loop request rates per second, e.g. `0.5,2`.
     #[arg(long, value_name = "LIST")]
     pub rate: Option<String>,
-    /// Flags `run` and `search` share.
-    #[command(flatten)]
-    pub common: CommonArgs,
 }
 
-/// The flags `run` and `search` share: what each trial is, where it goes.
-#[derive(Debug, Args)]
-pub struct CommonArgs {
+/// What each trial is: how many, how large, judged against which SLO, on which
+/// engines, with which seed (shared by `run`, `search` and the cluster jobs).
+#[derive(Debug, Args, Clone, Default)]
+pub struct TrialArgs {
     /// Trials per load level.
     #[arg(long)]
     pub trials: Option<u32>,
@@ -150,6 +160,14 @@ pub struct CommonArgs {
     /// Seed of prompts and arrivals.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+/// The flags `run` and `search` share: what each trial is, where it goes.
+#[derive(Debug, Args, Default)]
+pub struct CommonArgs {
+    /// What each trial is.
+    #[command(flatten)]
+    pub trial: TrialArgs,
     /// Start over instead of resuming an incomplete report at the output.
     #[arg(long)]
     pub fresh: bool,
@@ -334,12 +352,14 @@ pub(crate) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
     let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
     let overrides = Overrides {
         concurrency: args
+            .levels
             .concurrency
             .as_deref()
             .map(parse_points)
             .transpose()
             .map_err(|e| usage(format!("--concurrency: {e}")))?,
         rate: args
+            .levels
             .rate
             .as_deref()
             .map(parse_points)
@@ -353,6 +373,13 @@ pub(crate) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
 }
 
 impl CommonArgs {
+    /// The profile overrides these flags give (the rest left unset).
+    fn overrides(&self) -> anyhow::Result<Overrides> {
+        self.trial.overrides()
+    }
+}
+
+impl TrialArgs {
     /// The profile overrides these flags give (the rest left unset).
     fn overrides(&self) -> anyhow::Result<Overrides> {
         let usage = |e: String| anyhow::Error::from(crate::UsageError(e));

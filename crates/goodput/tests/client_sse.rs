@@ -6,11 +6,12 @@ mod common;
 
 use std::time::Duration;
 
+use common::request::send;
 use common::script::*;
-use goodput::client::{http_client, max_content_chunks, stream_request, Limits, SseLimits, Target};
+use goodput::client::{http_client, max_content_chunks, Limits, SseLimits, Target};
 use goodput::metrics::{request_metrics, trial_metrics};
 use goodput::profile::SloSpec;
-use goodput::record::{now_ns, ErrorKind, RequestRecord};
+use goodput::record::{ErrorKind, RequestRecord};
 
 /// Slack for a loaded 2-core machine.
 const TOL_MS: f64 = 40.0;
@@ -44,19 +45,7 @@ async fn one_asking(
 ) -> RequestRecord {
     let client = http_client(4).unwrap();
     let target = Target::new(&server.url, "/v1/completions", None);
-    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    rec.requested_tokens = max_tokens;
-    let origin = now_ns();
-    stream_request(
-        &client,
-        &target,
-        bytes::Bytes::from_static(b"{}"),
-        &mut rec,
-        &limits,
-        origin,
-    )
-    .await;
-    rec
+    send(&client, &target, b"{}", max_tokens, &limits).await
 }
 
 fn near(measured: f64, truth: f64) {
@@ -230,16 +219,8 @@ async fn failures_are_recorded_with_their_kind() {
         l.local_addr().unwrap()
     };
     let client = http_client(1).unwrap();
-    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    stream_request(
-        &client,
-        &Target::new(&format!("http://{dead}"), "/v1/completions", None),
-        bytes::Bytes::new(),
-        &mut rec,
-        &limits(),
-        now_ns(),
-    )
-    .await;
+    let target = Target::new(&format!("http://{dead}"), "/v1/completions", None);
+    let rec = send(&client, &target, b"", None, &limits()).await;
     assert_eq!(rec.error, Some(ErrorKind::Connect));
 }
 
@@ -263,17 +244,8 @@ async fn a_usage_block_that_contradicts_the_stream_is_a_failure() {
     ];
     let s = serve(sse_head(), steps, true).await;
     let client = http_client(1).unwrap();
-    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    rec.requested_tokens = Some(4);
-    stream_request(
-        &client,
-        &Target::new(&s.url, "/v1/completions", None),
-        bytes::Bytes::new(),
-        &mut rec,
-        &limits(),
-        now_ns(),
-    )
-    .await;
+    let target = Target::new(&s.url, "/v1/completions", None);
+    let rec = send(&client, &target, b"", Some(4), &limits()).await;
     assert_eq!(rec.error, Some(ErrorKind::BadUsage));
 }
 
@@ -306,16 +278,8 @@ async fn a_connection_closed_before_any_response_is_retried_once_on_a_fresh_one(
         }
     });
     let client = http_client(1).unwrap();
-    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    stream_request(
-        &client,
-        &Target::new(&format!("http://{addr}"), "/v1/completions", None),
-        bytes::Bytes::from_static(b"{}"),
-        &mut rec,
-        &limits(),
-        now_ns(),
-    )
-    .await;
+    let target = Target::new(&format!("http://{addr}"), "/v1/completions", None);
+    let rec = send(&client, &target, b"{}", None, &limits()).await;
     server.abort();
     assert!(rec.ok(), "{:?} {:?}", rec.error, rec.error_detail);
     assert_eq!(rec.chunks.len(), 1);
@@ -379,18 +343,8 @@ async fn fixed_sim() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
 
 async fn one_on(target: &Target) -> RequestRecord {
     let client = http_client(4).unwrap();
-    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    rec.requested_tokens = Some(3);
     let body = br#"{"model":"goodput-sim","prompt":"x","max_tokens":3,"stream":true}"#;
-    stream_request(
-        &client,
-        target,
-        bytes::Bytes::from_static(body),
-        &mut rec,
-        &limits(),
-        now_ns(),
-    )
-    .await;
+    let rec = send(&client, target, body, Some(3), &limits()).await;
     assert!(rec.ok(), "{:?} {:?}", rec.error, rec.error_detail);
     rec
 }

@@ -12,12 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::request::send;
 use common::script::{sse_head, text_chunk};
 use common::server::{spawn, Server};
 use goodput::client::{
-    http_client, max_content_chunks, stream_request, Limits, SseLimits, Target, ERROR_BODY_BYTES,
+    http_client, max_content_chunks, Limits, SseLimits, Target, ERROR_BODY_BYTES,
 };
-use goodput::record::{now_ns, ErrorKind, RequestRecord};
+use goodput::record::{ErrorKind, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The most this process's peak RSS may grow while one hostile request runs.
@@ -119,20 +120,12 @@ async fn one(server: &Hostile, requested: Option<u32>, sse: SseLimits) -> Reques
         stall_timeout: Some(Duration::from_secs(30)),
         sse,
     };
-    let mut rec = RequestRecord::new("e", 1.0, 0, 0, 0);
-    rec.requested_tokens = requested;
-    let req = stream_request(
-        &client,
-        &target,
-        bytes::Bytes::from_static(b"{}"),
-        &mut rec,
-        &limits,
-        now_ns(),
-    );
-    tokio::time::timeout(TEST_TIMEOUT, req)
-        .await
-        .expect("the request was not ended by the client's bound");
-    rec
+    tokio::time::timeout(
+        TEST_TIMEOUT,
+        send(&client, &target, b"{}", requested, &limits),
+    )
+    .await
+    .expect("the request was not ended by the client's bound")
 }
 
 fn assert_bounded(what: &str, growth: u64, written: u64) {

@@ -10,26 +10,19 @@ use std::path::Path;
 use std::process::Command;
 
 use common::cli::goodput_output;
+use common::profiles::fixed_sims;
 
 const VAR: &str = "GOODPUT_SKIP_K8S";
 
-const PROFILE: &str = r#"
-name = "k8s-sim"
-[slo]
-ttft_ms = 500
-[load]
-points = [1, 4]
-requests_per_trial = 4
-[workload]
-input_tokens = 16
-output_tokens = 5
-[engines.a]
-kind = "sim"
-preset = "fixed"
-[engines.b]
-kind = "sim"
-preset = "fixed"
-"#;
+/// Two simulators, two load levels.
+fn sweep_profile() -> String {
+    fixed_sims(
+        "k8s-sim",
+        "[slo]\nttft_ms = 500\n[load]\npoints = [1, 4]\nrequests_per_trial = 4\n",
+        5,
+        &["a", "b"],
+    )
+}
 
 /// The validator, or `None` when `GOODPUT_SKIP_K8S=1`.
 fn validator() -> Option<String> {
@@ -74,7 +67,7 @@ fn manifests_validate_against_the_kubernetes_schema() {
     };
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");
-    std::fs::write(&p, PROFILE).unwrap();
+    std::fs::write(&p, sweep_profile()).unwrap();
     let out_dir = dir.path().join("k8s");
     let out = goodput_output(&[
         "k8s",
@@ -117,7 +110,7 @@ fn manifests_validate_against_the_kubernetes_schema() {
     }
     // The profile travels in the ConfigMap as written.
     assert!(
-        text.contains(&serde_json::to_string(PROFILE).unwrap()),
+        text.contains(&serde_json::to_string(&sweep_profile()).unwrap()),
         "{text}"
     );
     let m = std::fs::read_to_string(&merge).unwrap();
@@ -141,7 +134,7 @@ fn manifests_validate_against_the_kubernetes_schema() {
 fn bad_names_and_too_many_shards_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");
-    std::fs::write(&p, PROFILE).unwrap();
+    std::fs::write(&p, sweep_profile()).unwrap();
     let o = dir.path().join("k");
     let run = |extra: &[&str]| {
         let mut a = vec!["k8s", p.to_str().unwrap(), "-o", o.to_str().unwrap()];

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::cli::goodput;
+use common::cli::{goodput, goodput_run};
 use common::procs;
 use common::records::{check_points_against_records, raw_records, same_trials, truth};
 use common::require;
@@ -241,16 +241,7 @@ fn token_counts_and_decode_time_agree_with_llama_servers_own_counters() {
     )
     .unwrap();
     let out = dir.path().join("r.json");
-    let o = goodput()
-        .args([
-            "run",
-            profile.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ])
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let o = goodput_run(&profile, &out).arg("--quiet").output().unwrap();
     assert!(
         o.status.success(),
         "goodput run failed ({}): {}",
@@ -303,7 +294,7 @@ fn token_counts_and_decode_time_agree_with_llama_servers_own_counters() {
     assert_eq!(server.catalogue, "llama-cpp");
     assert!(server.samples >= 2, "{server:?}");
     assert_eq!(
-        server.generation_tokens,
+        server.counts.generation_tokens,
         Some(counter(&metrics, "llamacpp:tokens_predicted_total")),
         "{server:?}"
     );

@@ -20,23 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::reports::{load, ADDITIVE, REFERENCE};
 use common::require;
 use goodput::render;
-use goodput::report::{self, Report};
-
-fn load(path: &str) -> Report {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    report::io::parse_report(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-const REFERENCE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../tests/data/l4-gpu1-vllm.json"
-);
-const ADDITIVE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/render_fixtures/additive.json"
-);
+use goodput::report::Report;
 
 /// Runs the browser on `page` with `args`, returns (stdout, stderr). Fails the test
 /// after 90 s.

@@ -1,27 +1,11 @@
 //! `compare` pairs points only when they measure the same thing: the same load mode
 //! (x means the same quantity), the same workload and, for goodput, the same SLO.
 
+mod common;
+
+use common::reports::{additive, reference};
 use goodput::render;
 use goodput::report::{self, Report, RunInfo};
-
-fn load(path: &str) -> Report {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    report::io::parse_report(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn reference() -> Report {
-    load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/data/l4-gpu1-vllm.json"
-    ))
-}
-
-fn additive() -> Report {
-    load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/render_fixtures/additive.json"
-    ))
-}
 
 /// The reference's numbers as if a goodput run in `mode` with `workload` made them.
 fn run_of(mode: &str, workload: serde_json::Value) -> Report {

@@ -4,27 +4,10 @@
 //! Update with `INSTA_UPDATE=always cargo test -p goodput --test render_snapshots`
 //! (or `cargo insta review`), then read the `.snap` files before committing them.
 
+mod common;
+
+use common::reports::{additive, reference};
 use goodput::render::{self, Format};
-use goodput::report::{self, Report};
-
-fn load(path: &str) -> Report {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    report::io::parse_report(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-fn reference() -> Report {
-    load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/data/l4-gpu1-vllm.json"
-    ))
-}
-
-fn additive() -> Report {
-    load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/render_fixtures/additive.json"
-    ))
-}
 
 #[test]
 fn show_reference_table() {

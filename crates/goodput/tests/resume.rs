@@ -8,31 +8,21 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::cli::{goodput, goodput_child};
+use common::cli::{goodput_child, goodput_run};
 use common::procs::{self, Signal};
+use common::profiles::fixed_sims;
 use goodput::record::read_records;
 use report::RunStatus;
 
-const PROFILE: &str = r#"
-name = "resume-sim"
-[slo]
-ttft_ms = 500
-tpot_ms = 50
-[load]
-points = [1, 2, 3]
-requests_per_trial = 6
-trials = 2
-request_timeout_s = 30
-[workload]
-input_tokens = 16
-output_tokens = 10
-[engines.a]
-kind = "sim"
-preset = "fixed"
-[engines.b]
-kind = "sim"
-preset = "fixed"
-"#;
+/// Two simulators, three load levels, two trials each.
+fn sweep_profile() -> String {
+    fixed_sims(
+        "resume-sim",
+        "[slo]\nttft_ms = 500\ntpot_ms = 50\n[load]\npoints = [1, 2, 3]\nrequests_per_trial = 6\ntrials = 2\nrequest_timeout_s = 30\n",
+        10,
+        &["a", "b"],
+    )
+}
 
 fn start(profile: &Path, out: &Path) -> Child {
     goodput_child()
@@ -87,7 +77,7 @@ fn wait_for(cond: impl Fn() -> bool, secs: u64) -> bool {
 fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("p.toml");
-    std::fs::write(&profile, PROFILE).unwrap();
+    std::fs::write(&profile, sweep_profile()).unwrap();
     let out = dir.path().join("r.json");
     let mut child = start(&profile, &out);
     // Engine `a` (6 trials) is done and `b` has started.
@@ -170,7 +160,7 @@ fn sigint_writes_a_partial_report_stops_engines_and_exits_nonzero() {
     let profile = dir.path().join("p.toml");
     std::fs::write(
         &profile,
-        PROFILE.replace("requests_per_trial = 6", "requests_per_trial = 40"),
+        sweep_profile().replace("requests_per_trial = 6", "requests_per_trial = 40"),
     )
     .unwrap();
     let out = dir.path().join("r.json");
@@ -207,7 +197,7 @@ fn sigint_writes_a_partial_report_stops_engines_and_exits_nonzero() {
 fn rerunning_into_a_complete_report_keeps_it_unless_forced() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("p.toml");
-    let small = PROFILE
+    let small = sweep_profile()
         .replace("points = [1, 2, 3]", "points = [2]")
         .replace("trials = 2", "trials = 1")
         .replace("[engines.b]\nkind = \"sim\"\npreset = \"fixed\"\n", "");
@@ -240,13 +230,7 @@ fn rerunning_into_a_complete_report_keeps_it_unless_forced() {
         before,
         "the first run is kept byte for byte"
     );
-    let o = goodput()
-        .args([
-            "run",
-            profile.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ])
+    let o = goodput_run(&profile, &out)
         .args(["--quiet", "--force"])
         .output()
         .unwrap();

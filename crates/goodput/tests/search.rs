@@ -50,21 +50,20 @@ args = ["--config", "{}"]
     p
 }
 
+/// `search PROFILE -o OUT --quiet`: the arguments every search here starts with.
+fn search_args(p: &Path, out: &Path) -> Vec<String> {
+    let (p, out) = (p.display().to_string(), out.display().to_string());
+    ["search", &p, "-o", &out, "--quiet"]
+        .map(String::from)
+        .to_vec()
+}
+
 #[test]
 fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(dir.path(), "[search]\nmin = 1\nmax = 8\n");
     let out = dir.path().join("s.json");
-    let o = goodput()
-        .args([
-            "search",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
+    let o = goodput().args(search_args(&p, &out)).output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),
@@ -136,13 +135,7 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
     let p = profile(dir.path(), "[search]\nmin = 1\nmax = 8\n");
     let out = dir.path().join("s.json");
     let mut child = goodput_child()
-        .args([
-            "search",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
+        .args(search_args(&p, &out))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -161,16 +154,7 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
         .map(|p| p.x)
         .collect();
     assert!(kept.len() >= 2, "{kept:?}");
-    let o = goodput()
-        .args([
-            "search",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
+    let o = goodput().args(search_args(&p, &out)).output().unwrap();
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -190,16 +174,7 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
         assert_eq!(p.trials[0].index, 0);
     }
     // A finished search is not overwritten without --force.
-    let again = goodput()
-        .args([
-            "search",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
+    let again = goodput().args(search_args(&p, &out)).output().unwrap();
     assert_eq!(again.status.code(), Some(2));
 }
 
@@ -210,19 +185,8 @@ fn when_even_the_lowest_load_fails_the_answer_says_so() {
     let out = dir.path().join("s.json");
     // TTFT <= 1 ms: nothing passes; min 2 so the first probe already queues.
     let o = goodput()
-        .args([
-            "search",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-            "--slo",
-            "ttft:1",
-            "--min",
-            "2",
-            "--max",
-            "6",
-        ])
+        .args(search_args(&p, &out))
+        .args(["--slo", "ttft:1", "--min", "2", "--max", "6"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -243,15 +207,11 @@ fn bad_search_bounds_are_usage_errors_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.json");
     let o = |p: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "search",
-            p.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ];
-        args.extend_from_slice(extra);
-        let o = goodput().args(args).output().unwrap();
+        let o = goodput()
+            .args(search_args(p, &out))
+            .args(extra)
+            .output()
+            .unwrap();
         (
             o.status.code(),
             String::from_utf8_lossy(&o.stderr).into_owned(),

@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
-use common::cli::goodput;
+use common::cli::{goodput, goodput_run};
 use common::server::spawn_router;
 use goodput::record::RequestRecord;
 use goodput::server_metrics::{cross_check, ServerMetricsSpec, ServerSampler};
+use report::ServerTrial;
 use serde_json::json;
 
 /// Answers `GET /metrics` with the given texts in order, the last one repeated;
@@ -54,6 +55,16 @@ fn spec() -> ServerMetricsSpec {
     }
 }
 
+/// What a sampler with `spec` saw of the server at `url` over a trial of `n`
+/// requests of `tokens_each` tokens.
+async fn sampled(url: &str, spec: &ServerMetricsSpec, n: u64, tokens_each: u64) -> ServerTrial {
+    ServerSampler::start(&reqwest::Client::new(), url, spec)
+        .await
+        .finish(&records(n, tokens_each))
+        .await
+        .expect("sampling enabled")
+}
+
 fn records(n: u64, tokens_each: u64) -> Vec<RequestRecord> {
     (0..n)
         .map(|i| {
@@ -83,14 +94,12 @@ fn vllm(generation: u64, prompt: u64, requests: u64) -> Option<String> {
 #[tokio::test]
 async fn counters_that_agree_give_exact_deltas_and_no_mismatch() {
     let url = serve(vec![vllm(1000, 500, 7), vllm(1040, 540, 11)]).await;
-    let client = reqwest::Client::new();
-    let s = ServerSampler::start(&client, &url, &spec()).await;
-    let t = s.finish(&records(4, 10)).await.unwrap();
+    let t = sampled(&url, &spec(), 4, 10).await;
     assert_eq!(t.catalogue, "vllm");
     assert_eq!(t.error, None);
-    assert_eq!(t.generation_tokens, Some(40.0));
-    assert_eq!(t.prompt_tokens, Some(40.0));
-    assert_eq!(t.requests_finished, Some(4.0));
+    assert_eq!(t.counts.generation_tokens, Some(40.0));
+    assert_eq!(t.counts.prompt_tokens, Some(40.0));
+    assert_eq!(t.counts.requests_finished, Some(4.0));
     assert_eq!(t.client_generation_tokens, Some(40));
     assert_eq!(t.client_completed, Some(4));
     assert!(cross_check(&t, 0).is_empty(), "{:?}", cross_check(&t, 0));
@@ -100,12 +109,7 @@ async fn counters_that_agree_give_exact_deltas_and_no_mismatch() {
 async fn counters_that_disagree_with_the_stream_are_named() {
     // Another client's traffic: the server generated 5000 tokens, goodput saw 40.
     let url = serve(vec![vllm(0, 0, 0), vllm(5000, 40, 9)]).await;
-    let client = reqwest::Client::new();
-    let t = ServerSampler::start(&client, &url, &spec())
-        .await
-        .finish(&records(4, 10))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec(), 4, 10).await;
     let m = cross_check(&t, 0);
     let whats: Vec<_> = m.iter().map(|m| m.what).collect();
     assert_eq!(whats, ["generation tokens", "requests finished"]);
@@ -116,29 +120,19 @@ async fn counters_that_disagree_with_the_stream_are_named() {
 #[tokio::test]
 async fn a_counter_reset_mid_trial_drops_the_deltas() {
     let url = serve(vec![vllm(1000, 500, 7), vllm(20, 10, 1)]).await;
-    let client = reqwest::Client::new();
-    let t = ServerSampler::start(&client, &url, &spec())
-        .await
-        .finish(&records(4, 10))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec(), 4, 10).await;
     assert!(t.counter_reset);
-    assert_eq!(t.generation_tokens, None);
+    assert_eq!(t.counts.generation_tokens, None);
     assert!(cross_check(&t, 0).is_empty());
 }
 
 #[tokio::test]
 async fn a_hanging_endpoint_gives_one_notice_and_no_counts() {
     let url = serve(vec![None]).await;
-    let client = reqwest::Client::new();
-    let t = ServerSampler::start(&client, &url, &spec())
-        .await
-        .finish(&records(2, 5))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec(), 2, 5).await;
     let why = t.error.clone().unwrap();
     assert!(why.contains("no answer within"), "{why}");
-    assert_eq!(t.generation_tokens, None);
+    assert_eq!(t.counts.generation_tokens, None);
     assert_eq!(t.client_generation_tokens, Some(10));
     let mut notices = Vec::new();
     goodput::server_metrics::notice(&mut notices, "e", Some(&t));
@@ -150,26 +144,16 @@ async fn a_hanging_endpoint_gives_one_notice_and_no_counts() {
 #[tokio::test]
 async fn a_hang_after_the_first_scrape_keeps_the_samples_and_says_so() {
     let url = serve(vec![vllm(0, 0, 0), None]).await;
-    let client = reqwest::Client::new();
-    let t = ServerSampler::start(&client, &url, &spec())
-        .await
-        .finish(&records(1, 5))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec(), 1, 5).await;
     assert!(t.error.unwrap().contains("counters unknown"));
-    assert_eq!(t.generation_tokens, None);
+    assert_eq!(t.counts.generation_tokens, None);
 }
 
 #[tokio::test]
 async fn malformed_exposition_text_is_an_error_not_a_panic() {
     let junk = "<html>\u{0}{{{ not metrics }}}\n# TYPE\nbad{a=\"x 1\n".to_string();
     let url = serve(vec![Some(junk)]).await;
-    let client = reqwest::Client::new();
-    let t = ServerSampler::start(&client, &url, &spec())
-        .await
-        .finish(&records(1, 5))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec(), 1, 5).await;
     assert!(t.error.unwrap().contains("no metrics"));
     // Half-broken text: the good lines still count.
     let mixed = format!("garbage line\n{}", vllm(10, 10, 1).unwrap());
@@ -178,13 +162,9 @@ async fn malformed_exposition_text_is_an_error_not_a_panic() {
         Some(mixed.replace(" 10.0", " 15.0")),
     ])
     .await;
-    let t = ServerSampler::start(&client, &url, &spec())
-        .await
-        .finish(&records(1, 5))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec(), 1, 5).await;
     assert_eq!(t.error, None);
-    assert_eq!(t.generation_tokens, Some(5.0));
+    assert_eq!(t.counts.generation_tokens, Some(5.0));
 }
 
 #[tokio::test]
@@ -194,18 +174,13 @@ async fn an_oversized_answer_is_cut_with_a_notice() {
         big.push_str(&format!("padding_metric_{i} 1\n"));
     }
     let url = serve(vec![Some(big)]).await;
-    let client = reqwest::Client::new();
     let spec = ServerMetricsSpec {
         max_bytes: 64 << 10,
         ..spec()
     };
-    let t = ServerSampler::start(&client, &url, &spec)
-        .await
-        .finish(&records(1, 5))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec, 1, 5).await;
     assert!(t.error.unwrap().contains("longer than 65536 bytes"));
-    assert_eq!(t.generation_tokens, Some(0.0));
+    assert_eq!(t.counts.generation_tokens, Some(0.0));
 }
 
 #[tokio::test]
@@ -216,12 +191,7 @@ async fn an_unknown_engine_records_every_counter_delta() {
         ))
     };
     let url = serve(vec![text(3), text(8)]).await;
-    let client = reqwest::Client::new();
-    let t = ServerSampler::start(&client, &url, &spec())
-        .await
-        .finish(&records(1, 5))
-        .await
-        .unwrap();
+    let t = sampled(&url, &spec(), 1, 5).await;
     assert_eq!(t.catalogue, "generic");
     assert_eq!(t.counter_deltas["my_requests_total"], 5.0);
     assert!(cross_check(&t, 0).is_empty());
@@ -308,16 +278,7 @@ args = ["--config", "{}", "--no-thermal"]
         ),
     );
     let out = dir.path().join("r.json");
-    let o = goodput()
-        .args([
-            "run",
-            profile.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
+    let o = goodput_run(&profile, &out).arg("--quiet").output().unwrap();
     assert!(
         o.status.success(),
         "stderr: {}",
@@ -331,21 +292,21 @@ args = ["--config", "{}", "--no-thermal"]
     assert!(s.samples > 0);
     assert!(s.max_waiting.unwrap() >= 1.0, "{s:?}");
     assert!(s.max_running.unwrap() <= 2.0, "{s:?}");
-    assert!(s.preemptions.unwrap() > 0.0, "{s:?}");
+    assert!(s.counts.preemptions.unwrap() > 0.0, "{s:?}");
     // The cross-check holds exactly on an engine nobody else uses.
     let t = p.trials[0].server.as_ref().unwrap();
     assert_eq!(t.error, None);
     assert!(!t.counter_reset);
-    assert_eq!(t.requests_finished, Some(16.0));
+    assert_eq!(t.counts.requests_finished, Some(16.0));
     assert_eq!(
-        t.generation_tokens.map(|g| g as u64),
+        t.counts.generation_tokens.map(|g| g as u64),
         t.client_generation_tokens,
         "{t:?}"
     );
     assert!(cross_check(t, 0).is_empty(), "{:?}", cross_check(t, 0));
     // The warm-up is sampled too, apart: its two requests are not in the trial's.
     let w = p.trials[0].warmup_server.as_ref().expect("warm-up sampled");
-    assert_eq!(w.requests_finished, Some(2.0), "{w:?}");
+    assert_eq!(w.counts.requests_finished, Some(2.0), "{w:?}");
     assert_eq!(w.client_completed, Some(2), "{w:?}");
     let show = goodput()
         .args(["show", out.to_str().unwrap()])

@@ -11,29 +11,19 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use common::cli::goodput_output;
+use common::profiles::fixed_sims;
 use report::{Report, RunStatus};
 use serde_json::Value;
 
-const PROFILE: &str = r#"
-name = "shard-sim"
-[slo]
-ttft_ms = 500
-tpot_ms = 50
-[load]
-points = [1, 2]
-requests_per_trial = 4
-trials = 2
-request_timeout_s = 30
-[workload]
-input_tokens = 16
-output_tokens = 5
-[engines.a]
-kind = "sim"
-preset = "fixed"
-[engines.b]
-kind = "sim"
-preset = "fixed"
-"#;
+/// Two simulators, two load levels, two trials each.
+fn sweep_profile() -> String {
+    fixed_sims(
+        "shard-sim",
+        "[slo]\nttft_ms = 500\ntpot_ms = 50\n[load]\npoints = [1, 2]\nrequests_per_trial = 4\ntrials = 2\nrequest_timeout_s = 30\n",
+        5,
+        &["a", "b"],
+    )
+}
 
 /// Shards of the 2 engines x 2 levels: engine a's levels on shards 0 and 1, b on 2.
 const N: u32 = 3;
@@ -73,7 +63,7 @@ fn fixture() -> &'static Fixture {
             dir: tempfile::tempdir().unwrap(),
         };
         let profile = f.path("p.toml");
-        std::fs::write(&profile, PROFILE).unwrap();
+        std::fs::write(&profile, sweep_profile()).unwrap();
         let single = f.path("single/report.json");
         ok(
             &goodput_output(&["run", s(&profile), "-o", s(&single), "--quiet", "--no-html"]),

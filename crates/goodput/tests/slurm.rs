@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::profiles::fixed_sims;
 use report::RunStatus;
 
 const VAR: &str = "GOODPUT_SKIP_SLURM";
@@ -84,29 +85,15 @@ fn cluster(dir: &Path) -> Option<Cluster> {
     Some(c)
 }
 
-const PROFILE: &str = r#"
-name = "slurm-sim"
-[slo]
-ttft_ms = 500
-tpot_ms = 50
-[load]
-points = [1, 2]
-requests_per_trial = REQUESTS
-trials = 1
-request_timeout_s = 60
-[workload]
-input_tokens = 16
-output_tokens = 5
-[engines.a]
-kind = "sim"
-preset = "fixed"
-[engines.b]
-kind = "sim"
-preset = "fixed"
-[engines.c]
-kind = "sim"
-preset = "fixed"
-"#;
+/// Three simulators, two load levels; the test replaces `REQUESTS`.
+fn sweep_profile() -> String {
+    fixed_sims(
+        "slurm-sim",
+        "[slo]\nttft_ms = 500\ntpot_ms = 50\n[load]\npoints = [1, 2]\nrequests_per_trial = REQUESTS\ntrials = 1\nrequest_timeout_s = 60\n",
+        5,
+        &["a", "b", "c"],
+    )
+}
 
 impl Cluster {
     fn cmd(&self, prog: &str) -> Command {
@@ -212,7 +199,11 @@ fn marked(marker: &str) -> Vec<(u32, String)> {
 
 fn profile(dir: &Path, requests: u32) -> PathBuf {
     let p = dir.join("p.toml");
-    std::fs::write(&p, PROFILE.replace("REQUESTS", &requests.to_string())).unwrap();
+    std::fs::write(
+        &p,
+        sweep_profile().replace("REQUESTS", &requests.to_string()),
+    )
+    .unwrap();
     p
 }
 

@@ -80,7 +80,10 @@ fn the_engines_own_metrics_say_why_a_load_fails() {
         samples: 40,
         max_waiting: Some(3.0),
         waiting_share: Some(0.6),
-        preemptions: Some(2.0),
+        counts: report::ServerCounts {
+            preemptions: Some(2.0),
+            ..Default::default()
+        },
         ..Default::default()
     });
     let v = verdict(&r).join(" ");

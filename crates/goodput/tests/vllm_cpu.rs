@@ -177,7 +177,7 @@ fn three_vllm_engines_run_for_real_and_a_bad_flag_is_reported_with_its_cause() {
             let server = p.server.as_ref().expect("vLLM's /metrics sampled");
             assert_eq!(server.catalogue, "vllm", "{name}");
             assert_eq!(
-                server.generation_tokens,
+                server.counts.generation_tokens,
                 Some((REQUESTS as u64 * TOKENS) as f64),
                 "{name} x={}: the server's generation_tokens_total delta",
                 p.x

@@ -12,11 +12,12 @@ mod common;
 
 use std::time::Duration;
 
+use common::request::send;
 use common::script::*;
-use goodput::client::{http_client, stream_request, Limits, SseLimits, Target};
+use goodput::client::{http_client, Limits, SseLimits, Target};
 use goodput::metrics::request_metrics;
 use goodput::profile::SloSpec;
-use goodput::record::{now_ns, RequestRecord};
+use goodput::record::RequestRecord;
 
 const GAP_MS: u64 = 20;
 
@@ -63,23 +64,12 @@ async fn replay(text: &str, path: &str) -> RequestRecord {
     let server = serve(sse_head(), events(text), true).await;
     let client = http_client(2).unwrap();
     let target = Target::new(&server.url, path, None);
-    let mut rec = RequestRecord::new("vllm", 1.0, 0, 0, 0);
-    rec.requested_tokens = Some(16);
     let limits = Limits {
         request_timeout: Duration::from_secs(20),
         stall_timeout: Some(Duration::from_secs(5)),
         sse: SseLimits::default(),
     };
-    stream_request(
-        &client,
-        &target,
-        bytes::Bytes::from_static(b"{}"),
-        &mut rec,
-        &limits,
-        now_ns(),
-    )
-    .await;
-    rec
+    send(&client, &target, b"{}", Some(16), &limits).await
 }
 
 fn slo() -> SloSpec {

@@ -21,7 +21,7 @@ pub mod stats;
 pub mod types;
 
 pub use io::{read_report, write_report_atomic, ReportError};
-pub use server::{ServerSample, ServerSummary, ServerTrial};
+pub use server::{ServerCounts, ServerSample, ServerSummary, ServerTrial};
 pub use shard::{LoadShardInfo, MergedInfo, MergedShard, ShardInfo};
 pub use stats::{quantile_linear, quantile_lower, Stat};
 pub use types::*;

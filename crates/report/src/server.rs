@@ -35,18 +35,10 @@ pub struct ServerSummary {
     /// Highest KV-cache usage in any sample, 0 to 1 (1 = full).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_kv_usage: Option<f64>,
-    /// Preemptions (SGLang: retractions) over the trials, summed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preemptions: Option<f64>,
-    /// Prompt tokens the server counted over the trials, summed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens: Option<f64>,
-    /// Generation tokens the server counted over the trials, summed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation_tokens: Option<f64>,
-    /// Requests the server counted as finished over the trials, summed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests_finished: Option<f64>,
+    /// The server's counts over the trials, summed (their fields stand in this
+    /// object itself: `preemptions`, `prompt_tokens`, ...).
+    #[serde(flatten)]
+    pub counts: ServerCounts,
     /// Prefix-cache hits / queries (tokens), 0 to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache_hit_share: Option<f64>,
@@ -56,6 +48,24 @@ pub struct ServerSummary {
     /// Mean tokens per engine step (vLLM's iteration-tokens histogram: sum / count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_iteration_tokens: Option<f64>,
+}
+
+/// The counts a trial's server metrics and a point's summary both carry: the
+/// counters' deltas over a trial, or their sums over a point's trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ServerCounts {
+    /// Preemptions (SGLang: retractions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions: Option<f64>,
+    /// Prompt tokens the server counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<f64>,
+    /// Generation tokens the server counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tokens: Option<f64>,
+    /// Requests the server counted as finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_finished: Option<f64>,
 }
 
 /// The server's metrics over one trial.
@@ -71,18 +81,10 @@ pub struct ServerTrial {
     /// the counter deltas are left out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub counter_reset: bool,
-    /// Preemptions during the trial.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preemptions: Option<f64>,
-    /// Prompt tokens the server counted during the trial.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens: Option<f64>,
-    /// Generation tokens the server counted during the trial.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation_tokens: Option<f64>,
-    /// Requests the server counted as finished during the trial.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requests_finished: Option<f64>,
+    /// The server's counts during the trial (their fields stand in this object
+    /// itself: `preemptions`, `prompt_tokens`, ...).
+    #[serde(flatten)]
+    pub counts: ServerCounts,
     /// Prefix-cache queries (tokens) during the trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_queries: Option<f64>,

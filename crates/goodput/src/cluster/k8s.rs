@@ -117,82 +117,101 @@ pub fn manifests(
 ) -> Result<(Vec<Value>, Vec<Value>), UsageError> {
     check_name(&args.name)?;
     let name = &args.name;
-    let meta = |n: String| {
-        let mut m = json!({"name": n, "labels": {"app.kubernetes.io/name": "goodput", "goodput/sweep": name}});
-        if let Some(ns) = &args.namespace {
-            m["namespace"] = json!(ns);
-        }
-        m
-    };
-    let flags: String = args
-        .sweep
-        .argv()
-        .iter()
-        .map(|a| format!(" {}", sh(a)))
-        .collect();
-    let run = format!(
-        "exec goodput run /etc/goodput/profile.toml --shard \"$JOB_COMPLETION_INDEX/{shards}\" \
-         -o \"/results/shard-$JOB_COMPLETION_INDEX/report.json\"{flags}"
-    );
-    let reports: String = (0..shards)
-        .map(|i| format!(" /results/shard-{i}/report.json"))
-        .collect();
-    let merge = format!(
-        "shards=''; for f in{reports}; do [ -e \"$f\" ] && shards=\"$shards $f\"; done; \
-         exec goodput merge $shards -o /results/report.json --force"
-    );
     let mut resources = json!({});
     if args.gpus_per_pod > 0 {
         resources = json!({"limits": {"nvidia.com/gpu": args.gpus_per_pod}});
     }
-    let pod = |script: String, resources: Value| {
-        json!({
-            "restartPolicy": "Never",
-            // SIGTERM, then goodput stops its engines within this.
-            "terminationGracePeriodSeconds": 60,
-            "containers": [{
-                "name": "goodput",
-                "image": args.image,
-                "command": ["/bin/sh", "-c", script],
-                "resources": resources,
-                "volumeMounts": [
-                    {"name": "profile", "mountPath": "/etc/goodput", "readOnly": true},
-                    {"name": "results", "mountPath": "/results"}
-                ]
-            }],
-            "volumes": [
-                {"name": "profile", "configMap": {"name": format!("{name}-profile")}},
-                {"name": "results", "persistentVolumeClaim": {"claimName": args.results_claim}}
-            ]
-        })
-    };
     let config = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": meta(format!("{name}-profile")),
+        "metadata": meta(args, format!("{name}-profile")),
         "data": {"profile.toml": profile_text}
     });
     let job = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": meta(name.clone()),
+        "metadata": meta(args, name.clone()),
         "spec": {
             "completionMode": "Indexed",
             "completions": shards,
             "parallelism": shards,
             // A failed pod runs again and resumes its shard's report.
             "backoffLimit": shards.saturating_mul(2),
-            "template": {"metadata": {"labels": {"goodput/sweep": name}}, "spec": pod(run, resources)}
+            "template": {
+                "metadata": {"labels": {"goodput/sweep": name}},
+                "spec": pod(args, shard_script(args, shards), resources)
+            }
         }
     });
     let merge_job = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": meta(format!("{name}-merge")),
+        "metadata": meta(args, format!("{name}-merge")),
         "spec": {
             "backoffLimit": 0,
-            "template": {"metadata": {"labels": {"goodput/sweep": name}}, "spec": pod(merge, json!({}))}
+            "template": {
+                "metadata": {"labels": {"goodput/sweep": name}},
+                "spec": pod(args, merge_script(shards), json!({}))
+            }
         }
     });
     Ok((vec![config, job], vec![merge_job]))
+}
+
+/// A document's `metadata`: its name, the sweep's labels, the namespace if given.
+fn meta(args: &K8sArgs, n: String) -> Value {
+    let mut m = json!({"name": n, "labels": {"app.kubernetes.io/name": "goodput", "goodput/sweep": args.name}});
+    if let Some(ns) = &args.namespace {
+        m["namespace"] = json!(ns);
+    }
+    m
+}
+
+/// What each pod of the Indexed Job runs: its shard, into its own report.
+fn shard_script(args: &K8sArgs, shards: u32) -> String {
+    let flags: String = args
+        .sweep
+        .argv()
+        .iter()
+        .map(|a| format!(" {}", sh(a)))
+        .collect();
+    format!(
+        "exec goodput run /etc/goodput/profile.toml --shard \"$JOB_COMPLETION_INDEX/{shards}\" \
+         -o \"/results/shard-$JOB_COMPLETION_INDEX/report.json\"{flags}"
+    )
+}
+
+/// What the merge pod runs: a merge of the shard reports that exist.
+fn merge_script(shards: u32) -> String {
+    let reports: String = (0..shards)
+        .map(|i| format!(" /results/shard-{i}/report.json"))
+        .collect();
+    format!(
+        "shards=''; for f in{reports}; do [ -e \"$f\" ] && shards=\"$shards $f\"; done; \
+         exec goodput merge $shards -o /results/report.json --force"
+    )
+}
+
+/// A pod running `script` in goodput's image, the profile and the results volume
+/// mounted.
+fn pod(args: &K8sArgs, script: String, resources: Value) -> Value {
+    json!({
+        "restartPolicy": "Never",
+        // SIGTERM, then goodput stops its engines within this.
+        "terminationGracePeriodSeconds": 60,
+        "containers": [{
+            "name": "goodput",
+            "image": args.image,
+            "command": ["/bin/sh", "-c", script],
+            "resources": resources,
+            "volumeMounts": [
+                {"name": "profile", "mountPath": "/etc/goodput", "readOnly": true},
+                {"name": "results", "mountPath": "/results"}
+            ]
+        }],
+        "volumes": [
+            {"name": "profile", "configMap": {"name": format!("{}-profile", args.name)}},
+            {"name": "results", "persistentVolumeClaim": {"claimName": args.results_claim}}
+        ]
+    })
 }

@@ -12,33 +12,18 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::cli::{CommonArgs, RunArgs};
+use crate::cli::{CommonArgs, LevelArgs, RunArgs, TrialArgs};
 use crate::plan::Plan;
 
 /// The flags of `goodput run` a cluster job passes on to every shard.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SweepFlags {
-    /// Closed-loop load levels, e.g. `1,4,16` (overrides the profile).
-    #[arg(long, value_name = "LIST", conflicts_with = "rate")]
-    pub concurrency: Option<String>,
-    /// Open-loop request rates per second, e.g. `0.5,2`.
-    #[arg(long, value_name = "LIST")]
-    pub rate: Option<String>,
-    /// Trials per load level.
-    #[arg(long)]
-    pub trials: Option<u32>,
-    /// Measured requests per trial.
-    #[arg(long)]
-    pub requests: Option<u32>,
-    /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el).
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// Run only this engine (repeatable).
-    #[arg(long = "engine", value_name = "NAME")]
-    pub engines: Vec<String>,
-    /// Seed of prompts and arrivals.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// The load levels.
+    #[command(flatten)]
+    pub levels: LevelArgs,
+    /// What each trial is.
+    #[command(flatten)]
+    pub trial: TrialArgs,
     /// Number of shards (default: one per engine; at most one per engine and
     /// load level).
     #[arg(long)]
@@ -52,24 +37,10 @@ impl SweepFlags {
         let args = RunArgs {
             profile: Some(profile.to_path_buf()),
             output: PathBuf::from("unused.json"),
-            concurrency: self.concurrency.clone(),
-            rate: self.rate.clone(),
+            levels: self.levels.clone(),
             common: CommonArgs {
-                trials: self.trials,
-                requests: self.requests,
-                slo: self.slo.clone(),
-                engines: self.engines.clone(),
-                seed: self.seed,
-                fresh: false,
-                force: false,
-                quiet: false,
-                no_html: false,
-                shard: None,
-                load_shard: None,
-                load_barrier: None,
-                predict: None,
-                ttft_includes_connect: false,
-                client_threads: None,
+                trial: self.trial.clone(),
+                ..Default::default()
             },
         };
         let plan = crate::cli::run_plan(&args)?;
@@ -90,13 +61,14 @@ impl SweepFlags {
                 a.push(v);
             }
         };
-        opt("--concurrency", self.concurrency.clone());
-        opt("--rate", self.rate.clone());
-        opt("--trials", self.trials.map(|v| v.to_string()));
-        opt("--requests", self.requests.map(|v| v.to_string()));
-        opt("--slo", self.slo.clone());
-        opt("--seed", self.seed.map(|v| v.to_string()));
-        for e in &self.engines {
+        let (levels, trial) = (&self.levels, &self.trial);
+        opt("--concurrency", levels.concurrency.clone());
+        opt("--rate", levels.rate.clone());
+        opt("--trials", trial.trials.map(|v| v.to_string()));
+        opt("--requests", trial.requests.map(|v| v.to_string()));
+        opt("--slo", trial.slo.clone());
+        opt("--seed", trial.seed.map(|v| v.to_string()));
+        for e in &trial.engines {
             a.push("--engine".into());
             a.push(e.clone());
         }

@@ -134,6 +134,7 @@ pub fn kind_name(kind: EngineKind) -> &'static str {
     }
 }
 
+/// A failure of `kind` (as the report names it) with no exit status or log.
 fn failure(kind: &str, message: impl Into<String>) -> EngineFailure {
     EngineFailure {
         kind: kind.to_string(),
@@ -158,6 +159,7 @@ fn log_file_name(name: &str) -> String {
     format!("{}.log", clean.trim_start_matches('.'))
 }
 
+/// `value` seconds, at least zero (`default` when unset or too large).
 fn seconds(value: Option<f64>, default: f64) -> Duration {
     Duration::try_from_secs_f64(value.unwrap_or(default).max(0.0))
         .unwrap_or(Duration::from_secs_f64(default))
@@ -186,21 +188,43 @@ pub async fn start_until(
     ctx: &EngineContext,
     stop: &Stop,
 ) -> Result<EngineHandle, EngineFailure> {
-    let kind = spec.effective_kind();
-    let api_key = match &spec.api_key_env {
-        Some(var) => match std::env::var(var) {
-            Ok(v) if !v.is_empty() => Some(v),
-            _ => {
-                return Err(failure(
-                    "launch",
-                    format!("api_key_env: environment variable {var} is not set"),
-                ))
-            }
-        },
-        None => None,
+    let api_key = api_key(spec)?;
+    let (base_url, argv) = where_and_how(spec, ctx)?;
+    let shown = argv
+        .as_ref()
+        .map(|a| command::redacted_command(a, &spec.env, api_key.as_deref()));
+    let mut handle = EngineHandle::new(name, spec, ctx, base_url, api_key, shown);
+    if let Some(argv) = &argv {
+        handle.launch(argv, spec, ctx)?;
+    }
+    let models = handle.until_ready(spec, stop).await?;
+    handle.choose_model(spec, &models);
+    handle.describe(spec).await;
+    Ok(handle)
+}
+
+/// The bearer token from the variable `api_key_env` names; a `launch` failure when
+/// it is not set.
+fn api_key(spec: &EngineSpec) -> Result<Option<String>, EngineFailure> {
+    let Some(var) = &spec.api_key_env else {
+        return Ok(None);
     };
-    let launched = kind != EngineKind::Url;
-    let port = if launched {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(Some(v)),
+        _ => Err(failure(
+            "launch",
+            format!("api_key_env: environment variable {var} is not set"),
+        )),
+    }
+}
+
+/// The engine's base URL, and the command line that launches it (none for an
+/// engine given by URL).
+fn where_and_how(
+    spec: &EngineSpec,
+    ctx: &EngineContext,
+) -> Result<(String, Option<Vec<String>>), EngineFailure> {
+    let port = if spec.effective_kind() != EngineKind::Url {
         Some(command::resolve_port(spec).map_err(|e| failure("launch", e.to_string()))?)
     } else {
         None
@@ -210,54 +234,78 @@ pub async fn start_until(
     let llama_server = std::env::var("LLAMA_SERVER").unwrap_or_else(|_| "llama-server".into());
     let argv = command::launch_argv(spec, port.unwrap_or(0), &ctx.goodput_exe, &llama_server)
         .map_err(|e| failure("launch", e.to_string()))?;
-    let shown = argv
-        .as_ref()
-        .map(|a| command::redacted_command(a, &spec.env, api_key.as_deref()));
+    Ok((base_url, argv))
+}
 
-    let mut handle = EngineHandle {
-        name: name.to_string(),
-        base_url: base_url.clone(),
-        model: String::new(),
-        api: spec.api,
-        api_key,
-        kv_pool_tokens: None,
-        kv_pool_source: None,
-        env: EngineEnv {
-            kind: kind_name(kind).to_string(),
-            url: Some(base_url.clone()),
-            api: Some(spec.api.name().to_string()),
-            command: shown.clone(),
-            ..Default::default()
-        },
-        notices: Vec::new(),
-        log_path: None,
-        log: None,
-        kind,
-        process: None,
-        stop_grace: seconds(spec.stop_grace_s, DEFAULT_STOP_GRACE_S),
-        client: ctx.client.clone(),
-    };
+impl EngineHandle {
+    /// A handle on an engine not yet launched nor ready (`shown`: its command
+    /// line, secrets redacted).
+    fn new(
+        name: &str,
+        spec: &EngineSpec,
+        ctx: &EngineContext,
+        base_url: String,
+        api_key: Option<String>,
+        shown: Option<Vec<String>>,
+    ) -> EngineHandle {
+        let kind = spec.effective_kind();
+        EngineHandle {
+            name: name.to_string(),
+            base_url: base_url.clone(),
+            model: String::new(),
+            api: spec.api,
+            api_key,
+            kv_pool_tokens: None,
+            kv_pool_source: None,
+            env: EngineEnv {
+                kind: kind_name(kind).to_string(),
+                url: Some(base_url),
+                api: Some(spec.api.name().to_string()),
+                command: shown,
+                ..Default::default()
+            },
+            notices: Vec::new(),
+            log_path: None,
+            log: None,
+            kind,
+            process: None,
+            stop_grace: seconds(spec.stop_grace_s, DEFAULT_STOP_GRACE_S),
+            client: ctx.client.clone(),
+        }
+    }
 
-    if let Some(argv) = &argv {
+    /// Starts the engine's process group, logging to `<log_dir>/<name>.log`.
+    fn launch(
+        &mut self,
+        argv: &[String],
+        spec: &EngineSpec,
+        ctx: &EngineContext,
+    ) -> Result<(), EngineFailure> {
         std::fs::create_dir_all(&ctx.log_dir).map_err(|e| {
             failure(
                 "launch",
                 format!("cannot create log directory {}: {e}", ctx.log_dir.display()),
             )
         })?;
-        let log_path = ctx.log_dir.join(log_file_name(name));
+        let log_path = ctx.log_dir.join(log_file_name(&self.name));
         let header = format!(
-            "{} `{name}` on {base_url}: {}",
+            "{} `{}` on {}: {}",
             logs::MARKER,
-            shown.as_ref().map(|s| s.join(" ")).unwrap_or_default()
+            self.name,
+            self.base_url,
+            self.env
+                .command
+                .as_ref()
+                .map(|s| s.join(" "))
+                .unwrap_or_default()
         );
         let section = LogSection::begin(&log_path);
         // Python engines fork processes that the parent-death signal of the leader
         // does not reach: they run under the guard.
-        let run = if matches!(kind, EngineKind::Vllm | EngineKind::Sglang) {
+        let run = if matches!(self.kind, EngineKind::Vllm | EngineKind::Sglang) {
             guard::guarded(&ctx.goodput_exe, argv)
         } else {
-            argv.clone()
+            argv.to_vec()
         };
         let process =
             EngineProcess::spawn(&run, &spec.env, spec.cwd.as_deref(), &log_path, &header)
@@ -266,43 +314,54 @@ pub async fn start_until(
                     f.log_tail = section.tail(FAILURE_LOG_LINES);
                     f
                 })?;
-        handle.env.log_file = Some(log_path.display().to_string());
-        handle.log_path = Some(log_path);
-        handle.log = Some(section);
-        handle.process = Some(process);
+        self.env.log_file = Some(log_path.display().to_string());
+        self.log_path = Some(log_path);
+        self.log = Some(section);
+        self.process = Some(process);
+        Ok(())
     }
 
-    let ready_timeout = seconds(spec.ready_timeout_s, DEFAULT_READY_TIMEOUT_S);
-    let models = match handle.wait_ready(ready_timeout, stop).await {
-        Ok(models) => models,
-        Err(mut f) => {
-            if f.kind == "interrupted" {
-                handle.stop_grace = handle.stop_grace.min(INTERRUPT_STOP_GRACE);
-            }
-            if let Err(stop) = handle.shutdown().await {
-                f.message = format!("{}; {}", f.message, stop.message);
-            }
-            // After the stop, so that what the engine wrote while stopping is read.
-            handle.explain(&mut f);
-            return Err(f);
+    /// Waits until the engine is ready: the served model ids. An engine that is
+    /// not ready is stopped (quickly, when interrupted) and its log explains why.
+    async fn until_ready(
+        &mut self,
+        spec: &EngineSpec,
+        stop: &Stop,
+    ) -> Result<Vec<String>, EngineFailure> {
+        let ready_timeout = seconds(spec.ready_timeout_s, DEFAULT_READY_TIMEOUT_S);
+        let mut f = match self.wait_ready(ready_timeout, stop).await {
+            Ok(models) => return Ok(models),
+            Err(f) => f,
+        };
+        if f.kind == "interrupted" {
+            self.stop_grace = self.stop_grace.min(INTERRUPT_STOP_GRACE);
         }
-    };
-    // For vLLM, SGLang, llama.cpp and the simulator, `model` is what to load; the
-    // id to send is the one served. For other engines `model` is the id to send.
-    handle.model = match (kind, &spec.model) {
-        (_, Some(m)) if models.contains(m) => m.clone(),
-        (EngineKind::Url | EngineKind::Command, Some(m)) => m.clone(),
-        _ => models.first().cloned().unwrap_or_default(),
-    };
-    if !models.contains(&handle.model) {
-        handle.notices.push(format!(
-            "engine {name}: model `{}` is not among those /v1/models lists ({})",
-            handle.model,
-            models.join(", ")
-        ));
+        if let Err(stop) = self.shutdown().await {
+            f.message = format!("{}; {}", f.message, stop.message);
+        }
+        // After the stop, so that what the engine wrote while stopping is read.
+        self.explain(&mut f);
+        Err(f)
     }
-    handle.describe(spec).await;
-    Ok(handle)
+
+    /// The model id to send. For vLLM, SGLang, llama.cpp and the simulator,
+    /// `model` is what to load; the id to send is the one served. For other
+    /// engines `model` is the id to send.
+    fn choose_model(&mut self, spec: &EngineSpec, models: &[String]) {
+        self.model = match (self.kind, &spec.model) {
+            (_, Some(m)) if models.contains(m) => m.clone(),
+            (EngineKind::Url | EngineKind::Command, Some(m)) => m.clone(),
+            _ => models.first().cloned().unwrap_or_default(),
+        };
+        if !models.contains(&self.model) {
+            self.notices.push(format!(
+                "engine {}: model `{}` is not among those /v1/models lists ({})",
+                self.name,
+                self.model,
+                models.join(", ")
+            ));
+        }
+    }
 }
 
 impl EngineHandle {

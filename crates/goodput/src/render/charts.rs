@@ -13,6 +13,7 @@ mod axis;
 mod build;
 pub mod server;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -196,12 +197,16 @@ pub fn svg(chart: &Chart) -> Result<String, String> {
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
+/// The plot above the strips: load (or time) across, the chart's value up.
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Axis, RangedCoordf64>>;
+
+/// Draws `chart` as SVG into `out`: the mesh, the SLO thresholds, the series, and
+/// the strips under the plot.
 fn draw(chart: &Chart, x: Axis, (y0, y1): (f64, f64), out: &mut String) -> DrawResult {
     let size = (SIZE.0, SIZE.1 + strip_height(chart.strips.len()));
     let root = SVGBackend::with_string(out, size).into_drawing_area();
     root.fill(&WHITE)?;
     let (top, bottom) = root.split_vertically(SIZE.1);
-    let (x0, x1) = (x.lo, x.hi);
     let mut c = ChartBuilder::on(&top)
         .margin(MARGIN)
         .x_label_area_size(48)
@@ -226,61 +231,78 @@ fn draw(chart: &Chart, x: Axis, (y0, y1): (f64, f64), out: &mut String) -> DrawR
         .x_label_formatter(&xf)
         .y_label_formatter(&xf)
         .draw()?;
-    let plot_right = c.plotting_area().get_pixel_range().0.end;
     for t in &chart.thresholds {
-        let line = if t.vertical {
-            vec![(t.at, y0), (t.at, y1)]
-        } else {
-            vec![(x0, t.at), (x1, t.at)]
-        };
-        c.draw_series(std::iter::once(PathElement::new(
-            line,
-            SLO_COLOR.stroke_width(1),
-        )))?;
-        let text = format!(" {} ", t.label);
-        let (pos, anchor) = if t.vertical {
-            // Right of the line, unless the label would leave the plot there.
-            let em = LABEL_FONT as f64 / 1.24;
-            let width = (text.chars().count() as f64 * em * CHAR_WIDTH).ceil() as i32;
-            let at = c.backend_coord(&(t.at, y1)).0;
-            let h = if at + width > plot_right {
-                HPos::Right
-            } else {
-                HPos::Left
-            };
-            ((t.at, y1), Pos::new(h, VPos::Top))
-        } else {
-            ((x1, t.at), Pos::new(HPos::Right, VPos::Bottom))
-        };
-        let style = ("sans-serif", LABEL_FONT)
-            .into_font()
-            .color(&SLO_COLOR)
-            .pos(anchor);
-        c.draw_series(std::iter::once(Text::new(text, pos, style)))?;
+        draw_threshold(&mut c, t, (x.lo, x.hi), (y0, y1))?;
     }
     for s in &chart.series {
-        for (x, lo, hi) in &s.whiskers {
-            c.draw_series(std::iter::once(PathElement::new(
-                vec![(*x, *lo), (*x, *hi)],
-                s.color.stroke_width(1),
-            )))?;
-        }
-        c.draw_series(LineSeries::new(
-            s.points.iter().copied(),
-            s.color.stroke_width(2),
-        ))?;
-        if chart.markers {
-            c.draw_series(
-                s.points
-                    .iter()
-                    .map(|p| Circle::new(*p, 4, s.color.filled())),
-            )?;
-        }
+        draw_series(&mut c, s, chart.markers)?;
     }
     if !chart.strips.is_empty() {
         draw_strips(&chart.strips, x, &bottom)?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// A threshold line across the plot, labelled at its end.
+fn draw_threshold(
+    c: &mut Plot<'_, '_>,
+    t: &Threshold,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> DrawResult {
+    let plot_right = c.plotting_area().get_pixel_range().0.end;
+    let line = if t.vertical {
+        vec![(t.at, y0), (t.at, y1)]
+    } else {
+        vec![(x0, t.at), (x1, t.at)]
+    };
+    c.draw_series(std::iter::once(PathElement::new(
+        line,
+        SLO_COLOR.stroke_width(1),
+    )))?;
+    let text = format!(" {} ", t.label);
+    let (pos, anchor) = if t.vertical {
+        // Right of the line, unless the label would leave the plot there.
+        let em = LABEL_FONT as f64 / 1.24;
+        let width = (text.chars().count() as f64 * em * CHAR_WIDTH).ceil() as i32;
+        let at = c.backend_coord(&(t.at, y1)).0;
+        let h = if at + width > plot_right {
+            HPos::Right
+        } else {
+            HPos::Left
+        };
+        ((t.at, y1), Pos::new(h, VPos::Top))
+    } else {
+        ((x1, t.at), Pos::new(HPos::Right, VPos::Bottom))
+    };
+    let style = ("sans-serif", LABEL_FONT)
+        .into_font()
+        .color(&SLO_COLOR)
+        .pos(anchor);
+    c.draw_series(std::iter::once(Text::new(text, pos, style)))?;
+    Ok(())
+}
+
+/// One series: its whiskers, its line (the only wide polyline), its markers.
+fn draw_series(c: &mut Plot<'_, '_>, s: &Series, markers: bool) -> DrawResult {
+    for (x, lo, hi) in &s.whiskers {
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(*x, *lo), (*x, *hi)],
+            s.color.stroke_width(1),
+        )))?;
+    }
+    c.draw_series(LineSeries::new(
+        s.points.iter().copied(),
+        s.color.stroke_width(2),
+    ))?;
+    if markers {
+        c.draw_series(
+            s.points
+                .iter()
+                .map(|p| Circle::new(*p, 4, s.color.filled())),
+        )?;
+    }
     Ok(())
 }
 

@@ -44,42 +44,23 @@ const NO_STAT: Stat = Stat {
 
 /// The metrics `compare` shows, in order.
 pub const METRICS: [Metric; 7] = [
-    Metric {
-        name: "median TTFT ms",
-        get: |p| &p.median_ttft_ms,
-        better: Better::Lower,
-    },
-    Metric {
-        name: "p99 TTFT ms",
-        get: |p| &p.p99_ttft_ms,
-        better: Better::Lower,
-    },
-    Metric {
-        name: "median TPOT ms",
-        get: |p| &p.median_tpot_ms,
-        better: Better::Lower,
-    },
-    Metric {
-        name: "median ITL ms",
-        get: |p| &p.median_itl_ms,
-        better: Better::Lower,
-    },
-    Metric {
-        name: "output tok/s",
-        get: |p| &p.output_throughput,
-        better: Better::Higher,
-    },
-    Metric {
-        name: "goodput req/s",
-        get: |p| &p.goodput_rps,
-        better: Better::Higher,
-    },
-    Metric {
-        name: ATTAINMENT_METRIC,
-        get: |p| p.attainment.as_ref().unwrap_or(&NO_STAT),
-        better: Better::Higher,
-    },
+    metric("median TTFT ms", |p| &p.median_ttft_ms, Better::Lower),
+    metric("p99 TTFT ms", |p| &p.p99_ttft_ms, Better::Lower),
+    metric("median TPOT ms", |p| &p.median_tpot_ms, Better::Lower),
+    metric("median ITL ms", |p| &p.median_itl_ms, Better::Lower),
+    metric("output tok/s", |p| &p.output_throughput, Better::Higher),
+    metric("goodput req/s", |p| &p.goodput_rps, Better::Higher),
+    metric(
+        ATTAINMENT_METRIC,
+        |p| p.attainment.as_ref().unwrap_or(&NO_STAT),
+        Better::Higher,
+    ),
 ];
+
+/// A row of [`METRICS`].
+const fn metric(name: &'static str, get: fn(&Point) -> &Stat, better: Better) -> Metric {
+    Metric { name, get, better }
+}
 
 /// SLO attainment (good / sent per trial): shown when either side has it.
 const ATTAINMENT_METRIC: &str = "SLO attainment";

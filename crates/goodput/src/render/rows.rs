@@ -124,94 +124,132 @@ impl Row<'_> {
     /// The export fields of this row, in column order: the CSV header and the JSON
     /// keys. Numbers keep full precision; unknown values are `null`.
     pub fn fields(&self) -> Vec<(String, Value)> {
-        let mut f: Vec<(String, Value)> = Vec::new();
-        let mut put = |k: &str, v: Value| f.push((k.to_string(), v));
+        let mut f = Fields(Vec::new());
         let p = self.point;
-        put("engine", json!(self.engine));
-        put("x", json!(p.map(|p| p.x)));
-        put(
-            "achieved_concurrency",
-            json!(p.and_then(|p| p.achieved_concurrency.as_ref()?.median)),
-        );
-        put("status", json!(p.and_then(|p| p.status)));
-        put("trials", json!(p.map(trials_with_results)));
-        put("expected_trials", json!(self.expected_trials));
-        put("completed", json!(p.map(|_| self.completed())));
-        put("failed", json!(self.failed()));
-        put("good", json!(self.good()));
-        put(
-            "estimated_tokens",
-            json!(p.and_then(|p| p.estimated_tokens)),
-        );
-        let stats: [(&str, Option<&Stat>); 11] = [
-            ("median_ttft_ms", p.map(|p| &p.median_ttft_ms)),
-            ("p99_ttft_ms", p.map(|p| &p.p99_ttft_ms)),
-            ("median_tpot_ms", p.map(|p| &p.median_tpot_ms)),
-            ("p99_tpot_ms", p.map(|p| &p.p99_tpot_ms)),
-            ("median_itl_ms", p.map(|p| &p.median_itl_ms)),
-            ("p99_itl_ms", p.map(|p| &p.p99_itl_ms)),
-            ("median_e2el_ms", p.and_then(|p| p.median_e2el_ms.as_ref())),
-            ("p99_e2el_ms", p.and_then(|p| p.p99_e2el_ms.as_ref())),
-            ("output_throughput", p.map(|p| &p.output_throughput)),
-            ("request_throughput", p.map(|p| &p.request_throughput)),
-            ("goodput_rps", p.map(|p| &p.goodput_rps)),
-        ];
-        for (name, s) in stats {
-            put(name, json!(s.and_then(|s| s.median)));
-            put(&format!("{name}_min"), json!(s.and_then(|s| s.min)));
-            put(&format!("{name}_max"), json!(s.and_then(|s| s.max)));
-        }
-        let med = |s: Option<&Stat>| json!(s.and_then(|s| s.median));
-        put("offered_rate", json!(p.and_then(|p| p.offered_rate)));
-        put(
-            "scheduled_rate",
-            med(p.and_then(|p| p.scheduled_rate.as_ref())),
-        );
-        put(
-            "achieved_rate",
-            med(p.and_then(|p| p.achieved_rate.as_ref())),
-        );
-        put(
-            "p99_send_lag_ms",
-            med(p.and_then(|p| p.p99_send_lag_ms.as_ref())),
-        );
-        put(
-            "mean_input_tokens",
-            med(p.and_then(|p| p.mean_input_tokens.as_ref())),
-        );
-        put(
-            "mean_output_tokens",
-            med(p.and_then(|p| p.mean_output_tokens.as_ref())),
-        );
-        put("kv_pool_tokens", json!(self.result.kv_pool_tokens));
-        let gpu = p.and_then(|p| p.gpu.as_ref());
-        put("gpu_median_sm_mhz", med(gpu.map(|g| &g.median_sm_mhz)));
-        put(
-            "gpu_max_sm_clock_mhz",
-            json!(gpu.and_then(|g| g.max_sm_clock_mhz)),
-        );
-        put("gpu_max_temp_c", json!(gpu.and_then(|g| g.max_temp_c)));
-        put(
-            "gpu_thermal_share",
-            json!(gpu.and_then(|g| g.thermal_share)),
-        );
-        put(
+        self.put_counts(&mut f);
+        put_stats(&mut f, p);
+        put_load(&mut f, p);
+        f.put("kv_pool_tokens", json!(self.result.kv_pool_tokens));
+        put_gpu(&mut f, p);
+        f.put(
             "spec_acceptance_rate",
             json!(p
                 .and_then(|p| p.spec_decode.as_ref())
                 .and_then(|s| s.acceptance_rate)),
         );
-        put("engine_error", json!(self.engine_error()));
-        let att = p.and_then(|p| p.attainment.as_ref());
-        let check = p.and_then(|p| p.slo_check.as_ref());
-        put("attainment", json!(check.and_then(|c| c.attainment)));
-        put("attainment_ci_low", json!(check.and_then(|c| c.ci_low)));
-        put("attainment_ci_high", json!(check.and_then(|c| c.ci_high)));
-        put("attainment_trial_min", json!(att.and_then(|s| s.min)));
-        put("attainment_trial_max", json!(att.and_then(|s| s.max)));
-        put("meets_slo", json!(check.map(|c| c.meets)));
-        f
+        f.put("engine_error", json!(self.engine_error()));
+        put_slo(&mut f, p);
+        f.0
     }
+
+    /// Which row, the trials and the request counts.
+    fn put_counts(&self, f: &mut Fields) {
+        let p = self.point;
+        f.put("engine", json!(self.engine));
+        f.put("x", json!(p.map(|p| p.x)));
+        f.put(
+            "achieved_concurrency",
+            json!(p.and_then(|p| p.achieved_concurrency.as_ref()?.median)),
+        );
+        f.put("status", json!(p.and_then(|p| p.status)));
+        f.put("trials", json!(p.map(trials_with_results)));
+        f.put("expected_trials", json!(self.expected_trials));
+        f.put("completed", json!(p.map(|_| self.completed())));
+        f.put("failed", json!(self.failed()));
+        f.put("good", json!(self.good()));
+        f.put(
+            "estimated_tokens",
+            json!(p.and_then(|p| p.estimated_tokens)),
+        );
+    }
+}
+
+/// The export fields of a row, collected in column order.
+struct Fields(Vec<(String, Value)>);
+
+impl Fields {
+    fn put(&mut self, k: &str, v: Value) {
+        self.0.push((k.to_string(), v));
+    }
+}
+
+/// The median over trials of a per-trial summary.
+fn med(s: Option<&Stat>) -> Value {
+    json!(s.and_then(|s| s.median))
+}
+
+/// Latencies and throughputs: the median over trials, and the trials' min and max.
+fn put_stats(f: &mut Fields, p: Option<&Point>) {
+    let stats: [(&str, Option<&Stat>); 11] = [
+        ("median_ttft_ms", p.map(|p| &p.median_ttft_ms)),
+        ("p99_ttft_ms", p.map(|p| &p.p99_ttft_ms)),
+        ("median_tpot_ms", p.map(|p| &p.median_tpot_ms)),
+        ("p99_tpot_ms", p.map(|p| &p.p99_tpot_ms)),
+        ("median_itl_ms", p.map(|p| &p.median_itl_ms)),
+        ("p99_itl_ms", p.map(|p| &p.p99_itl_ms)),
+        ("median_e2el_ms", p.and_then(|p| p.median_e2el_ms.as_ref())),
+        ("p99_e2el_ms", p.and_then(|p| p.p99_e2el_ms.as_ref())),
+        ("output_throughput", p.map(|p| &p.output_throughput)),
+        ("request_throughput", p.map(|p| &p.request_throughput)),
+        ("goodput_rps", p.map(|p| &p.goodput_rps)),
+    ];
+    for (name, s) in stats {
+        f.put(name, med(s));
+        f.put(&format!("{name}_min"), json!(s.and_then(|s| s.min)));
+        f.put(&format!("{name}_max"), json!(s.and_then(|s| s.max)));
+    }
+}
+
+/// The load as offered, scheduled and achieved, and the requests' mean lengths.
+fn put_load(f: &mut Fields, p: Option<&Point>) {
+    f.put("offered_rate", json!(p.and_then(|p| p.offered_rate)));
+    f.put(
+        "scheduled_rate",
+        med(p.and_then(|p| p.scheduled_rate.as_ref())),
+    );
+    f.put(
+        "achieved_rate",
+        med(p.and_then(|p| p.achieved_rate.as_ref())),
+    );
+    f.put(
+        "p99_send_lag_ms",
+        med(p.and_then(|p| p.p99_send_lag_ms.as_ref())),
+    );
+    f.put(
+        "mean_input_tokens",
+        med(p.and_then(|p| p.mean_input_tokens.as_ref())),
+    );
+    f.put(
+        "mean_output_tokens",
+        med(p.and_then(|p| p.mean_output_tokens.as_ref())),
+    );
+}
+
+/// The GPU's clocks and temperature during the point's trials.
+fn put_gpu(f: &mut Fields, p: Option<&Point>) {
+    let gpu = p.and_then(|p| p.gpu.as_ref());
+    f.put("gpu_median_sm_mhz", med(gpu.map(|g| &g.median_sm_mhz)));
+    f.put(
+        "gpu_max_sm_clock_mhz",
+        json!(gpu.and_then(|g| g.max_sm_clock_mhz)),
+    );
+    f.put("gpu_max_temp_c", json!(gpu.and_then(|g| g.max_temp_c)));
+    f.put(
+        "gpu_thermal_share",
+        json!(gpu.and_then(|g| g.thermal_share)),
+    );
+}
+
+/// The SLO attainment, pooled (with its interval) and per trial, and the verdict.
+fn put_slo(f: &mut Fields, p: Option<&Point>) {
+    let att = p.and_then(|p| p.attainment.as_ref());
+    let check = p.and_then(|p| p.slo_check.as_ref());
+    f.put("attainment", json!(check.and_then(|c| c.attainment)));
+    f.put("attainment_ci_low", json!(check.and_then(|c| c.ci_low)));
+    f.put("attainment_ci_high", json!(check.and_then(|c| c.ci_high)));
+    f.put("attainment_trial_min", json!(att.and_then(|s| s.min)));
+    f.put("attainment_trial_max", json!(att.and_then(|s| s.max)));
+    f.put("meets_slo", json!(check.map(|c| c.meets)));
 }
 
 /// The column names of [`Row::fields`], for a header when there are no rows.

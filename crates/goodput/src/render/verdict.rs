@@ -25,15 +25,10 @@ pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
         .slo
         .attainment
         .unwrap_or(crate::metrics::DEFAULT_ATTAINMENT);
-    if let Some(good) = &p.good {
-        let good: u64 = good.iter().sum();
-        let sent: u64 =
-            p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
-        if sent > 0 {
-            return Some(good as f64 / sent as f64 >= target);
-        }
+    if let Some(a) = counted_attainment(p) {
+        return Some(a >= target);
     }
-    if p.goodput_rps.n > 0 && p.goodput_rps.max == Some(0.0) {
+    if zero_goodput(p) {
         return Some(false);
     }
     None
@@ -45,14 +40,24 @@ pub fn point_attainment(p: &Point) -> Option<f64> {
     if let Some(a) = p.slo_check.as_ref().and_then(|c| c.attainment) {
         return Some(a);
     }
-    if let Some(good) = &p.good {
-        let sent: u64 =
-            p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
-        if sent > 0 {
-            return Some(good.iter().sum::<u64>() as f64 / sent as f64);
-        }
+    if let Some(a) = counted_attainment(p) {
+        return Some(a);
     }
-    (p.goodput_rps.n > 0 && p.goodput_rps.max == Some(0.0)).then_some(0.0)
+    zero_goodput(p).then_some(0.0)
+}
+
+/// Good requests over those sent (completed and failed), from a point's counts;
+/// `None` without good counts or with nothing sent.
+fn counted_attainment(p: &Point) -> Option<f64> {
+    let good: u64 = p.good.as_ref()?.iter().sum();
+    let sent: u64 =
+        p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
+    (sent > 0).then(|| good as f64 / sent as f64)
+}
+
+/// Goodput was measured and zero in every trial.
+fn zero_goodput(p: &Point) -> bool {
+    p.goodput_rps.n > 0 && p.goodput_rps.max == Some(0.0)
 }
 
 fn is_rate(report: &Report) -> bool {
@@ -140,7 +145,7 @@ fn server_reasons(report: &Report) -> Vec<String> {
                 ));
             }
         }
-        if let Some(n) = s.preemptions.filter(|n| *n > 0.0) {
+        if let Some(n) = s.counts.preemptions.filter(|n| *n > 0.0) {
             why.push(format!(
                 "{} preemptions: the KV pool is too small for this load",
                 num(n)
@@ -157,6 +162,8 @@ fn server_reasons(report: &Report) -> Vec<String> {
     out
 }
 
+/// The verdict of a capacity search: the best engine and its largest load meeting
+/// the SLO, how far ahead it is, and the notes that qualify an answer.
 fn from_capacity(report: &Report) -> Vec<String> {
     let slo = slo_words(report);
     let mut found: Vec<(&str, f64)> = report
@@ -206,33 +213,7 @@ fn from_capacity(report: &Report) -> Vec<String> {
     s.push('.');
     out.push(s);
     if report.capacity.len() > 1 {
-        match found.get(1) {
-            Some(&(_, next)) if next > 0.0 && best_x > next => out.push(format!(
-                "Best: {best}, {}x the load of the next.",
-                num(best_x / next)
-            )),
-            Some(&(_, nx)) if nx == best_x => {
-                let tied: Vec<&str> = found
-                    .iter()
-                    .filter(|f| f.1 == best_x)
-                    .map(|f| f.0)
-                    .collect();
-                let names = match tied.as_slice() {
-                    [rest @ .., last] if !rest.is_empty() => {
-                        format!("{} and {last}", rest.join(", "))
-                    }
-                    _ => tied.join(""),
-                };
-                let all = if tied.len() == report.capacity.len() && tied.len() > 2 {
-                    "all "
-                } else {
-                    ""
-                };
-                out.push(format!("{names} {all}tie at {}.", num(best_x)))
-            }
-            None => out.push(format!("Best: {best}, the only engine that meets the SLO.")),
-            _ => {}
-        }
+        out.extend(lead(report, &found));
     }
     for (e, c) in &report.capacity {
         if c.note.contains("noise") || c.limited_by == "max_probes" || c.limited_by == "engine" {
@@ -242,8 +223,44 @@ fn from_capacity(report: &Report) -> Vec<String> {
     out
 }
 
+/// How far the best engine is ahead of the next (`found`: engines and their
+/// capacities, largest first), or who ties with it.
+fn lead(report: &Report, found: &[(&str, f64)]) -> Option<String> {
+    let &(best, best_x) = found.first()?;
+    match found.get(1) {
+        Some(&(_, next)) if next > 0.0 && best_x > next => Some(format!(
+            "Best: {best}, {}x the load of the next.",
+            num(best_x / next)
+        )),
+        Some(&(_, nx)) if nx == best_x => {
+            let tied: Vec<&str> = found
+                .iter()
+                .filter(|f| f.1 == best_x)
+                .map(|f| f.0)
+                .collect();
+            let all = if tied.len() == report.capacity.len() && tied.len() > 2 {
+                "all "
+            } else {
+                ""
+            };
+            Some(format!("{} {all}tie at {}.", and_list(&tied), num(best_x)))
+        }
+        None => Some(format!("Best: {best}, the only engine that meets the SLO.")),
+        _ => None,
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [rest @ .., last] if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// The verdict without a capacity search: which measured loads each engine meets
+/// the SLO at, under a sentence on the largest load met.
 fn measured_levels(report: &Report) -> Vec<String> {
-    let slo = slo_words(report);
     let mut out = Vec::new();
     // Each engine's largest measured load that meets the SLO.
     let mut passing: Vec<(&str, f64)> = Vec::new();
@@ -252,87 +269,112 @@ fn measured_levels(report: &Report) -> Vec<String> {
         if result.points.is_empty() {
             continue;
         }
-        let (mut yes, mut no, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
-        for p in &result.points {
-            match point_meets(report, p) {
-                Some(true) => yes.push(p.x),
-                Some(false) => no.push(p.x),
-                None => unknown.push(p.x),
-            }
-        }
-        any_known |= !(yes.is_empty() && no.is_empty());
-        let list = |xs: &[f64]| xs.iter().map(|x| num(*x)).collect::<Vec<_>>().join(", ");
-        let mut s = match (yes.is_empty(), no.is_empty()) {
-            (false, true) => format!(
-                "{engine} meets the SLO at every measured load (x={})",
-                list(&yes)
-            ),
-            (false, false) => format!(
-                "{engine} meets the SLO at x={}, not at x={}",
-                list(&yes),
-                list(&no)
-            ),
-            (true, false) => format!(
-                "{engine} meets the SLO at no measured load (x={})",
-                list(&no)
-            ),
-            (true, true) => format!("{engine}: not known whether it meets the SLO"),
-        };
-        let judged = !(yes.is_empty() && no.is_empty());
-        if judged && !unknown.is_empty() {
-            s.push_str(&format!(" (unknown at x={})", list(&unknown)));
-        }
-        out.push(s + ".");
-        if let Some(&x) = yes.iter().max_by(|a, b| a.total_cmp(b)) {
+        let levels = Levels::of(report, &result.points);
+        any_known |= levels.judged();
+        out.push(levels.sentence(engine));
+        if let Some(&x) = levels.yes.iter().max_by(|a, b| a.total_cmp(b)) {
             passing.push((engine, x));
         }
     }
-    let levels: Vec<f64> = {
-        let mut v: Vec<f64> = report
-            .load
-            .values()
-            .flat_map(|e| e.points.iter().map(|p| p.x))
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v.dedup();
-        v
-    };
     let best_x = passing.iter().map(|p| p.1).max_by(f64::total_cmp);
-    let tied: Vec<&str> = passing
-        .iter()
-        .filter(|p| Some(p.1) == best_x)
-        .map(|p| p.0)
-        .collect();
     let head = match best_x {
-        Some(x) => {
-            let who = match tied.as_slice() {
-                [one] => format!("{one} serves"),
-                [rest @ .., last] => format!("{} and {last} each serve", rest.join(", ")),
-                [] => String::new(),
-            };
-            let tie = if tied.len() > 1 { "; they tie" } else { "" };
-            format!(
-                "At the measured loads, {who} {slo} up to {}{tie} (no capacity search: the largest load is between measured levels; `goodput search` finds it).",
-                load_words(report, x)
-            )
-        }
+        Some(x) => best_measured(report, &passing, x),
         None if any_known => {
             // Nothing met the SLO anywhere: one sentence says it for every engine.
             out.clear();
-            format!(
-                "No engine meets the SLO ({slo}) at any measured load (x={}){}.",
-                levels
-                    .iter()
-                    .map(|x| num(*x))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                why_missed(report)
-            )
+            nothing_meets(report)
         }
         None => "The report does not say whether any request met the SLO.".to_string(),
     };
     out.insert(0, head);
     out
+}
+
+/// One engine's measured loads, by whether they meet the SLO.
+struct Levels {
+    yes: Vec<f64>,
+    no: Vec<f64>,
+    unknown: Vec<f64>,
+}
+
+impl Levels {
+    fn of(report: &Report, points: &[Point]) -> Levels {
+        let mut l = Levels {
+            yes: Vec::new(),
+            no: Vec::new(),
+            unknown: Vec::new(),
+        };
+        for p in points {
+            match point_meets(report, p) {
+                Some(true) => l.yes.push(p.x),
+                Some(false) => l.no.push(p.x),
+                None => l.unknown.push(p.x),
+            }
+        }
+        l
+    }
+
+    /// Some load is known to meet the SLO or not.
+    fn judged(&self) -> bool {
+        !(self.yes.is_empty() && self.no.is_empty())
+    }
+
+    /// `ENGINE meets the SLO at x=1, 2, not at x=4 (unknown at x=8).`
+    fn sentence(&self, engine: &str) -> String {
+        let (yes, no) = (xs(&self.yes), xs(&self.no));
+        let mut s = match (self.yes.is_empty(), self.no.is_empty()) {
+            (false, true) => format!("{engine} meets the SLO at every measured load (x={yes})"),
+            (false, false) => format!("{engine} meets the SLO at x={yes}, not at x={no}"),
+            (true, false) => format!("{engine} meets the SLO at no measured load (x={no})"),
+            (true, true) => format!("{engine}: not known whether it meets the SLO"),
+        };
+        if self.judged() && !self.unknown.is_empty() {
+            s.push_str(&format!(" (unknown at x={})", xs(&self.unknown)));
+        }
+        s + "."
+    }
+}
+
+/// Loads as `1, 2, 4`.
+fn xs(loads: &[f64]) -> String {
+    loads.iter().map(|x| num(*x)).collect::<Vec<_>>().join(", ")
+}
+
+/// `At the measured loads, A serves SLO up to X ...`: the engines whose largest
+/// passing load (`passing`) is the best, `best_x`.
+fn best_measured(report: &Report, passing: &[(&str, f64)], best_x: f64) -> String {
+    let tied: Vec<&str> = passing
+        .iter()
+        .filter(|p| p.1 == best_x)
+        .map(|p| p.0)
+        .collect();
+    let who = match tied.as_slice() {
+        [one] => format!("{one} serves"),
+        _ => format!("{} each serve", and_list(&tied)),
+    };
+    let tie = if tied.len() > 1 { "; they tie" } else { "" };
+    format!(
+        "At the measured loads, {who} {} up to {}{tie} (no capacity search: the largest load is between measured levels; `goodput search` finds it).",
+        slo_words(report),
+        load_words(report, best_x)
+    )
+}
+
+/// `No engine meets the SLO at any measured load (x=...)`, with why.
+fn nothing_meets(report: &Report) -> String {
+    let mut levels: Vec<f64> = report
+        .load
+        .values()
+        .flat_map(|e| e.points.iter().map(|p| p.x))
+        .collect();
+    levels.sort_by(f64::total_cmp);
+    levels.dedup();
+    format!(
+        "No engine meets the SLO ({}) at any measured load (x={}){}.",
+        slo_words(report),
+        xs(&levels),
+        why_missed(report)
+    )
 }
 
 /// `: the median TTFT is 1.4–4.9x its bound, ...` for a report where nothing passed.

@@ -2,12 +2,12 @@
 //! measured points whenever the search over them is over (so a resumed search, and
 //! the report written after each trial, give it as soon as it is known).
 
-use report::{Capacity, Point, Report};
+use report::{Capacity, EngineFailure, Point, Report};
 
 use crate::plan::Plan;
 use crate::profile::LoadMode;
 use crate::render::text::num;
-use crate::search::{next_step, Reason, Step};
+use crate::search::{next_step, Found, Reason, SearchConfig, Step};
 
 use super::Sweep;
 
@@ -26,46 +26,56 @@ pub(crate) fn capacities(
             continue;
         };
         let obs = sweep.observations(plan, name);
-        let point = |x: Option<f64>| x.and_then(|x| result.points.iter().find(|p| p.x == x));
-        let trials: u32 = obs.iter().map(|o| o.trials).sum();
-        let mode = cfg.mode.name();
-        let unit = |x: f64| match cfg.mode {
-            LoadMode::Concurrency => format!(
-                "{} concurrent request{}",
-                num(x),
-                if x == 1.0 { "" } else { "s" }
+        let probed = Probed {
+            cfg,
+            points: &result.points,
+            probes: obs.len() as u32,
+            trials: obs.iter().map(|o| o.trials).sum(),
+        };
+        let capacity = match next_step(cfg, &obs) {
+            Step::Done(found) => Some(probed.capacity(&found)),
+            Step::Run { .. } => state.error.as_ref().map(|e| probed.failed(e)),
+        };
+        if let Some(c) = capacity {
+            out.insert(name.clone(), c);
+        }
+    }
+    out
+}
+
+/// One engine's search so far: its measured points, probes and trials.
+struct Probed<'a> {
+    cfg: &'a SearchConfig,
+    points: &'a [Point],
+    probes: u32,
+    trials: u32,
+}
+
+impl Probed<'_> {
+    /// The point measured at `x`.
+    fn point(&self, x: Option<f64>) -> Option<&Point> {
+        x.and_then(|x| self.points.iter().find(|p| p.x == x))
+    }
+
+    /// The capacity of a search the engine's failure ended before it was over.
+    fn failed(&self, e: &EngineFailure) -> Capacity {
+        Capacity {
+            mode: self.cfg.mode.name().into(),
+            probes: self.probes,
+            trials: self.trials,
+            limited_by: "engine".into(),
+            note: format!(
+                "the search did not finish: the engine failed ({}: {})",
+                e.kind, e.message
             ),
-            LoadMode::Rate => format!("{} requests/s", num(x)),
-            LoadMode::Trace => format!("{}x the trace's speed", num(x)),
-        };
-        let found = match next_step(cfg, &obs) {
-            Step::Done(f) => f,
-            Step::Run { .. } => {
-                if let Some(e) = &state.error {
-                    out.insert(
-                        name.clone(),
-                        Capacity {
-                            mode: mode.into(),
-                            probes: obs.len() as u32,
-                            trials,
-                            limited_by: "engine".into(),
-                            note: format!(
-                                "the search did not finish: the engine failed ({}: {})",
-                                e.kind, e.message
-                            ),
-                            ..Default::default()
-                        },
-                    );
-                }
-                continue;
-            }
-        };
-        let pass = point(found.passing);
-        let fail = point(found.failing);
-        let attainment = |p: Option<&Point>| {
-            p.and_then(|p| p.slo_check.as_ref())
-                .and_then(|c| c.attainment)
-        };
+            ..Default::default()
+        }
+    }
+
+    /// The capacity a finished search found.
+    fn capacity(&self, found: &Found) -> Capacity {
+        let pass = self.point(found.passing);
+        let fail = self.point(found.failing);
         let mut limited_by = match found.reason {
             Reason::MaxPasses => "max".to_string(),
             Reason::ProbeBudget => "max_probes".to_string(),
@@ -73,7 +83,47 @@ pub(crate) fn capacities(
                 missed_most(fail).unwrap_or_else(|| "slo".into())
             }
         };
-        let mut note = match (found.reason, found.passing, found.failing) {
+        let mut note = self.note(found, pass, fail, &limited_by);
+        if !found.noisy.is_empty() {
+            let xs: Vec<String> = found.noisy.iter().map(|x| num(*x)).collect();
+            note.push_str(&format!(
+                "; noise: the attainment's 95% interval at x={} still straddles the target after {} trials, so the bracket could not be narrowed with confidence (more requests per trial would)",
+                xs.join(", "),
+                self.cfg.max_trials_per_probe
+            ));
+            if found.reason == Reason::Resolved {
+                limited_by = format!("{limited_by} (noisy)");
+            }
+        }
+        if found.non_monotone {
+            note.push_str(
+                "; a higher load passed where a lower one failed: the lowest failure decides",
+            );
+        }
+        Capacity {
+            mode: self.cfg.mode.name().into(),
+            max_load: found.passing,
+            passing: found.passing,
+            failing: found.failing,
+            attainment_at_max: attainment(pass).or_else(|| attainment(fail)),
+            probes: self.probes,
+            trials: self.trials,
+            limited_by,
+            note,
+        }
+    }
+
+    /// What the search found, in a sentence (`pass` and `fail` are the points at
+    /// its passing and failing loads).
+    fn note(
+        &self,
+        found: &Found,
+        pass: Option<&Point>,
+        fail: Option<&Point>,
+        limited_by: &str,
+    ) -> String {
+        let unit = |x: f64| unit(self.cfg.mode, x);
+        match (found.reason, found.passing, found.failing) {
             (Reason::LowestFails, _, Some(f)) => format!(
                 "even the lowest load probed, {}, does not meet the SLO ({} attainment, {} missed most)",
                 unit(f),
@@ -99,39 +149,27 @@ pub(crate) fn capacities(
                 limited_by
             ),
             _ => String::new(),
-        };
-        if !found.noisy.is_empty() {
-            let xs: Vec<String> = found.noisy.iter().map(|x| num(*x)).collect();
-            note.push_str(&format!(
-                "; noise: the attainment's 95% interval at x={} still straddles the target after {} trials, so the bracket could not be narrowed with confidence (more requests per trial would)",
-                xs.join(", "),
-                cfg.max_trials_per_probe
-            ));
-            if found.reason == Reason::Resolved {
-                limited_by = format!("{limited_by} (noisy)");
-            }
         }
-        if found.non_monotone {
-            note.push_str(
-                "; a higher load passed where a lower one failed: the lowest failure decides",
-            );
-        }
-        out.insert(
-            name.clone(),
-            Capacity {
-                mode: mode.into(),
-                max_load: found.passing,
-                passing: found.passing,
-                failing: found.failing,
-                attainment_at_max: attainment(pass).or_else(|| attainment(fail)),
-                probes: obs.len() as u32,
-                trials,
-                limited_by,
-                note,
-            },
-        );
     }
-    out
+}
+
+/// A load in words: `4 concurrent requests`, `2.5 requests/s`, `2x the trace's speed`.
+fn unit(mode: LoadMode, x: f64) -> String {
+    match mode {
+        LoadMode::Concurrency => format!(
+            "{} concurrent request{}",
+            num(x),
+            if x == 1.0 { "" } else { "s" }
+        ),
+        LoadMode::Rate => format!("{} requests/s", num(x)),
+        LoadMode::Trace => format!("{}x the trace's speed", num(x)),
+    }
+}
+
+/// A point's measured SLO attainment.
+fn attainment(p: Option<&Point>) -> Option<f64> {
+    p.and_then(|p| p.slo_check.as_ref())
+        .and_then(|c| c.attainment)
 }
 
 fn pct(a: Option<f64>) -> String {

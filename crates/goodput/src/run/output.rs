@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use report::RunStatus;
+use report::{Report, RunInfo, RunStatus};
 
 use super::{RunOptions, Sweep};
 use crate::plan::{fingerprint_changes, Plan};
@@ -25,6 +25,7 @@ use crate::UsageError;
 /// `.html` without it is someone else's file.
 pub const HTML_GENERATOR: &str = "<meta name=\"generator\" content=\"goodput\">";
 
+/// The error for a file at the output that goodput may overwrite only with `flag`.
 fn taken(path: &Path, what: &str, flag: &str) -> anyhow::Error {
     UsageError(format!(
         "{} {what}; goodput does not overwrite it without being asked: choose another output with -o, or pass {flag}",
@@ -43,6 +44,32 @@ pub(super) fn prepare(
 ) -> anyhow::Result<(Sweep, Vec<RequestRecord>)> {
     let output = &opts.output;
     let fresh = || Ok((Sweep::default(), Vec::new()));
+    check_free(opts, rec_path)?;
+    if opts.force || !output.exists() {
+        return fresh();
+    }
+    let old = report::read_report(output).map_err(|e| {
+        UsageError(format!(
+            "{e}; goodput does not overwrite it: choose another output with -o, or pass --force"
+        ))
+    })?;
+    let info = check_incomplete(output, &old)?;
+    if opts.fresh {
+        return fresh();
+    }
+    check_same_plan(plan, opts, &old, info)?;
+    let records = if rec_path.exists() {
+        read_records(rec_path).map_err(|e| anyhow::anyhow!(e))?
+    } else {
+        Vec::new()
+    };
+    Ok(Sweep::restore(plan, &old, records))
+}
+
+/// The output is a file name, and (unless `--force`) neither an HTML page goodput
+/// did not write nor a requests file without its report stands in the way.
+fn check_free(opts: &RunOptions, rec_path: &Path) -> anyhow::Result<()> {
+    let output = &opts.output;
     if output.is_dir() {
         return Err(UsageError(format!(
             "{} is a directory: give the report's file name, e.g. -o {}",
@@ -52,7 +79,7 @@ pub(super) fn prepare(
         .into());
     }
     if opts.force {
-        return fresh();
+        return Ok(());
     }
     let html = output.with_extension("html");
     if opts.html && html.exists() && !written_by_goodput(&html) {
@@ -62,21 +89,18 @@ pub(super) fn prepare(
             "--force",
         ));
     }
-    if !output.exists() {
-        if rec_path.exists() {
-            return Err(taken(
-                rec_path,
-                "exists without its report (records of another run?)",
-                "--force",
-            ));
-        }
-        return fresh();
+    if !output.exists() && rec_path.exists() {
+        return Err(taken(
+            rec_path,
+            "exists without its report (records of another run?)",
+            "--force",
+        ));
     }
-    let old = report::read_report(output).map_err(|e| {
-        UsageError(format!(
-            "{e}; goodput does not overwrite it: choose another output with -o, or pass --force"
-        ))
-    })?;
+    Ok(())
+}
+
+/// The report at the output is an incomplete run of goodput's: its `run` section.
+fn check_incomplete<'a>(output: &Path, old: &'a Report) -> anyhow::Result<&'a RunInfo> {
     let Some(info) = &old.run else {
         return Err(taken(
             output,
@@ -102,9 +126,17 @@ pub(super) fn prepare(
             "--force",
         ));
     }
-    if opts.fresh {
-        return fresh();
-    }
+    Ok(info)
+}
+
+/// The incomplete run at the output is of this plan (the same fingerprints, shard
+/// and load shard), so its trials may be kept.
+fn check_same_plan(
+    plan: &Plan,
+    opts: &RunOptions,
+    old: &Report,
+    info: &RunInfo,
+) -> anyhow::Result<()> {
     let mut changed = if old.profile != plan.name {
         vec!["profile name".to_string()]
     } else {
@@ -122,25 +154,21 @@ pub(super) fn prepare(
     if info.load_shard.as_ref().map(|l| (l.index, l.count)) != load_slice {
         changed.push("load shard".to_string());
     }
-    if !changed.is_empty() {
-        let why = if info.fingerprints.is_empty() {
-            "holds an incomplete run without a plan fingerprint (an older goodput), so it cannot be resumed safely".to_string()
-        } else {
-            format!(
-                "holds an incomplete run of another plan (it differs in: {}), whose trials must not be mixed with this one's",
-                changed.join(", ")
-            )
-        };
-        return Err(taken(output, &why, "--fresh to start over"));
+    if changed.is_empty() {
+        return Ok(());
     }
-    let records = if rec_path.exists() {
-        read_records(rec_path).map_err(|e| anyhow::anyhow!(e))?
+    let why = if info.fingerprints.is_empty() {
+        "holds an incomplete run without a plan fingerprint (an older goodput), so it cannot be resumed safely".to_string()
     } else {
-        Vec::new()
+        format!(
+            "holds an incomplete run of another plan (it differs in: {}), whose trials must not be mixed with this one's",
+            changed.join(", ")
+        )
     };
-    Ok(Sweep::restore(plan, &old, records))
+    Err(taken(&opts.output, &why, "--fresh to start over"))
 }
 
+/// Whether goodput wrote the HTML page: its generator marker is in the first 4 KiB.
 fn written_by_goodput(html: &Path) -> bool {
     use std::io::Read;
     let mut head = Vec::with_capacity(4096);

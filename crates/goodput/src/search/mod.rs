@@ -151,11 +151,7 @@ impl SearchConfig {
 /// The next step of the search, from the points measured so far (any order).
 /// Observations outside `[min, max]` are ignored.
 pub fn next_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
-    let mut obs: Vec<&Obs> = measured
-        .iter()
-        .filter(|o| o.x >= cfg.min - 1e-12 && o.x <= cfg.max + 1e-12)
-        .collect();
-    obs.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let obs = in_range(cfg, measured);
     // A probe first gets its base trials (also: a probe cut short by a crash).
     if let Some(o) = obs.iter().find(|o| o.trials < cfg.base_trials) {
         return Step::Run {
@@ -167,17 +163,61 @@ pub fn next_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
     let Some(first) = obs.first() else {
         return run_new(lowest, cfg);
     };
-    let failing = obs.iter().find(|o| !o.meets).copied();
-    let passing = obs
+    let bracket = Bracket::of(&obs);
+    let budget_left = (obs.len() as u32) < cfg.max_probes;
+    match (bracket.passing, bracket.failing) {
+        (None, Some(f)) => {
+            if first.x > lowest && budget_left {
+                // Measured above the lowest load only (a changed `min`): probe it.
+                return run_new(lowest, cfg);
+            }
+            bracket.done(cfg, Reason::LowestFails, &[f])
+        }
+        (Some(p), None) => bracket.grow(cfg, p, budget_left),
+        (Some(p), Some(f)) => bracket.narrow(cfg, p, f, budget_left),
+        (None, None) => run_new(lowest, cfg),
+    }
+}
+
+/// The observations within `[min, max]`, by load.
+fn in_range<'a>(cfg: &SearchConfig, measured: &'a [Obs]) -> Vec<&'a Obs> {
+    let mut obs: Vec<&Obs> = measured
         .iter()
-        .rfind(|o| o.meets && failing.is_none_or(|f| o.x < f.x))
-        .copied();
-    let non_monotone = failing.is_some_and(|f| obs.iter().any(|o| o.meets && o.x > f.x));
-    let probes = obs.len() as u32;
-    let budget_left = probes < cfg.max_probes;
-    let done = |reason, deciding: &[Option<&Obs>]| -> Step {
-        // Confirm the deciding probes while their interval straddles the target.
-        for o in deciding.iter().flatten() {
+        .filter(|o| o.x >= cfg.min - 1e-12 && o.x <= cfg.max + 1e-12)
+        .collect();
+    obs.sort_by(|a, b| a.x.total_cmp(&b.x));
+    obs
+}
+
+/// What the probes so far bracket: the largest passing load below the lowest
+/// failing one, and that failing one.
+struct Bracket<'a> {
+    passing: Option<&'a Obs>,
+    failing: Option<&'a Obs>,
+    /// Some load above `failing` passed.
+    non_monotone: bool,
+}
+
+impl<'a> Bracket<'a> {
+    /// The bracket of observations sorted by load.
+    fn of(obs: &[&'a Obs]) -> Bracket<'a> {
+        let failing = obs.iter().find(|o| !o.meets).copied();
+        let passing = obs
+            .iter()
+            .rfind(|o| o.meets && failing.is_none_or(|f| o.x < f.x))
+            .copied();
+        let non_monotone = failing.is_some_and(|f| obs.iter().any(|o| o.meets && o.x > f.x));
+        Bracket {
+            passing,
+            failing,
+            non_monotone,
+        }
+    }
+
+    /// The search is over for `reason`, once the deciding probes are confirmed:
+    /// while one's interval straddles the target, it gets another trial.
+    fn done(&self, cfg: &SearchConfig, reason: Reason, deciding: &[&Obs]) -> Step {
+        for o in deciding {
             if o.straddles(cfg.target) && o.trials < cfg.max_trials_per_probe {
                 return Step::Run {
                     x: o.x,
@@ -186,57 +226,51 @@ pub fn next_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
             }
         }
         Step::Done(Found {
-            passing: passing.map(|o| o.x),
-            failing: failing.map(|o| o.x),
+            passing: self.passing.map(|o| o.x),
+            failing: self.failing.map(|o| o.x),
             reason,
             noisy: deciding
                 .iter()
-                .flatten()
                 .filter(|o| o.straddles(cfg.target))
                 .map(|o| o.x)
                 .collect(),
-            non_monotone,
+            non_monotone: self.non_monotone,
         })
-    };
-    match (passing, failing) {
-        (None, Some(f)) => {
-            if first.x > lowest && budget_left {
-                // Measured above the lowest load only (a changed `min`): probe it.
-                return run_new(lowest, cfg);
-            }
-            done(Reason::LowestFails, &[Some(f)])
+    }
+
+    /// Nothing failed yet: grow the load from the highest pass `p`, up to `max`.
+    fn grow(&self, cfg: &SearchConfig, p: &Obs, budget_left: bool) -> Step {
+        if p.x >= cfg.max - 1e-12 || cfg.snap(cfg.max) <= p.x {
+            return self.done(cfg, Reason::MaxPasses, &[p]);
         }
-        (Some(p), None) => {
-            if p.x >= cfg.max - 1e-12 || cfg.snap(cfg.max) <= p.x {
-                return done(Reason::MaxPasses, &[Some(p)]);
-            }
-            if !budget_left {
-                return done(Reason::ProbeBudget, &[Some(p)]);
-            }
-            let next = cfg.snap(p.x * cfg.growth).max(match cfg.mode {
-                LoadMode::Concurrency => p.x + 1.0,
-                LoadMode::Rate | LoadMode::Trace => p.x,
-            });
-            let next = next.min(cfg.snap(cfg.max));
-            if next <= p.x {
-                return done(Reason::MaxPasses, &[Some(p)]);
-            }
-            run_new(next, cfg)
+        if !budget_left {
+            return self.done(cfg, Reason::ProbeBudget, &[p]);
         }
-        (Some(p), Some(f)) => {
-            if cfg.resolved(p.x, f.x) {
-                return done(Reason::Resolved, &[Some(p), Some(f)]);
-            }
-            if !budget_left {
-                return done(Reason::ProbeBudget, &[Some(p), Some(f)]);
-            }
-            match inside(cfg, p, f) {
-                Some(x) => run_new(x, cfg),
-                // Nothing representable strictly inside: as narrow as it gets.
-                None => done(Reason::Resolved, &[Some(p), Some(f)]),
-            }
+        let next = cfg.snap(p.x * cfg.growth).max(match cfg.mode {
+            LoadMode::Concurrency => p.x + 1.0,
+            LoadMode::Rate | LoadMode::Trace => p.x,
+        });
+        let next = next.min(cfg.snap(cfg.max));
+        if next <= p.x {
+            return self.done(cfg, Reason::MaxPasses, &[p]);
         }
-        (None, None) => run_new(lowest, cfg),
+        run_new(next, cfg)
+    }
+
+    /// A pass `p` below a fail `f`: probe inside until they are as close as the
+    /// search resolves.
+    fn narrow(&self, cfg: &SearchConfig, p: &Obs, f: &Obs, budget_left: bool) -> Step {
+        if cfg.resolved(p.x, f.x) {
+            return self.done(cfg, Reason::Resolved, &[p, f]);
+        }
+        if !budget_left {
+            return self.done(cfg, Reason::ProbeBudget, &[p, f]);
+        }
+        match inside(cfg, p, f) {
+            Some(x) => run_new(x, cfg),
+            // Nothing representable strictly inside: as narrow as it gets.
+            None => self.done(cfg, Reason::Resolved, &[p, f]),
+        }
     }
 }
 

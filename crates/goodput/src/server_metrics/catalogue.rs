@@ -97,11 +97,8 @@ pub const SGLANG: Catalogue = Catalogue {
     // Every prompt token is looked up in the radix cache; the cached ones are hits.
     prefix_queries: &["sglang:prompt_tokens_total"],
     prefix_hits: &["sglang:cached_tokens_total"],
-    spec_draft: &[],
-    spec_accepted: &[],
-    iteration_sum: &[],
-    iteration_count: &[],
     prompt_counts_cached: true,
+    ..GENERIC
 };
 
 /// llama.cpp's `llama-server --metrics`.
@@ -110,18 +107,11 @@ pub const LLAMA_CPP: Catalogue = Catalogue {
     prefix: "llamacpp:",
     running: &["llamacpp:requests_processing"],
     waiting: &["llamacpp:requests_deferred"],
-    kv_usage: &[],
-    preemptions: &[],
     prompt_tokens: &["llamacpp:prompt_tokens_total"],
     generation_tokens: &["llamacpp:tokens_predicted_total"],
-    requests_finished: &[],
-    prefix_queries: &[],
-    prefix_hits: &[],
     spec_draft: &["llamacpp:spec_decode_num_draft_tokens_total"],
     spec_accepted: &["llamacpp:spec_decode_num_accepted_tokens_total"],
-    iteration_sum: &[],
-    iteration_count: &[],
-    prompt_counts_cached: false,
+    ..GENERIC
 };
 
 /// Hugging Face TGI.
@@ -130,22 +120,16 @@ pub const TGI: Catalogue = Catalogue {
     prefix: "tgi_",
     running: &["tgi_batch_current_size"],
     waiting: &["tgi_queue_size"],
-    kv_usage: &[],
-    preemptions: &[],
     prompt_tokens: &["tgi_request_input_length_sum"],
     generation_tokens: &["tgi_request_generated_tokens_sum"],
     requests_finished: &["tgi_request_success", "tgi_request_success_total"],
-    prefix_queries: &[],
-    prefix_hits: &[],
-    spec_draft: &[],
-    spec_accepted: &[],
-    iteration_sum: &[],
-    iteration_count: &[],
     prompt_counts_cached: true,
+    ..GENERIC
 };
 
 /// An engine this catalogue does not know: every gauge and counter is recorded
-/// generically, no role is read.
+/// generically, no role is read. The other catalogues take the roles they do
+/// not list from it (none).
 pub const GENERIC: Catalogue = Catalogue {
     name: "generic",
     prefix: "",

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use report::{ServerSample, ServerTrial};
+use report::{ServerCounts, ServerSample, ServerTrial};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -333,10 +333,12 @@ fn counter_deltas(t: &mut ServerTrial, c: &Catalogue, a: &Snapshot, b: &Snapshot
         (None, Some(y)) => Some(y),
         _ => None,
     };
-    t.preemptions = d(c.preemptions);
-    t.prompt_tokens = d(c.prompt_tokens);
-    t.generation_tokens = d(c.generation_tokens);
-    t.requests_finished = d(c.requests_finished);
+    t.counts = ServerCounts {
+        preemptions: d(c.preemptions),
+        prompt_tokens: d(c.prompt_tokens),
+        generation_tokens: d(c.generation_tokens),
+        requests_finished: d(c.requests_finished),
+    };
     t.prefix_queries = d(c.prefix_queries);
     t.prefix_hits = d(c.prefix_hits);
     t.spec_draft_tokens = d(c.spec_draft);

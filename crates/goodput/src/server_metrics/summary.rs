@@ -5,7 +5,7 @@
 //! samples with a request waiting); counters are summed over the trials whose
 //! counters did not reset. Shares are ratios of the summed counters.
 
-use report::{ServerSummary, ServerTrial};
+use report::{ServerCounts, ServerSummary, ServerTrial};
 
 /// Generated tokens may differ by this share of the client's count...
 pub const TOKEN_TOLERANCE_SHARE: f64 = 0.01;
@@ -41,10 +41,12 @@ pub fn summarize<'a>(trials: impl IntoIterator<Item = &'a ServerTrial>) -> Optio
         waiting_share: (!waiting.is_empty())
             .then(|| waiting.iter().filter(|w| **w > 0.0).count() as f64 / waiting.len() as f64),
         max_kv_usage: max(&kv),
-        preemptions: sum(|t| t.preemptions),
-        prompt_tokens: sum(|t| t.prompt_tokens),
-        generation_tokens: sum(|t| t.generation_tokens),
-        requests_finished: sum(|t| t.requests_finished),
+        counts: ServerCounts {
+            preemptions: sum(|t| t.counts.preemptions),
+            prompt_tokens: sum(|t| t.counts.prompt_tokens),
+            generation_tokens: sum(|t| t.counts.generation_tokens),
+            requests_finished: sum(|t| t.counts.requests_finished),
+        },
         prefix_cache_hit_share: ratio(sum(|t| t.prefix_hits), sum(|t| t.prefix_queries)),
         spec_acceptance: ratio(
             sum(|t| t.spec_accepted_tokens),
@@ -83,33 +85,35 @@ pub fn cross_check(t: &ServerTrial, failed: u64) -> Vec<Mismatch> {
     if t.counter_reset {
         return out;
     }
-    let tokens_off =
-        |s: f64, c: f64| (s - c).abs() > (c * TOKEN_TOLERANCE_SHARE).max(TOKEN_TOLERANCE_ABS);
-    if let (Some(s), Some(c)) = (t.generation_tokens, t.client_generation_tokens) {
-        if tokens_off(s, c as f64) {
-            out.push(Mismatch {
-                what: "generation tokens",
-                server: s,
-                client: c as f64,
-            });
+    // Token counts: within 1 % or 2 tokens.
+    let mut tokens = |what, server: Option<f64>, client: Option<u64>| {
+        if let (Some(s), Some(c)) = (server, client.map(|c| c as f64)) {
+            if (s - c).abs() > (c * TOKEN_TOLERANCE_SHARE).max(TOKEN_TOLERANCE_ABS) {
+                out.push(Mismatch {
+                    what,
+                    server: s,
+                    client: c,
+                });
+            }
         }
-    }
+    };
+    tokens(
+        "generation tokens",
+        t.counts.generation_tokens,
+        t.client_generation_tokens,
+    );
     let prompt_counts_cached = super::catalogue::KNOWN
         .iter()
         .find(|c| c.name == t.catalogue)
         .is_some_and(|c| c.prompt_counts_cached);
     if prompt_counts_cached {
-        if let (Some(s), Some(c)) = (t.prompt_tokens, t.client_prompt_tokens) {
-            if tokens_off(s, c as f64) {
-                out.push(Mismatch {
-                    what: "prompt tokens",
-                    server: s,
-                    client: c as f64,
-                });
-            }
-        }
+        tokens(
+            "prompt tokens",
+            t.counts.prompt_tokens,
+            t.client_prompt_tokens,
+        );
     }
-    if let (Some(s), Some(c)) = (t.requests_finished, t.client_completed) {
+    if let (Some(s), Some(c)) = (t.counts.requests_finished, t.client_completed) {
         let (lo, hi) = (c as f64, (c + failed) as f64);
         if s < lo - 0.5 || s > hi + 0.5 {
             out.push(Mismatch {

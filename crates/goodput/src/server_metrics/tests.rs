@@ -64,11 +64,14 @@ fn generic_engines_keep_gauge_maxima_bounded() {
 fn cross_check_tolerates_little_and_names_both_numbers() {
     let t = ServerTrial {
         catalogue: "vllm".into(),
-        generation_tokens: Some(1005.0),
+        counts: ServerCounts {
+            generation_tokens: Some(1005.0),
+            requests_finished: Some(10.0),
+            prompt_tokens: Some(500.0),
+            ..ServerCounts::default()
+        },
         client_generation_tokens: Some(1000),
-        requests_finished: Some(10.0),
         client_completed: Some(10),
-        prompt_tokens: Some(500.0),
         client_prompt_tokens: Some(400),
         ..ServerTrial::default()
     };
@@ -77,8 +80,11 @@ fn cross_check_tolerates_little_and_names_both_numbers() {
     assert_eq!(m[0].what, "prompt tokens");
     assert_eq!((m[0].server, m[0].client), (500.0, 400.0));
     let off = ServerTrial {
-        generation_tokens: Some(1100.0),
-        requests_finished: Some(12.0),
+        counts: ServerCounts {
+            generation_tokens: Some(1100.0),
+            requests_finished: Some(12.0),
+            ..t.counts.clone()
+        },
         ..t.clone()
     };
     let whats: Vec<_> = cross_check(&off, 1).iter().map(|m| m.what).collect();
@@ -109,19 +115,28 @@ fn summary_pools_samples_and_sums_counters() {
     };
     let a = ServerTrial {
         catalogue: "vllm".into(),
-        preemptions: Some(2.0),
+        counts: ServerCounts {
+            preemptions: Some(2.0),
+            ..ServerCounts::default()
+        },
         prefix_queries: Some(100.0),
         prefix_hits: Some(25.0),
         samples: vec![s(0.0, 4.0, 0.0, 0.5), s(0.5, 4.0, 2.0, 0.9)],
         ..ServerTrial::default()
     };
     let b = ServerTrial {
-        preemptions: Some(1.0),
+        counts: ServerCounts {
+            preemptions: Some(1.0),
+            ..ServerCounts::default()
+        },
         samples: vec![s(0.0, 2.0, 0.0, 0.2), s(0.5, 2.0, 0.0, 0.3)],
         ..a.clone()
     };
     let reset = ServerTrial {
-        preemptions: Some(1000.0),
+        counts: ServerCounts {
+            preemptions: Some(1000.0),
+            ..ServerCounts::default()
+        },
         counter_reset: true,
         samples: vec![],
         ..a.clone()
@@ -132,7 +147,7 @@ fn summary_pools_samples_and_sums_counters() {
     assert_eq!(sum.max_waiting, Some(2.0));
     assert_eq!(sum.waiting_share, Some(0.25));
     assert_eq!(sum.max_kv_usage, Some(0.9));
-    assert_eq!(sum.preemptions, Some(3.0));
+    assert_eq!(sum.counts.preemptions, Some(3.0));
     assert_eq!(sum.prefix_cache_hit_share, Some(0.25));
     assert!(summarize(std::iter::empty()).is_none());
 }

@@ -20,6 +20,14 @@ pub fn goodput() -> assert_cmd::Command {
     assert_cmd::Command::new(env!("CARGO_BIN_EXE_goodput"))
 }
 
+/// `goodput run PROFILE -o OUT`, ready for more flags and `.output()` or
+/// `.assert()`.
+pub fn goodput_run(profile: &Path, out: &Path) -> assert_cmd::Command {
+    let mut cmd = goodput();
+    cmd.arg("run").arg(profile).arg("-o").arg(out);
+    cmd
+}
+
 /// Runs the goodput binary with `args` to completion and returns what it wrote, for
 /// a test that inspects the output itself (the same command as [`goodput`]).
 pub fn goodput_output(args: &[&str]) -> std::process::Output {
@@ -72,10 +80,8 @@ impl Scratch {
     /// `goodput run` of `profile` (written to `p.toml`) into `r.json` in this
     /// directory, with `extra` flags; ready for `.assert()`.
     pub fn run(&self, profile: &str, extra: &[&str]) -> assert_cmd::Command {
-        self.write("p.toml", profile);
-        let mut cmd = goodput();
-        cmd.args(["run", &self.arg("p.toml"), "-o", &self.arg("r.json")])
-            .args(extra);
+        let mut cmd = goodput_run(&self.write("p.toml", profile), &self.path("r.json"));
+        cmd.args(extra);
         cmd
     }
 

@@ -8,15 +8,21 @@
 //! - [`require`]: the external programs a test needs, and the variables that skip it.
 //! - [`records`]: figures recomputed from the raw records of a run;
 //! - [`recording`]: a test server that records what it received;
-//! - [`load_share`]: load shards against one simulator, and their merged point.
+//! - [`load_share`]: load shards against one simulator, and their merged point;
+//! - [`profiles`]: the simulator profiles the sweep tests run;
+//! - [`reports`]: the report files the render tests read;
+//! - [`request`]: one streaming request through goodput's client.
 
 #![allow(dead_code, unused_imports)]
 
 pub mod cli;
 pub mod load_share;
 pub mod procs;
+pub mod profiles;
 pub mod recording;
 pub mod records;
+pub mod reports;
+pub mod request;
 pub mod require;
 pub mod script;
 pub mod server;

@@ -89,37 +89,16 @@ pub fn vs_load(
     let mut series = Vec::new();
     let mut strips = Vec::new();
     for (i, (engine, result)) in report.load.iter().enumerate() {
-        let color = engine_color(i);
-        let mut points: Vec<&Point> = result.points.iter().collect();
-        points.sort_by(|a, b| a.x.total_cmp(&b.x));
-        let pts: Vec<(f64, f64)> = points
-            .iter()
-            .filter_map(|p| get(p).median.map(|m| (p.x, m)))
-            .collect();
-        let whiskers = points
-            .iter()
-            .filter_map(|p| {
-                let s = get(p);
-                Some((p.x, s.min?, s.max?))
-            })
-            .collect();
         if result.points.is_empty() {
             continue;
         }
+        let color = engine_color(i);
         strips.push(Strip {
             label: engine.clone(),
             color,
             spans: slo_spans(report, &result.points, x_scale, data),
         });
-        if !pts.is_empty() {
-            series.push(Series {
-                label: engine.clone(),
-                color,
-                points: pts,
-                whiskers,
-                in_legend: true,
-            });
-        }
+        series.extend(stat_series(engine, color, &result.points, get));
     }
     let mut note = "Median over trials, whiskers min–max. Under the plot, one row per \
                     engine: a bar in the engine's colour where its median request meets \
@@ -147,6 +126,36 @@ pub fn vs_load(
         markers: true,
         y_from_zero: true,
     }
+}
+
+/// One engine's line of a statistic against load (its medians, by load) with
+/// min–max whiskers; `None` when no point has a median.
+fn stat_series(
+    engine: &str,
+    color: RGBColor,
+    points: &[Point],
+    get: fn(&Point) -> &report::Stat,
+) -> Option<Series> {
+    let mut points: Vec<&Point> = points.iter().collect();
+    points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let pts: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| get(p).median.map(|m| (p.x, m)))
+        .collect();
+    let whiskers = points
+        .iter()
+        .filter_map(|p| {
+            let s = get(p);
+            Some((p.x, s.min?, s.max?))
+        })
+        .collect();
+    (!pts.is_empty()).then(|| Series {
+        label: engine.to_string(),
+        color,
+        points: pts,
+        whiskers,
+        in_legend: true,
+    })
 }
 
 /// The x axis description: concurrency or request rate, and the scale when it is

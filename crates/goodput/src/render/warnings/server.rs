@@ -88,7 +88,7 @@ pub fn rules(p: &Point) -> Vec<(WarningKind, String, String)> {
             ));
         }
     }
-    if let Some(n) = s.preemptions.filter(|n| *n > 0.0) {
+    if let Some(n) = s.counts.preemptions.filter(|n| *n > 0.0) {
         out.push((
             kind(ServerWarning::Preempted),
             format!("{} preemptions during the trials", num(n)),
