@@ -203,26 +203,16 @@ fn put_stats(f: &mut Fields, p: Option<&Point>) {
 /// The load as offered, scheduled and achieved, and the requests' mean lengths.
 fn put_load(f: &mut Fields, p: Option<&Point>) {
     f.put("offered_rate", json!(p.and_then(|p| p.offered_rate)));
-    f.put(
-        "scheduled_rate",
-        med(p.and_then(|p| p.scheduled_rate.as_ref())),
-    );
-    f.put(
-        "achieved_rate",
-        med(p.and_then(|p| p.achieved_rate.as_ref())),
-    );
-    f.put(
-        "p99_send_lag_ms",
-        med(p.and_then(|p| p.p99_send_lag_ms.as_ref())),
-    );
-    f.put(
-        "mean_input_tokens",
-        med(p.and_then(|p| p.mean_input_tokens.as_ref())),
-    );
-    f.put(
-        "mean_output_tokens",
-        med(p.and_then(|p| p.mean_output_tokens.as_ref())),
-    );
+    let medians: [(&str, fn(&Point) -> Option<&Stat>); 5] = [
+        ("scheduled_rate", |p| p.scheduled_rate.as_ref()),
+        ("achieved_rate", |p| p.achieved_rate.as_ref()),
+        ("p99_send_lag_ms", |p| p.p99_send_lag_ms.as_ref()),
+        ("mean_input_tokens", |p| p.mean_input_tokens.as_ref()),
+        ("mean_output_tokens", |p| p.mean_output_tokens.as_ref()),
+    ];
+    for (name, get) in medians {
+        f.put(name, med(p.and_then(get)));
+    }
 }
 
 /// The GPU's clocks and temperature during the point's trials.
