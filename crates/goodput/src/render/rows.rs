@@ -200,10 +200,13 @@ fn put_stats(f: &mut Fields, p: Option<&Point>) {
     }
 }
 
+/// Where a point keeps one of its optional per-trial summaries.
+type StatOf = fn(&Point) -> Option<&Stat>;
+
 /// The load as offered, scheduled and achieved, and the requests' mean lengths.
 fn put_load(f: &mut Fields, p: Option<&Point>) {
     f.put("offered_rate", json!(p.and_then(|p| p.offered_rate)));
-    let medians: [(&str, fn(&Point) -> Option<&Stat>); 5] = [
+    let medians: [(&str, StatOf); 5] = [
         ("scheduled_rate", |p| p.scheduled_rate.as_ref()),
         ("achieved_rate", |p| p.achieved_rate.as_ref()),
         ("p99_send_lag_ms", |p| p.p99_send_lag_ms.as_ref()),
