@@ -9,7 +9,7 @@ use super::gpu_release::{self, SweepEngine};
 use super::{Ctx, TrialState};
 use crate::client::{Limits, SseLimits, Target};
 use crate::engine::{EngineContext, EngineHandle};
-use crate::load::{arrival_offsets, run_trial, Trial};
+use crate::load::{arrival_offsets, run_conversation_trial, run_trial, Trial};
 use crate::metrics::trial_metrics;
 use crate::profile::{EngineSpec, LoadMode};
 use crate::shard::load;
@@ -54,6 +54,14 @@ pub(crate) async fn run_engine(
             ctx.set_prompt_lengths(name, "uncalibrated");
         }
     }
+    crate::workload::conversation::set_engine_context(
+        &mut builder,
+        &ctx.client,
+        &handle.base_url,
+        &mut ctx.info.notices,
+        name,
+    )
+    .await;
     let mut target = Target::new(
         &handle.base_url,
         handle.api.path(),
@@ -274,7 +282,14 @@ async fn run_one(
         .await;
         warmup_server = sampler.finish(&warm_records).await;
     }
-    let mut requests = builder.build(plan.requests_per_trial, plan.seed, lane);
+    let conversations = builder.conversations(plan.requests_per_trial, plan.seed, lane);
+    if conversations.is_some() && ctx.opts.load_shard.is_some() {
+        anyhow::bail!("a conversation workload cannot be split over load shards yet");
+    }
+    let mut requests = match conversations {
+        Some(_) => Vec::new(),
+        None => builder.build(plan.requests_per_trial, plan.seed, lane),
+    };
     // A load shard sends its run of the whole trial's requests at its share of x.
     let (first, x_sent, seed) = match &ctx.opts.load_shard {
         None => (0, x, plan.seed),
@@ -291,7 +306,11 @@ async fn run_one(
         }
     };
     let offsets = match plan.mode {
-        LoadMode::Rate => arrival_offsets(x_sent, plan.burstiness, requests.len(), seed ^ lane),
+        // A conversation trial's arrivals are its sessions' starts: at most one a request.
+        LoadMode::Rate => {
+            let n = conversations.as_ref().map_or(requests.len(), |c| c.requests as usize);
+            arrival_offsets(x_sent, plan.burstiness, n, seed ^ lane)
+        }
         LoadMode::Trace => builder.trace_offsets(x),
         LoadMode::Concurrency => Vec::new(),
     };
@@ -327,18 +346,18 @@ async fn run_one(
     .await;
     start_together(ctx, name, x, t, attempt).await;
     let sampler = tel.start_trial();
-    let mut records = run_trial(
-        ctx.client.clone(),
-        target.clone(),
-        Trial {
-            sent: Some(sent),
-            x: x_sent,
-            ..trial(requests, plan.mode, offsets)
-        },
-        ctx.stop.clone(),
-        on_record,
-    )
-    .await;
+    let this_trial = Trial {
+        sent: Some(sent),
+        x: x_sent,
+        ..trial(requests, plan.mode, offsets)
+    };
+    let (client, stop) = (ctx.client.clone(), ctx.stop.clone());
+    let mut records = match conversations {
+        Some(c) => {
+            run_conversation_trial(client, target.clone(), this_trial, c, stop, on_record).await
+        }
+        None => run_trial(client, target.clone(), this_trial, stop, on_record).await,
+    };
     let samples = sampler.finish().await;
     let spec_after = handle.scrape_spec_counters().await;
     bar.finish_and_clear();
