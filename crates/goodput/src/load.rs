@@ -17,8 +17,9 @@
 //! the reply to the one before (that is its scheduled time). In closed loop x is the
 //! number of sessions in progress (a worker starts a new session when its session
 //! ends); in open loop the arrival times are the sessions' starts. Either way the
-//! trial sends at most its request count, all sessions together, and a failed turn
-//! ends its session.
+//! trial sends at most its request count, all sessions together: a session reserves
+//! its turns when it starts (so only the last session is short), and a failed turn
+//! ends its session and gives its unsent turns back.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -147,8 +148,9 @@ async fn run(
         no_new,
         tx,
         sent: trial.sent,
+        budget: AtomicU32::new(conversations.as_ref().map_or(0, |c| c.requests)),
+        next_index: AtomicU32::new(0),
         conversations,
-        claimed: AtomicU32::new(0),
     });
     let n = match &shared.conversations {
         Some(c) => c.requests as usize,
@@ -248,12 +250,13 @@ fn spawn_sessions(
     cap: Option<u32>,
 ) {
     let n = shared.conversations.as_ref().map_or(0, |c| c.requests);
+    let left = |s: &Shared| s.budget.load(Ordering::Relaxed) > 0 && !s.no_new.is_cancelled();
     if mode == LoadMode::Concurrency {
         let next = Arc::new(AtomicU32::new(0));
         for _ in 0..(x.max(1.0) as u32).min(n.max(1)) {
             let (s, next) = (shared.clone(), next.clone());
             tasks.spawn(async move {
-                while s.claimed.load(Ordering::Relaxed) < n && !s.no_new.is_cancelled() {
+                while left(&s) {
                     let id = next.fetch_add(1, Ordering::Relaxed);
                     let scheduled = now_ns().saturating_sub(s.origin);
                     s.run_session(id, scheduled, None).await;
@@ -266,7 +269,7 @@ fn spawn_sessions(
     tasks.spawn(async move {
         let sem = cap.map(|c| Arc::new(Semaphore::new(c as usize)));
         for (id, &off) in offsets.iter().enumerate() {
-            if s.claimed.load(Ordering::Relaxed) >= n {
+            if !left(&s) {
                 break;
             }
             tokio::select! {
@@ -336,8 +339,10 @@ struct Shared {
     sent: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// A conversation trial's sessions.
     conversations: Option<Conversations>,
-    /// Request indexes taken by a conversation trial's sessions.
-    claimed: AtomicU32,
+    /// Requests a conversation trial's sessions may still reserve.
+    budget: AtomicU32,
+    /// The next request index of a conversation trial.
+    next_index: AtomicU32,
 }
 
 impl Shared {
@@ -353,7 +358,18 @@ impl Shared {
             return;
         };
         let mut session = conv.session(id);
-        while let Some(turn) = session.next_request(conv) {
+        let want = session.turns();
+        let reserved = self
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                (b > 0).then(|| b - b.min(want))
+            })
+            .map_or(0, |b| b.min(want));
+        let mut sent = 0;
+        while sent < reserved {
+            let Some(turn) = session.next_request(conv) else {
+                break;
+            };
             let permit = match &sem {
                 Some(sem) => tokio::select! {
                     p = sem.clone().acquire_owned() => p.ok(),
@@ -361,14 +377,11 @@ impl Shared {
                 },
                 None => None,
             };
-            let taken = self
-                .claimed
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-                    (c < conv.requests).then_some(c + 1)
-                });
-            let (Ok(i), false) = (taken, self.no_new.is_cancelled()) else {
+            if self.no_new.is_cancelled() {
                 break;
-            };
+            }
+            let i = self.next_index.fetch_add(1, Ordering::Relaxed);
+            sent += 1;
             let mut rec = self.exchange(i, scheduled, &turn.prepared, true).await;
             drop(permit);
             rec.context_cut_turns = (turn.context_cut_turns > 0).then_some(turn.context_cut_turns);
@@ -384,6 +397,8 @@ impl Shared {
                 _ = self.no_new.cancelled() => break,
             }
         }
+        // A session that ended early gives its unsent turns to the sessions to come.
+        self.budget.fetch_add(reserved - sent, Ordering::Relaxed);
     }
 
     /// Sends `req` as request `i` and returns its record; `keep_reply` keeps the

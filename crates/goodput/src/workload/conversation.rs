@@ -210,6 +210,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// Turns the session has in all.
+    pub fn turns(&self) -> u32 {
+        self.turns.len() as u32
+    }
+
     /// The next turn's request, its history cut to fit the context; `None` when the
     /// session has said everything.
     pub fn next_request(&mut self, conv: &Conversations) -> Option<TurnRequest> {
