@@ -158,9 +158,14 @@ async fn run(
     };
     let tasks = TaskTracker::new();
     match trial.mode {
-        _ if shared.conversations.is_some() => {
-            spawn_sessions(&shared, &tasks, trial.mode, trial.x, trial.offsets, trial.max_concurrency)
-        }
+        _ if shared.conversations.is_some() => spawn_sessions(
+            &shared,
+            &tasks,
+            trial.mode,
+            trial.x,
+            trial.offsets,
+            trial.max_concurrency,
+        ),
         LoadMode::Concurrency => {
             let next = Arc::new(AtomicUsize::new(0));
             let workers = (trial.x.max(1.0) as usize).min(n.max(1));
@@ -347,7 +352,9 @@ struct Shared {
 
 impl Shared {
     async fn send(&self, i: usize, scheduled: u64) {
-        let rec = self.exchange(i as u32, scheduled, &self.requests[i], false).await;
+        let rec = self
+            .exchange(i as u32, scheduled, &self.requests[i], false)
+            .await;
         let _ = self.tx.send(rec);
     }
 

@@ -146,12 +146,17 @@ async fn each_turn_carries_the_earlier_messages_and_the_replies_the_server_sent(
     // The per-turn metrics of the report's point.
     let m = goodput::metrics::trial_metrics(&records, &plan.slo);
     let p = goodput::metrics::point_summary(1.0, &[m], &[0.5], false);
-    let c = p.conversation.expect("a conversation point has a per-turn table");
+    let c = p
+        .conversation
+        .expect("a conversation point has a per-turn table");
     assert_eq!((c.sessions, c.cut_sessions), (4, 0));
     let turns: Vec<(u32, u64)> = c.turns.iter().map(|t| (t.turn, t.completed)).collect();
     assert_eq!(turns, [(1, 4), (2, 4), (3, 4)]);
     let prompt = |i: usize| c.turns[i].mean_input_tokens.unwrap();
-    assert!(prompt(0) < prompt(1) && prompt(1) < prompt(2), "histories grow");
+    assert!(
+        prompt(0) < prompt(1) && prompt(1) < prompt(2),
+        "histories grow"
+    );
     assert!(c.turns.iter().all(|t| t.median_ttft_ms.is_some()));
 }
 
@@ -211,7 +216,11 @@ async fn a_closed_loop_keeps_x_sessions_in_flight_and_no_more() {
     );
     let sessions: std::collections::BTreeSet<u32> =
         records.iter().map(|r| r.session.unwrap()).collect();
-    assert_eq!(sessions.len(), 6, "a worker starts a new session when one ends");
+    assert_eq!(
+        sessions.len(),
+        6,
+        "a worker starts a new session when one ends"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,14 +277,18 @@ async fn a_history_too_long_for_the_context_is_cut_and_counted() {
         "{text}"
     );
     let md = goodput::render::show(&report, goodput::render::Format::Markdown, false);
-    assert!(md.contains("**Per turn**") && md.contains("3 of 3 sessions"), "{md}");
+    assert!(
+        md.contains("**Per turn**") && md.contains("3 of 3 sessions"),
+        "{md}"
+    );
     let page = goodput::render::html(&report);
     assert!(page.contains("id=\"turns\"") && page.contains("3 of 3 sessions"));
 }
 
 #[test]
 fn sharegpt_conversations_are_refused_until_they_are_supported() {
-    let toml = "name = \"c\"\n[slo]\nttft_ms = 1000\n[load]\npoints = [1]\nrequests_per_trial = 4\n\
+    let toml =
+        "name = \"c\"\n[slo]\nttft_ms = 1000\n[load]\npoints = [1]\nrequests_per_trial = 4\n\
                 [workload]\nkind = \"conversation\"\nsource = \"sharegpt\"\nturns = 2\n\
                 input_tokens = 4\noutput_tokens = 2\n[engines.r]\nurl = \"http://127.0.0.1:1\"\n";
     let err = Profile::parse(toml, "c.toml")
@@ -283,7 +296,10 @@ fn sharegpt_conversations_are_refused_until_they_are_supported() {
         .into_plan("c.toml", &Overrides::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("workload.source") && err.contains("not supported yet"), "{err}");
+    assert!(
+        err.contains("workload.source") && err.contains("not supported yet"),
+        "{err}"
+    );
 }
 
 const EXAMPLE: &str = include_str!("../../../examples/conversation-sim.toml");
@@ -295,7 +311,8 @@ fn prefix_hits(r: &goodput::report::Report) -> f64 {
         .iter()
         .map(|t| {
             let s = t.server.as_ref().expect("server metrics sampled");
-            s.prefix_hits.expect("the simulator counts prefix-cache hits")
+            s.prefix_hits
+                .expect("the simulator counts prefix-cache hits")
         })
         .sum()
 }
@@ -308,7 +325,10 @@ fn a_run_of_the_example_on_the_simulator_hits_its_prefix_cache_from_turn_2() {
     let p = &r.load["sim"].points[0];
     let c = p.conversation.as_ref().expect("per-turn table");
     assert_eq!(c.turns.len(), 4, "{c:?}");
-    assert!(c.turns.iter().all(|t| t.completed > 0 && t.failed == 0), "{c:?}");
+    assert!(
+        c.turns.iter().all(|t| t.completed > 0 && t.failed == 0),
+        "{c:?}"
+    );
     let hits = prefix_hits(&r);
     assert!(hits > 0.0, "later turns repeat their history: {hits}");
     let share = p.server.as_ref().unwrap().prefix_cache_hit_share;

@@ -277,7 +277,10 @@ pub fn parse_data_keeping(
         // The reply as a conversation carries it on: the answer's text, not its
         // reasoning.
         if let Some((kept, limit)) = keep.as_mut() {
-            let text = c.text.as_deref().or(c.delta.as_ref().and_then(|d| d.content.as_deref()));
+            let text = c
+                .text
+                .as_deref()
+                .or(c.delta.as_ref().and_then(|d| d.content.as_deref()));
             push_bounded(kept, text.unwrap_or(""), *limit);
         }
     }
@@ -354,6 +357,24 @@ mod tests {
             }
         }
         panic!("limit not enforced across pushes");
+    }
+
+    #[test]
+    fn kept_reply_text_is_the_answer_bounded_at_a_character() {
+        let mut kept = String::new();
+        let c = parse_data_keeping(
+            br#"{"choices":[{"delta":{"content":"h\u00e9","reasoning_content":"no"}}]}"#,
+            Some((&mut kept, 64)),
+        )
+        .unwrap();
+        assert_eq!((c.text_len, kept.as_str()), (5, "h\u{e9}"));
+        parse_data_keeping(
+            br#"{"choices":[{"text":"xy\u00e9z"}]}"#,
+            Some((&mut kept, 6)),
+        )
+        .unwrap();
+        // 3 bytes kept, room for 3 more: "xy" and not half of the two-byte character.
+        assert_eq!(kept, "h\u{e9}xy");
     }
 
     #[test]

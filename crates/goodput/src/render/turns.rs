@@ -25,11 +25,9 @@ fn points(report: &Report) -> Vec<(&str, f64, &ConversationSummary)> {
         .load
         .iter()
         .flat_map(|(engine, r)| {
-            r.points.iter().filter_map(move |p| {
-                p.conversation
-                    .as_ref()
-                    .map(|c| (engine.as_str(), p.x, c))
-            })
+            r.points
+                .iter()
+                .filter_map(move |p| p.conversation.as_ref().map(|c| (engine.as_str(), p.x, c)))
         })
         .collect()
 }
@@ -80,7 +78,9 @@ pub fn turns_text(report: &Report) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut lines = vec![Line::Cells(COLUMNS.iter().map(|c| Cell::plain(*c)).collect())];
+    let mut lines = vec![Line::Cells(
+        COLUMNS.iter().map(|c| Cell::plain(*c)).collect(),
+    )];
     lines.extend(
         rows.into_iter()
             .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),

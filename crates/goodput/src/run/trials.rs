@@ -308,7 +308,9 @@ async fn run_one(
     let offsets = match plan.mode {
         // A conversation trial's arrivals are its sessions' starts: at most one a request.
         LoadMode::Rate => {
-            let n = conversations.as_ref().map_or(requests.len(), |c| c.requests as usize);
+            let n = conversations
+                .as_ref()
+                .map_or(requests.len(), |c| c.requests as usize);
             arrival_offsets(x_sent, plan.burstiness, n, seed ^ lane)
         }
         LoadMode::Trace => builder.trace_offsets(x),

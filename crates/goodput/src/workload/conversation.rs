@@ -508,7 +508,10 @@ mod tests {
         assert_eq!(s.next_request(&conv).unwrap().context_cut_turns, 0);
         answer(&mut s, "a", Some(12));
         let t2 = s.next_request(&conv).unwrap();
-        assert_eq!((t2.context_cut_turns, t2.prepared.asked.shared_tokens), (0, Some(16)));
+        assert_eq!(
+            (t2.context_cut_turns, t2.prepared.asked.shared_tokens),
+            (0, Some(16))
+        );
         answer(&mut s, "b", Some(28));
         // 16 + 16 of history + 14 of the new turn > 40: the first turn goes.
         let t3 = s.next_request(&conv).unwrap();
@@ -522,7 +525,10 @@ mod tests {
     fn given_sessions_are_used_in_order() {
         let b = builder(Api::Chat, workload(None));
         let given = Sessions::Given {
-            sessions: Arc::new(vec![vec!["hi there".into(), "and".into()], vec!["yo".into()]]),
+            sessions: Arc::new(vec![
+                vec!["hi there".into(), "and".into()],
+                vec!["yo".into()],
+            ]),
             output_tokens: 5,
         };
         let conv = Conversations::new(b, given, 10, Duration::ZERO);
@@ -537,7 +543,10 @@ mod tests {
     fn the_static_build_runs_sessions_in_turn_order() {
         let b = builder(Api::Chat, workload(None));
         let reqs = b.build(7, 1, 0);
-        let turns: Vec<_> = reqs.iter().map(|r| (r.asked.session, r.asked.turn)).collect();
+        let turns: Vec<_> = reqs
+            .iter()
+            .map(|r| (r.asked.session, r.asked.turn))
+            .collect();
         assert_eq!(turns[3], (Some(1), Some(0)));
         assert_eq!(turns[6], (Some(2), Some(0)));
         assert_eq!(reqs.len(), 7);

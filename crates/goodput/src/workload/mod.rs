@@ -1,6 +1,8 @@
 //! What each request says: synthetic prompts of a target token length, prompts
-//! from a JSONL file, groups sharing a prefix (`prefix`), or a replayed trace
-//! (`trace`); bodies are serialised here, before any timing starts.
+//! from a JSONL file, groups sharing a prefix (`prefix`), a replayed trace
+//! (`trace`), or multi-turn sessions (`conversation`); bodies are serialised here,
+//! before any timing starts (a conversation's later turns, which carry the replies
+//! before them, in the think time after those replies).
 //!
 //! Synthetic requests ask for a fixed output length (`max_tokens` = `min_tokens` =
 //! the length, `ignore_eos`), so every engine generates the same number of tokens.

@@ -72,7 +72,11 @@ async fn answer(State(log): State<Log>, body: Bytes) -> impl IntoResponse {
     let prompt_words = match &chat {
         Some(m) => m
             .iter()
-            .map(|m| m["content"].as_str().map_or(0, |c| c.split_whitespace().count()))
+            .map(|m| {
+                m["content"]
+                    .as_str()
+                    .map_or(0, |c| c.split_whitespace().count())
+            })
             .sum(),
         None => v["prompt"].as_str().map_or(0, |p| p.split(' ').count()),
     };
