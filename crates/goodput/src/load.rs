@@ -264,7 +264,11 @@ fn spawn_sessions(
                 while left(&s) {
                     let id = next.fetch_add(1, Ordering::Relaxed);
                     let scheduled = now_ns().saturating_sub(s.origin);
-                    s.run_session(id, scheduled, None).await;
+                    // A session with nothing to send (no turns, or the budget gone
+                    // meanwhile) ends the worker: no loop over empty sessions.
+                    if !s.run_session(id, scheduled, None).await {
+                        break;
+                    }
                 }
             });
         }
@@ -282,7 +286,9 @@ fn spawn_sessions(
                 _ = s.no_new.cancelled() => break,
             }
             let (s2, sem) = (s.clone(), sem.clone());
-            tasks2.spawn(async move { s2.run_session(id as u32, off, sem).await });
+            tasks2.spawn(async move {
+                s2.run_session(id as u32, off, sem).await;
+            });
         }
     });
 }
@@ -359,10 +365,11 @@ impl Shared {
     }
 
     /// Session `id`'s turns, the first at `scheduled`, each later one `think_time`
-    /// after the reply before it; with a cap, each turn waits for a slot.
-    async fn run_session(&self, id: u32, mut scheduled: u64, sem: Option<Arc<Semaphore>>) {
+    /// after the reply before it; with a cap, each turn waits for a slot. True when
+    /// it sent a request.
+    async fn run_session(&self, id: u32, mut scheduled: u64, sem: Option<Arc<Semaphore>>) -> bool {
         let Some(conv) = &self.conversations else {
-            return;
+            return false;
         };
         let mut session = conv.session(id);
         let want = session.turns();
@@ -406,6 +413,7 @@ impl Shared {
         }
         // A session that ended early gives its unsent turns to the sessions to come.
         self.budget.fetch_add(reserved - sent, Ordering::Relaxed);
+        sent > 0
     }
 
     /// Sends `req` as request `i` and returns its record; `keep_reply` keeps the
