@@ -11,8 +11,17 @@
 //!
 //! Every request's record is kept, including the ones cut short by an interrupt or
 //! the trial timeout (`cancelled`).
+//!
+//! A conversation trial ([`run_conversation_trial`]) sends sessions instead of
+//! single requests: each session's turns in order, the next turn `think_time` after
+//! the reply to the one before (that is its scheduled time). In closed loop x is the
+//! number of sessions in progress (a worker starts a new session when its session
+//! ends); in open loop the arrival times are the sessions' starts. Either way the
+//! trial sends at most its request count, all sessions together: a session reserves
+//! its turns when it starts (so only the last session is short), and a failed turn
+//! ends its session and gives its unsent turns back.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +36,7 @@ use tokio_util::task::TaskTracker;
 use crate::client::{stream_request, Limits, Target};
 use crate::profile::LoadMode;
 use crate::record::{now_ns, ErrorKind, RequestRecord};
+use crate::workload::conversation::Conversations;
 use crate::workload::Prepared;
 
 /// Send offsets (ns from trial start) of `n` open-loop requests at `rate`/s; the first
@@ -85,6 +95,31 @@ pub async fn run_trial(
     target: Target,
     trial: Trial,
     stop: watch::Receiver<bool>,
+    on_record: OnRecord,
+) -> Vec<RequestRecord> {
+    run(client, target, trial, None, stop, on_record).await
+}
+
+/// Runs a trial of conversations (`trial.requests` is not used: the bodies are made
+/// from `conversations` as the replies come); otherwise as [`run_trial`]. Open loop:
+/// `trial.offsets` are the sessions' starts.
+pub async fn run_conversation_trial(
+    client: reqwest::Client,
+    target: Target,
+    trial: Trial,
+    conversations: Conversations,
+    stop: watch::Receiver<bool>,
+    on_record: OnRecord,
+) -> Vec<RequestRecord> {
+    run(client, target, trial, Some(conversations), stop, on_record).await
+}
+
+async fn run(
+    client: reqwest::Client,
+    target: Target,
+    trial: Trial,
+    conversations: Option<Conversations>,
+    stop: watch::Receiver<bool>,
     mut on_record: OnRecord,
 ) -> Vec<RequestRecord> {
     // Two tokens: `cancel` abandons in-flight requests; its child `no_new` (also
@@ -113,10 +148,24 @@ pub async fn run_trial(
         no_new,
         tx,
         sent: trial.sent,
+        budget: AtomicU32::new(conversations.as_ref().map_or(0, |c| c.requests)),
+        next_index: AtomicU32::new(0),
+        conversations,
     });
-    let n = shared.requests.len();
+    let n = match &shared.conversations {
+        Some(c) => c.requests as usize,
+        None => shared.requests.len(),
+    };
     let tasks = TaskTracker::new();
     match trial.mode {
+        _ if shared.conversations.is_some() => spawn_sessions(
+            &shared,
+            &tasks,
+            trial.mode,
+            trial.x,
+            trial.offsets,
+            trial.max_concurrency,
+        ),
         LoadMode::Concurrency => {
             let next = Arc::new(AtomicUsize::new(0));
             let workers = (trial.x.max(1.0) as usize).min(n.max(1));
@@ -195,6 +244,55 @@ async fn open_loop(s: Arc<Shared>, offsets: Vec<u64>, cap: Option<u32>, tasks: T
     }
 }
 
+/// Starts a conversation trial's sessions: closed loop, x workers each running one
+/// session after another; open loop, a session at each offset.
+fn spawn_sessions(
+    shared: &Arc<Shared>,
+    tasks: &TaskTracker,
+    mode: LoadMode,
+    x: f64,
+    offsets: Vec<u64>,
+    cap: Option<u32>,
+) {
+    let n = shared.conversations.as_ref().map_or(0, |c| c.requests);
+    let left = |s: &Shared| s.budget.load(Ordering::Relaxed) > 0 && !s.no_new.is_cancelled();
+    if mode == LoadMode::Concurrency {
+        let next = Arc::new(AtomicU32::new(0));
+        for _ in 0..(x.max(1.0) as u32).min(n.max(1)) {
+            let (s, next) = (shared.clone(), next.clone());
+            tasks.spawn(async move {
+                while left(&s) {
+                    let id = next.fetch_add(1, Ordering::Relaxed);
+                    let scheduled = now_ns().saturating_sub(s.origin);
+                    // A session with nothing to send (no turns, or the budget gone
+                    // meanwhile) ends the worker: no loop over empty sessions.
+                    if !s.run_session(id, scheduled, None).await {
+                        break;
+                    }
+                }
+            });
+        }
+        return;
+    }
+    let (s, tasks2) = (shared.clone(), tasks.clone());
+    tasks.spawn(async move {
+        let sem = cap.map(|c| Arc::new(Semaphore::new(c as usize)));
+        for (id, &off) in offsets.iter().enumerate() {
+            if !left(&s) {
+                break;
+            }
+            tokio::select! {
+                _ = sleep_precisely(s.origin_instant + Duration::from_nanos(off)) => {}
+                _ = s.no_new.cancelled() => break,
+            }
+            let (s2, sem) = (s.clone(), sem.clone());
+            tasks2.spawn(async move {
+                s2.run_session(id as u32, off, sem).await;
+            });
+        }
+    });
+}
+
 /// Sleeps until `when` with sub-millisecond precision: the timer wheel's last
 /// millisecond is spent yielding, not sleeping.
 async fn sleep_precisely(when: Instant) {
@@ -250,13 +348,88 @@ struct Shared {
     no_new: CancellationToken,
     tx: mpsc::UnboundedSender<RequestRecord>,
     sent: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// A conversation trial's sessions.
+    conversations: Option<Conversations>,
+    /// Requests a conversation trial's sessions may still reserve.
+    budget: AtomicU32,
+    /// The next request index of a conversation trial.
+    next_index: AtomicU32,
 }
 
 impl Shared {
     async fn send(&self, i: usize, scheduled: u64) {
-        let req = &self.requests[i];
-        let mut rec = RequestRecord::new(&self.engine, self.x, self.trial, i as u32, scheduled);
+        let rec = self
+            .exchange(i as u32, scheduled, &self.requests[i], false)
+            .await;
+        let _ = self.tx.send(rec);
+    }
+
+    /// Session `id`'s turns, the first at `scheduled`, each later one `think_time`
+    /// after the reply before it; with a cap, each turn waits for a slot. True when
+    /// it sent a request.
+    async fn run_session(&self, id: u32, mut scheduled: u64, sem: Option<Arc<Semaphore>>) -> bool {
+        let Some(conv) = &self.conversations else {
+            return false;
+        };
+        let mut session = conv.session(id);
+        let want = session.turns();
+        let reserved = self
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                (b > 0).then(|| b - b.min(want))
+            })
+            .map_or(0, |b| b.min(want));
+        let mut sent = 0;
+        while sent < reserved {
+            let Some(turn) = session.next_request(conv) else {
+                break;
+            };
+            let permit = match &sem {
+                Some(sem) => tokio::select! {
+                    p = sem.clone().acquire_owned() => p.ok(),
+                    _ = self.no_new.cancelled() => break,
+                },
+                None => None,
+            };
+            if self.no_new.is_cancelled() {
+                break;
+            }
+            let i = self.next_index.fetch_add(1, Ordering::Relaxed);
+            sent += 1;
+            let mut rec = self.exchange(i, scheduled, &turn.prepared, true).await;
+            drop(permit);
+            rec.context_cut_turns = (turn.context_cut_turns > 0).then_some(turn.context_cut_turns);
+            let go_on = session.answered(&mut rec);
+            let ended = rec.done.unwrap_or(scheduled);
+            let _ = self.tx.send(rec);
+            if !go_on {
+                break;
+            }
+            scheduled = ended + conv.think_time.as_nanos() as u64;
+            tokio::select! {
+                _ = sleep_precisely(self.origin_instant + Duration::from_nanos(scheduled)) => {}
+                _ = self.no_new.cancelled() => break,
+            }
+        }
+        // A session that ended early gives its unsent turns to the sessions to come.
+        self.budget.fetch_add(reserved - sent, Ordering::Relaxed);
+        sent > 0
+    }
+
+    /// Sends `req` as request `i` and returns its record; `keep_reply` keeps the
+    /// generated text in it (bounded).
+    async fn exchange(
+        &self,
+        i: u32,
+        scheduled: u64,
+        req: &Prepared,
+        keep_reply: bool,
+    ) -> RequestRecord {
+        let mut rec = RequestRecord::new(&self.engine, self.x, self.trial, i, scheduled);
         req.asked.fill(&mut rec);
+        if keep_reply {
+            rec.reply = Some(String::new());
+        }
         if let Some(sent) = &self.sent {
             sent.fetch_add(1, Ordering::Relaxed);
         }
@@ -279,7 +452,7 @@ impl Shared {
             rec.error = Some(ErrorKind::Cancelled);
             rec.error_detail = Some("the trial was stopped while the request was in flight".into());
         }
-        let _ = self.tx.send(rec);
+        rec
     }
 }
 

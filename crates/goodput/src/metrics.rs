@@ -32,6 +32,12 @@
 //!   value is at least 2 m (a MAD of 0 counts as infinitely far); or whose value
 //!   exceeds 10 m whatever the spread (one such request is the p99 of a small
 //!   trial). Slow side only; at least [`OUTLIER_MIN_REQUESTS`] requests.
+//! - **per turn** (conversation workloads, [`conversation_summary`]): requests grouped
+//!   by their turn index in the session (1: no history), all trials pooled: completed
+//!   and failed counts, median and p99 TTFT and TPOT (linear rule), mean prompt
+//!   tokens. Turn 1 against later turns shows what a prefix cache saves. **Cut
+//!   sessions**: sessions with a request whose history dropped earlier turns to fit
+//!   the context (`context_cut_turns`).
 //! - Per-trial median and p99: numpy's linear interpolation ([`quantile_linear`]).
 //! - Per point: each scalar summarised over trials as `{median,min,max,n}`; the
 //!   quantile grids pool the per-request TTFT and TPOT of all trials with the
@@ -39,7 +45,7 @@
 
 use indexmap::IndexMap;
 use report::stats::{quantile_linear, quantile_lower, sort_values};
-use report::{Outlier, Point, Stat};
+use report::{ConversationSummary, Outlier, Point, Stat, TurnSummary};
 
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
@@ -158,6 +164,101 @@ pub struct TrialMetrics {
     pub request_indexes: Vec<u32>,
     /// Per-request TPOTs (multi-token successful requests), ms.
     pub tpots_ms: Vec<f64>,
+    /// Conversation workloads: the trial's requests by turn.
+    pub turns: Option<TrialTurns>,
+}
+
+/// A conversation trial's per-request values by turn index (0-based, as records
+/// keep it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrialTurns {
+    /// Sessions that sent a turn.
+    pub sessions: u64,
+    /// Sessions with a history cut to fit the context.
+    pub cut_sessions: u64,
+    /// Per turn index.
+    pub by_turn: std::collections::BTreeMap<u32, TurnValues>,
+}
+
+/// The values of one turn index's requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnValues {
+    /// TTFTs of successful requests, ms.
+    pub ttfts_ms: Vec<f64>,
+    /// TPOTs of successful multi-token requests, ms.
+    pub tpots_ms: Vec<f64>,
+    /// Failed requests.
+    pub failed: u64,
+    /// Prompt tokens (from usage) summed, and how many requests reported them.
+    pub prompt_tokens: (u64, u64),
+}
+
+/// A trial's requests by turn; `None` when no record has a turn (not a
+/// conversation).
+pub fn trial_turns(records: &[RequestRecord], slo: &SloSpec) -> Option<TrialTurns> {
+    use std::collections::BTreeSet;
+    let mut t = TrialTurns::default();
+    let (mut sessions, mut cut) = (BTreeSet::new(), BTreeSet::new());
+    for r in records {
+        let Some(turn) = r.turn else { continue };
+        sessions.insert(r.session);
+        if r.context_cut_turns.is_some_and(|c| c > 0) {
+            cut.insert(r.session);
+        }
+        let v = t.by_turn.entry(turn).or_default();
+        match request_metrics(r, slo) {
+            Some(rm) => {
+                v.ttfts_ms.push(rm.ttft_ms);
+                v.tpots_ms.extend(rm.tpot_ms);
+                if let Some(p) = r.prompt_tokens {
+                    v.prompt_tokens = (v.prompt_tokens.0 + p, v.prompt_tokens.1 + 1);
+                }
+            }
+            None => v.failed += 1,
+        }
+    }
+    if sessions.is_empty() {
+        return None;
+    }
+    (t.sessions, t.cut_sessions) = (sessions.len() as u64, cut.len() as u64);
+    Some(t)
+}
+
+/// A point's per-turn table, its trials pooled; `None` when no trial has turns.
+pub fn conversation_summary(trials: &[TrialMetrics]) -> Option<ConversationSummary> {
+    let mut out = ConversationSummary::default();
+    let mut pooled = std::collections::BTreeMap::<u32, TurnValues>::new();
+    let mut any = false;
+    for t in trials.iter().filter_map(|t| t.turns.as_ref()) {
+        any = true;
+        out.sessions += t.sessions;
+        out.cut_sessions += t.cut_sessions;
+        for (turn, v) in &t.by_turn {
+            let p = pooled.entry(*turn).or_default();
+            p.ttfts_ms.extend(&v.ttfts_ms);
+            p.tpots_ms.extend(&v.tpots_ms);
+            p.failed += v.failed;
+            p.prompt_tokens.0 += v.prompt_tokens.0;
+            p.prompt_tokens.1 += v.prompt_tokens.1;
+        }
+    }
+    for (turn, mut v) in pooled {
+        let completed = v.ttfts_ms.len() as u64;
+        let (median_ttft_ms, p99_ttft_ms) = median_p99(&mut v.ttfts_ms);
+        let (median_tpot_ms, p99_tpot_ms) = median_p99(&mut v.tpots_ms);
+        out.turns.push(TurnSummary {
+            turn: turn + 1,
+            completed,
+            failed: v.failed,
+            median_ttft_ms,
+            p99_ttft_ms,
+            median_tpot_ms,
+            p99_tpot_ms,
+            mean_input_tokens: (v.prompt_tokens.1 > 0)
+                .then(|| v.prompt_tokens.0 as f64 / v.prompt_tokens.1 as f64),
+        });
+    }
+    any.then_some(out)
 }
 
 fn median_p99(v: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
@@ -241,6 +342,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     if in_tokens.1 > 0 {
         m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
     }
+    m.turns = trial_turns(records, slo);
     m
 }
 
@@ -399,6 +501,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         slo_check: None,
         extra: Default::default(),
         server: None,
+        conversation: conversation_summary(trials),
     }
 }
 

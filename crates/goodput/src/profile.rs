@@ -241,6 +241,21 @@ pub struct WorkloadSpec {
     /// Trace: clip prompts to this many tokens (the report counts the clipped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_input_tokens: Option<u32>,
+    /// Conversation: turns per session (each a user message of `input_tokens` and a
+    /// reply of `output_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+    /// Conversation: ms between a reply's end and the session's next turn (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time_ms: Option<u64>,
+    /// Conversation: the engine's context in tokens; a history that would not fit
+    /// loses its oldest turns (counted in the report). Default: the engine's
+    /// `max_model_len` from `/v1/models`, when it lists one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context_tokens: Option<u32>,
+    /// Conversation: where the user messages come from: `synthetic` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::workload::conversation::ConversationSource>,
 }
 
 fn yes() -> bool {
@@ -260,6 +275,9 @@ pub enum WorkloadKind {
     Prefix,
     /// A timestamped trace replayed at its own times (`[load] mode = "trace"`).
     Trace,
+    /// Multi-turn chat sessions; each turn carries the whole history, replies
+    /// included.
+    Conversation,
 }
 
 /// Style of synthetic text.

@@ -141,6 +141,10 @@ pub struct RequestRecord {
     /// Turn within the session (0-based), when the workload has turns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// Conversations: earlier turns dropped from this request's history so that it
+    /// fits the context (`max_context_tokens`), counted over the session so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_cut_turns: Option<u32>,
     /// HTTP status, when a response arrived.
     #[serde(default)]
     pub status: Option<u16>,
@@ -150,7 +154,16 @@ pub struct RequestRecord {
     /// Detail of the failure (never contains secrets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_detail: Option<String>,
+    /// The generated text, kept only when the sender asks for it (a conversation's
+    /// next turn carries it) by setting `Some` before the request, and at most
+    /// [`MAX_REPLY_BYTES`]; never written to the requests file.
+    #[serde(skip)]
+    pub reply: Option<String>,
 }
+
+/// Most bytes of generated text a record keeps in [`RequestRecord::reply`]; the rest
+/// of a longer reply is not kept (the stream is still read and timed).
+pub const MAX_REPLY_BYTES: usize = 256 << 10;
 
 impl RequestRecord {
     /// A fresh record for a request about to be sent.
@@ -174,9 +187,11 @@ impl RequestRecord {
             shared_tokens: None,
             session: None,
             turn: None,
+            context_cut_turns: None,
             status: None,
             error: None,
             error_detail: None,
+            reply: None,
         }
     }
 

@@ -308,6 +308,49 @@ pub struct Point {
     /// KV cache, preemptions, server-counted tokens), from its `/metrics`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::server::ServerSummary>,
+    /// goodput addition (conversation workloads): metrics by turn index, and the
+    /// sessions whose history was cut to fit the context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<ConversationSummary>,
+}
+
+/// goodput addition: a conversation workload's point, by turn (all trials' requests
+/// pooled).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ConversationSummary {
+    /// Sessions that sent at least one turn, over all trials.
+    pub sessions: u64,
+    /// Sessions that dropped earlier turns from a request's history to fit the
+    /// engine's context (never silently: this count).
+    pub cut_sessions: u64,
+    /// One entry per turn index, in order.
+    pub turns: Vec<TurnSummary>,
+}
+
+/// goodput addition: the requests of one turn index of a conversation workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct TurnSummary {
+    /// Turn index, 1-based (1: the session's first message, no history).
+    pub turn: u32,
+    /// Successful requests of this turn.
+    pub completed: u64,
+    /// Failed requests of this turn.
+    pub failed: u64,
+    /// Median TTFT of the turn's successful requests, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_ttft_ms: Option<f64>,
+    /// p99 TTFT, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ttft_ms: Option<f64>,
+    /// Median TPOT, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_tpot_ms: Option<f64>,
+    /// p99 TPOT, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_tpot_ms: Option<f64>,
+    /// Mean prompt tokens (from usage): the history's growth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_input_tokens: Option<f64>,
 }
 
 /// goodput addition: one request far out of its point's distribution of a metric.

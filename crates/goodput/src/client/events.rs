@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
 use super::{describe, max_content_chunks, Failure, Limits, SseParser};
-use crate::record::{now_ns, Chunk, ErrorKind, RequestRecord};
+use crate::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
 /// One timer for the whole stream, re-armed only when it fires: a stall is "no read
 /// since `last_read + stall`", checked lazily, so no timer is set per read.
@@ -160,8 +160,9 @@ impl Progress {
                 self.saw_done = true;
                 continue;
             }
-            let info =
-                super::parse_data(data).map_err(|e| Failure::new(e.kind(), e.to_string()))?;
+            let keep = rec.reply.as_mut().map(|r| (r, MAX_REPLY_BYTES));
+            let info = super::sse::parse_data_keeping(data, keep)
+                .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
             if let Some(u) = info.usage {
                 rec.prompt_tokens = u.prompt_tokens.or(rec.prompt_tokens);
                 rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);

@@ -240,6 +240,15 @@ fn excerpt(data: &[u8]) -> String {
 
 /// Parses the data of one event (not `[DONE]`).
 pub fn parse_data(data: &[u8]) -> Result<ChunkInfo, ChunkError> {
+    parse_data_keeping(data, None)
+}
+
+/// [`parse_data`], appending the chunk's generated text to `keep` (when given) up to
+/// `limit` bytes in all (cut at a character boundary).
+pub fn parse_data_keeping(
+    data: &[u8],
+    mut keep: Option<(&mut String, usize)>,
+) -> Result<ChunkInfo, ChunkError> {
     let msg: Msg = serde_json::from_slice(data)
         .map_err(|e| ChunkError::Malformed(format!("{e} in `{}`", excerpt(data))))?;
     if msg.error.is_some() {
@@ -265,12 +274,35 @@ pub fn parse_data(data: &[u8]) -> Result<ChunkInfo, ChunkError> {
             len += d.content.as_deref().map_or(0, str::len);
             len += d.reasoning_content.as_deref().map_or(0, str::len);
         }
+        // The reply as a conversation carries it on: the answer's text, not its
+        // reasoning.
+        if let Some((kept, limit)) = keep.as_mut() {
+            let text = c
+                .text
+                .as_deref()
+                .or(c.delta.as_ref().and_then(|d| d.content.as_deref()));
+            push_bounded(kept, text.unwrap_or(""), *limit);
+        }
     }
     Ok(ChunkInfo {
         text_len: u32::try_from(len).unwrap_or(u32::MAX),
         usage: msg.usage,
         probe_ns: msg.goodput_probe_ns,
     })
+}
+
+/// Appends `text` to `kept` while `kept` stays within `limit` bytes.
+fn push_bounded(kept: &mut String, text: &str, limit: usize) {
+    let room = limit.saturating_sub(kept.len());
+    if text.len() <= room {
+        kept.push_str(text);
+        return;
+    }
+    let mut end = room;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    kept.push_str(&text[..end]);
 }
 
 #[cfg(test)]
@@ -325,6 +357,24 @@ mod tests {
             }
         }
         panic!("limit not enforced across pushes");
+    }
+
+    #[test]
+    fn kept_reply_text_is_the_answer_bounded_at_a_character() {
+        let mut kept = String::new();
+        let c = parse_data_keeping(
+            br#"{"choices":[{"delta":{"content":"h\u00e9","reasoning_content":"no"}}]}"#,
+            Some((&mut kept, 64)),
+        )
+        .unwrap();
+        assert_eq!((c.text_len, kept.as_str()), (5, "h\u{e9}"));
+        parse_data_keeping(
+            br#"{"choices":[{"text":"xy\u00e9z"}]}"#,
+            Some((&mut kept, 6)),
+        )
+        .unwrap();
+        // 3 bytes kept, room for 3 more: "xy" and not half of the two-byte character.
+        assert_eq!(kept, "h\u{e9}xy");
     }
 
     #[test]

@@ -92,6 +92,8 @@ pub enum Workload {
     Prefix(crate::workload::prefix::PrefixWorkload),
     /// A replayed trace.
     Trace(crate::workload::trace::TraceWorkload),
+    /// Multi-turn chat sessions.
+    Conversation(crate::workload::conversation::ConversationWorkload),
 }
 
 /// One line of a JSONL workload.

@@ -50,6 +50,7 @@ pub(super) fn check_workload(check: &Checker, w: &WorkloadSpec) -> Result<Worklo
         }
         WorkloadKind::Prefix => check_prefix(check, w),
         WorkloadKind::Trace => check_trace(check, w),
+        WorkloadKind::Conversation => check_conversation(check, w),
     }
 }
 
@@ -126,6 +127,47 @@ fn check_trace(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileErr
     Ok(Workload::Trace(t))
 }
 
+fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+    use crate::workload::conversation::{ConversationSource, ConversationWorkload};
+    match w.source.unwrap_or_default() {
+        ConversationSource::Synthetic => {}
+        ConversationSource::Sharegpt => {
+            return Err(check.bad(
+                "workload.source",
+                "\"sharegpt\" conversations are not supported yet; use \"synthetic\"".into(),
+            ))
+        }
+    }
+    let turns = required(check, w, "turns", w.turns)?;
+    check.count("workload.turns", turns, 1..=10_000)?;
+    let input_tokens = required(check, w, "input_tokens", w.input_tokens)?;
+    let output_tokens = required(check, w, "output_tokens", w.output_tokens)?;
+    let think_ms = w.think_time_ms.unwrap_or(0);
+    check.count("workload.think_time_ms", think_ms, 0..=86_400_000)?;
+    if let Some(c) = w.max_context_tokens {
+        check.count("workload.max_context_tokens", c, 1..=100_000_000)?;
+        // One turn alone must fit, at the top of its length range.
+        let most = |l: u32| (f64::from(l) * (1.0 + w.range_ratio)).round() as u64;
+        let one_turn = most(input_tokens) + most(output_tokens);
+        if one_turn > u64::from(c) {
+            return Err(check.bad(
+                "workload.max_context_tokens",
+                format!("{c} cannot hold even one turn ({one_turn} tokens of input_tokens + output_tokens at the top of range_ratio)"),
+            ));
+        }
+    }
+    Ok(Workload::Conversation(ConversationWorkload {
+        turns,
+        input_tokens,
+        output_tokens,
+        range_ratio: w.range_ratio,
+        think_time: std::time::Duration::from_millis(think_ms),
+        max_context_tokens: w.max_context_tokens,
+        text: w.text,
+        calibrate: w.calibrate,
+    }))
+}
+
 /// The workload as the report documents it: the profile's table as written, plus
 /// (under `facts`) the source's SHA-256, counts after selection, the expected
 /// prefix-cache hit share. Two reports with the same description ran the same
@@ -162,5 +204,6 @@ fn facts(w: &Workload, requests_per_trial: u32) -> serde_json::Value {
             "duration_s": t.requests.last().map_or(0.0, |r| r.offset_ns as f64 / 1e9),
             "expected_prefix_hit_share": t.expected_hit_share(),
         }),
+        Workload::Conversation(_) => json!({"source": "synthetic"}),
     }
 }

@@ -10,6 +10,7 @@
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
 //! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
+//! - [`turns`]: the per-turn table of conversation workloads.
 //! - [`text`]: number formatting, colour and column alignment for terminals.
 
 pub mod charts;
@@ -19,6 +20,7 @@ pub mod markdown;
 pub mod rows;
 pub mod table;
 pub mod text;
+pub mod turns;
 pub mod verdict;
 pub mod warnings;
 
@@ -97,6 +99,11 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out.push_str(&table::header_text(report));
             out.push('\n');
             out.push_str(&table::text_table(report, &rows, color));
+            let t = turns::turns_text(report);
+            if !t.is_empty() {
+                out.push('\n');
+                out.push_str(&t);
+            }
             let w = warnings_text(report, color);
             if !w.is_empty() {
                 out.push('\n');
@@ -112,6 +119,11 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 table::md_escape(&verdict::verdict(report).join(" "))
             ));
             out.push_str(&table::markdown_table(report, &rows));
+            let t = turns::turns_markdown(report);
+            if !t.is_empty() {
+                out.push('\n');
+                out.push_str(&t);
+            }
             out.push('\n');
             out.push_str(&warnings::warnings_markdown(report));
             out

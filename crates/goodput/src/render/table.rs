@@ -219,7 +219,17 @@ pub fn header_lines(report: &Report) -> Vec<(String, String)> {
 
 /// What `x` means in this report.
 pub fn load_mode_text(report: &Report) -> String {
+    let sessions = report
+        .run
+        .as_ref()
+        .is_some_and(|r| r.workload.get("kind").and_then(|k| k.as_str()) == Some("conversation"));
     match report.run.as_ref().map(|r| r.load_mode.as_str()) {
+        Some("concurrency") if sessions => {
+            "concurrency (x = conversation sessions in progress, closed loop)".into()
+        }
+        Some("rate") if sessions => {
+            "rate (x = conversation sessions started per second, open loop)".into()
+        }
         Some("concurrency") => "concurrency (x = requests in flight, closed loop)".into(),
         Some("rate") => "rate (x = requests per second, open loop)".into(),
         Some(other) => other.to_string(),

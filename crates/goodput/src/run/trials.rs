@@ -13,7 +13,7 @@ use super::state::PointKey;
 use super::{Ctx, TrialState};
 use crate::client::{Limits, SseLimits, Target};
 use crate::engine::{EngineContext, EngineHandle, SpecCounters};
-use crate::load::{arrival_offsets, run_trial, Trial};
+use crate::load::{arrival_offsets, run_conversation_trial, run_trial, Trial};
 use crate::metrics::{trial_metrics, trial_slo, TrialMetrics};
 use crate::plan::Plan;
 use crate::profile::{EngineSpec, LoadMode};
@@ -22,6 +22,7 @@ use crate::server_metrics::ServerSampler;
 use crate::shard::load;
 use crate::stop::Stop;
 use crate::telemetry;
+use crate::workload::conversation::Conversations;
 use crate::workload::{calibrate, Builder, Calibration, Prepared};
 
 /// Runs every load level and trial of one engine; returns the handle to stop (none
@@ -116,6 +117,14 @@ async fn request_builder(ctx: &mut Ctx<'_>, name: &str, handle: &SweepEngine) ->
             ctx.set_prompt_lengths(name, "uncalibrated");
         }
     }
+    crate::workload::conversation::set_engine_context(
+        &mut builder,
+        &ctx.client,
+        &handle.base_url,
+        &mut ctx.info.notices,
+        name,
+    )
+    .await;
     builder
 }
 
@@ -256,7 +265,7 @@ async fn run_one(
     };
     preconnect(ctx, at.name, target, x_sent).await;
     let warmup_server = warm_up(ctx, at, handle, builder, target).await;
-    let (requests, offsets, first) = shard_requests(ctx, at, builder, x_sent);
+    let (requests, conversations, offsets, first) = shard_requests(ctx, at, builder, x_sent)?;
     let trial = Trial {
         x: x_sent,
         ..trial_of(ctx, at, requests, ctx.plan.mode, offsets)
@@ -268,7 +277,7 @@ async fn run_one(
         point_label(ctx, at),
     ));
     let label = format!("{} x={} trial {trial_no}", at.name, at.x);
-    let mut m = measure(ctx, at, handle, tel, target, trial, label).await;
+    let mut m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
     for r in &mut m.records {
         r.attempt = at.attempt;
         // A load shard's records carry the whole load level and trial indexes.
@@ -394,9 +403,17 @@ fn shard_requests(
     at: &At<'_>,
     builder: &Builder,
     x_sent: f64,
-) -> (Vec<Prepared>, Vec<u64>, u32) {
+) -> anyhow::Result<(Vec<Prepared>, Option<Conversations>, Vec<u64>, u32)> {
     let plan = ctx.plan;
-    let mut requests = builder.build(plan.requests_per_trial, plan.seed, at.lane);
+    // A conversation trial's bodies are made from its sessions as the replies come.
+    let conversations = builder.conversations(plan.requests_per_trial, plan.seed, at.lane);
+    if conversations.is_some() && ctx.opts.load_shard.is_some() {
+        anyhow::bail!("a conversation workload cannot be split over load shards yet");
+    }
+    let mut requests = match conversations {
+        Some(_) => Vec::new(),
+        None => builder.build(plan.requests_per_trial, plan.seed, at.lane),
+    };
     let (first, seed) = match &ctx.opts.load_shard {
         None => (0, plan.seed),
         Some(l) => {
@@ -410,11 +427,17 @@ fn shard_requests(
         }
     };
     let offsets = match plan.mode {
-        LoadMode::Rate => arrival_offsets(x_sent, plan.burstiness, requests.len(), seed ^ at.lane),
+        // A conversation trial's arrivals are its sessions' starts: at most one a request.
+        LoadMode::Rate => {
+            let n = conversations
+                .as_ref()
+                .map_or(requests.len(), |c| c.requests as usize);
+            arrival_offsets(x_sent, plan.burstiness, n, seed ^ at.lane)
+        }
         LoadMode::Trace => builder.trace_offsets(at.x),
         LoadMode::Concurrency => Vec::new(),
     };
-    (requests, offsets, first)
+    Ok((requests, conversations, offsets, first))
 }
 
 /// `point 2/5` of a plain run; `probe 3` of a search (its load levels so far,
@@ -456,7 +479,7 @@ async fn measure(
     handle: &EngineHandle,
     tel: &telemetry::Telemetry,
     target: &Target,
-    trial: Trial,
+    (trial, conversations): (Trial, Option<Conversations>),
     label: String,
 ) -> Measured {
     let plan = ctx.plan;
@@ -468,17 +491,15 @@ async fn measure(
     let server = ServerSampler::start(&ctx.client, &handle.base_url, &plan.server_metrics).await;
     start_together(ctx, at).await;
     let sampler = tel.start_trial();
-    let records = run_trial(
-        ctx.client.clone(),
-        target.clone(),
-        Trial {
-            sent: Some(sent),
-            ..trial
-        },
-        ctx.stop.clone(),
-        on_record,
-    )
-    .await;
+    let trial = Trial {
+        sent: Some(sent),
+        ..trial
+    };
+    let (client, stop) = (ctx.client.clone(), ctx.stop.clone());
+    let records = match conversations {
+        Some(c) => run_conversation_trial(client, target.clone(), trial, c, stop, on_record).await,
+        None => run_trial(client, target.clone(), trial, stop, on_record).await,
+    };
     let gpu_samples = sampler.finish().await;
     let spec_after = handle.scrape_spec_counters().await;
     bar.finish_and_clear();

@@ -1,6 +1,8 @@
 //! What each request says: synthetic prompts of a target token length, prompts
-//! from a JSONL file, groups sharing a prefix (`prefix`), or a replayed trace
-//! (`trace`); bodies are serialised here, before any timing starts.
+//! from a JSONL file, groups sharing a prefix (`prefix`), a replayed trace
+//! (`trace`), or multi-turn sessions (`conversation`); bodies are serialised here,
+//! before any timing starts (a conversation's later turns, which carry the replies
+//! before them, in the think time after those replies).
 //!
 //! Synthetic requests ask for a fixed output length (`max_tokens` = `min_tokens` =
 //! the length, `ignore_eos`), so every engine generates the same number of tokens.
@@ -17,6 +19,7 @@ use crate::plan::Workload;
 use crate::profile::{Api, TextStyle};
 use crate::record::RequestRecord;
 
+pub mod conversation;
 pub mod prefix;
 pub mod source;
 mod text;
@@ -82,6 +85,7 @@ impl Builder {
         match &self.workload {
             Workload::Prefix(p) => prefix::build(self, p, n, key),
             Workload::Trace(t) => trace::build(self, t, n, key),
+            Workload::Conversation(_) => conversation::build(self, n, seed, stream),
             _ => (0..n).map(|i| self.one(&mut rng, i)).collect(),
         }
     }
@@ -112,7 +116,9 @@ impl Builder {
                 };
                 (p.prompt.clone(), asked, false)
             }
-            Workload::Prefix(_) | Workload::Trace(_) => unreachable!("built by their modules"),
+            Workload::Prefix(_) | Workload::Trace(_) | Workload::Conversation(_) => {
+                unreachable!("built by their modules")
+            }
         };
         self.prepared(&prompt, asked, fixed)
     }
@@ -140,12 +146,22 @@ impl Builder {
 
     /// The JSON body of a streaming request.
     pub fn body(&self, prompt: &str, max_tokens: Option<u32>, fixed: bool) -> serde_json::Value {
-        let mut body = match self.api {
+        let body = match self.api {
             Api::Completions => json!({"model": self.model, "prompt": prompt}),
             Api::Chat => {
                 json!({"model": self.model, "messages": [{"role": "user", "content": prompt}]})
             }
         };
+        self.finish_body(body, max_tokens, fixed)
+    }
+
+    /// The streaming, sampling and length fields every body carries.
+    fn finish_body(
+        &self,
+        mut body: serde_json::Value,
+        max_tokens: Option<u32>,
+        fixed: bool,
+    ) -> serde_json::Value {
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
         body["temperature"] = json!(0.0);
@@ -239,6 +255,7 @@ pub async fn calibrate(builder: &Builder, client: &reqwest::Client, base_url: &s
         } => *input_tokens,
         Workload::Prefix(p) if p.calibrate => p.prefix_tokens + p.suffix_tokens,
         Workload::Trace(t) if t.calibrate => 512,
+        Workload::Conversation(c) if c.calibrate => c.input_tokens,
         _ => return Calibration::NotAsked,
     };
     let words = (input_tokens as usize).clamp(16, 4096);
