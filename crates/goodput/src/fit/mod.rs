@@ -303,7 +303,11 @@ fn kv_pool(ctx: &FitContext, records: &[&RequestRecord], config: &mut SimConfig)
 fn coalesced(steps: &mut [Step], notes: &mut Vec<String>) {
     let mut spanned = 0usize;
     for s in steps.iter_mut() {
-        let most = s.decode_tokens.iter().fold(1.0f64, |a, &b| a.max(b)).round();
+        let most = s
+            .decode_tokens
+            .iter()
+            .fold(1.0f64, |a, &b| a.max(b))
+            .round();
         s.spans = most.clamp(1.0, 1e4);
         spanned += usize::from(s.spans > 1.0);
     }

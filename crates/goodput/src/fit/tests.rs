@@ -197,11 +197,15 @@ fn the_engine_command_line_gives_the_batch_limit() {
         Some(3)
     );
     assert_eq!(
-        slots_from_command(&argv("python -m vllm --max-num-seqs 8 --max-num-seqs 6"))
-            .map(|s| s.0),
+        slots_from_command(&argv("python -m vllm --max-num-seqs 8 --max-num-seqs 6")).map(|s| s.0),
         Some(6)
     );
-    for none in ["llama-server -np", "llama-server -np x", "vllm --max-num-seqs 0", "sim"] {
+    for none in [
+        "llama-server -np",
+        "llama-server -np x",
+        "vllm --max-num-seqs 0",
+        "sim",
+    ] {
         assert_eq!(slots_from_command(&argv(none)), None, "{none}");
     }
     // Known, it is used although the load never exceeded it.
@@ -286,7 +290,11 @@ fn coalesced_chunks_without_drafts_counted_are_steps_not_speculation() {
     };
     let f = fit(&recs, &c).unwrap();
     assert!(f.config.speculative.is_none(), "{}", render::summary(&f));
-    assert!(f.notes.iter().any(|n| n.contains("coalesced")), "{:?}", f.notes);
+    assert!(
+        f.notes.iter().any(|n| n.contains("coalesced")),
+        "{:?}",
+        f.notes
+    );
     let t = truth();
     for (name, want) in [
         ("step_fixed_ms", t.step_fixed_ms),
