@@ -8,8 +8,10 @@
 //!   batch seen, when requests waited beside it in a quarter of the steps or more
 //!   (else not identifiable: held at the prior, "at least N");
 //! - `kv_pool_tokens`: the report's detected KV pool (else held at the prior);
-//! - speculative decoding: on when decoding requests got more than 1.1 tokens a
-//!   step on average; `num_speculative_tokens` from the most tokens one step gave,
+//! - speculative decoding: off when the engine's metrics were scraped and counted
+//!   no draft (chunks of several tokens are then coalesced delivery, each counted
+//!   as the engine steps it spans); else on when decoding requests got more than
+//!   1.1 tokens a step on average; `num_speculative_tokens` from the most tokens one step gave,
 //!   the acceptance rate `a` from the mean tokens a step (`1 + Σ_{i≤k} aⁱ`);
 //!   its costs are held at 0 (they move with the decode cost, which carries them);
 //! - async scheduling on with no CPU cost (the fixed cost carries it), no thermal
@@ -313,7 +315,7 @@ fn coalesced(steps: &mut [Step], notes: &mut Vec<String>) {
     }
     if spanned > 0 {
         notes.push(format!(
-            "{spanned} chunks carried several tokens while the engine counted no speculative draft: delivery coalesced several steps (each counted as the steps it spans), not speculation"
+            "{spanned} steps had a chunk of several tokens while the engine counted no speculative draft: delivery coalesced several engine steps (each counted as the steps it spans), not speculation"
         ));
     }
 }
