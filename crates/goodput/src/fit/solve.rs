@@ -1,11 +1,13 @@
-//! The step cost by least squares: `ms = fixed + prefill × P + decode × D + kv × K`
-//! over reconstructed steps ([`super::steps`]), the simulator's own step-cost form.
+//! The step cost by least squares: `ms = fixed + prefill × P + decode × D + kv × K
+//! + prefill_step × [N > 0] + per_prefill_seq × N` (N: requests prefilled) over
+//! reconstructed steps ([`super::steps`]), the simulator's own step-cost form.
 //!
 //! Why this and not a general optimiser over simulated runs: the model is linear
 //! in its costs, every step is one equation, and a fit of a few thousand
 //! equations is exact and instant; what is not identifiable shows directly as a
 //! column the others explain. The solve:
-//! 1. columns in the order fixed, prefill, decode, kv; a column that is all zero,
+//! 1. columns in the order fixed, prefill, decode, kv, prefill step, per prefill
+//!    request; a column that is all zero,
 //!    or that the columns before it explain (R² of its regression on them
 //!    ≥ [`COLLINEAR_R2`]), is **not identifiable**: held at its prior (0: the
 //!    columns before it carry its cost) and said so;
@@ -28,12 +30,17 @@ const HUBER_K: f64 = 1.345;
 /// Reweighting rounds.
 const IRLS_ROUNDS: usize = 20;
 
+/// Number of step-cost terms.
+pub const TERMS: usize = 6;
+
 /// The costs' names, in column order (the simulator config's field names).
-pub const NAMES: [&str; 4] = [
+pub const NAMES: [&str; TERMS] = [
     "step_fixed_ms",
     "per_prefill_token_ms",
     "per_decode_seq_ms",
     "per_kv_token_ms",
+    "prefill_step_ms",
+    "per_prefill_seq_ms",
 ];
 
 /// How one cost was set.
@@ -48,25 +55,30 @@ pub enum Status {
     AtZero,
     /// Not identifiable from these data; held at the prior, with why.
     Prior(String),
+    /// Not fitted: known from the run (where it was said).
+    Known(String),
 }
 
 /// The solved costs.
 #[derive(Debug, Clone)]
 pub struct Solution {
     /// Values in [`NAMES`] order, ms.
-    pub values: [f64; 4],
+    pub values: [f64; TERMS],
     /// How each was set.
-    pub status: [Status; 4],
+    pub status: [Status; TERMS],
     /// Robust scale of the step residuals, ms.
     pub residual_ms: f64,
 }
 
 fn column(s: &Step, j: usize) -> f64 {
+    // Per-step costs count once per engine step the observation spans.
     match j {
-        0 => 1.0,
+        0 => s.spans,
         1 => s.prefill_tokens,
-        2 => s.decode_seqs,
-        _ => s.kv_tokens,
+        2 => s.decode_seqs * s.spans,
+        3 => s.kv_tokens * s.spans,
+        4 => f64::from(u8::from(s.prefill_seqs > 0.0)),
+        _ => s.prefill_seqs,
     }
 }
 
@@ -77,6 +89,7 @@ fn unidentifiable(steps: &[Step], j: usize, accepted: &[usize]) -> Option<String
         return Some(match j {
             1 => "no step prefilled a prompt with a known length (no usage.prompt_tokens)".into(),
             2 => "no step decoded (every request has a single chunk)".into(),
+            4 | 5 => "no step prefilled a prompt".into(),
             _ => "every step's value is 0".into(),
         });
     }
@@ -104,6 +117,14 @@ fn unidentifiable(steps: &[Step], j: usize, accepted: &[usize]) -> Option<String
             ),
             3 => format!(
                 "the attended context moves with {} (prompts and outputs of one length): its cost cannot be told apart",
+                by.join(", ")
+            ),
+            4 => format!(
+                "whether a step prefilled follows from {} (every step prefilled alone, or decoded alone, at one batch size): its cost cannot be told apart",
+                by.join(", ")
+            ),
+            5 => format!(
+                "the requests prefilled in a step follow from {} (one prompt length, or one prefill a step): a per-request cost cannot be told apart",
                 by.join(", ")
             ),
             _ => format!("explained by {}", by.join(", ")),
@@ -171,7 +192,7 @@ fn robust_ls(steps: &[Step], cols: &[usize], y: &DVector<f64>) -> (Vec<f64>, Vec
 
 /// Solves the step cost over `steps` (at least one).
 pub fn solve(steps: &[Step]) -> Solution {
-    let mut status: [Status; 4] = std::array::from_fn(|_| Status::Prior(String::new()));
+    let mut status: [Status; TERMS] = std::array::from_fn(|_| Status::Prior(String::new()));
     let mut accepted = Vec::new();
     for (j, st) in status.iter_mut().enumerate() {
         match unidentifiable(steps, j, &accepted) {
@@ -180,13 +201,13 @@ pub fn solve(steps: &[Step]) -> Solution {
         }
     }
     let y = DVector::from_iterator(steps.len(), steps.iter().map(|s| s.ms));
-    let mut values = [0.0; 4];
+    let mut values = [0.0; TERMS];
     let mut residual_ms = 0.0;
     // Clamp negatives one at a time and refit (at most one round per column).
-    for _ in 0..=4 {
+    for _ in 0..=TERMS {
         let (beta, stderr, scale) = robust_ls(steps, &accepted, &y);
         residual_ms = scale;
-        values = [0.0; 4];
+        values = [0.0; TERMS];
         let worst = accepted
             .iter()
             .zip(&beta)

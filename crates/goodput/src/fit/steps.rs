@@ -30,6 +30,8 @@ pub struct Step {
     pub ms: f64,
     /// Prompt tokens prefilled.
     pub prefill_tokens: f64,
+    /// Requests prefilled (their first chunk is in the step).
+    pub prefill_seqs: f64,
     /// Requests decoding.
     pub decode_seqs: f64,
     /// Context attended: prompt + produced tokens of every request in the step.
@@ -42,6 +44,9 @@ pub struct Step {
     pub in_flight: u32,
     /// Load level of its trial.
     pub x: f64,
+    /// Engine steps it spans (1; more when delivery coalesced several steps'
+    /// tokens into one chunk, see [`super::fit`]).
+    pub spans: f64,
 }
 
 /// A chunk of a request: arrival (ns), tokens it carries, whether it is the first.
@@ -149,6 +154,7 @@ pub fn trial_steps(records: &[&RequestRecord]) -> Vec<Step> {
         let mut step = Step {
             ms: end.saturating_sub(start) as f64 / 1e6,
             prefill_tokens: 0.0,
+            prefill_seqs: 0.0,
             decode_seqs: 0.0,
             kv_tokens: 0.0,
             decode_tokens: Vec::new(),
@@ -158,10 +164,12 @@ pub fn trial_steps(records: &[&RequestRecord]) -> Vec<Step> {
                 .filter(|r| r.sent < end && r.done.is_none_or(|d| d >= end))
                 .count() as u32,
             x: ok[0].x,
+            spans: 1.0,
         };
         for &(req, tokens, first) in &members {
             if first {
                 step.prefill_tokens += prompt(req);
+                step.prefill_seqs += 1.0;
                 step.kv_tokens += prompt(req);
             } else {
                 step.decode_seqs += 1.0;

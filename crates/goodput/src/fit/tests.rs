@@ -16,6 +16,8 @@ fn truth() -> SimConfig {
         per_prefill_token_ms: 0.05,
         per_decode_seq_ms: 0.6,
         per_kv_token_ms: 0.0005,
+        prefill_step_ms: 3.0,
+        per_prefill_seq_ms: 1.5,
         sched_cpu_ms: 0.0,
         thermal: None,
         ..SimConfig::default()
@@ -89,12 +91,15 @@ fn recovers_the_step_costs_of_the_model() {
     let recs = records(&truth(), &[1, 2, 4, 8], 48, true);
     let f = fit(&recs, &ctx()).unwrap();
     let t = truth();
-    // Tolerance: 2% for fixed, prefill and decode, 10% for the small KV cost.
+    // Tolerance: 2% for fixed, prefill and decode, 10% for the small KV cost and
+    // the two prefill terms (fewer steps carry them).
     for (name, want, rel) in [
         ("step_fixed_ms", t.step_fixed_ms, 0.02),
         ("per_prefill_token_ms", t.per_prefill_token_ms, 0.02),
         ("per_decode_seq_ms", t.per_decode_seq_ms, 0.02),
         ("per_kv_token_ms", t.per_kv_token_ms, 0.10),
+        ("prefill_step_ms", t.prefill_step_ms, 0.10),
+        ("per_prefill_seq_ms", t.per_prefill_seq_ms, 0.10),
     ] {
         let p = param(&f, name);
         assert!(
@@ -145,6 +150,14 @@ fn one_load_level_cannot_separate_per_sequence_from_fixed_cost() {
         param(&f, "per_kv_token_ms").status,
         Status::Prior(_)
     ));
+    // One prompt length, one prefill a step: neither prefill term is told apart
+    // from the per-token cost.
+    for name in ["prefill_step_ms", "per_prefill_seq_ms"] {
+        match &param(&f, name).status {
+            Status::Prior(why) => assert!(why.contains("cannot be told apart"), "{name}: {why}"),
+            other => panic!("{name} identified from one level: {other:?}"),
+        }
+    }
     assert!(render::summary(&f).contains("NOT IDENTIFIABLE"));
     // What it fitted still reproduces the one level it saw.
     let r = &f.residuals[0];
@@ -174,6 +187,40 @@ fn a_capped_batch_is_found_and_an_uncapped_one_is_a_lower_bound() {
 }
 
 #[test]
+fn the_engine_command_line_gives_the_batch_limit() {
+    let argv = |a: &str| a.split(' ').map(String::from).collect::<Vec<_>>();
+    let (n, from) = slots_from_command(&argv("llama-server -m m.gguf -np 4 -t 1")).unwrap();
+    assert_eq!(n, 4);
+    assert!(from.contains("-np 4"), "{from}");
+    assert_eq!(
+        slots_from_command(&argv("llama-server --parallel=3")).map(|s| s.0),
+        Some(3)
+    );
+    assert_eq!(
+        slots_from_command(&argv("python -m vllm --max-num-seqs 8 --max-num-seqs 6")).map(|s| s.0),
+        Some(6)
+    );
+    for none in [
+        "llama-server -np",
+        "llama-server -np x",
+        "vllm --max-num-seqs 0",
+        "sim",
+    ] {
+        assert_eq!(slots_from_command(&argv(none)), None, "{none}");
+    }
+    // Known, it is used although the load never exceeded it.
+    let c = FitContext {
+        max_num_seqs: Some((4, "-np 4 on the engine's command line".into())),
+        ..ctx()
+    };
+    let f = fit(&records(&truth(), &[1, 2], 12, true), &c).unwrap();
+    let p = param(&f, "max_num_seqs");
+    assert_eq!((p.value, f.config.max_num_seqs), (4.0, 4));
+    assert!(matches!(&p.status, Status::Known(w) if w.contains("-np 4")));
+    assert!(render::summary(&f).contains("known: -np 4"));
+}
+
+#[test]
 fn speculative_decoding_is_recovered() {
     let spec = SimConfig {
         speculative: Some(SpeculativeConfig {
@@ -194,6 +241,70 @@ fn speculative_decoding_is_recovered() {
         panic!("{:?}", s.acceptance)
     };
     assert!((mean - 0.6).abs() < 0.05, "acceptance {mean}");
+}
+
+/// Merges, per load level, the chunks of every third step end into each
+/// request's next chunk (steps where every chunk is neither a first nor a last).
+fn coalesce_every_third_step(recs: &mut [RequestRecord]) {
+    use std::collections::BTreeSet;
+    let levels: BTreeSet<u64> = recs.iter().map(|r| r.x.to_bits()).collect();
+    for x in levels {
+        let of_x = |r: &RequestRecord| r.x.to_bits() == x;
+        let mut edge = BTreeSet::new();
+        let mut middle = BTreeSet::new();
+        for r in recs.iter().filter(|r| of_x(r)) {
+            let n = r.chunks.len();
+            for (j, c) in r.chunks.iter().enumerate() {
+                if j == 0 || j + 1 == n {
+                    edge.insert(c.t);
+                } else {
+                    middle.insert(c.t);
+                }
+            }
+        }
+        let drop: BTreeSet<u64> = middle.difference(&edge).copied().step_by(3).collect();
+        for r in recs.iter_mut().filter(|r| of_x(r)) {
+            let mut j = 0;
+            while j + 1 < r.chunks.len() {
+                if drop.contains(&r.chunks[j].t) {
+                    let gone = r.chunks.remove(j);
+                    r.chunks[j].len += gone.len;
+                } else {
+                    j += 1;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn coalesced_chunks_without_drafts_counted_are_steps_not_speculation() {
+    // Every third step's tokens reach the client with the next step's, in one
+    // chunk per request (delivery fell behind the engine, for all requests alike),
+    // and the engine's metrics counted no draft.
+    let mut recs = records(&truth(), &[1, 2, 4], 24, true);
+    coalesce_every_third_step(&mut recs);
+    let c = FitContext {
+        no_drafts_counted: true,
+        ..ctx()
+    };
+    let f = fit(&recs, &c).unwrap();
+    assert!(f.config.speculative.is_none(), "{}", render::summary(&f));
+    assert!(
+        f.notes.iter().any(|n| n.contains("coalesced")),
+        "{:?}",
+        f.notes
+    );
+    let t = truth();
+    for (name, want) in [
+        ("step_fixed_ms", t.step_fixed_ms),
+        ("per_decode_seq_ms", t.per_decode_seq_ms),
+    ] {
+        let got = param(&f, name).value;
+        assert!(close(got, want, 0.05), "{name}: {got} want {want}");
+    }
+    // Without the counters' word, the same records look like speculation.
+    assert!(fit(&recs, &ctx()).unwrap().config.speculative.is_some());
 }
 
 #[test]

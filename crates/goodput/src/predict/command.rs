@@ -90,9 +90,11 @@ async fn confirm_search(
     model: &Model,
 ) -> anyhow::Result<i32> {
     if plan.engines.len() != 1 {
+        let names: Vec<&str> = plan.engines.keys().map(String::as_str).collect();
         return Err(crate::UsageError(format!(
-            "search --predict confirms one engine at a time; the plan has {} (pass --engine NAME)",
-            plan.engines.len()
+            "search --predict confirms one engine against its one fitted model; the plan has {} engines ({}): run it once per engine, `--engine NAME --predict NAME.toml` (the file `goodput fit --engine NAME` wrote)",
+            plan.engines.len(),
+            names.join(", ")
         ))
         .into());
     }

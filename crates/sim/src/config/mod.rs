@@ -88,6 +88,10 @@ pub struct SimConfig {
     pub per_decode_seq_ms: f64,
     /// Cost per KV token attended (context of every scheduled request), ms.
     pub per_kv_token_ms: f64,
+    /// Extra cost of a step that prefills anything, ms.
+    pub prefill_step_ms: f64,
+    /// Cost per request prefilled in a step (request handling), ms.
+    pub per_prefill_seq_ms: f64,
     /// Hide the scheduler's CPU time behind the GPU step (`max`) instead of adding it.
     pub async_scheduling: bool,
     /// CPU scheduling cost of one step, ms (not scaled by the SM clock).
@@ -212,6 +216,8 @@ impl Default for SimConfig {
             per_prefill_token_ms: 0.02,
             per_decode_seq_ms: 0.05,
             per_kv_token_ms: 0.000_02,
+            prefill_step_ms: 0.0,
+            per_prefill_seq_ms: 0.0,
             async_scheduling: true,
             sched_cpu_ms: 1.0,
             speculative: None,

@@ -86,6 +86,14 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
     )?;
     float_range("per_decode_seq_ms", c.per_decode_seq_ms, 0.0, false, MAX_MS)?;
     float_range("per_kv_token_ms", c.per_kv_token_ms, 0.0, false, MAX_MS)?;
+    float_range("prefill_step_ms", c.prefill_step_ms, 0.0, false, MAX_MS)?;
+    float_range(
+        "per_prefill_seq_ms",
+        c.per_prefill_seq_ms,
+        0.0,
+        false,
+        MAX_MS,
+    )?;
     float_range("sched_cpu_ms", c.sched_cpu_ms, 0.0, false, MAX_MS)?;
     if let Some(s) = &c.speculative {
         int_range(

@@ -333,8 +333,9 @@ impl Engine {
             if s.decode {
                 load.decode_seqs += 1;
                 load.draft_tokens += u64::from(s.drafts);
-            } else {
+            } else if s.tokens > 0 {
                 load.prefill_tokens += u64::from(s.tokens);
+                load.prefill_seqs += 1;
             }
             load.kv_tokens += u64::from(r.computed.saturating_add(s.tokens).min(self.kv_cap));
         }

@@ -246,6 +246,7 @@ fn async_scheduling_hides_cpu_time_and_sync_adds_it() {
     };
     let load = StepLoad {
         prefill_tokens: 100,
+        prefill_seqs: 1,
         decode_seqs: 0,
         draft_tokens: 0,
         kv_tokens: 100,
@@ -268,6 +269,25 @@ fn async_scheduling_hides_cpu_time_and_sync_adds_it() {
     assert_eq!(run(false, 3.0), (64.0, 16.01));
     // A CPU cost larger than the GPU step dominates with async scheduling.
     assert_eq!(run(true, 20.0), (61.0, 20.0));
+}
+
+#[test]
+fn prefill_step_and_per_request_costs_are_paid_in_steps_that_prefill() {
+    let c = SimConfig {
+        prefill_step_ms: 7.0,
+        per_prefill_seq_ms: 3.0,
+        ..cfg(1024, 1024)
+    };
+    let mut e = Engine::new(&c);
+    e.add_request(1, req(10, 2));
+    e.add_request(2, req(20, 2));
+    // Both prompts in one step: 10 + 1 × 30 + 7 + 3 × 2 = 53; then a decode: 10.
+    let prefill = e.step(0.0).unwrap();
+    assert_eq!(prefill.load.prefill_seqs, 2);
+    assert_eq!(ms(&prefill), 53.0);
+    let decode = e.step(prefill.end).unwrap();
+    assert_eq!(decode.load.prefill_seqs, 0);
+    assert_eq!(ms(&decode), 10.0);
 }
 
 #[test]
