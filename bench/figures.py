@@ -20,7 +20,7 @@ on a shared machine a miss can be the machine's, not goodput's. Each part's own
 output is kept in target/figures/<part>.md.
 
 Usage: bench/figures.py [--parts sim,client,threads,hold,peers] [--no-build]
-                        [--duration 10] [--peers-concurrency 1,100,500,1000]
+                        [--duration 10] [--peers-concurrency 1,100,500,1000] [--peers-timeout 900]
 """
 
 import argparse
@@ -281,8 +281,11 @@ def main():
     p.add_argument("--no-build", action="store_true", help="use the binaries already built")
     p.add_argument("--duration", type=float, default=10.0, help="seconds of sends per goodput-bench run")
     p.add_argument("--peers-concurrency", default="1,100,500,1000")
+    p.add_argument("--peers-timeout", type=float, default=LIMITS["peers"],
+                   help="wall-clock bound of the peers part, s (a loaded machine needs more)")
     a = p.parse_args()
     parts = [x.strip() for x in a.parts.split(",") if x.strip()]
+    LIMITS["peers"] = a.peers_timeout
     unknown = [x for x in parts if x not in PARTS]
     if unknown:
         sys.exit(f"figures: unknown part(s) {unknown}; known: {PARTS}")
