@@ -55,6 +55,17 @@ fn ticks_to_duration(ticks: u64) -> Duration {
     Duration::from_nanos(ticks.saturating_mul(1_000_000_000 / hz))
 }
 
+/// The machine's 1-minute load average (`/proc/loadavg`): other work on a shared
+/// machine skews every figure, so each is printed with it.
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Resident set size of this process in bytes (`/proc/self/statm`), 0 if unknown.
 pub fn rss_bytes() -> u64 {
     let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {

@@ -221,6 +221,8 @@ struct Outcome {
     steady_p99_ms: f64,
     header_stalls: usize,
     max_headers_ms: f64,
+    /// The 1-minute load average at the end of the run.
+    load: String,
 }
 
 /// A simulator on a thread of its own; its threads are named `sim-server`.
@@ -392,6 +394,7 @@ fn run_once(run: Run) -> Outcome {
         steady_p99_ms,
         header_stalls,
         max_headers_ms,
+        load: load_average(),
     }
 }
 
@@ -420,6 +423,34 @@ fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
     })
     .join()
     .unwrap_or_default()
+}
+
+/// One row per scenario, as Markdown (`bench/figures.py` reads it by column name).
+fn results_table(rows: &[(&str, Run, &Outcome)]) -> String {
+    let mut out = String::from(
+        "| scenario | streams | tokens | ITL ms | held | errors | chunks/s | sim cores | CPU us/chunk | chunks/s per core | steady lag p99 ms | slowest headers ms | header stalls | load 1m |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (name, run, o) in rows {
+        let per_chunk = o.server_cpu_s / o.chunks.max(1) as f64;
+        out.push_str(&format!(
+            "| {name} | {} | {} | {} | {} | {} | {:.0} | {:.2} | {:.1} | {:.0} | {:.3} | {:.0} | {} | {} |\n",
+            run.streams,
+            run.tokens,
+            run.itl_ms,
+            o.peak,
+            o.errors,
+            o.chunks as f64 / o.seconds,
+            o.server_cpu_s / o.seconds,
+            per_chunk * 1e6,
+            1.0 / per_chunk.max(1e-12),
+            o.steady_p99_ms,
+            o.max_headers_ms,
+            o.header_stalls,
+            o.load
+        ));
+    }
+    out
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -467,13 +498,15 @@ fn main() {
         };
         println!("\ncustom: {run:?}");
         let o = run_once(run);
-        if let Some(e) = o.first_error {
+        if let Some(e) = &o.first_error {
             println!("  first error: {e}");
         }
+        println!("\n## Results\n\n{}", results_table(&[("custom", run, &o)]));
         return;
     }
     let scenarios: String = env("SCENARIOS", "fidelity,hold,capacity".to_string());
     let mut summary = Vec::new();
+    let mut outcomes = Vec::new();
     for name in scenarios.split(',').map(str::trim) {
         let run = match name {
             "fidelity" => base,
@@ -530,9 +563,12 @@ fn main() {
                 o.server_cpu_s / o.seconds
             ),
         });
+        outcomes.push((name, run, o));
     }
     println!("\nTargets (load average {} at the end):", load_average());
     for line in summary {
         println!("{line}");
     }
+    let rows: Vec<(&str, Run, &Outcome)> = outcomes.iter().map(|(n, r, o)| (*n, *r, o)).collect();
+    println!("\n## Results\n\n{}", results_table(&rows));
 }

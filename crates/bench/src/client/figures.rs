@@ -42,6 +42,10 @@ pub struct Usage {
     pub cpu: Duration,
     /// Peak RSS during the run minus RSS before it, bytes (0 if it shrank).
     pub rss_delta: u64,
+    /// Peak RSS of the client process during the run, bytes.
+    pub rss_peak: u64,
+    /// The machine's 1-minute load average at the end of the run (`/proc/loadavg`).
+    pub load_avg: Option<f64>,
     /// CPU time of the simulator child process during the run (`None`: in-process).
     pub sim_cpu: Option<Duration>,
     /// CPU time the whole machine spent during the run, all processes (`/proc/stat`).
@@ -87,6 +91,8 @@ pub struct StreamFigures {
     pub ok: usize,
     /// Failed requests.
     pub failed: usize,
+    /// Most requests in flight at once (sent, not yet done), from the records.
+    pub held: usize,
     /// Content chunks received.
     pub chunks: u64,
     /// Output tokens received (`usage.completion_tokens`).
@@ -140,6 +146,7 @@ impl StreamFigures {
             itl_ms,
             ok: ok.len(),
             failed: records.len() - ok.len(),
+            held: most_in_flight(records),
             chunks: ok.iter().map(|r| r.chunks.len() as u64).sum(),
             tokens: ok
                 .iter()
@@ -183,6 +190,23 @@ impl StreamFigures {
     pub fn kib_per_stream(&self) -> f64 {
         self.usage.rss_delta as f64 / 1024.0 / self.streams.max(1) as f64
     }
+}
+
+/// Most requests in flight at once: a sweep over sends (+1) and ends (−1), an end
+/// before a send at the same instant. A record without an end counts to the last.
+fn most_in_flight(records: &[RequestRecord]) -> usize {
+    let mut events: Vec<(u64, i32)> = Vec::with_capacity(records.len() * 2);
+    for r in records {
+        events.push((r.sent, 1));
+        events.push((r.done.unwrap_or(u64::MAX), -1));
+    }
+    events.sort_unstable();
+    let (mut now, mut most) = (0i64, 0i64);
+    for (_, d) in events {
+        now += i64::from(d);
+        most = most.max(now);
+    }
+    most as usize
 }
 
 fn per_s(n: f64, seconds: f64) -> f64 {
@@ -289,12 +313,17 @@ mod tests {
             Usage {
                 cpu: Duration::from_millis(3),
                 rss_delta: 2048,
+                rss_peak: 4096,
+                load_avg: Some(0.5),
                 sim_cpu: Some(Duration::from_millis(2)),
                 machine_cpu: Some(Duration::from_millis(6)),
                 wall: Duration::from_millis(10),
             },
         );
-        assert_eq!((f.ok, f.failed, f.chunks, f.tokens), (1, 0, 3, 3));
+        assert_eq!(
+            (f.ok, f.failed, f.held, f.chunks, f.tokens),
+            (1, 0, 1, 3, 3)
+        );
         assert_eq!(f.ttft_err.p50, Some(1.0));
         assert_eq!(f.itl_err.p50, Some(0.5));
         assert_eq!(f.itl_err.max, Some(1.0));
@@ -306,6 +335,19 @@ mod tests {
         assert_eq!(f.kib_per_stream(), 2.0);
         assert_eq!(f.usage.sim_cores(), Some(0.2));
         assert!((f.usage.other_cores().unwrap() - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn in_flight_counts_overlaps_only() {
+        let ms = 1_000_000;
+        // [0, 10], [5, 15], [15, 20]: two at once; the third starts as the second ends.
+        let records = [
+            rec(0, &[(10 * ms, 0)]),
+            rec(5 * ms, &[(15 * ms, 0)]),
+            rec(15 * ms, &[(20 * ms, 0)]),
+        ];
+        assert_eq!(most_in_flight(&records), 2);
+        assert_eq!(most_in_flight(&[]), 0);
     }
 
     #[test]

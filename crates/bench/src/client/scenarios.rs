@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::watch;
 
 use super::figures::{RateFigures, StreamFigures, Usage};
-use crate::os::{cpu_time, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
+use crate::os::{cpu_time, load_average, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
 use crate::sim::{Schedule, Sim, SimKind};
 use goodput::client::{http_client, Limits, SseLimits, Target};
 use goodput::load::{arrival_offsets, run_trial, Trial};
@@ -147,7 +147,8 @@ async fn measured(
     let machine_cpu = machine_cpu_time()
         .zip(machine0)
         .map(|(b, a)| b.saturating_sub(a));
-    let rss_delta = peak.finish().saturating_sub(rss_before);
+    let rss_peak = peak.finish();
+    let rss_delta = rss_peak.saturating_sub(rss_before);
     if let Some(t) = timer {
         t.abort();
     }
@@ -155,6 +156,8 @@ async fn measured(
     let usage = Usage {
         cpu,
         rss_delta,
+        rss_peak,
+        load_avg: load_average(),
         sim_cpu,
         machine_cpu,
         wall,

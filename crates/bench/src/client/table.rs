@@ -21,6 +21,11 @@ pub fn count(v: f64) -> String {
     }
 }
 
+/// A load average with two decimals, `-` when unknown.
+pub fn load(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.2}"))
+}
+
 fn cores(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.2}"))
 }
@@ -40,6 +45,7 @@ pub fn streams(runs: &[StreamFigures]) -> String {
         "streams",
         "ITL ms",
         "ok/failed",
+        "held",
         "chunks/s",
         "tokens/s",
         "lag p50",
@@ -54,6 +60,8 @@ pub fn streams(runs: &[StreamFigures]) -> String {
         "other cores",
         "CPU s/Mtok",
         "KiB/stream",
+        "peak RSS MiB",
+        "load 1m",
     ];
     let rows: Vec<Vec<String>> = runs
         .iter()
@@ -63,6 +71,7 @@ pub fn streams(runs: &[StreamFigures]) -> String {
                 count(f.streams as f64),
                 format!("{}", f.itl_ms),
                 format!("{}/{}", count(f.ok as f64), count(f.failed as f64)),
+                count(f.held as f64),
                 count(f.chunks_per_s()),
                 count(f.tokens_per_s()),
                 l50,
@@ -78,6 +87,8 @@ pub fn streams(runs: &[StreamFigures]) -> String {
                 f.cpu_s_per_mtok()
                     .map_or_else(|| "-".into(), |v| format!("{v:.2}")),
                 format!("{:.1}", f.kib_per_stream()),
+                format!("{:.1}", f.usage.rss_peak as f64 / 1048576.0),
+                load(f.usage.load_avg),
             ]
         })
         .collect();
@@ -112,6 +123,7 @@ pub fn sweep(runs: &[SweepStep]) -> String {
         "client cores",
         "sim cores",
         "other cores",
+        "load 1m",
         "verdict",
     ];
     let rows: Vec<Vec<String>> = runs
@@ -131,6 +143,7 @@ pub fn sweep(runs: &[SweepStep]) -> String {
                 format!("{:.2}", f.cores()),
                 cores(f.usage.sim_cores()),
                 cores(f.usage.other_cores()),
+                load(f.usage.load_avg),
                 s.verdict.to_string(),
             ]
         })
@@ -191,6 +204,7 @@ pub fn rates(runs: &[RateFigures]) -> String {
         "client cores",
         "sim cores",
         "other cores",
+        "load 1m",
     ];
     let rows: Vec<Vec<String>> = runs
         .iter()
@@ -210,6 +224,7 @@ pub fn rates(runs: &[RateFigures]) -> String {
                 format!("{:.2}", f.usage.cpu.as_secs_f64() / seconds.max(1e-9)),
                 cores(f.usage.sim_cores()),
                 cores(f.usage.other_cores()),
+                load(f.usage.load_avg),
             ]
         })
         .collect();
