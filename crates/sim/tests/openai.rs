@@ -123,6 +123,35 @@ async fn streamed_choices_carry_their_index_and_usage_sums_them() {
     server.stop().await;
 }
 
+/// GuideLLM asks for `continuous_usage_stats`: every token chunk carries `usage`
+/// with the tokens streamed so far, then the usage chunk, as vLLM sends it.
+#[tokio::test]
+async fn continuous_usage_stats_put_usage_on_every_chunk() {
+    let server = Server::start(fixed(2.0, 1.0)).await;
+    let resp = client()
+        .post(server.url("/v1/completions"))
+        .json(
+            &json!({"prompt": [256, 257, 258], "max_tokens": 4, "ignore_eos": true,
+                      "stream": true, "stream_options":
+                      {"include_usage": true, "continuous_usage_stats": true}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let (events, err) = read_sse(resp).await;
+    assert!(err.is_none(), "{err:?}");
+    let mut so_far = Vec::new();
+    for e in &events[..events.len() - 1] {
+        let v = e.json();
+        assert_eq!(v["usage"]["prompt_tokens"], 3, "{v}");
+        so_far.push(v["usage"]["completion_tokens"].as_u64().unwrap());
+    }
+    // Four token chunks counting 1..4, then the usage chunk with all four.
+    assert_eq!(so_far, [1, 2, 3, 4, 4]);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn completion_logprobs_and_echo_are_well_formed() {
     let server = Server::start(fixed(1.0, 1.0)).await;

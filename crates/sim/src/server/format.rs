@@ -21,6 +21,9 @@ pub(crate) struct ChunkChoice<'a> {
     pub stop_reason: Option<&'a str>,
     /// Logprobs of the chunk's tokens, when asked for.
     pub logprobs: Option<&'a Value>,
+    /// `usage` on every chunk (`stream_options.continuous_usage_stats`, as vLLM
+    /// sends it): prompt tokens and the completion tokens streamed so far.
+    pub usage: Option<(u64, u64)>,
 }
 
 /// One choice of a non-streaming response.
@@ -130,18 +133,27 @@ impl ChunkFormat {
                 }
             }
         }
+        if let Some((prompt, completion)) = c.usage {
+            s.push_str(&Self::usage_json(prompt, completion));
+        }
         Self::finish(s, probe)
+    }
+
+    /// `,"usage":{...}`.
+    fn usage_json(prompt: u64, completion: u64) -> String {
+        format!(
+            ",\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\
+             \"completion_tokens\":{completion}}}",
+            prompt + completion
+        )
     }
 
     /// The final usage chunk (`"choices": []`).
     pub fn usage_chunk(&self, prompt: u64, completion: u64, probe: Option<Probe>) -> Bytes {
         let mut s = String::from("data: ");
         s.push_str(&self.head);
-        s.push_str(&format!(
-            ",\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\
-             \"completion_tokens\":{completion}}}",
-            prompt + completion
-        ));
+        s.push_str(",\"choices\":[]");
+        s.push_str(&Self::usage_json(prompt, completion));
         Self::finish(s, probe)
     }
 
@@ -222,6 +234,7 @@ mod tests {
             finish_reason: finish,
             stop_reason: None,
             logprobs: None,
+            usage: None,
         }
     }
 
@@ -245,6 +258,25 @@ mod tests {
              \"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\
              \"content\":\" a\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
         );
+    }
+
+    /// `continuous_usage_stats` (GuideLLM sends it): `usage` on every token chunk,
+    /// counting the completion tokens so far, as vLLM does.
+    #[test]
+    fn continuous_usage_rides_on_each_token_chunk() {
+        for endpoint in [Endpoint::Completions, Endpoint::Chat] {
+            let f = ChunkFormat::new(endpoint, "x".into(), 5, "m");
+            let c = ChunkChoice {
+                usage: Some((12, 3)),
+                ..choice(0, " a", false, None)
+            };
+            let v = parse(&f.token_chunk(&c, false, None));
+            assert_eq!(v["usage"]["prompt_tokens"], 12);
+            assert_eq!(v["usage"]["completion_tokens"], 3);
+            assert_eq!(v["usage"]["total_tokens"], 15);
+            let v = parse(&f.token_chunk(&choice(0, " a", false, None), false, None));
+            assert!(v.get("usage").is_none());
+        }
     }
 
     #[test]

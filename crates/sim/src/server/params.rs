@@ -283,17 +283,6 @@ pub fn check_values(req: &GenerationRequest, endpoint: Endpoint) -> Result<Check
             "Stream options can only be defined when `stream=True`.",
         ));
     }
-    if req
-        .stream_options
-        .as_ref()
-        .and_then(|o| o.continuous_usage_stats)
-        == Some(true)
-    {
-        return Err(ApiError::bad_param(
-            "stream_options",
-            "`continuous_usage_stats` is not supported by goodput-sim.",
-        ));
-    }
     Ok(Checked {
         n: n as u32,
         logprobs: logprobs(req, endpoint)?,

@@ -55,6 +55,9 @@ pub struct Plan {
     pub stream: bool,
     /// Send the usage chunk.
     pub include_usage: bool,
+    /// `usage` on every token chunk too (`continuous_usage_stats` with
+    /// `include_usage`, as vLLM's `should_include_usage` decides).
+    pub continuous_usage: bool,
     /// Top alternatives per token, when logprobs were asked for.
     pub logprobs: Option<u32>,
     /// `usage.prompt_tokens`: each prompt once, however many choices it has.
@@ -317,6 +320,9 @@ pub fn plan(
             .as_ref()
             .and_then(|o| o.include_usage)
             .unwrap_or(false),
+        continuous_usage: req.stream_options.as_ref().is_some_and(|o| {
+            o.include_usage == Some(true) && o.continuous_usage_stats == Some(true)
+        }),
         logprobs,
         prompt_tokens: prompt_usage,
         jobs,

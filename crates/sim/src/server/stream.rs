@@ -434,6 +434,10 @@ impl Writer {
                     finish_reason: finished.then_some(c.job.finish_reason),
                     stop_reason: c.job.stop_reason.as_deref().filter(|_| finished),
                     logprobs: lp.as_ref(),
+                    usage: self
+                        .plan
+                        .continuous_usage
+                        .then_some((self.plan.prompt_tokens, self.tokens)),
                 };
                 let probe = self.probe.then(|| Probe {
                     sent_ns: monotonic_ns(),
