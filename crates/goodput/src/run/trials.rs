@@ -265,7 +265,12 @@ async fn run_one(
     };
     preconnect(ctx, at.name, target, x_sent).await;
     let warmup_server = warm_up(ctx, at, handle, builder, target).await;
-    let (requests, conversations, offsets, first) = shard_requests(ctx, at, builder, x_sent)?;
+    let TrialLoad {
+        requests,
+        conversations,
+        offsets,
+        first,
+    } = shard_requests(ctx, at, builder, x_sent)?;
     let trial = Trial {
         x: x_sent,
         ..trial_of(ctx, at, requests, ctx.plan.mode, offsets)
@@ -395,6 +400,16 @@ async fn warm_up(
     sampler.finish(&warm_records).await
 }
 
+/// What one trial sends: its requests (none for a conversation trial, whose bodies
+/// are made from its sessions as the replies come), its send offsets, and the whole
+/// trial's index of its first request (a load shard's run starts past 0).
+struct TrialLoad {
+    requests: Vec<Prepared>,
+    conversations: Option<Conversations>,
+    offsets: Vec<u64>,
+    first: u32,
+}
+
 /// The trial's requests, their send offsets (an open loop's arrivals at `x_sent`,
 /// or the trace's), and the whole trial's index of the first: a load shard sends
 /// its run of the whole trial's requests at its share of x.
@@ -403,7 +418,7 @@ fn shard_requests(
     at: &At<'_>,
     builder: &Builder,
     x_sent: f64,
-) -> anyhow::Result<(Vec<Prepared>, Option<Conversations>, Vec<u64>, u32)> {
+) -> anyhow::Result<TrialLoad> {
     let plan = ctx.plan;
     // A conversation trial's bodies are made from its sessions as the replies come.
     let conversations = builder.conversations(plan.requests_per_trial, plan.seed, at.lane);
@@ -437,7 +452,12 @@ fn shard_requests(
         LoadMode::Trace => builder.trace_offsets(at.x),
         LoadMode::Concurrency => Vec::new(),
     };
-    Ok((requests, conversations, offsets, first))
+    Ok(TrialLoad {
+        requests,
+        conversations,
+        offsets,
+        first,
+    })
 }
 
 /// `point 2/5` of a plain run; `probe 3` of a search (its load levels so far,
