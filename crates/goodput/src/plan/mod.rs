@@ -92,6 +92,8 @@ pub enum Workload {
     Prefix(crate::workload::prefix::PrefixWorkload),
     /// A replayed trace.
     Trace(crate::workload::trace::TraceWorkload),
+    /// Prompts sampled from ShareGPT conversations.
+    ShareGpt(crate::workload::sharegpt::ShareGptWorkload),
 }
 
 /// One line of a JSONL workload.

@@ -50,6 +50,7 @@ pub(super) fn check_workload(check: &Checker, w: &WorkloadSpec) -> Result<Worklo
         }
         WorkloadKind::Prefix => check_prefix(check, w),
         WorkloadKind::Trace => check_trace(check, w),
+        WorkloadKind::Sharegpt => check_sharegpt(check, w),
     }
 }
 
@@ -126,6 +127,33 @@ fn check_trace(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileErr
     Ok(Workload::Trace(t))
 }
 
+fn check_sharegpt(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+    use crate::workload::sharegpt::{default_path, Params, ShareGptWorkload, TokenizerFile};
+    let d = Params::default();
+    let limit = |field: &str, v: Option<u32>, default: u32| {
+        check.count(&format!("workload.{field}"), v.unwrap_or(default), 1..=10_000_000)
+    };
+    let params = Params {
+        num_prompts: limit("num_prompts", w.num_prompts, d.num_prompts)?,
+        output_tokens: w.output_tokens,
+        max_input_tokens: limit("max_input_tokens", w.max_input_tokens, d.max_input_tokens)?,
+        max_total_tokens: limit("max_total_tokens", w.max_total_tokens, d.max_total_tokens)?,
+    };
+    let path = match &w.path {
+        Some(p) => p.clone(),
+        None => default_path().map_err(|m| check.bad("workload.path", m))?,
+    };
+    let tokenizer = w
+        .tokenizer
+        .as_deref()
+        .map(TokenizerFile::load)
+        .transpose()
+        .map_err(|m| check.bad("workload.tokenizer", m))?;
+    let s = ShareGptWorkload::read(&path, params, tokenizer)
+        .map_err(|m| check.bad("workload.path", m))?;
+    Ok(Workload::ShareGpt(s))
+}
+
 /// The workload as the report documents it: the profile's table as written, plus
 /// (under `facts`) the source's SHA-256, counts after selection, the expected
 /// prefix-cache hit share. Two reports with the same description ran the same
@@ -162,5 +190,7 @@ fn facts(w: &Workload, requests_per_trial: u32) -> serde_json::Value {
             "duration_s": t.requests.last().map_or(0.0, |r| r.offset_ns as f64 / 1e9),
             "expected_prefix_hit_share": t.expected_hit_share(),
         }),
+        // The sample's counts join these once the first engine has taken it.
+        Workload::ShareGpt(s) => s.facts(),
     }
 }

@@ -54,6 +54,9 @@ pub(crate) async fn run_engine(
             ctx.set_prompt_lengths(name, "uncalibrated");
         }
     }
+    if !sample_sharegpt(ctx, name, &handle).await? {
+        return Ok(Some(handle));
+    }
     let mut target = Target::new(
         &handle.base_url,
         handle.api.path(),
@@ -153,6 +156,47 @@ pub(crate) async fn run_engine(
         ctx.save()?;
     }
     Ok(Some(handle))
+}
+
+/// ShareGPT: the run's sample, taken on the first engine (counted by its
+/// `/tokenize` when it has one) and sent by every engine; the report's workload
+/// facts gain its counts. `false` (the engine's error recorded) when it fails.
+async fn sample_sharegpt(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    handle: &SweepEngine,
+) -> anyhow::Result<bool> {
+    let plan = ctx.plan;
+    let crate::plan::Workload::ShareGpt(w) = &plan.workload else {
+        return Ok(true);
+    };
+    let sampled = w
+        .sample_on(&ctx.client, &handle.base_url, &handle.model, plan.seed)
+        .await;
+    match sampled {
+        Ok(s) => {
+            if let Some(facts) = ctx.info.workload.get_mut("facts") {
+                if let (Some(f), serde_json::Value::Object(add)) = (facts.as_object_mut(), s.facts()) {
+                    f.extend(add);
+                }
+            }
+            if let Some(t) = &w.truncated {
+                ctx.notice_once(format!("workload: {}: {t}", w.path.display()));
+            }
+            Ok(true)
+        }
+        Err(why) => {
+            say!(ctx, "{name}: sampling ShareGPT failed: {why}");
+            ctx.sweep.engine(name).error = Some(EngineFailure {
+                kind: "workload".into(),
+                message: format!("sampling ShareGPT: {why}"),
+                exit_status: None,
+                log_tail: Vec::new(),
+            });
+            ctx.save()?;
+            Ok(false)
+        }
+    }
 }
 
 /// The next trial to run on `name`: `(stream, x, trial index)`, or `None` when the

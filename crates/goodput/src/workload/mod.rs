@@ -18,6 +18,7 @@ use crate::profile::{Api, TextStyle};
 use crate::record::RequestRecord;
 
 pub mod prefix;
+pub mod sharegpt;
 pub mod source;
 mod text;
 pub mod trace;
@@ -82,6 +83,7 @@ impl Builder {
         match &self.workload {
             Workload::Prefix(p) => prefix::build(self, p, n, key),
             Workload::Trace(t) => trace::build(self, t, n, key),
+            Workload::ShareGpt(s) => sharegpt::build(self, s, n, seed, key),
             _ => (0..n).map(|i| self.one(&mut rng, i)).collect(),
         }
     }
@@ -113,6 +115,7 @@ impl Builder {
                 (p.prompt.clone(), asked, false)
             }
             Workload::Prefix(_) | Workload::Trace(_) => unreachable!("built by their modules"),
+            Workload::ShareGpt(_) => unreachable!("built by its module"),
         };
         self.prepared(&prompt, asked, fixed)
     }
