@@ -31,9 +31,9 @@ const TABLE: [(usize, u32, u32, &str); 12] = [
     (4, 6, 2, "output_under_4_tokens"),
     (5, 11, 4, "prompt_over_max_input_tokens"),
     (6, 9, 8, "total_over_max_total_tokens"),
-    (7, 4, 4, "keep"), // three turns; both at the lower bound
+    (7, 4, 4, "keep"),  // three turns; both at the lower bound
     (8, 10, 6, "keep"), // both at the upper bounds
-    (9, 6, 5, "keep"), // the first turn is `system`: vLLM takes turn 0 whatever it is
+    (9, 6, 5, "keep"),  // the first turn is `system`: vLLM takes turn 0 whatever it is
     (10, 7, 4, "keep"), // an extra key
     (11, 4, 3, "output_under_4_tokens"),
     (12, 12, 2, "output_under_4_tokens"), // two rules: the first in vLLM's order counts
@@ -192,11 +192,20 @@ fn malformed_files_and_tokenizers_are_named() {
     let at = |name: &str| format!("path = \"{}\"\n", fixture(name).display());
     bad(
         at("not-an-array.json"),
-        &["workload.path", "not-an-array.json", "expected a JSON array"],
+        &[
+            "workload.path",
+            "not-an-array.json",
+            "expected a JSON array",
+        ],
     );
     bad(
         at("no-conversations.json"),
-        &["no-conversations.json", "entry 1", "`conversations`", "line"],
+        &[
+            "no-conversations.json",
+            "entry 1",
+            "`conversations`",
+            "line",
+        ],
     );
     bad(
         at("no-value.json"),
@@ -207,14 +216,21 @@ fn malformed_files_and_tokenizers_are_named() {
         &["workload.path", "missing.json", "cannot open"],
     );
     bad(
-        at("sharegpt.json") + &format!("tokenizer = \"{}\"\n", fixture("bad-tokenizer.json").display()),
+        at("sharegpt.json")
+            + &format!(
+                "tokenizer = \"{}\"\n",
+                fixture("bad-tokenizer.json").display()
+            ),
         &["workload.tokenizer", "bad-tokenizer.json", "does not load"],
     );
     bad(
         at("sharegpt.json") + "tokenizer = \"/nonexistent/tokenizer.json\"\n",
         &["workload.tokenizer", "/nonexistent/tokenizer.json"],
     );
-    bad(at("sharegpt.json") + "num_prompts = 0\n", &["workload.num_prompts"]);
+    bad(
+        at("sharegpt.json") + "num_prompts = 0\n",
+        &["workload.num_prompts"],
+    );
 }
 
 #[test]
@@ -238,7 +254,10 @@ fn whole_conversations_come_in_the_sampling_order() {
         assert_eq!(c[0].text, w.pairs[i].prompt);
         assert_eq!(c[1].text, w.pairs[i].reply);
     }
-    let three = convs.iter().find(|c| c.len() == 3).expect("entry 7 keeps its 3 turns");
+    let three = convs
+        .iter()
+        .find(|c| c.len() == 3)
+        .expect("entry 7 keeps its 3 turns");
     assert!(three[0].from_human && !three[1].from_human && three[2].from_human);
     let system = convs.iter().find(|c| entry_of(&c[0].text) == 9).unwrap();
     assert!(!system[0].from_human, "`system` is not the user");

@@ -131,7 +131,11 @@ fn check_sharegpt(check: &Checker, w: &WorkloadSpec) -> Result<Workload, Profile
     use crate::workload::sharegpt::{default_path, Params, ShareGptWorkload, TokenizerFile};
     let d = Params::default();
     let limit = |field: &str, v: Option<u32>, default: u32| {
-        check.count(&format!("workload.{field}"), v.unwrap_or(default), 1..=10_000_000)
+        check.count(
+            &format!("workload.{field}"),
+            v.unwrap_or(default),
+            1..=10_000_000,
+        )
     };
     let params = Params {
         num_prompts: limit("num_prompts", w.num_prompts, d.num_prompts)?,

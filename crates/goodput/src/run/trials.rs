@@ -175,10 +175,11 @@ async fn sample_sharegpt(
         .await;
     match sampled {
         Ok(s) => {
-            if let Some(facts) = ctx.info.workload.get_mut("facts") {
-                if let (Some(f), serde_json::Value::Object(add)) = (facts.as_object_mut(), s.facts()) {
-                    f.extend(add);
-                }
+            let facts = ctx.info.workload.get_mut("facts");
+            if let (Some(f), serde_json::Value::Object(add)) =
+                (facts.and_then(|f| f.as_object_mut()), s.facts())
+            {
+                f.extend(add);
             }
             if let Some(t) = &w.truncated {
                 ctx.notice_once(format!("workload: {}: {t}", w.path.display()));

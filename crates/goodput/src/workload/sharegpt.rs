@@ -246,7 +246,10 @@ impl ShareGptWorkload {
     pub fn facts(&self) -> serde_json::Value {
         // The file's name, not its path: the same file on another machine (a
         // shard, a resumed run) is the same workload.
-        let file = self.path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let file = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
         json!({
             "file": file,
             "sha256": self.sha256,
@@ -340,7 +343,9 @@ impl ShareGptWorkload {
 
     /// The tokenizer file's counter, else the estimate.
     fn offline_counter(&self) -> Counter<'_> {
-        self.tokenizer.as_ref().map_or(Counter::Estimate, Counter::File)
+        self.tokenizer
+            .as_ref()
+            .map_or(Counter::Estimate, Counter::File)
     }
 
     /// The run's sample without an engine (prediction, or a builder used before
@@ -393,7 +398,10 @@ pub fn default_path() -> Result<PathBuf, String> {
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(format!("GOODPUT_SHAREGPT names {}, which is not a file", p.display()))
+            Err(format!(
+                "GOODPUT_SHAREGPT names {}, which is not a file",
+                p.display()
+            ))
         };
     }
     let cache = std::env::var_os("GOODPUT_CACHE")
@@ -419,9 +427,9 @@ pub fn default_path() -> Result<PathBuf, String> {
 /// of them. The file is streamed, but every conversation is held until the
 /// shuffle, so memory is about the text of the file.
 pub fn conversations(path: &Path, seed: u64, max: usize) -> Result<Vec<Vec<Turn>>, String> {
-    let mut kept = read::read(path, usize::MAX)?.kept;
+    let kept = read::read(path, usize::MAX)?.kept;
     let order = python_shuffle(kept.len(), seed);
-    let mut slots: Vec<Option<Vec<Turn>>> = kept.drain(..).map(Some).collect();
+    let mut slots: Vec<Option<Vec<Turn>>> = kept.into_iter().map(Some).collect();
     Ok(order
         .into_iter()
         .take(max)

@@ -35,7 +35,7 @@ impl TokenizerFile {
         }
         let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| {
             format!(
-                "{}: not a Hugging Face tokenizer.json that loads: {e}",
+                "{}: does not load as a Hugging Face tokenizer.json: {e}",
                 path.display()
             )
         })?;
