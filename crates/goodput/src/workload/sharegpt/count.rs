@@ -118,7 +118,7 @@ pub fn python_shuffle(n: usize, seed: u64) -> Vec<usize> {
     } else {
         vec![seed as u32, (seed >> 32) as u32]
     };
-    let mut mt = rand_mt::Mt::new_with_key(key.into_iter());
+    let mut mt = rand_mt::Mt::new_with_key(key);
     let mut x: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
         let m = (i + 1) as u32;
