@@ -290,7 +290,7 @@ fn a_run_on_the_simulator_sends_the_sample_and_documents_it() {
     assert_eq!(f["max_total_tokens"], 16);
     // The simulator's /tokenize counts a word as a token: the table's verdicts.
     assert!(
-        f["token_counter"].as_str().unwrap().ends_with("/tokenize"),
+        f["token_counter"].as_str().unwrap().contains("/tokenize"),
         "{f}"
     );
     assert_eq!(f["prompts"], 6, "{f}");

@@ -64,10 +64,11 @@ pub enum Counter<'a> {
 }
 
 impl Counter<'_> {
-    /// How the report names it.
+    /// How the report names it (no URL: a port differs from run to run, and two
+    /// reports of the same workload must describe it alike).
     pub fn describe(&self) -> String {
         match self {
-            Counter::Tokenize { base_url, .. } => format!("{base_url}/tokenize"),
+            Counter::Tokenize { model, .. } => format!("the engine's /tokenize (model {model})"),
             Counter::File(t) => format!("tokenizer file {}", t.path.display()),
             Counter::Estimate => format!("estimate: whitespace words x {TOKENS_PER_WORD}"),
         }
