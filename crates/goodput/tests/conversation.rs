@@ -285,21 +285,73 @@ async fn a_history_too_long_for_the_context_is_cut_and_counted() {
     assert!(page.contains("id=\"turns\"") && page.contains("3 of 3 sessions"));
 }
 
-#[test]
-fn sharegpt_conversations_are_refused_until_they_are_supported() {
-    let toml =
-        "name = \"c\"\n[slo]\nttft_ms = 1000\n[load]\npoints = [1]\nrequests_per_trial = 4\n\
-                [workload]\nkind = \"conversation\"\nsource = \"sharegpt\"\nturns = 2\n\
-                input_tokens = 4\noutput_tokens = 2\n[engines.r]\nurl = \"http://127.0.0.1:1\"\n";
-    let err = Profile::parse(toml, "c.toml")
-        .unwrap()
-        .into_plan("c.toml", &Overrides::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("workload.source") && err.contains("not supported yet"),
-        "{err}"
+/// `source = "sharegpt"`: each session is one conversation's human turns, read
+/// here from the fixture independently of goodput's reader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharegpt_sessions_send_each_conversations_human_turns_in_order() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sharegpt/sharegpt.json"
     );
+    let plan = plan(
+        &format!(
+            "source = \"sharegpt\"\npath = \"{fixture}\"\nturns = 4\ninput_tokens = 4\n\
+             output_tokens = 2"
+        ),
+        "concurrency",
+    );
+    // The fixture's conversations of two or more turns, as lists of human messages.
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let humans: Vec<Vec<String>> = raw
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["conversations"].as_array())
+        .filter(|c| c.len() >= 2)
+        .map(|c| {
+            c.iter()
+                .filter(|t| t["from"] == "human")
+                .map(|t| t["value"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .filter(|h| !h.is_empty())
+        .collect();
+    let total: usize = humans.iter().map(Vec::len).sum();
+    assert_eq!(
+        (humans.len(), total),
+        (11, 12),
+        "the fixture as this test reads it"
+    );
+    let server = common::recording::start().await;
+    // One session at a time: 11 sessions, 12 turns, the trial's 12 requests.
+    let records = converse(&server.url, &plan, 1.0).await;
+    assert_eq!(records.len(), 12);
+    let got = server.bodies();
+    let mut sent: Vec<String> = got
+        .iter()
+        .map(|r| messages(&r.body).last().unwrap().1.clone())
+        .collect();
+    sent.sort();
+    let mut want: Vec<String> = humans.iter().flatten().cloned().collect();
+    want.sort();
+    assert_eq!(sent, want, "every human turn sent once, as the file has it");
+    // The one conversation with two human turns: its second turn carries the first
+    // and the reply the server sent to it.
+    let two = humans.iter().find(|h| h.len() == 2).unwrap();
+    let first = got
+        .iter()
+        .find(|r| messages(&r.body).last().unwrap().1 == two[0])
+        .unwrap();
+    let second = got
+        .iter()
+        .find(|r| messages(&r.body).last().unwrap().1 == two[1])
+        .unwrap();
+    let m = messages(&second.body);
+    assert_eq!(m.len(), 3);
+    assert_eq!(m[0], ("user".to_string(), two[0].clone()));
+    assert_eq!(m[1], ("assistant".to_string(), first.reply.clone()));
+    assert!(got.iter().all(|r| r.body["max_tokens"] == 2));
 }
 
 const EXAMPLE: &str = include_str!("../../../examples/conversation-sim.toml");

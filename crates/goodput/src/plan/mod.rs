@@ -94,6 +94,8 @@ pub enum Workload {
     Trace(crate::workload::trace::TraceWorkload),
     /// Multi-turn chat sessions.
     Conversation(crate::workload::conversation::ConversationWorkload),
+    /// Prompts sampled from ShareGPT conversations.
+    ShareGpt(crate::workload::sharegpt::ShareGptWorkload),
 }
 
 /// One line of a JSONL workload.

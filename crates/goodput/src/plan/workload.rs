@@ -51,6 +51,7 @@ pub(super) fn check_workload(check: &Checker, w: &WorkloadSpec) -> Result<Worklo
         WorkloadKind::Prefix => check_prefix(check, w),
         WorkloadKind::Trace => check_trace(check, w),
         WorkloadKind::Conversation => check_conversation(check, w),
+        WorkloadKind::Sharegpt => check_sharegpt(check, w),
     }
 }
 
@@ -129,17 +130,12 @@ fn check_trace(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileErr
 
 fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
     use crate::workload::conversation::{ConversationSource, ConversationWorkload};
-    match w.source.unwrap_or_default() {
-        ConversationSource::Synthetic => {}
-        ConversationSource::Sharegpt => {
-            return Err(check.bad(
-                "workload.source",
-                "\"sharegpt\" conversations are not supported yet; use \"synthetic\"".into(),
-            ))
-        }
-    }
     let turns = required(check, w, "turns", w.turns)?;
     check.count("workload.turns", turns, 1..=10_000)?;
+    let given = match w.source.unwrap_or_default() {
+        ConversationSource::Synthetic => None,
+        ConversationSource::Sharegpt => Some(sharegpt_sessions(check, w, turns)?),
+    };
     let input_tokens = required(check, w, "input_tokens", w.input_tokens)?;
     let output_tokens = required(check, w, "output_tokens", w.output_tokens)?;
     let think_ms = w.think_time_ms.unwrap_or(0);
@@ -165,7 +161,77 @@ fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, Pro
         max_context_tokens: w.max_context_tokens,
         text: w.text,
         calibrate: w.calibrate,
+        given,
     }))
+}
+
+/// Most ShareGPT conversations a conversation workload reads.
+const SHAREGPT_SESSIONS: usize = 10_000;
+
+/// ShareGPT's conversations as sessions: each one's human turns (at most `turns`),
+/// in the order vLLM's sampler shuffles them with seed 0; conversations without a
+/// human turn are skipped.
+fn sharegpt_sessions(
+    check: &Checker,
+    w: &WorkloadSpec,
+    turns: u32,
+) -> Result<std::sync::Arc<Vec<Vec<String>>>, ProfileError> {
+    use crate::workload::sharegpt::{conversations, default_path};
+    let path = match &w.path {
+        Some(p) => p.clone(),
+        None => default_path().map_err(|m| check.bad("workload.path", m))?,
+    };
+    let all =
+        conversations(&path, 0, SHAREGPT_SESSIONS).map_err(|m| check.bad("workload.path", m))?;
+    let sessions: Vec<Vec<String>> = all
+        .into_iter()
+        .map(|c| {
+            c.into_iter()
+                .filter(|t| t.from_human && !t.text.trim().is_empty())
+                .take(turns as usize)
+                .map(|t| t.text)
+                .collect::<Vec<_>>()
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    if sessions.is_empty() {
+        return Err(check.bad(
+            "workload.path",
+            format!("{} has no conversation with a human turn", path.display()),
+        ));
+    }
+    Ok(std::sync::Arc::new(sessions))
+}
+
+fn check_sharegpt(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+    use crate::workload::sharegpt::{default_path, Params, ShareGptWorkload, TokenizerFile};
+    let d = Params::default();
+    let limit = |field: &str, v: Option<u32>, default: u32| {
+        check.count(
+            &format!("workload.{field}"),
+            v.unwrap_or(default),
+            1..=10_000_000,
+        )
+    };
+    let params = Params {
+        num_prompts: limit("num_prompts", w.num_prompts, d.num_prompts)?,
+        output_tokens: w.output_tokens,
+        max_input_tokens: limit("max_input_tokens", w.max_input_tokens, d.max_input_tokens)?,
+        max_total_tokens: limit("max_total_tokens", w.max_total_tokens, d.max_total_tokens)?,
+    };
+    let path = match &w.path {
+        Some(p) => p.clone(),
+        None => default_path().map_err(|m| check.bad("workload.path", m))?,
+    };
+    let tokenizer = w
+        .tokenizer
+        .as_deref()
+        .map(TokenizerFile::load)
+        .transpose()
+        .map_err(|m| check.bad("workload.tokenizer", m))?;
+    let s = ShareGptWorkload::read(&path, params, tokenizer)
+        .map_err(|m| check.bad("workload.path", m))?;
+    Ok(Workload::ShareGpt(s))
 }
 
 /// The workload as the report documents it: the profile's table as written, plus
@@ -204,6 +270,15 @@ fn facts(w: &Workload, requests_per_trial: u32) -> serde_json::Value {
             "duration_s": t.requests.last().map_or(0.0, |r| r.offset_ns as f64 / 1e9),
             "expected_prefix_hit_share": t.expected_hit_share(),
         }),
-        Workload::Conversation(_) => json!({"source": "synthetic"}),
+        Workload::Conversation(c) => match &c.given {
+            None => json!({"source": "synthetic"}),
+            Some(s) => json!({
+                "source": "sharegpt",
+                "sessions": s.len(),
+                "mean_user_turns": s.iter().map(Vec::len).sum::<usize>() as f64 / s.len() as f64,
+            }),
+        },
+        // The sample's counts join these once the first engine has taken it.
+        Workload::ShareGpt(s) => s.facts(),
     }
 }

@@ -37,6 +37,9 @@ pub(crate) async fn run_engine(
 ) -> anyhow::Result<Option<SweepEngine>> {
     note_sources(ctx, name, &handle, tel);
     let builder = request_builder(ctx, name, &handle).await;
+    if !sample_sharegpt(ctx, name, &handle).await? {
+        return Ok(Some(handle));
+    }
     note_connect_in_ttft(ctx);
     let mut target = target_of(ctx, &handle);
     let mut restarts = 0u32;
@@ -84,6 +87,48 @@ pub(crate) async fn run_engine(
         ctx.save()?;
     }
     Ok(Some(handle))
+}
+
+/// ShareGPT: the run's sample, taken on the first engine (counted by its
+/// `/tokenize` when it has one) and sent by every engine; the report's workload
+/// facts gain its counts. `false` (the engine's error recorded) when it fails.
+async fn sample_sharegpt(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    handle: &SweepEngine,
+) -> anyhow::Result<bool> {
+    let plan = ctx.plan;
+    let crate::plan::Workload::ShareGpt(w) = &plan.workload else {
+        return Ok(true);
+    };
+    let sampled = w
+        .sample_on(&ctx.client, &handle.base_url, &handle.model, plan.seed)
+        .await;
+    match sampled {
+        Ok(s) => {
+            let facts = ctx.info.workload.get_mut("facts");
+            if let (Some(f), serde_json::Value::Object(add)) =
+                (facts.and_then(|f| f.as_object_mut()), s.facts())
+            {
+                f.extend(add);
+            }
+            if let Some(t) = &w.truncated {
+                ctx.notice_once(format!("workload: {}: {t}", w.path.display()));
+            }
+            Ok(true)
+        }
+        Err(why) => {
+            say!(ctx, "{name}: sampling ShareGPT failed: {why}");
+            ctx.sweep.engine(name).error = Some(EngineFailure {
+                kind: "workload".into(),
+                message: format!("sampling ShareGPT: {why}"),
+                exit_status: None,
+                log_tail: Vec::new(),
+            });
+            ctx.save()?;
+            Ok(false)
+        }
+    }
 }
 
 /// Notes in the sweep where the engine's KV pool size and its telemetry come from.

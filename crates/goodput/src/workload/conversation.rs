@@ -41,7 +41,9 @@ pub enum ConversationSource {
     /// Generated text of `input_tokens` per message.
     #[default]
     Synthetic,
-    /// ShareGPT's human turns (not supported yet: the profile check refuses it).
+    /// ShareGPT's human turns: each session is one conversation's user messages (at
+    /// most `turns`), the conversations in the order vLLM's sampler shuffles them
+    /// with seed 0; every reply asks for `output_tokens`.
     Sharegpt,
 }
 
@@ -64,6 +66,9 @@ pub struct ConversationWorkload {
     pub text: TextStyle,
     /// Calibrate words to tokens through `/tokenize`.
     pub calibrate: bool,
+    /// `source = "sharegpt"`: the sessions' user messages, read when the profile
+    /// was checked (`None`: synthetic).
+    pub given: Option<Arc<Vec<Vec<String>>>>,
 }
 
 /// The user messages of a trial's sessions.
@@ -300,11 +305,20 @@ impl Builder {
             return None;
         };
         let key = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let sessions = Sessions::Synthetic {
-            key,
-            workload: w.clone(),
+        let sessions = match &w.given {
+            Some(given) => Sessions::Given {
+                sessions: given.clone(),
+                output_tokens: w.output_tokens,
+            },
+            None => Sessions::Synthetic {
+                key,
+                workload: w.clone(),
+            },
         };
-        Some(Conversations::new(self.clone(), sessions, n, w.think_time))
+        let mut c = Conversations::new(self.clone(), sessions, n, w.think_time);
+        // Given sessions are cut to the same context as generated ones.
+        c.max_context_tokens = w.max_context_tokens;
+        Some(c)
     }
 
     /// The body of a turn: the history, then the new message.
@@ -432,6 +446,7 @@ mod tests {
             max_context_tokens,
             text: TextStyle::Random,
             calibrate: false,
+            given: None,
         }
     }
 

@@ -21,6 +21,7 @@ use crate::record::RequestRecord;
 
 pub mod conversation;
 pub mod prefix;
+pub mod sharegpt;
 pub mod source;
 mod text;
 pub mod trace;
@@ -86,6 +87,7 @@ impl Builder {
             Workload::Prefix(p) => prefix::build(self, p, n, key),
             Workload::Trace(t) => trace::build(self, t, n, key),
             Workload::Conversation(_) => conversation::build(self, n, seed, stream),
+            Workload::ShareGpt(s) => sharegpt::build(self, s, n, seed, key),
             _ => (0..n).map(|i| self.one(&mut rng, i)).collect(),
         }
     }
@@ -116,9 +118,10 @@ impl Builder {
                 };
                 (p.prompt.clone(), asked, false)
             }
-            Workload::Prefix(_) | Workload::Trace(_) | Workload::Conversation(_) => {
-                unreachable!("built by their modules")
-            }
+            Workload::Prefix(_)
+            | Workload::Trace(_)
+            | Workload::Conversation(_)
+            | Workload::ShareGpt(_) => unreachable!("built by their modules"),
         };
         self.prepared(&prompt, asked, fixed)
     }

