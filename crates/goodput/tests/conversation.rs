@@ -352,6 +352,16 @@ async fn sharegpt_sessions_send_each_conversations_human_turns_in_order() {
     assert_eq!(m[0], ("user".to_string(), two[0].clone()));
     assert_eq!(m[1], ("assistant".to_string(), first.reply.clone()));
     assert!(got.iter().all(|r| r.body["max_tokens"] == 2));
+    // The workload names its file and the file's SHA-256, so reports compare.
+    let goodput::plan::Workload::Conversation(w) = &plan.workload else {
+        panic!("a conversation workload");
+    };
+    let digest = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(std::fs::read(fixture).unwrap());
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_eq!(w.given_file, Some(("sharegpt.json".to_string(), digest)));
 }
 
 const EXAMPLE: &str = include_str!("../../../examples/conversation-sim.toml");

@@ -132,9 +132,12 @@ fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, Pro
     use crate::workload::conversation::{ConversationSource, ConversationWorkload};
     let turns = required(check, w, "turns", w.turns)?;
     check.count("workload.turns", turns, 1..=10_000)?;
-    let given = match w.source.unwrap_or_default() {
-        ConversationSource::Synthetic => None,
-        ConversationSource::Sharegpt => Some(sharegpt_sessions(check, w, turns)?),
+    let (given, given_file) = match w.source.unwrap_or_default() {
+        ConversationSource::Synthetic => (None, None),
+        ConversationSource::Sharegpt => {
+            let (sessions, file) = sharegpt_sessions(check, w, turns)?;
+            (Some(sessions), Some(file))
+        }
     };
     let input_tokens = required(check, w, "input_tokens", w.input_tokens)?;
     let output_tokens = required(check, w, "output_tokens", w.output_tokens)?;
@@ -162,6 +165,7 @@ fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, Pro
         text: w.text,
         calibrate: w.calibrate,
         given,
+        given_file,
     }))
 }
 
@@ -175,14 +179,19 @@ fn sharegpt_sessions(
     check: &Checker,
     w: &WorkloadSpec,
     turns: u32,
-) -> Result<std::sync::Arc<Vec<Vec<String>>>, ProfileError> {
-    use crate::workload::sharegpt::{conversations, default_path};
+) -> Result<(std::sync::Arc<Vec<Vec<String>>>, (String, String)), ProfileError> {
+    use crate::workload::sharegpt::{conversations_and_sha256, default_path};
     let path = match &w.path {
         Some(p) => p.clone(),
         None => default_path().map_err(|m| check.bad("workload.path", m))?,
     };
-    let all =
-        conversations(&path, 0, SHAREGPT_SESSIONS).map_err(|m| check.bad("workload.path", m))?;
+    let (all, sha256) = conversations_and_sha256(&path, 0, SHAREGPT_SESSIONS)
+        .map_err(|m| check.bad("workload.path", m))?;
+    // The name, not the path: reports of the same file on two machines compare.
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let sessions: Vec<Vec<String>> = all
         .into_iter()
         .map(|c| {
@@ -200,7 +209,7 @@ fn sharegpt_sessions(
             format!("{} has no conversation with a human turn", path.display()),
         ));
     }
-    Ok(std::sync::Arc::new(sessions))
+    Ok((std::sync::Arc::new(sessions), (name, sha256)))
 }
 
 fn check_sharegpt(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
@@ -274,6 +283,8 @@ fn facts(w: &Workload, requests_per_trial: u32) -> serde_json::Value {
             None => json!({"source": "synthetic"}),
             Some(s) => json!({
                 "source": "sharegpt",
+                "file": c.given_file.as_ref().map(|f| &f.0),
+                "sha256": c.given_file.as_ref().map(|f| &f.1),
                 "sessions": s.len(),
                 "mean_user_turns": s.iter().map(Vec::len).sum::<usize>() as f64 / s.len() as f64,
             }),

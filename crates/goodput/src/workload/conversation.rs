@@ -69,6 +69,8 @@ pub struct ConversationWorkload {
     /// `source = "sharegpt"`: the sessions' user messages, read when the profile
     /// was checked (`None`: synthetic).
     pub given: Option<Arc<Vec<Vec<String>>>>,
+    /// Where the given sessions came from: the file's name and SHA-256.
+    pub given_file: Option<(String, String)>,
 }
 
 /// The user messages of a trial's sessions.
@@ -447,6 +449,7 @@ mod tests {
             text: TextStyle::Random,
             calibrate: false,
             given: None,
+            given_file: None,
         }
     }
 

@@ -427,12 +427,22 @@ pub fn default_path() -> Result<PathBuf, String> {
 /// of them. The file is streamed, but every conversation is held until the
 /// shuffle, so memory is about the text of the file.
 pub fn conversations(path: &Path, seed: u64, max: usize) -> Result<Vec<Vec<Turn>>, String> {
-    let kept = read::read(path, usize::MAX)?.kept;
-    let order = python_shuffle(kept.len(), seed);
-    let mut slots: Vec<Option<Vec<Turn>>> = kept.into_iter().map(Some).collect();
-    Ok(order
+    conversations_and_sha256(path, seed, max).map(|(c, _)| c)
+}
+
+/// [`conversations`], and the file's SHA-256 (hex), taken in the same pass.
+pub fn conversations_and_sha256(
+    path: &Path,
+    seed: u64,
+    max: usize,
+) -> Result<(Vec<Vec<Turn>>, String), String> {
+    let read = read::read(path, usize::MAX)?;
+    let order = python_shuffle(read.kept.len(), seed);
+    let mut slots: Vec<Option<Vec<Turn>>> = read.kept.into_iter().map(Some).collect();
+    let picked = order
         .into_iter()
         .take(max)
         .filter_map(|i| slots[i].take())
-        .collect())
+        .collect();
+    Ok((picked, read.sha256))
 }
