@@ -63,6 +63,13 @@ pub fn expand_vars(text: &str) -> Result<String, String> {
 }
 
 pub(super) fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'static str, String)> {
+    check_launch(e)?;
+    check_limits(e)
+}
+
+/// What reaches or launches the engine: its URL, what its kind requires, the
+/// interpreter, the command.
+fn check_launch(e: &EngineSpec) -> Result<(), (&'static str, String)> {
     let kind = e.effective_kind();
     if let Some(url) = &e.url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -105,6 +112,11 @@ pub(super) fn validate_engine(_name: &str, e: &EngineSpec) -> Result<(), (&'stat
             return Err(("command", "must not be empty".into()));
         }
     }
+    Ok(())
+}
+
+/// The port, timeouts, KV pool, restarts and API-key variable.
+fn check_limits(e: &EngineSpec) -> Result<(), (&'static str, String)> {
     if let Some(crate::profile::PortSpec::Auto(s)) = &e.port {
         if s != "auto" {
             return Err((

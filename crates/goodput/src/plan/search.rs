@@ -15,46 +15,8 @@ pub(super) fn check_search(
 ) -> Result<crate::search::SearchConfig, ProfileError> {
     let s = table.overridden_by(flags);
     let mode = load.mode;
-    if mode != profile_mode {
-        // Bounds written for the other mode would be read in the wrong unit.
-        for (field, written, flag) in [
-            ("search.min", table.min.is_some(), flags.min.is_some()),
-            ("search.max", table.max.is_some(), flags.max.is_some()),
-        ] {
-            if written && !flag {
-                return Err(check.bad(
-                    field,
-                    format!(
-                        "is written for [load] mode = \"{}\", but the search runs in {} mode: give --min and --max in its unit",
-                        mode_name(profile_mode),
-                        mode_name(mode)
-                    ),
-                ));
-            }
-        }
-    }
-    let (lo, hi, unit, dmin, dmax): (f64, f64, &str, f64, f64) = match mode {
-        LoadMode::Concurrency => (1.0, 100_000.0, "requests in flight", 1.0, 64.0),
-        LoadMode::Rate | LoadMode::Trace => (1e-6, 1_000_000.0, "requests per second", 0.5, 64.0),
-    };
-    let min = check.number("search.min", s.min.unwrap_or(dmin), lo..=hi, unit)?;
-    let max = check.number("search.max", s.max.unwrap_or(dmax.max(min)), lo..=hi, unit)?;
-    if mode == LoadMode::Concurrency {
-        for (field, v) in [("search.min", min), ("search.max", max)] {
-            if v.fract() != 0.0 {
-                return Err(check.bad(
-                    field,
-                    format!("{v} is not a whole number of requests in flight"),
-                ));
-            }
-        }
-    }
-    if max < min {
-        return Err(check.bad(
-            "search.max",
-            format!("{max} is below search.min ({min}): the search needs min <= max"),
-        ));
-    }
+    check_bounds_unit(check, table, flags, mode, profile_mode)?;
+    let (min, max) = bounds(check, &s, mode)?;
     let resolution = check.number(
         "search.resolution",
         s.resolution.unwrap_or(0.05),
@@ -88,6 +50,63 @@ pub(super) fn check_search(
         max_trials_per_probe,
         growth,
     })
+}
+
+/// Bounds written for the profile's own mode are refused when a flag runs the
+/// search in the other mode: they would be read in the wrong unit.
+fn check_bounds_unit(
+    check: &Checker,
+    table: &SearchSpec,
+    flags: &SearchSpec,
+    mode: LoadMode,
+    profile_mode: LoadMode,
+) -> Result<(), ProfileError> {
+    if mode == profile_mode {
+        return Ok(());
+    }
+    for (field, written, flag) in [
+        ("search.min", table.min.is_some(), flags.min.is_some()),
+        ("search.max", table.max.is_some(), flags.max.is_some()),
+    ] {
+        if written && !flag {
+            return Err(check.bad(
+                field,
+                format!(
+                    "is written for [load] mode = \"{}\", but the search runs in {} mode: give --min and --max in its unit",
+                    mode_name(profile_mode),
+                    mode_name(mode)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `search.min` and `search.max` in the mode's unit, whole in concurrency mode.
+fn bounds(check: &Checker, s: &SearchSpec, mode: LoadMode) -> Result<(f64, f64), ProfileError> {
+    let (lo, hi, unit, dmin, dmax): (f64, f64, &str, f64, f64) = match mode {
+        LoadMode::Concurrency => (1.0, 100_000.0, "requests in flight", 1.0, 64.0),
+        LoadMode::Rate | LoadMode::Trace => (1e-6, 1_000_000.0, "requests per second", 0.5, 64.0),
+    };
+    let min = check.number("search.min", s.min.unwrap_or(dmin), lo..=hi, unit)?;
+    let max = check.number("search.max", s.max.unwrap_or(dmax.max(min)), lo..=hi, unit)?;
+    if mode == LoadMode::Concurrency {
+        for (field, v) in [("search.min", min), ("search.max", max)] {
+            if v.fract() != 0.0 {
+                return Err(check.bad(
+                    field,
+                    format!("{v} is not a whole number of requests in flight"),
+                ));
+            }
+        }
+    }
+    if max < min {
+        return Err(check.bad(
+            "search.max",
+            format!("{max} is below search.min ({min}): the search needs min <= max"),
+        ));
+    }
+    Ok((min, max))
 }
 
 fn mode_name(m: LoadMode) -> &'static str {

@@ -141,23 +141,7 @@ async fn confirm_search(
         "none (even the lowest load fails)".into(),
         render::text::num,
     );
-    let confirmed = match (knee, points.as_slice()) {
-        (Some(_), [k, up]) => meets(*k) == Some(true) && meets(*up) == Some(false),
-        (Some(_), [k]) => meets(*k) == Some(true),
-        (None, [m]) => meets(*m) == Some(false),
-        _ => false,
-    };
-    let verdict = if confirmed {
-        format!(
-            "confirmed on the real engine with {real_trials} trials, {} fewer than the {blind_trials} a blind search took on the model",
-            i64::from(blind_trials) - i64::from(real_trials)
-        )
-    } else {
-        format!(
-            "NOT confirmed on the real engine ({real_trials} trials at x = {}): the model is off here; run a real `goodput search` (on the model it took {blind_trials} trials)",
-            points.iter().map(|x| render::text::num(*x)).collect::<Vec<_>>().join(", ")
-        )
-    };
+    let verdict = confirmation(knee, &points, meets, real_trials, blind_trials);
     let notice = format!(
         "search --predict: {name}: predicted knee {knee_text} ({} from {}); {verdict}",
         pred_path.display(),
@@ -173,4 +157,33 @@ async fn confirm_search(
         render::verdict::verdict_text(&report)
     ));
     Ok(outcome.exit_code())
+}
+
+/// Whether the real probes confirm the predicted knee (it meets the SLO, the probe
+/// above does not; with no knee, the lowest load fails), said with the real trials
+/// against the blind search's.
+fn confirmation(
+    knee: Option<f64>,
+    points: &[f64],
+    meets: impl Fn(f64) -> Option<bool>,
+    real_trials: u32,
+    blind_trials: u32,
+) -> String {
+    let confirmed = match (knee, points) {
+        (Some(_), [k, up]) => meets(*k) == Some(true) && meets(*up) == Some(false),
+        (Some(_), [k]) => meets(*k) == Some(true),
+        (None, [m]) => meets(*m) == Some(false),
+        _ => false,
+    };
+    if confirmed {
+        format!(
+            "confirmed on the real engine with {real_trials} trials, {} fewer than the {blind_trials} a blind search took on the model",
+            i64::from(blind_trials) - i64::from(real_trials)
+        )
+    } else {
+        format!(
+            "NOT confirmed on the real engine ({real_trials} trials at x = {}): the model is off here; run a real `goodput search` (on the model it took {blind_trials} trials)",
+            points.iter().map(|x| render::text::num(*x)).collect::<Vec<_>>().join(", ")
+        )
+    }
 }

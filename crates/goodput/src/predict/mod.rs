@@ -155,25 +155,17 @@ pub fn finish_report(plan: &Plan, model: &Model, sweep: &Sweep) -> Report {
             .all(|p| p.status == Some(RunStatus::Complete))
     });
     report.run = Some(RunInfo {
-        schema: report::SCHEMA.into(),
         status: if complete {
             RunStatus::Complete
         } else {
             RunStatus::Partial
         },
-        load_mode: plan.mode.name().into(),
-        planned_trials: plan.trials,
-        requests_per_trial: plan.requests_per_trial,
-        warmup_requests: plan.warmup_requests,
-        seed: plan.seed,
-        workload: plan.workload_description.clone(),
-        fingerprints: plan.fingerprints(),
         predicted: Some(Predicted {
             engine_config: model.path.clone(),
             fitted_from: model.fitted_from.clone(),
             method: "virtual time: the simulator's engine model, no sockets, no sleeping".into(),
         }),
-        ..Default::default()
+        ..crate::run::plan_info(plan)
     });
     report
 }

@@ -81,17 +81,7 @@ fn a_predicted_report_is_ordinary_and_marked() {
 fn a_search_runs_in_virtual_time_and_finds_the_knee() {
     let p = {
         let mut p = plan("");
-        p.search = Some(crate::search::SearchConfig {
-            mode: LoadMode::Concurrency,
-            min: 1.0,
-            max: 64.0,
-            resolution: 0.05,
-            target: 0.9,
-            max_probes: 16,
-            base_trials: 1,
-            max_trials_per_probe: 3,
-            growth: 2.0,
-        });
+        p.search = Some(crate::search::tests::cfg(LoadMode::Concurrency, 1.0, 64.0));
         p.points.clear();
         p
     };

@@ -331,33 +331,36 @@ fn max_streams(plan: &Plan) -> usize {
     plan.max_concurrency.map_or(highest, |c| c as usize)
 }
 
-/// The report's `run` section as the run starts.
-fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
+/// What the report's `run` section says of the plan (a measured run and a
+/// predicted one alike); the rest at its default.
+pub(crate) fn plan_info(plan: &Plan) -> RunInfo {
     RunInfo {
         schema: report::SCHEMA.into(),
-        status: RunStatus::Running,
-        reason: None,
         load_mode: plan.mode.name().into(),
         planned_trials: plan.trials,
         requests_per_trial: plan.requests_per_trial,
         warmup_requests: plan.warmup_requests,
         seed: plan.seed,
         workload: plan.workload_description.clone(),
+        fingerprints: plan.fingerprints(),
+        ..Default::default()
+    }
+}
+
+/// The report's `run` section as the run starts.
+fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
+    RunInfo {
+        status: RunStatus::Running,
         requests_file: rec_path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned()),
         started_unix_s: Some(unix_now()),
-        updated_unix_s: None,
-        fingerprints: plan.fingerprints(),
-        notices: Vec::new(),
-        predicted: None,
         shard: opts.shard.clone(),
-        merged: None,
         load_shard: opts.load_shard.as_ref().map(|l| report::LoadShardInfo {
             index: l.index,
             count: l.count,
         }),
-        extra: Default::default(),
+        ..plan_info(plan)
     }
 }
 

@@ -26,7 +26,7 @@
 //! measurements (a pass above a fail) are resolved by the lowest failing load.
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::profile::LoadMode;
 

@@ -5,7 +5,9 @@
 use super::*;
 use report::stats::{wilson_interval, Z95};
 
-fn cfg(mode: LoadMode, min: f64, max: f64) -> SearchConfig {
+/// The tests' search: 5% resolution, 90% attainment, 16 probes, one trial a probe
+/// (up to 3), doubling; also what `predict`'s tests search with.
+pub(crate) fn cfg(mode: LoadMode, min: f64, max: f64) -> SearchConfig {
     SearchConfig {
         mode,
         min,
