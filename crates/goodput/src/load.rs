@@ -120,7 +120,7 @@ async fn run(
     trial: Trial,
     conversations: Option<Conversations>,
     stop: watch::Receiver<bool>,
-    mut on_record: OnRecord,
+    on_record: OnRecord,
 ) -> Vec<RequestRecord> {
     // Two tokens: `cancel` abandons in-flight requests; its child `no_new` (also
     // cancelled by it) only stops sending.
@@ -133,7 +133,7 @@ async fn run(
         trial.timeout,
         trial.grace,
     ));
-    let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
+    let (tx, rx) = mpsc::unbounded_channel::<RequestRecord>();
     let shared = Arc::new(Shared {
         client,
         target,
@@ -166,23 +166,7 @@ async fn run(
             trial.offsets,
             trial.max_concurrency,
         ),
-        LoadMode::Concurrency => {
-            let next = Arc::new(AtomicUsize::new(0));
-            let workers = (trial.x.max(1.0) as usize).min(n.max(1));
-            for _ in 0..workers {
-                let (s, next) = (shared.clone(), next.clone());
-                tasks.spawn(async move {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= s.requests.len() || s.no_new.is_cancelled() {
-                            break;
-                        }
-                        let scheduled = now_ns().saturating_sub(s.origin);
-                        s.send(i, scheduled).await;
-                    }
-                });
-            }
-        }
+        LoadMode::Concurrency => closed_loop(&shared, &tasks, trial.x),
         // A trace is an open loop whose offsets are the trace's own times.
         LoadMode::Rate | LoadMode::Trace => {
             tasks.spawn(open_loop(
@@ -194,17 +178,7 @@ async fn run(
         }
     }
     drop(shared);
-    // Records are collected by a task on the runtime's workers, beside the requests,
-    // not by the caller: a caller outside the workers (`block_on`'s thread) would be
-    // woken, a thread switch, for every finished request.
-    let collector = tokio::spawn(async move {
-        let mut records = Vec::with_capacity(n);
-        while let Some(r) = rx.recv().await {
-            on_record(&r);
-            records.push(r);
-        }
-        records
-    });
+    let collector = collect(rx, n, on_record);
     // The open loop spawns its requests on the same tracker before it returns, so
     // closing it here still waits for every request.
     tasks.close();
@@ -217,6 +191,44 @@ async fn run(
     forward.abort();
     records.sort_by_key(|r| r.index);
     records
+}
+
+/// Collects the trial's records, calling `on_record` on each. A task on the
+/// runtime's workers, beside the requests, not the caller: a caller outside the
+/// workers (`block_on`'s thread) would be woken, a thread switch, for every finished
+/// request.
+fn collect(
+    mut rx: mpsc::UnboundedReceiver<RequestRecord>,
+    n: usize,
+    mut on_record: OnRecord,
+) -> tokio::task::JoinHandle<Vec<RequestRecord>> {
+    tokio::spawn(async move {
+        let mut records = Vec::with_capacity(n);
+        while let Some(r) = rx.recv().await {
+            on_record(&r);
+            records.push(r);
+        }
+        records
+    })
+}
+
+/// x workers, each sending the next unsent request when its last one ended.
+fn closed_loop(shared: &Arc<Shared>, tasks: &TaskTracker, x: f64) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let workers = (x.max(1.0) as usize).min(shared.requests.len().max(1));
+    for _ in 0..workers {
+        let (s, next) = (shared.clone(), next.clone());
+        tasks.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= s.requests.len() || s.no_new.is_cancelled() {
+                    break;
+                }
+                let scheduled = now_ns().saturating_sub(s.origin);
+                s.send(i, scheduled).await;
+            }
+        });
+    }
 }
 
 /// Sends request `i` at `offsets[i]` after the trial's start; with a cap, a request

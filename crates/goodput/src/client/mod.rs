@@ -254,26 +254,12 @@ async fn exchange_direct(
     let (rec, deadline, origin) = (at.rec, at.deadline, at.origin);
     let mut retried = false;
     let (mut conn, resp) = loop {
-        let (mut conn, reused) = match pool.checkout().filter(|_| !retried) {
-            Some(c) => (c, true),
-            None => {
-                let start = now_ns();
-                if target.connect_in_ttft {
-                    rec.sent = start.saturating_sub(origin);
-                }
-                let c = match tokio::time::timeout_at(deadline, pool.connect()).await {
-                    Err(_) => {
-                        return Err(Failure::new(
-                            ErrorKind::Timeout,
-                            "no connection before the request timeout",
-                        ))
-                    }
-                    Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, e)),
-                    Ok(Ok(c)) => c,
-                };
-                rec.connect = Some(now_ns().saturating_sub(start));
-                (c, false)
-            }
+        // A resend never takes a pooled connection: it opens a new one.
+        let pooled = pool.checkout().filter(|_| !retried);
+        let reused = pooled.is_some();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => open_direct(pool, target, rec, deadline, origin).await?,
         };
         if !target.connect_in_ttft || reused {
             rec.sent = now_ns().saturating_sub(origin);
@@ -335,6 +321,33 @@ async fn exchange_direct(
         pool.checkin(conn);
     }
     Ok(())
+}
+
+/// Opens a connection for `rec` before `deadline`, its set-up time recorded as
+/// `connect` (and, with `connect_in_ttft`, `sent` stamped before it).
+async fn open_direct(
+    pool: &direct::Pool,
+    target: &Target,
+    rec: &mut RequestRecord,
+    deadline: tokio::time::Instant,
+    origin: u64,
+) -> Result<direct::Conn, Failure> {
+    let start = now_ns();
+    if target.connect_in_ttft {
+        rec.sent = start.saturating_sub(origin);
+    }
+    let c = match tokio::time::timeout_at(deadline, pool.connect()).await {
+        Err(_) => {
+            return Err(Failure::new(
+                ErrorKind::Timeout,
+                "no connection before the request timeout",
+            ))
+        }
+        Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, e)),
+        Ok(Ok(c)) => c,
+    };
+    rec.connect = Some(now_ns().saturating_sub(start));
+    Ok(c)
 }
 
 /// How long a finished response may take to end its body before its connection is
