@@ -169,6 +169,9 @@ fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, Pro
     }))
 }
 
+/// Sessions' user messages, one list a session.
+type GivenSessions = std::sync::Arc<Vec<Vec<String>>>;
+
 /// Most ShareGPT conversations a conversation workload reads.
 const SHAREGPT_SESSIONS: usize = 10_000;
 
@@ -179,7 +182,7 @@ fn sharegpt_sessions(
     check: &Checker,
     w: &WorkloadSpec,
     turns: u32,
-) -> Result<(std::sync::Arc<Vec<Vec<String>>>, (String, String)), ProfileError> {
+) -> Result<(GivenSessions, (String, String)), ProfileError> {
     use crate::workload::sharegpt::{conversations_and_sha256, default_path};
     let path = match &w.path {
         Some(p) => p.clone(),
