@@ -82,6 +82,20 @@ fn fixture_keys(tokenizer: bool) -> String {
 }
 
 /// The fixture entry a prompt came from (its words are `e{entry}t0w{i}`).
+/// The sample's accepted requests as (fixture entry, input tokens, output tokens).
+fn accepted(w: &ShareGptWorkload, s: &sharegpt::Sample) -> Vec<(usize, u32, u32)> {
+    s.requests
+        .iter()
+        .map(|r| {
+            (
+                entry_of(&w.pairs[r.pair].prompt),
+                r.input_tokens,
+                r.output_tokens,
+            )
+        })
+        .collect()
+}
+
 fn entry_of(prompt: &str) -> usize {
     prompt
         .strip_prefix('e')
@@ -98,17 +112,7 @@ fn sampling_reproduces_vllms_filtering() {
     let s = w.sample_offline(0).unwrap();
     assert!(s.counter.contains("words-tokenizer.json"), "{}", s.counter);
     assert_eq!(s.examined, 12, "every candidate walked");
-    let got: Vec<(usize, u32, u32)> = s
-        .requests
-        .iter()
-        .map(|r| {
-            (
-                entry_of(&w.pairs[r.pair].prompt),
-                r.input_tokens,
-                r.output_tokens,
-            )
-        })
-        .collect();
+    let got = accepted(&w, &s);
     let expected: Vec<(usize, u32, u32)> = SEED_0_ORDER
         .iter()
         .map(|e| {
@@ -151,17 +155,7 @@ fn a_limit_stops_the_walk_and_output_tokens_skips_the_reply_check() {
     // Python with seed 42 walks 9 (6 + 12 > 16), 7, 4 (6 + 12), 10 (7 + 12), 11.
     let w = workload(&(fixture_keys(true) + "num_prompts = 2\noutput_tokens = 12\n"));
     let s = w.sample_offline(42).unwrap();
-    let got: Vec<(usize, u32, u32)> = s
-        .requests
-        .iter()
-        .map(|r| {
-            (
-                entry_of(&w.pairs[r.pair].prompt),
-                r.input_tokens,
-                r.output_tokens,
-            )
-        })
-        .collect();
+    let got = accepted(&w, &s);
     assert_eq!(got, vec![(7, 4, 12), (11, 4, 12)]);
     assert_eq!(s.examined, 5);
 }
