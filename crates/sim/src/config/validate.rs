@@ -1,6 +1,6 @@
 //! Range checks for [`SimConfig`]: each error names the field and its allowed range.
 
-use super::{Acceptance, ConfigError, SimConfig};
+use super::{Acceptance, ConfigError, SimConfig, SpeculativeConfig, ThermalConfig};
 
 fn int_range(field: &str, value: u64, lo: u64, hi: u64) -> Result<(), ConfigError> {
     if value < lo || value > hi {
@@ -39,7 +39,13 @@ fn float_range(
 
 const MAX_MS: f64 = 3_600_000.0;
 
-/// See [`SimConfig::validate`].
+/// A duration in milliseconds: `0..=MAX_MS`.
+fn ms(field: &str, value: f64) -> Result<(), ConfigError> {
+    float_range(field, value, 0.0, false, MAX_MS)
+}
+
+/// See [`SimConfig::validate`]. The checks run in field order, one group a
+/// config section, so the first bad field is the one reported.
 pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
     if c.model.trim().is_empty() {
         return Err(ConfigError::Invalid {
@@ -47,6 +53,28 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
             reason: "must not be empty".into(),
         });
     }
+    check_memory(c)?;
+    check_batching(c)?;
+    check_timing(c)?;
+    if let Some(s) = &c.speculative {
+        check_speculative(s)?;
+    }
+    if let Some(t) = &c.thermal {
+        check_thermal(t)?;
+    }
+    if let Some(s) = &c.schedule {
+        ms("schedule.ttft_ms", s.ttft_ms)?;
+        ms("schedule.itl_ms", s.itl_ms)?;
+    }
+    for (i, rule) in c.faults.iter().enumerate() {
+        int_range(&format!("faults[{i}].every"), rule.every, 1, u64::MAX)?;
+    }
+    Ok(())
+}
+
+/// Blocks, the KV pool (at least one block) and `max_model_len` (one
+/// full-length request must fit the pool).
+fn check_memory(c: &SimConfig) -> Result<(), ConfigError> {
     int_range("block_size", c.block_size.into(), 1, 1024)?;
     int_range("kv_pool_tokens", c.kv_pool_tokens.into(), 1, 1 << 31)?;
     if c.kv_pool_tokens < c.block_size {
@@ -67,100 +95,86 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
             ),
         });
     }
+    Ok(())
+}
+
+/// The scheduler's batch limits.
+fn check_batching(c: &SimConfig) -> Result<(), ConfigError> {
     int_range("max_num_seqs", c.max_num_seqs.into(), 1, 65_536)?;
     int_range(
         "max_num_batched_tokens",
         c.max_num_batched_tokens.into(),
         1,
         1 << 24,
-    )?;
-    float_range("load_time_ms", c.load_time_ms, 0.0, false, MAX_MS)?;
+    )
+}
+
+/// Load time, time scale and the step cost model.
+fn check_timing(c: &SimConfig) -> Result<(), ConfigError> {
+    ms("load_time_ms", c.load_time_ms)?;
     float_range("time_scale", c.time_scale, 0.0, true, 1000.0)?;
-    float_range("step_fixed_ms", c.step_fixed_ms, 0.0, false, MAX_MS)?;
-    float_range(
-        "per_prefill_token_ms",
-        c.per_prefill_token_ms,
-        0.0,
-        false,
-        MAX_MS,
-    )?;
-    float_range("per_decode_seq_ms", c.per_decode_seq_ms, 0.0, false, MAX_MS)?;
-    float_range("per_kv_token_ms", c.per_kv_token_ms, 0.0, false, MAX_MS)?;
-    float_range("prefill_step_ms", c.prefill_step_ms, 0.0, false, MAX_MS)?;
-    float_range(
-        "per_prefill_seq_ms",
-        c.per_prefill_seq_ms,
-        0.0,
-        false,
-        MAX_MS,
-    )?;
-    float_range("sched_cpu_ms", c.sched_cpu_ms, 0.0, false, MAX_MS)?;
-    if let Some(s) = &c.speculative {
-        int_range(
-            "speculative.num_speculative_tokens",
-            s.num_speculative_tokens.into(),
-            1,
-            64,
-        )?;
-        float_range(
-            "speculative.verify_cost_ms",
-            s.verify_cost_ms,
-            0.0,
-            false,
-            MAX_MS,
-        )?;
-        float_range(
-            "speculative.per_draft_token_ms",
-            s.per_draft_token_ms,
-            0.0,
-            false,
-            MAX_MS,
-        )?;
-        match s.acceptance {
-            Acceptance::Beta { alpha, beta } => {
-                float_range("speculative.acceptance.alpha", alpha, 0.0, true, 1000.0)?;
-                float_range("speculative.acceptance.beta", beta, 0.0, true, 1000.0)?;
-            }
-            Acceptance::Uniform { mean, spread } => {
-                float_range("speculative.acceptance.mean", mean, 0.0, false, 1.0)?;
-                float_range("speculative.acceptance.spread", spread, 0.0, false, 1.0)?;
-            }
-        }
-    }
-    if let Some(t) = &c.thermal {
-        float_range("thermal.boost_mhz", t.boost_mhz, 0.0, true, 10_000.0)?;
-        float_range(
-            "thermal.throttled_mhz",
-            t.throttled_mhz,
-            0.0,
-            true,
-            t.boost_mhz,
-        )?;
-        float_range("thermal.heat_after_s", t.heat_after_s, 0.0, true, 86_400.0)?;
-        float_range(
-            "thermal.recover_after_s",
-            t.recover_after_s,
-            0.0,
-            true,
-            86_400.0,
-        )?;
-        float_range("thermal.idle_temp_c", t.idle_temp_c, -50.0, false, 150.0)?;
-        float_range(
-            "thermal.hot_temp_c",
-            t.hot_temp_c,
-            t.idle_temp_c,
-            false,
-            150.0,
-        )?;
-    }
-    if let Some(s) = &c.schedule {
-        float_range("schedule.ttft_ms", s.ttft_ms, 0.0, false, MAX_MS)?;
-        float_range("schedule.itl_ms", s.itl_ms, 0.0, false, MAX_MS)?;
-    }
-    for (i, rule) in c.faults.iter().enumerate() {
-        int_range(&format!("faults[{i}].every"), rule.every, 1, u64::MAX)?;
+    for (field, value) in [
+        ("step_fixed_ms", c.step_fixed_ms),
+        ("per_prefill_token_ms", c.per_prefill_token_ms),
+        ("per_decode_seq_ms", c.per_decode_seq_ms),
+        ("per_kv_token_ms", c.per_kv_token_ms),
+        ("prefill_step_ms", c.prefill_step_ms),
+        ("per_prefill_seq_ms", c.per_prefill_seq_ms),
+        ("sched_cpu_ms", c.sched_cpu_ms),
+    ] {
+        ms(field, value)?;
     }
     Ok(())
+}
+
+/// The `[speculative]` section and its acceptance distribution.
+fn check_speculative(s: &SpeculativeConfig) -> Result<(), ConfigError> {
+    int_range(
+        "speculative.num_speculative_tokens",
+        s.num_speculative_tokens.into(),
+        1,
+        64,
+    )?;
+    ms("speculative.verify_cost_ms", s.verify_cost_ms)?;
+    ms("speculative.per_draft_token_ms", s.per_draft_token_ms)?;
+    match s.acceptance {
+        Acceptance::Beta { alpha, beta } => {
+            float_range("speculative.acceptance.alpha", alpha, 0.0, true, 1000.0)?;
+            float_range("speculative.acceptance.beta", beta, 0.0, true, 1000.0)
+        }
+        Acceptance::Uniform { mean, spread } => {
+            float_range("speculative.acceptance.mean", mean, 0.0, false, 1.0)?;
+            float_range("speculative.acceptance.spread", spread, 0.0, false, 1.0)
+        }
+    }
+}
+
+/// The `[thermal]` section: throttled below boost, hot above idle.
+fn check_thermal(t: &ThermalConfig) -> Result<(), ConfigError> {
+    float_range("thermal.boost_mhz", t.boost_mhz, 0.0, true, 10_000.0)?;
+    float_range(
+        "thermal.throttled_mhz",
+        t.throttled_mhz,
+        0.0,
+        true,
+        t.boost_mhz,
+    )?;
+    float_range("thermal.heat_after_s", t.heat_after_s, 0.0, true, 86_400.0)?;
+    float_range(
+        "thermal.recover_after_s",
+        t.recover_after_s,
+        0.0,
+        true,
+        86_400.0,
+    )?;
+    float_range("thermal.idle_temp_c", t.idle_temp_c, -50.0, false, 150.0)?;
+    float_range(
+        "thermal.hot_temp_c",
+        t.hot_temp_c,
+        t.idle_temp_c,
+        false,
+        150.0,
+    )
 }
 
 #[cfg(test)]

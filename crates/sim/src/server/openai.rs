@@ -79,9 +79,9 @@ impl IntoResponse for ApiError {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum PromptInput {
-    /// Text.
+    /// One text.
     Text(String),
-    /// Token ids.
+    /// One prompt as token ids.
     Ids(Vec<u32>),
     /// A batch of texts.
     Texts(Vec<String>),
@@ -95,18 +95,18 @@ pub enum PromptInput {
 pub enum StopInput {
     /// One stop string.
     One(String),
-    /// Several.
+    /// A list of stop strings.
     Many(Vec<String>),
 }
 
-/// `stream_options`.
+/// `stream_options`: what usage a streamed response carries.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StreamOptions {
     /// Send a final chunk with usage.
     #[serde(default)]
     pub include_usage: Option<bool>,
-    /// Usage in every chunk (not supported; rejected when true).
+    /// With `include_usage`, usage on every token chunk too (as vLLM does).
     #[serde(default)]
     pub continuous_usage_stats: Option<bool>,
 }
@@ -142,7 +142,7 @@ pub struct GenerationRequest {
     pub prompt: Option<PromptInput>,
     /// `/v1/chat/completions` messages.
     pub messages: Option<Vec<Message>>,
-    /// Output limit.
+    /// Output limit, tokens (default: 16 on completions, the rest of the context on chat).
     pub max_tokens: Option<i64>,
     /// Output limit (chat; takes precedence over `max_tokens`).
     pub max_completion_tokens: Option<i64>,

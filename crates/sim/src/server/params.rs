@@ -201,6 +201,24 @@ fn float_in(
 /// vLLM's checks of sampling values, `n`, `best_of` and logprobs, with its
 /// messages.
 pub fn check_values(req: &GenerationRequest, endpoint: Endpoint) -> Result<Checked, ApiError> {
+    check_sampling(req)?;
+    let n = check_n(req)?;
+    check_lengths(req)?;
+    if req.stream_options.is_some() && req.stream != Some(true) {
+        return Err(ApiError::bad_param(
+            "stream_options",
+            "Stream options can only be defined when `stream=True`.",
+        ));
+    }
+    Ok(Checked {
+        n,
+        logprobs: logprobs(req, endpoint)?,
+        echo: req.echo == Some(true),
+    })
+}
+
+/// Temperature, nucleus, penalties and `top_k`.
+fn check_sampling(req: &GenerationRequest) -> Result<(), ApiError> {
     float_in("temperature", req.temperature, |t| t >= 0.0, "non-negative")?;
     float_in("top_p", req.top_p, |p| p > 0.0 && p <= 1.0, "in (0, 1]")?;
     float_in(
@@ -229,6 +247,11 @@ pub fn check_values(req: &GenerationRequest, endpoint: Endpoint) -> Result<Check
             ));
         }
     }
+    Ok(())
+}
+
+/// `n` within 1..=[`MAX_N`], and `best_of` (if given) equal to it.
+fn check_n(req: &GenerationRequest) -> Result<u32, ApiError> {
     let n = req.n.unwrap_or(1);
     if n < 1 {
         return Err(ApiError::bad_param(
@@ -256,6 +279,13 @@ pub fn check_values(req: &GenerationRequest, endpoint: Endpoint) -> Result<Check
             ));
         }
     }
+    // 1..=MAX_N (checked above).
+    Ok(n as u32)
+}
+
+/// `max_tokens`, `max_completion_tokens` and `min_tokens` signs; their
+/// bounds against the context are the plan's.
+fn check_lengths(req: &GenerationRequest) -> Result<(), ApiError> {
     for (name, v) in [
         ("max_tokens", req.max_tokens),
         ("max_completion_tokens", req.max_completion_tokens),
@@ -277,17 +307,7 @@ pub fn check_values(req: &GenerationRequest, endpoint: Endpoint) -> Result<Check
             ));
         }
     }
-    if req.stream_options.is_some() && req.stream != Some(true) {
-        return Err(ApiError::bad_param(
-            "stream_options",
-            "Stream options can only be defined when `stream=True`.",
-        ));
-    }
-    Ok(Checked {
-        n: n as u32,
-        logprobs: logprobs(req, endpoint)?,
-        echo: req.echo == Some(true),
-    })
+    Ok(())
 }
 
 fn logprobs(req: &GenerationRequest, endpoint: Endpoint) -> Result<Option<u32>, ApiError> {

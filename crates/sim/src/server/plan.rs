@@ -49,7 +49,7 @@ pub struct Job {
 /// A validated request.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// Endpoint.
+    /// The endpoint the request came from.
     pub endpoint: Endpoint,
     /// SSE or one JSON.
     pub stream: bool,
@@ -197,119 +197,24 @@ pub fn plan(
 ) -> Result<Plan, ApiError> {
     let Checked { n, logprobs, echo } = params::check_values(req, endpoint)?;
     let prompts = prompts_of(req, endpoint, echo)?;
-    if prompts.len() * n as usize > MAX_SEQUENCES {
-        return Err(ApiError::bad_param(
-            "n",
-            format!(
-                "{} prompts with n = {n} make {} sequences, more than goodput-sim accepts \
-                 ({MAX_SEQUENCES}).",
-                prompts.len(),
-                prompts.len() * n as usize
-            ),
-        ));
-    }
-    let stops: Vec<String> = match &req.stop {
-        None => Vec::new(),
-        Some(StopInput::One(s)) => vec![s.clone()],
-        Some(StopInput::Many(v)) => v.clone(),
-    };
-    if stops.len() > MAX_STOPS || stops.iter().any(|s| s.len() > MAX_STOP_BYTES) {
-        return Err(ApiError::bad_param(
-            "stop",
-            format!(
-                "goodput-sim accepts at most {MAX_STOPS} stop strings of at most \
-                 {MAX_STOP_BYTES} bytes each."
-            ),
-        ));
-    }
-    let max_len = config.max_model_len as usize;
-    let kv = config.kv_capacity_tokens() as usize;
-    let requested = match endpoint {
-        Endpoint::Chat => req.max_completion_tokens.or(req.max_tokens),
-        Endpoint::Completions => req.max_tokens,
-    };
-    // Positive (checked), and anything above max_model_len fails below.
-    let requested = requested.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
+    check_sequences(prompts.len(), n)?;
+    let stops = stops_of(req)?;
+    let requested = requested_tokens(req, endpoint);
     let mut jobs = Vec::with_capacity(prompts.len() * n as usize);
     let mut prompt_usage = 0u64;
     for (p, prompt) in prompts.iter().enumerate() {
-        let prompt_len = prompt.tokens;
-        if prompt_len == 0 {
-            return Err(ApiError::bad_param(
-                "prompt",
-                "The prompt is empty (0 tokens).",
-            ));
-        }
-        match requested {
-            Some(k) if prompt_len.saturating_add(k) > max_len => {
-                return Err(context_error(max_len, prompt_len, Some(k)))
-            }
-            None if prompt_len >= max_len => return Err(context_error(max_len, prompt_len, None)),
-            _ => {}
-        }
-        if prompt_len > kv {
-            // Unreachable with a validated config (max_model_len <= KV capacity).
-            return Err(ApiError::bad_param(
-                "prompt",
-                format!(
-                    "The prompt ({prompt_len} tokens) is larger than the KV cache ({kv} tokens); \
-                     it can never be scheduled."
-                ),
-            ));
-        }
-        let max_tokens = match (requested, endpoint) {
-            (Some(m), _) => m,
-            (None, Endpoint::Completions) => 16.min(max_len - prompt_len),
-            (None, Endpoint::Chat) => max_len - prompt_len,
-        };
-        let min_tokens = usize::try_from(req.min_tokens.unwrap_or(0)).unwrap_or(usize::MAX);
-        if min_tokens > max_tokens {
-            return Err(ApiError::bad_param(
-                "min_tokens",
-                format!(
-                    "min_tokens must be less than or equal to max_tokens={max_tokens}, \
-                     got {min_tokens}."
-                ),
-            ));
-        }
-        // Both fit in u32: bounded by max_model_len.
-        let (max_tokens, min_tokens) = (max_tokens as u32, min_tokens as u32);
-        prompt_usage += prompt_len as u64;
+        let bounds = token_bounds(req, endpoint, config, prompt.tokens, requested)?;
+        prompt_usage += prompt.tokens as u64;
         for i in 0..n {
-            let index = p as u32 * n + i;
-            let text_seed = match req.seed {
-                Some(s) => choice_seed(text::mix(s as u64 ^ config.seed), u64::from(index)),
-                None => choice_seed(text::mix(prompt.hash ^ config.seed), u64::from(i)),
-            };
-            let mut job = Job {
-                index,
-                prompt_tokens: prompt_len as u32,
-                output_tokens: max_tokens,
-                finish_reason: "length",
-                stop_reason: None,
-                text_limit: None,
-                text_seed,
-                echo: prompt.text.clone(),
-                prompt_ids: prompt.ids.clone(),
-            };
-            if req.ignore_eos != Some(true) {
-                let eos = text::eos_point(text_seed).max(min_tokens).max(1);
-                if eos < job.output_tokens {
-                    job.output_tokens = eos;
-                    job.finish_reason = "stop";
-                }
-            }
-            let floor = min_tokens.max(1);
-            if let Some(m) = text::find_stop(text_seed, job.output_tokens, &stops, floor) {
-                job.output_tokens = m.tokens;
-                job.finish_reason = "stop";
-                job.text_limit = Some(match req.include_stop_str_in_output {
-                    Some(true) => m.cut + m.stop.len(),
-                    _ => m.cut,
-                });
-                job.stop_reason = Some(m.stop);
-            }
-            jobs.push(job);
+            jobs.push(job(
+                req,
+                config,
+                prompt,
+                bounds,
+                &stops,
+                p as u32 * n + i,
+                i,
+            ));
         }
     }
     Ok(Plan {
@@ -327,6 +232,149 @@ pub fn plan(
         prompt_tokens: prompt_usage,
         jobs,
     })
+}
+
+/// At most [`MAX_SEQUENCES`] sequences: `prompts` times `n`.
+fn check_sequences(prompts: usize, n: u32) -> Result<(), ApiError> {
+    let sequences = prompts * n as usize;
+    if sequences > MAX_SEQUENCES {
+        return Err(ApiError::bad_param(
+            "n",
+            format!(
+                "{prompts} prompts with n = {n} make {sequences} sequences, more than \
+                 goodput-sim accepts ({MAX_SEQUENCES})."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The request's stop strings, within [`MAX_STOPS`] and [`MAX_STOP_BYTES`].
+fn stops_of(req: &GenerationRequest) -> Result<Vec<String>, ApiError> {
+    let stops: Vec<String> = match &req.stop {
+        None => Vec::new(),
+        Some(StopInput::One(s)) => vec![s.clone()],
+        Some(StopInput::Many(v)) => v.clone(),
+    };
+    if stops.len() > MAX_STOPS || stops.iter().any(|s| s.len() > MAX_STOP_BYTES) {
+        return Err(ApiError::bad_param(
+            "stop",
+            format!(
+                "goodput-sim accepts at most {MAX_STOPS} stop strings of at most \
+                 {MAX_STOP_BYTES} bytes each."
+            ),
+        ));
+    }
+    Ok(stops)
+}
+
+/// The `max_tokens` the client asked for (`max_completion_tokens` first on chat).
+fn requested_tokens(req: &GenerationRequest, endpoint: Endpoint) -> Option<usize> {
+    let requested = match endpoint {
+        Endpoint::Chat => req.max_completion_tokens.or(req.max_tokens),
+        Endpoint::Completions => req.max_tokens,
+    };
+    // Positive (checked), and anything above max_model_len fails in `token_bounds`.
+    requested.map(|m| usize::try_from(m).unwrap_or(usize::MAX))
+}
+
+/// The (max, min) output tokens of one prompt's choices, after checking that
+/// the prompt fits the context and the KV cache and that `min_tokens` fits.
+fn token_bounds(
+    req: &GenerationRequest,
+    endpoint: Endpoint,
+    config: &SimConfig,
+    prompt_len: usize,
+    requested: Option<usize>,
+) -> Result<(u32, u32), ApiError> {
+    let max_len = config.max_model_len as usize;
+    let kv = config.kv_capacity_tokens() as usize;
+    if prompt_len == 0 {
+        return Err(ApiError::bad_param(
+            "prompt",
+            "The prompt is empty (0 tokens).",
+        ));
+    }
+    match requested {
+        Some(k) if prompt_len.saturating_add(k) > max_len => {
+            return Err(context_error(max_len, prompt_len, Some(k)))
+        }
+        None if prompt_len >= max_len => return Err(context_error(max_len, prompt_len, None)),
+        _ => {}
+    }
+    if prompt_len > kv {
+        // Unreachable with a validated config (max_model_len <= KV capacity).
+        return Err(ApiError::bad_param(
+            "prompt",
+            format!(
+                "The prompt ({prompt_len} tokens) is larger than the KV cache ({kv} tokens); \
+                 it can never be scheduled."
+            ),
+        ));
+    }
+    let max_tokens = match (requested, endpoint) {
+        (Some(m), _) => m,
+        (None, Endpoint::Completions) => 16.min(max_len - prompt_len),
+        (None, Endpoint::Chat) => max_len - prompt_len,
+    };
+    let min_tokens = usize::try_from(req.min_tokens.unwrap_or(0)).unwrap_or(usize::MAX);
+    if min_tokens > max_tokens {
+        return Err(ApiError::bad_param(
+            "min_tokens",
+            format!(
+                "min_tokens must be less than or equal to max_tokens={max_tokens}, \
+                 got {min_tokens}."
+            ),
+        ));
+    }
+    // Both fit in u32: bounded by max_model_len.
+    Ok((max_tokens as u32, min_tokens as u32))
+}
+
+/// Choice `i` of a prompt, response index `index`: its seed, and where the
+/// pseudo-EOS point or a stop string ends it.
+fn job(
+    req: &GenerationRequest,
+    config: &SimConfig,
+    prompt: &Prompt,
+    (max_tokens, min_tokens): (u32, u32),
+    stops: &[String],
+    index: u32,
+    i: u32,
+) -> Job {
+    let text_seed = match req.seed {
+        Some(s) => choice_seed(text::mix(s as u64 ^ config.seed), u64::from(index)),
+        None => choice_seed(text::mix(prompt.hash ^ config.seed), u64::from(i)),
+    };
+    let mut job = Job {
+        index,
+        prompt_tokens: prompt.tokens as u32,
+        output_tokens: max_tokens,
+        finish_reason: "length",
+        stop_reason: None,
+        text_limit: None,
+        text_seed,
+        echo: prompt.text.clone(),
+        prompt_ids: prompt.ids.clone(),
+    };
+    if req.ignore_eos != Some(true) {
+        let eos = text::eos_point(text_seed).max(min_tokens).max(1);
+        if eos < job.output_tokens {
+            job.output_tokens = eos;
+            job.finish_reason = "stop";
+        }
+    }
+    let floor = min_tokens.max(1);
+    if let Some(m) = text::find_stop(text_seed, job.output_tokens, stops, floor) {
+        job.output_tokens = m.tokens;
+        job.finish_reason = "stop";
+        job.text_limit = Some(match req.include_stop_str_in_output {
+            Some(true) => m.cut + m.stop.len(),
+            _ => m.cut,
+        });
+        job.stop_reason = Some(m.stop);
+    }
+    job
 }
 
 #[cfg(test)]

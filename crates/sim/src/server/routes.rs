@@ -15,6 +15,8 @@ use serde_json::json;
 
 use super::openai::{render_chat, ApiError, Message};
 use super::SimState;
+use crate::config::SimConfig;
+use crate::model::Counters;
 use crate::text;
 
 pub(super) async fn health(State(state): State<SimState>) -> Response {
@@ -152,6 +154,18 @@ fn label(value: &str) -> String {
 }
 
 pub(super) async fn metrics(State(state): State<SimState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        metrics_text(&state),
+    )
+        .into_response()
+}
+
+/// vLLM's metric families (the ones goodput reads), in vLLM's names and order.
+fn metrics_text(state: &SimState) -> String {
     let c = state.config();
     let (running, waiting, kv, counters) = {
         let p = state.inner.published.lock();
@@ -163,35 +177,37 @@ pub(super) async fn metrics(State(state): State<SimState>) -> Response {
     let generation = counters.generation_tokens + s.generation_tokens.load(Ordering::Relaxed);
     let m = format!("model_name=\"{}\"", label(&c.model));
     let mut out = String::new();
-    let one = |v: f64| vec![(m.clone(), v)];
-    family(
-        &mut out,
-        "vllm:num_requests_running",
-        "gauge",
-        "Number of requests in model execution batches.",
-        &one(running),
-    );
-    family(
-        &mut out,
-        "vllm:num_requests_waiting",
-        "gauge",
-        "Number of requests waiting to be processed.",
-        &one(waiting),
-    );
-    family(
-        &mut out,
-        "vllm:kv_cache_usage_perc",
-        "gauge",
-        "KV-cache usage. 1 means 100 percent usage.",
-        &one(kv),
-    );
-    family(
-        &mut out,
-        "vllm:gpu_cache_usage_perc",
-        "gauge",
-        "GPU KV-cache usage. 1 means 100 percent usage.",
-        &one(kv),
-    );
+    gauge_families(&mut out, &m, c, [running, waiting, kv]);
+    counter_families(&mut out, &m, c, &counters, prompt, generation);
+    out
+}
+
+/// The gauges: `[running, waiting, kv_usage]`, and the cache config.
+fn gauge_families(out: &mut String, m: &str, c: &SimConfig, [running, waiting, kv]: [f64; 3]) {
+    for (name, help, value) in [
+        (
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            running,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            waiting,
+        ),
+        (
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            kv,
+        ),
+        (
+            "vllm:gpu_cache_usage_perc",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+            kv,
+        ),
+    ] {
+        family(out, name, "gauge", help, &[(m.to_string(), value)]);
+    }
     let info = format!(
         "{m},block_size=\"{}\",num_gpu_blocks=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"{}\"",
         c.block_size,
@@ -199,72 +215,71 @@ pub(super) async fn metrics(State(state): State<SimState>) -> Response {
         if c.prefix_caching { "True" } else { "False" }
     );
     family(
-        &mut out,
+        out,
         "vllm:cache_config_info",
         "gauge",
         "Information of the LLMEngine CacheConfig",
         &[(info, 1.0)],
     );
-    family(
-        &mut out,
-        "vllm:num_preemptions",
-        "counter",
-        "Cumulative number of preemption from the engine.",
-        &one(counters.num_preemptions as f64),
-    );
-    family(
-        &mut out,
-        "vllm:prefix_cache_queries",
-        "counter",
-        "Prefix cache queries, in terms of number of queried tokens.",
-        &one(counters.prefix_cache_queries as f64),
-    );
-    family(
-        &mut out,
-        "vllm:prefix_cache_hits",
-        "counter",
-        "Prefix cache hits, in terms of number of cached tokens.",
-        &one(counters.prefix_cache_hits as f64),
-    );
-    family(
-        &mut out,
-        "vllm:prompt_tokens",
-        "counter",
-        "Number of prefill tokens processed.",
-        &one(prompt as f64),
-    );
-    family(
-        &mut out,
-        "vllm:generation_tokens",
-        "counter",
-        "Number of generation tokens processed.",
-        &one(generation as f64),
-    );
-    family(
-        &mut out,
-        "vllm:spec_decode_num_drafts",
-        "counter",
-        "Number of spec decoding drafts.",
-        &one(counters.spec_num_drafts as f64),
-    );
-    family(
-        &mut out,
-        "vllm:spec_decode_num_draft_tokens",
-        "counter",
-        "Number of draft tokens.",
-        &one(counters.spec_draft_tokens as f64),
-    );
-    family(
-        &mut out,
-        "vllm:spec_decode_num_accepted_tokens",
-        "counter",
-        "Number of accepted tokens.",
-        &one(counters.spec_accepted_tokens as f64),
-    );
+}
+
+/// The counters; `prompt` and `generation` include a fixed schedule's tokens.
+fn counter_families(
+    out: &mut String,
+    m: &str,
+    c: &SimConfig,
+    counters: &Counters,
+    prompt: u64,
+    generation: u64,
+) {
+    for (name, help, value) in [
+        (
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            counters.num_preemptions,
+        ),
+        (
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            counters.prefix_cache_queries,
+        ),
+        (
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            counters.prefix_cache_hits,
+        ),
+        (
+            "vllm:prompt_tokens",
+            "Number of prefill tokens processed.",
+            prompt,
+        ),
+        (
+            "vllm:generation_tokens",
+            "Number of generation tokens processed.",
+            generation,
+        ),
+        (
+            "vllm:spec_decode_num_drafts",
+            "Number of spec decoding drafts.",
+            counters.spec_num_drafts,
+        ),
+        (
+            "vllm:spec_decode_num_draft_tokens",
+            "Number of draft tokens.",
+            counters.spec_draft_tokens,
+        ),
+        (
+            "vllm:spec_decode_num_accepted_tokens",
+            "Number of accepted tokens.",
+            counters.spec_accepted_tokens,
+        ),
+    ] {
+        family(out, name, "counter", help, &[(m.to_string(), value as f64)]);
+    }
     // Finished requests are counted by the model, not by a fixed schedule.
     if c.schedule.is_none() {
         family(
-            &mut out,
+            out,
             "vllm:request_success",
             "counter",
             "Count of successfully processed requests.",
@@ -274,12 +289,4 @@ pub(super) async fn metrics(State(state): State<SimState>) -> Response {
             )],
         );
     }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        out,
-    )
-        .into_response()
 }
