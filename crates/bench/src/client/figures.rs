@@ -12,7 +12,7 @@ use report::stats::quantile_linear as quantile;
 /// p50, p99 and max of a sample.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Spread {
-    /// Median.
+    /// 50th percentile (the median).
     pub p50: Option<f64>,
     /// 99th percentile.
     pub p99: Option<f64>,

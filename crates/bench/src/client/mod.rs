@@ -32,6 +32,7 @@ pub mod scenarios;
 pub mod table;
 
 use std::io::Write as _;
+use std::time::Duration;
 
 use anyhow::Context as _;
 
@@ -145,149 +146,196 @@ fn print(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
-    let mut records = match &plan.records {
-        Some(path) => {
-            let _ = std::fs::remove_file(path);
-            Some(
-                goodput::record::RecordsFile::open(path)
-                    .with_context(|| format!("cannot write {}", path.display()))?,
-            )
-        }
-        None => None,
-    };
-    let mut keep = |r: &[goodput::record::RequestRecord]| -> anyhow::Result<()> {
-        if let Some(f) = records.as_mut() {
-            f.append(r)
+/// Where the records go: the `--records` file, or nowhere.
+struct Kept(Option<goodput::record::RecordsFile>);
+
+impl Kept {
+    /// Starts the `--records` file afresh, if there is one.
+    fn open(plan: &BenchPlan) -> anyhow::Result<Kept> {
+        let Some(path) = &plan.records else {
+            return Ok(Kept(None));
+        };
+        // A file left by an earlier run is replaced; one that is not there is fine.
+        let _ = std::fs::remove_file(path);
+        let file = goodput::record::RecordsFile::open(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Kept(Some(file)))
+    }
+
+    fn keep(&mut self, records: &[goodput::record::RequestRecord]) -> anyhow::Result<()> {
+        if let Some(f) = self.0.as_mut() {
+            f.append(records)
                 .with_context(|| format!("cannot write {}", f.path().display()))?;
         }
         Ok(())
-    };
-    let mut failed_runs = 0;
-    let mut fidelity = Vec::new();
-    for &streams in &plan.streams {
-        for &itl_ms in &plan.itl_ms {
-            let run = StreamRun {
-                streams,
-                schedule: Schedule {
-                    ttft_ms: plan.ttft_ms,
-                    itl_ms,
-                },
-                tokens: plan.tokens,
-                duration: plan.duration,
-            };
-            progress(&format!(
-                "{streams} streams, ITL {itl_ms} ms, {} s",
-                plan.duration.as_secs_f64()
-            ));
-            match scenarios::streams(kind, run).await {
-                Ok((f, r)) => {
-                    keep(&r)?;
-                    fidelity.push(f);
-                }
-                Err(e) => {
-                    failed_runs += 1;
-                    progress(&format!("{streams} streams, ITL {itl_ms} ms failed: {e:#}"));
-                }
-            }
-        }
     }
+}
+
+/// A closed-loop run of the plan's TTFT and tokens.
+fn stream_run(plan: &BenchPlan, streams: usize, itl_ms: f64, duration: Duration) -> StreamRun {
+    StreamRun {
+        streams,
+        schedule: Schedule {
+            ttft_ms: plan.ttft_ms,
+            itl_ms,
+        },
+        tokens: plan.tokens,
+        duration,
+    }
+}
+
+/// Every section the plan asks for, in order; exit code 3 when a fidelity or
+/// rate run failed.
+async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
+    let mut kept = Kept::open(plan)?;
+    let mut failed_runs = 0;
+    let fidelity = fidelity_runs(plan, kind, &mut kept, &mut failed_runs).await?;
     print(&format!(
         "\n## Fidelity (closed loop; ms; lag = client receipt − server write per chunk; errors = measured − configured)\n\n{}",
         table::streams(&fidelity)
     ))?;
     print(&summary(&fidelity))?;
-
     if plan.floor {
-        let mut floors = Vec::new();
-        for f in fidelity.iter().filter(|f| f.itl_ms > 0.0) {
-            let schedule = Schedule {
-                ttft_ms: plan.ttft_ms,
-                itl_ms: f.itl_ms,
-            };
-            let run = StreamRun {
-                streams: f.streams,
-                schedule,
-                tokens: plan.tokens,
-                duration: plan.duration,
-            };
+        floor_runs(plan, kind, &fidelity).await?;
+    }
+    if let Some(itl_ms) = plan.sweep_itl_ms {
+        capacity(plan, kind, itl_ms, &mut kept).await?;
+    }
+    rate_runs(plan, kind, &mut kept, &mut failed_runs).await?;
+    Ok(if failed_runs > 0 { 3 } else { 0 })
+}
+
+/// The closed-loop runs, every stream count at every ITL; a failed one is
+/// counted in `failed_runs` and left out.
+async fn fidelity_runs(
+    plan: &BenchPlan,
+    kind: &SimKind,
+    kept: &mut Kept,
+    failed_runs: &mut usize,
+) -> anyhow::Result<Vec<StreamFigures>> {
+    let mut fidelity = Vec::new();
+    for &streams in &plan.streams {
+        for &itl_ms in &plan.itl_ms {
             progress(&format!(
-                "floor: {} streams, ITL {} ms",
-                f.streams, f.itl_ms
+                "{streams} streams, ITL {itl_ms} ms, {} s",
+                plan.duration.as_secs_f64()
             ));
-            match floor::run(kind, run).await {
-                Ok(fl) => floors.push((fl, f.clone())),
-                Err(e) => progress(&format!("floor run failed: {e:#}")),
+            let run = stream_run(plan, streams, itl_ms, plan.duration);
+            match scenarios::streams(kind, run).await {
+                Ok((f, r)) => {
+                    kept.keep(&r)?;
+                    fidelity.push(f);
+                }
+                Err(e) => {
+                    *failed_runs += 1;
+                    progress(&format!("{streams} streams, ITL {itl_ms} ms failed: {e:#}"));
+                }
             }
         }
-        print(&format!(
-            "\n## Floor (the same runs through a minimal raw-socket client: no HTTP library, no SSE or JSON parsing; ms)\n\n{}",
-            table::floor(&floors)
-        ))?;
     }
+    Ok(fidelity)
+}
 
-    if let Some(itl_ms) = plan.sweep_itl_ms {
-        let steps = sweep(plan, kind, itl_ms, &mut keep).await?;
-        print(&format!(
-            "\n## Capacity sweep (ITL {itl_ms} ms, {} tokens per request; doubling streams until goodput adds 1 ms or more to the floor's p99 lag, a request fails, or the simulator cannot emit 80 % of the offered rate)\n\n{}",
-            plan.tokens,
-            table::sweep(&steps)
-        ))?;
-        let best = steps
-            .iter()
-            .filter(|s| s.verdict == PASS)
-            .map(|s| &s.figures)
-            .max_by(|a, b| a.tokens_per_s().total_cmp(&b.tokens_per_s()));
-        match best {
-            Some(f) => print(&format!(
-                "\nLargest rate at which goodput added less than 1 ms to the p99 lag: {} chunks/s, {} tokens/s ({} streams at ITL {} ms), client at {:.2} cores.",
-                table::count(f.chunks_per_s()),
-                table::count(f.tokens_per_s()),
-                f.streams,
-                f.itl_ms,
-                f.cores()
-            ))?,
-            None => print("\nNo sweep step kept the added p99 lag under 1 ms.")?,
+/// The fidelity runs with ITL > 0 again through the raw-socket client; prints
+/// their table.
+async fn floor_runs(
+    plan: &BenchPlan,
+    kind: &SimKind,
+    fidelity: &[StreamFigures],
+) -> anyhow::Result<()> {
+    let mut floors = Vec::new();
+    for f in fidelity.iter().filter(|f| f.itl_ms > 0.0) {
+        progress(&format!(
+            "floor: {} streams, ITL {} ms",
+            f.streams, f.itl_ms
+        ));
+        let run = stream_run(plan, f.streams, f.itl_ms, plan.duration);
+        match floor::run(kind, run).await {
+            Ok(fl) => floors.push((fl, f.clone())),
+            Err(e) => progress(&format!("floor run failed: {e:#}")),
         }
     }
+    print(&format!(
+        "\n## Floor (the same runs through a minimal raw-socket client: no HTTP library, no SSE or JSON parsing; ms)\n\n{}",
+        table::floor(&floors)
+    ))
+}
 
+/// The capacity sweep at `itl_ms`: its table and the largest passing rate.
+async fn capacity(
+    plan: &BenchPlan,
+    kind: &SimKind,
+    itl_ms: f64,
+    kept: &mut Kept,
+) -> anyhow::Result<()> {
+    let steps = sweep(plan, kind, itl_ms, kept).await?;
+    print(&format!(
+        "\n## Capacity sweep (ITL {itl_ms} ms, {} tokens per request; doubling streams until goodput adds 1 ms or more to the floor's p99 lag, a request fails, or the simulator cannot emit 80 % of the offered rate)\n\n{}",
+        plan.tokens,
+        table::sweep(&steps)
+    ))?;
+    let best = steps
+        .iter()
+        .filter(|s| s.verdict == PASS)
+        .map(|s| &s.figures)
+        .max_by(|a, b| a.tokens_per_s().total_cmp(&b.tokens_per_s()));
+    match best {
+        Some(f) => print(&format!(
+            "\nLargest rate at which goodput added less than 1 ms to the p99 lag: {} chunks/s, {} tokens/s ({} streams at ITL {} ms), client at {:.2} cores.",
+            table::count(f.chunks_per_s()),
+            table::count(f.tokens_per_s()),
+            f.streams,
+            f.itl_ms,
+            f.cores()
+        )),
+        None => print("\nNo sweep step kept the added p99 lag under 1 ms."),
+    }
+}
+
+/// The open-loop runs (ITL 20 ms); a failed one is counted in `failed_runs`.
+/// Prints their table unless none succeeded.
+async fn rate_runs(
+    plan: &BenchPlan,
+    kind: &SimKind,
+    kept: &mut Kept,
+    failed_runs: &mut usize,
+) -> anyhow::Result<()> {
     let mut rates = Vec::new();
     for (i, &rps) in plan.rates.iter().enumerate() {
         progress(&format!(
             "rate {rps} req/s, {} s",
             plan.rate_duration.as_secs_f64()
         ));
-        let schedule = Schedule {
-            ttft_ms: plan.ttft_ms,
-            itl_ms: 20.0,
-        };
         let run = RateRun {
             rps,
-            schedule,
+            schedule: Schedule {
+                ttft_ms: plan.ttft_ms,
+                itl_ms: 20.0,
+            },
             tokens: plan.rate_tokens,
             duration: plan.rate_duration,
             seed: 42 + i as u64,
         };
         match scenarios::rate(kind, run).await {
             Ok((f, r)) => {
-                keep(&r)?;
+                kept.keep(&r)?;
                 rates.push(f);
             }
             Err(e) => {
-                failed_runs += 1;
+                *failed_runs += 1;
                 progress(&format!("rate {rps} failed: {e:#}"));
             }
         }
     }
-    if !rates.is_empty() {
-        print(&format!(
-            "\n## Open loop (Poisson arrivals; TTFT {} ms, ITL 20 ms, {} tokens per request; send lag = sent − scheduled, ms)\n\n{}",
-            plan.ttft_ms,
-            plan.rate_tokens,
-            table::rates(&rates)
-        ))?;
+    if rates.is_empty() {
+        return Ok(());
     }
-    Ok(if failed_runs > 0 { 3 } else { 0 })
+    print(&format!(
+        "\n## Open loop (Poisson arrivals; TTFT {} ms, ITL 20 ms, {} tokens per request; send lag = sent − scheduled, ms)\n\n{}",
+        plan.ttft_ms,
+        plan.rate_tokens,
+        table::rates(&rates)
+    ))
 }
 
 const PASS: &str = "added p99 < 1 ms";
@@ -298,25 +346,16 @@ async fn sweep(
     plan: &BenchPlan,
     kind: &SimKind,
     itl_ms: f64,
-    keep: &mut impl FnMut(&[goodput::record::RequestRecord]) -> anyhow::Result<()>,
+    kept: &mut Kept,
 ) -> anyhow::Result<Vec<SweepStep>> {
     let mut steps = Vec::new();
     let mut streams = plan.sweep_start;
     while streams <= plan.sweep_max {
-        let schedule = Schedule {
-            ttft_ms: plan.ttft_ms,
-            itl_ms,
-        };
-        let run = StreamRun {
-            streams,
-            schedule,
-            tokens: plan.tokens,
-            duration: plan.sweep_duration,
-        };
+        let run = stream_run(plan, streams, itl_ms, plan.sweep_duration);
         progress(&format!("sweep: {streams} streams, ITL {itl_ms} ms"));
         let figures = match scenarios::streams(kind, run).await {
             Ok((f, r)) => {
-                keep(&r)?;
+                kept.keep(&r)?;
                 f
             }
             Err(e) => {

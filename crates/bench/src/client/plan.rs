@@ -14,7 +14,7 @@ pub enum SimMode {
     InProcess,
 }
 
-/// `goodput-bench client`.
+/// The flags of `goodput-bench client`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// A short run: streams 1,100,1000, 3 s per run, short sweep and rate runs.
@@ -86,13 +86,13 @@ pub struct BenchPlan {
     pub floor: bool,
     /// Sweep ITL, ms; `None`: no sweep.
     pub sweep_itl_ms: Option<f64>,
-    /// First and largest stream count of the sweep.
+    /// First stream count of the sweep (doubled each step).
     pub sweep_start: usize,
     /// Largest stream count of the sweep.
     pub sweep_max: usize,
     /// Sends per sweep step.
     pub sweep_duration: Duration,
-    /// Open-loop rates.
+    /// Request rates of the open-loop runs, per second.
     pub rates: Vec<f64>,
     /// Span of each open-loop run.
     pub rate_duration: Duration,

@@ -108,61 +108,104 @@ fn trial(
     }
 }
 
-/// Opens the connections the measured run uses, as `goodput run` does before a
-/// trial ([`Target::preconnect`]).
-async fn warm_up(target: &Target, connections: usize) -> anyhow::Result<()> {
-    target
-        .preconnect(connections)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot open {connections} connections: {e}"))
+/// One run's simulator, its target and the HTTP client, with this process's RSS
+/// from before the simulator started (the base of the run's RSS growth).
+struct Session {
+    sim: Sim,
+    target: Target,
+    client: reqwest::Client,
+    rss_before: u64,
 }
 
-/// Runs `trial` with the client's CPU time and peak RSS measured around it;
-/// `stop_after` turns the trial's stop signal on after that long.
-async fn measured(
-    client: reqwest::Client,
-    target: Target,
-    t: Trial,
-    stop_after: Option<Duration>,
-    rss_before: u64,
-    sim_pid: Option<u32>,
-) -> (Vec<RequestRecord>, Usage) {
-    // The sender must outlive the trial: a closed stop channel counts as "stop".
-    let (stop_tx, stop) = watch::channel(false);
-    let stop_tx = std::sync::Arc::new(stop_tx);
-    let timer = stop_after.map(|d| {
-        let stop_tx = stop_tx.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(d).await;
-            let _ = stop_tx.send(true);
+impl Session {
+    /// Starts a simulator serving `schedule` and a client for `connections`.
+    async fn start(
+        kind: &SimKind,
+        schedule: Schedule,
+        connections: usize,
+    ) -> anyhow::Result<Session> {
+        let rss_before = rss_bytes();
+        let sim = Sim::start(kind, schedule)
+            .await
+            .context("cannot start the simulator")?;
+        let target = Target::new(&sim.base_url, "/v1/completions", None);
+        let client = match http_client(connections) {
+            Ok(c) => c,
+            Err(e) => {
+                sim.stop().await;
+                return Err(anyhow::Error::new(e).context("cannot build the HTTP client"));
+            }
+        };
+        Ok(Session {
+            sim,
+            target,
+            client,
+            rss_before,
         })
-    });
-    let peak = RssPeak::start(Duration::from_millis(50));
-    let sim_cpu = || sim_pid.and_then(process_cpu_time);
-    let (sim0, machine0, wall0, cpu0) = (sim_cpu(), machine_cpu_time(), Instant::now(), cpu_time());
-    let records = run_trial(client, target, t, stop, Box::new(|_| {})).await;
-    let cpu = cpu_time().saturating_sub(cpu0);
-    let wall = wall0.elapsed();
-    let sim_cpu = sim_cpu().zip(sim0).map(|(b, a)| b.saturating_sub(a));
-    let machine_cpu = machine_cpu_time()
-        .zip(machine0)
-        .map(|(b, a)| b.saturating_sub(a));
-    let rss_peak = peak.finish();
-    let rss_delta = rss_peak.saturating_sub(rss_before);
-    if let Some(t) = timer {
-        t.abort();
     }
-    drop(stop_tx);
-    let usage = Usage {
-        cpu,
-        rss_delta,
-        rss_peak,
-        load_avg: load_average(),
-        sim_cpu,
-        machine_cpu,
-        wall,
-    };
-    (records, usage)
+
+    /// Opens the connections the measured run uses, as `goodput run` does before a
+    /// trial ([`Target::preconnect`]).
+    async fn warm_up(&self, connections: usize) -> anyhow::Result<()> {
+        self.target
+            .preconnect(connections)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open {connections} connections: {e}"))
+    }
+
+    /// Runs `t` with the client's CPU time and peak RSS measured around it;
+    /// `stop_after` turns the trial's stop signal on after that long.
+    async fn measured(
+        &self,
+        t: Trial,
+        stop_after: Option<Duration>,
+    ) -> (Vec<RequestRecord>, Usage) {
+        // The sender must outlive the trial: a closed stop channel counts as "stop".
+        let (stop_tx, stop) = watch::channel(false);
+        let stop_tx = std::sync::Arc::new(stop_tx);
+        let timer = stop_after.map(|d| {
+            let stop_tx = stop_tx.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(d).await;
+                let _ = stop_tx.send(true);
+            })
+        });
+        let peak = RssPeak::start(Duration::from_millis(50));
+        let sim_pid = self.sim.pid();
+        let sim_cpu = || sim_pid.and_then(process_cpu_time);
+        let (sim0, machine0, wall0, cpu0) =
+            (sim_cpu(), machine_cpu_time(), Instant::now(), cpu_time());
+        let (client, target) = (self.client.clone(), self.target.clone());
+        let records = run_trial(client, target, t, stop, Box::new(|_| {})).await;
+        let cpu = cpu_time().saturating_sub(cpu0);
+        let wall = wall0.elapsed();
+        let sim_cpu = sim_cpu().zip(sim0).map(|(b, a)| b.saturating_sub(a));
+        let machine_cpu = machine_cpu_time()
+            .zip(machine0)
+            .map(|(b, a)| b.saturating_sub(a));
+        let rss_peak = peak.finish();
+        let rss_delta = rss_peak.saturating_sub(self.rss_before);
+        if let Some(t) = timer {
+            t.abort();
+        }
+        drop(stop_tx);
+        let usage = Usage {
+            cpu,
+            rss_delta,
+            rss_peak,
+            load_avg: load_average(),
+            sim_cpu,
+            machine_cpu,
+            wall,
+        };
+        (records, usage)
+    }
+
+    /// Drops the client (closing its connections), then stops the simulator.
+    async fn stop(self) {
+        drop(self.client);
+        self.sim.stop().await;
+    }
 }
 
 /// A closed-loop fidelity run: its figures and its records.
@@ -170,14 +213,9 @@ pub async fn streams(
     kind: &SimKind,
     run: StreamRun,
 ) -> anyhow::Result<(StreamFigures, Vec<RequestRecord>)> {
-    let rss_before = rss_bytes();
-    let sim = Sim::start(kind, run.schedule)
-        .await
-        .context("cannot start the simulator")?;
-    let target = Target::new(&sim.base_url, "/v1/completions", None);
-    let client = http_client(run.streams).context("cannot build the HTTP client")?;
+    let session = Session::start(kind, run.schedule, run.streams).await?;
     let result = async {
-        warm_up(&target, run.streams).await?;
+        session.warm_up(run.streams).await?;
         // Enough requests that no worker runs out before the stop signal.
         let per_request_s =
             (run.schedule.ttft_ms + run.schedule.itl_ms * f64::from(run.tokens)) / 1e3;
@@ -192,15 +230,7 @@ pub async fn streams(
             Vec::new(),
             requests,
         );
-        let (records, usage) = measured(
-            client.clone(),
-            target.clone(),
-            t,
-            Some(run.duration),
-            rss_before,
-            sim.pid(),
-        )
-        .await;
+        let (records, usage) = session.measured(t, Some(run.duration)).await;
         let figures = StreamFigures::from_records(
             run.streams,
             run.schedule.ttft_ms,
@@ -211,8 +241,7 @@ pub async fn streams(
         Ok::<_, anyhow::Error>((figures, records))
     }
     .await;
-    drop(client);
-    sim.stop().await;
+    session.stop().await;
     result
 }
 
@@ -221,17 +250,12 @@ pub async fn rate(
     kind: &SimKind,
     run: RateRun,
 ) -> anyhow::Result<(RateFigures, Vec<RequestRecord>)> {
-    let rss_before = rss_bytes();
-    let sim = Sim::start(kind, run.schedule)
-        .await
-        .context("cannot start the simulator")?;
-    let target = Target::new(&sim.base_url, "/v1/completions", None);
     let per_request_s = (run.schedule.ttft_ms + run.schedule.itl_ms * f64::from(run.tokens)) / 1e3;
     // Twice the mean number in flight, so sends rarely wait for a new connection.
     let connections = ((run.rps * per_request_s * 2.0).ceil() as usize).clamp(1, 4000);
-    let client = http_client(connections).context("cannot build the HTTP client")?;
+    let session = Session::start(kind, run.schedule, connections).await?;
     let result = async {
-        warm_up(&target, connections).await?;
+        session.warm_up(connections).await?;
         let n = (run.rps * run.duration.as_secs_f64()).round().max(1.0) as usize;
         let offsets = arrival_offsets(run.rps, 1.0, n, run.seed);
         let t = trial(
@@ -241,21 +265,12 @@ pub async fn rate(
             offsets.clone(),
             vec![request(run.tokens); n],
         );
-        let (records, usage) = measured(
-            client.clone(),
-            target.clone(),
-            t,
-            None,
-            rss_before,
-            sim.pid(),
-        )
-        .await;
+        let (records, usage) = session.measured(t, None).await;
         let figures = RateFigures::from_records(run.rps, &offsets, &records, usage);
         Ok::<_, anyhow::Error>((figures, records))
     }
     .await;
-    drop(client);
-    sim.stop().await;
+    session.stop().await;
     result
 }
 
