@@ -146,28 +146,58 @@ fn print(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where the records go: the `--records` file, or nowhere.
-struct Kept(Option<goodput::record::RecordsFile>);
+/// What the runs leave: their records (to the `--records` file, or nowhere) and
+/// how many fidelity and rate runs failed.
+struct Kept {
+    records: Option<goodput::record::RecordsFile>,
+    failed_runs: usize,
+}
 
 impl Kept {
     /// Starts the `--records` file afresh, if there is one.
     fn open(plan: &BenchPlan) -> anyhow::Result<Kept> {
-        let Some(path) = &plan.records else {
-            return Ok(Kept(None));
+        let records = match &plan.records {
+            Some(path) => {
+                // A file left by an earlier run is replaced; one not there is fine.
+                let _ = std::fs::remove_file(path);
+                let file = goodput::record::RecordsFile::open(path)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                Some(file)
+            }
+            None => None,
         };
-        // A file left by an earlier run is replaced; one that is not there is fine.
-        let _ = std::fs::remove_file(path);
-        let file = goodput::record::RecordsFile::open(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(Kept(Some(file)))
+        Ok(Kept {
+            records,
+            failed_runs: 0,
+        })
     }
 
     fn keep(&mut self, records: &[goodput::record::RequestRecord]) -> anyhow::Result<()> {
-        if let Some(f) = self.0.as_mut() {
+        if let Some(f) = self.records.as_mut() {
             f.append(records)
                 .with_context(|| format!("cannot write {}", f.path().display()))?;
         }
         Ok(())
+    }
+
+    /// The figures of a run whose records are kept; a failed run (`what failed:
+    /// ...` on stderr) is counted and gives `None`.
+    fn figures<F>(
+        &mut self,
+        run: anyhow::Result<(F, Vec<goodput::record::RequestRecord>)>,
+        what: &str,
+    ) -> anyhow::Result<Option<F>> {
+        match run {
+            Ok((figures, records)) => {
+                self.keep(&records)?;
+                Ok(Some(figures))
+            }
+            Err(e) => {
+                self.failed_runs += 1;
+                progress(&format!("{what} failed: {e:#}"));
+                Ok(None)
+            }
+        }
     }
 }
 
@@ -188,8 +218,7 @@ fn stream_run(plan: &BenchPlan, streams: usize, itl_ms: f64, duration: Duration)
 /// rate run failed.
 async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
     let mut kept = Kept::open(plan)?;
-    let mut failed_runs = 0;
-    let fidelity = fidelity_runs(plan, kind, &mut kept, &mut failed_runs).await?;
+    let fidelity = fidelity_runs(plan, kind, &mut kept).await?;
     print(&format!(
         "\n## Fidelity (closed loop; ms; lag = client receipt − server write per chunk; errors = measured − configured)\n\n{}",
         table::streams(&fidelity)
@@ -201,17 +230,16 @@ async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
     if let Some(itl_ms) = plan.sweep_itl_ms {
         capacity(plan, kind, itl_ms, &mut kept).await?;
     }
-    rate_runs(plan, kind, &mut kept, &mut failed_runs).await?;
-    Ok(if failed_runs > 0 { 3 } else { 0 })
+    rate_runs(plan, kind, &mut kept).await?;
+    Ok(if kept.failed_runs > 0 { 3 } else { 0 })
 }
 
 /// The closed-loop runs, every stream count at every ITL; a failed one is
-/// counted in `failed_runs` and left out.
+/// counted in `kept` and left out.
 async fn fidelity_runs(
     plan: &BenchPlan,
     kind: &SimKind,
     kept: &mut Kept,
-    failed_runs: &mut usize,
 ) -> anyhow::Result<Vec<StreamFigures>> {
     let mut fidelity = Vec::new();
     for &streams in &plan.streams {
@@ -221,15 +249,9 @@ async fn fidelity_runs(
                 plan.duration.as_secs_f64()
             ));
             let run = stream_run(plan, streams, itl_ms, plan.duration);
-            match scenarios::streams(kind, run).await {
-                Ok((f, r)) => {
-                    kept.keep(&r)?;
-                    fidelity.push(f);
-                }
-                Err(e) => {
-                    *failed_runs += 1;
-                    progress(&format!("{streams} streams, ITL {itl_ms} ms failed: {e:#}"));
-                }
+            let what = format!("{streams} streams, ITL {itl_ms} ms");
+            if let Some(f) = kept.figures(scenarios::streams(kind, run).await, &what)? {
+                fidelity.push(f);
             }
         }
     }
@@ -292,14 +314,9 @@ async fn capacity(
     }
 }
 
-/// The open-loop runs (ITL 20 ms); a failed one is counted in `failed_runs`.
+/// The open-loop runs (ITL 20 ms); a failed one is counted in `kept`.
 /// Prints their table unless none succeeded.
-async fn rate_runs(
-    plan: &BenchPlan,
-    kind: &SimKind,
-    kept: &mut Kept,
-    failed_runs: &mut usize,
-) -> anyhow::Result<()> {
+async fn rate_runs(plan: &BenchPlan, kind: &SimKind, kept: &mut Kept) -> anyhow::Result<()> {
     let mut rates = Vec::new();
     for (i, &rps) in plan.rates.iter().enumerate() {
         progress(&format!(
@@ -316,15 +333,8 @@ async fn rate_runs(
             duration: plan.rate_duration,
             seed: 42 + i as u64,
         };
-        match scenarios::rate(kind, run).await {
-            Ok((f, r)) => {
-                kept.keep(&r)?;
-                rates.push(f);
-            }
-            Err(e) => {
-                *failed_runs += 1;
-                progress(&format!("rate {rps} failed: {e:#}"));
-            }
+        if let Some(f) = kept.figures(scenarios::rate(kind, run).await, &format!("rate {rps}"))? {
+            rates.push(f);
         }
     }
     if rates.is_empty() {
