@@ -44,8 +44,8 @@ fn ms(field: &str, value: f64) -> Result<(), ConfigError> {
     float_range(field, value, 0.0, false, MAX_MS)
 }
 
-/// See [`SimConfig::validate`]. The checks run in field order, one group a
-/// config section, so the first bad field is the one reported.
+/// See [`SimConfig::validate`]: one group of checks a part of the config, in a
+/// fixed order; the first bad field is the one reported.
 pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
     if c.model.trim().is_empty() {
         return Err(ConfigError::Invalid {
