@@ -6,19 +6,24 @@
 //! CPU. Per chunk it reads **emission lag** = `goodput_probe_ns` (taken just before
 //! the chunk is written) − `goodput_sched_ns` (request arrival + TTFT + i × ITL).
 //!
-//! Three scenarios, each printed with the target it checks:
+//! Four scenarios, each printed with the target it checks:
 //! - `fidelity`: 2,000 streams at 50 tokens/s each (ITL 20 ms): p99 emission lag in
 //!   steady state (every stream open) under 1 ms.
 //! - `hold`: 10,000 concurrent streams (ITL 100 ms): none fails, all are open at
 //!   once, and none waits for its connection (a full listen backlog makes a
 //!   connection wait for a 1 s SYN retransmit): response headers within 500 ms.
+//! - `floor`: the `fidelity` load served by a raw responder instead of the simulator
+//!   (same thread, timer and TCP path, chunks of the same shape; no HTTP framework,
+//!   no JSON, no model): the CPU per chunk and the lag this machine allows, so the
+//!   simulator's own share of each is the difference.
 //! - `capacity`: 1,000 streams at ITL 1 ms: chunks per second, and the simulator's
 //!   CPU per chunk, hence the chunks/s one core sustains.
 //!
 //! Run: `cargo bench -p goodput-sim --bench streams` (all three), or
 //! `SCENARIOS=fidelity,hold`. A custom run: `STREAMS=500 ITL_MS=20 TOKENS=200
 //! cargo bench -p goodput-sim --bench streams` (also `TTFT_MS`, `RAMP_MS`,
-//! `SERVER_THREADS`, `CLIENT_THREADS`; `NO_PIN=1` to leave threads unpinned).
+//! `SERVER_THREADS`, `CLIENT_THREADS`; `NO_PIN=1` to leave threads unpinned; `FLOOR=1`
+//! for the floor responder).
 //! Method and past figures: `crates/sim/BENCH.md`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -208,6 +213,8 @@ struct Run {
     server_threads: usize,
     client_threads: usize,
     pin: bool,
+    /// Serve with the raw floor responder ([`floor_serve`]) instead of the simulator.
+    floor: bool,
 }
 
 /// What one run measured.
@@ -230,6 +237,86 @@ struct Server {
     addr: std::net::SocketAddr,
     stop: tokio::sync::oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
+}
+
+/// The floor: a raw HTTP/1.1 responder on the same thread, timer and kernel as the
+/// simulator, writing chunks of the same shape and size, one write per token, with
+/// nothing else (no router, no hyper, no JSON, no model). What it spends per chunk
+/// is what the machine's TCP path and the timer cost; the simulator's figure minus
+/// this one is the simulator's own cost.
+async fn floor_serve(
+    listener: tokio::net::TcpListener,
+    run: Run,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mono = MonoClock::new();
+    let accept = async {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let _ = tcp.set_nodelay(true);
+            tokio::spawn(floor_stream(tcp, run, mono));
+        }
+    };
+    tokio::select! {
+        _ = accept => {}
+        _ = stop => {}
+    }
+}
+
+/// One floor response: reads the request (headers and a `content-length` body),
+/// then the chunks on schedule.
+async fn floor_stream(mut tcp: tokio::net::TcpStream, run: Run, mono: MonoClock) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut req = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    loop {
+        let Ok(n) = tcp.read(&mut buf).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        req.extend_from_slice(&buf[..n]);
+        let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if req.len() >= end + 4 + length {
+            break;
+        }
+    }
+    let arrival = Instant::now();
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    if tcp.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    let ttft = Duration::from_secs_f64(run.ttft_ms / 1e3);
+    let itl = Duration::from_secs_f64(run.itl_ms / 1e3);
+    let mut out = Vec::with_capacity(512);
+    for i in 0..run.tokens {
+        let at = arrival + ttft + itl * i;
+        goodput_sim::server::timer::sleep_until(at).await;
+        let data = format!(
+            "data: {{\"id\":\"cmpl-floor\",\"object\":\"text_completion\",\"created\":1764000000,\"model\":\"sim\",\"choices\":[{{\"index\":0,\"text\":\" word{i}\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}}],\"usage\":null,\"goodput_probe_ns\":{},\"goodput_sched_ns\":{}}}\n\n",
+            mono.ns(Instant::now()),
+            mono.ns(at)
+        );
+        out.clear();
+        out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+        out.extend_from_slice(data.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        if i + 1 == run.tokens {
+            out.extend_from_slice(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
+        }
+        if tcp.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+    let _ = tcp.shutdown().await;
 }
 
 fn start_server(run: Run, cpu: Option<usize>) -> Server {
@@ -269,6 +356,10 @@ fn start_server(run: Run, cpu: Option<usize>) -> Server {
                 let listener = goodput_sim::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
                     .expect("listen");
                 addr_tx.send(listener.local_addr().expect("addr")).ok();
+                if run.floor {
+                    floor_serve(listener, run, stop_rx).await;
+                    return;
+                }
                 let _ = goodput_sim::serve(listener, config, async {
                     let _ = stop_rx.await;
                 })
@@ -472,6 +563,7 @@ fn main() {
         server_threads: env("SERVER_THREADS", 1),
         client_threads: env("CLIENT_THREADS", 1),
         pin: std::env::var_os("NO_PIN").is_none(),
+        floor: false,
     };
     println!(
         "goodput-sim stream benchmark: {} CPUs, simulator on {} runtime thread(s){}, client on {} thread(s); load average {} at start",
@@ -494,6 +586,7 @@ fn main() {
             ttft_ms: env("TTFT_MS", base.ttft_ms),
             itl_ms: env("ITL_MS", base.itl_ms),
             ramp_ms: env("RAMP_MS", base.ramp_ms),
+            floor: std::env::var_os("FLOOR").is_some(),
             ..base
         };
         println!("\ncustom: {run:?}");
@@ -504,12 +597,16 @@ fn main() {
         println!("\n## Results\n\n{}", results_table(&[("custom", run, &o)]));
         return;
     }
-    let scenarios: String = env("SCENARIOS", "fidelity,hold,capacity".to_string());
+    let scenarios: String = env("SCENARIOS", "fidelity,floor,hold,capacity".to_string());
     let mut summary = Vec::new();
     let mut outcomes = Vec::new();
     for name in scenarios.split(',').map(str::trim) {
         let run = match name {
             "fidelity" => base,
+            "floor" => Run {
+                floor: true,
+                ..base
+            },
             "hold" => Run {
                 streams: 10_000,
                 tokens: 40,
@@ -525,7 +622,7 @@ fn main() {
                 ..base
             },
             other => {
-                eprintln!("unknown scenario `{other}` (fidelity, hold, capacity)");
+                eprintln!("unknown scenario `{other}` (fidelity, floor, hold, capacity)");
                 std::process::exit(2);
             }
         };
@@ -545,6 +642,13 @@ fn main() {
                 verdict(o.steady_p99_ms < 1.0 && o.errors == 0),
                 o.steady_p99_ms,
                 o.errors
+            ),
+            "floor" => format!(
+                "- the floor (a raw responder on the same core, timer and TCP path, same chunks): {:.1} us of CPU per chunk, p99 emission lag {:.3} ms at {} streams x {:.0} tokens/s: what this machine allows",
+                o.server_cpu_s / o.chunks.max(1) as f64 * 1e6,
+                o.steady_p99_ms,
+                run.streams,
+                1000.0 / run.itl_ms
             ),
             "hold" => format!(
                 "- {} concurrent streams, no failed request, no connect stall (headers within 500 ms): {} (held {} at once, {} errors, {} stalls, slowest headers {:.0} ms)",

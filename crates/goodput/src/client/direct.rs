@@ -29,6 +29,15 @@ use tokio::net::TcpStream;
 
 type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
 
+/// Bytes each read from a connection may fill. hyper's adaptive default reserves
+/// 8 KiB before every read and, since each chunk it hands out shares that buffer,
+/// reallocates it at 16 KiB while a stream is busy (heaptrack: 16 KiB a connection,
+/// the largest single cost of 10,000 open streams). SSE chunks are a few hundred
+/// bytes, and a late burst that does not fit is read by the next read of the same
+/// poll, so 4 KiB costs nothing in what is measured (each chunk's arrival time is
+/// read when its read returns).
+const READ_BUF_BYTES: usize = 2048;
+
 /// One HTTP/1.1 connection: the half that sends requests and the half that does
 /// the socket's work (polled by whoever uses the connection).
 pub(crate) struct Conn {
@@ -94,7 +103,9 @@ impl Pool {
             .await
             .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
         let _ = tcp.set_nodelay(true);
-        let (sender, driver) = http1::handshake(TokioIo::new(tcp))
+        let (sender, driver) = http1::Builder::new()
+            .read_buf_exact_size(Some(READ_BUF_BYTES))
+            .handshake(TokioIo::new(tcp))
             .await
             .map_err(|e| format!("HTTP/1.1 set-up with {} failed: {e}", self.addr))?;
         Ok(Conn {
