@@ -31,11 +31,10 @@ type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
 
 /// Bytes each read from a connection may fill. hyper's adaptive default reserves
 /// 8 KiB before every read and, since each chunk it hands out shares that buffer,
-/// reallocates it at 16 KiB while a stream is busy (heaptrack: 16 KiB a connection,
-/// the largest single cost of 10,000 open streams). SSE chunks are a few hundred
-/// bytes, and a late burst that does not fit is read by the next read of the same
-/// poll, so 4 KiB costs nothing in what is measured (each chunk's arrival time is
-/// read when its read returns).
+/// moves a busy stream to a new 16 KiB one (heaptrack: the largest single cost of
+/// 10,000 open streams). An SSE chunk is a few hundred bytes, and a burst that does
+/// not fit is read by the next read of the same poll, so what is measured does not
+/// change (each chunk's arrival time is read when its read returns).
 const READ_BUF_BYTES: usize = 2048;
 
 /// One HTTP/1.1 connection: the half that sends requests and the half that does

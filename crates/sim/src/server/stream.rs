@@ -381,6 +381,8 @@ impl Writer {
         (out, lps)
     }
 
+    /// The body's next frame: a pending one, else the next delivery's, with the
+    /// stream-level faults (stall, drop) applied first; `None` at the end.
     async fn next_frame(&mut self) -> Option<Result<Bytes, io::Error>> {
         if let Some(e) = self.deferred.take() {
             return Some(Err(e));
@@ -418,50 +420,56 @@ impl Writer {
                 tokio::time::sleep(DROP_FLUSH_GRACE).await;
                 return Some(Err(abort("fault injected: drop_after")));
             }
-            let first = self.choices[i].tokens == 0;
-            let (t, lps) = self.next_piece(i, d.tokens);
-            self.tokens += u64::from(d.tokens);
-            let finished = d.finished && !self.faults.endless;
-            let endpoint = self.plan.endpoint;
-            let asked = self.plan.logprobs.is_some();
-            let c = &mut self.choices[i];
-            if self.plan.stream {
-                let lp = asked.then(|| logprobs_json(endpoint, &lps));
-                let chunk = ChunkChoice {
-                    index: c.job.index,
-                    text: &t,
-                    first,
-                    finish_reason: finished.then_some(c.job.finish_reason),
-                    stop_reason: c.job.stop_reason.as_deref().filter(|_| finished),
-                    logprobs: lp.as_ref(),
-                    usage: self
-                        .plan
-                        .continuous_usage
-                        .then_some((self.plan.prompt_tokens, self.tokens)),
-                };
-                let probe = self.probe.then(|| Probe {
-                    sent_ns: monotonic_ns(),
-                    scheduled_ns: self.mono.ns(d.scheduled),
-                });
-                let frame = self
-                    .format
-                    .token_chunk(&chunk, self.faults.no_choices, probe);
-                self.pending.push_back(frame);
-                if self.faults.malformed && !self.malformed_sent {
-                    self.malformed_sent = true;
-                    self.pending.push_back(self.format.malformed_chunk());
-                }
-            } else {
-                c.text.push_str(&t);
-                c.logprobs.extend(lps);
-            }
-            if finished && !c.finished {
-                c.finished = true;
-                self.unfinished -= 1;
-            }
+            self.deliver(i, d);
             if self.unfinished == 0 {
                 self.finish(d.scheduled);
             }
+        }
+    }
+
+    /// Adds delivery `d` of choice `i`: its chunk (and the malformed one a fault
+    /// asks for) to the pending frames when streaming, else its text to the choice.
+    fn deliver(&mut self, i: usize, d: Delivery) {
+        let first = self.choices[i].tokens == 0;
+        let (t, lps) = self.next_piece(i, d.tokens);
+        self.tokens += u64::from(d.tokens);
+        let finished = d.finished && !self.faults.endless;
+        let endpoint = self.plan.endpoint;
+        let asked = self.plan.logprobs.is_some();
+        let c = &mut self.choices[i];
+        if self.plan.stream {
+            let lp = asked.then(|| logprobs_json(endpoint, &lps));
+            let chunk = ChunkChoice {
+                index: c.job.index,
+                text: &t,
+                first,
+                finish_reason: finished.then_some(c.job.finish_reason),
+                stop_reason: c.job.stop_reason.as_deref().filter(|_| finished),
+                logprobs: lp.as_ref(),
+                usage: self
+                    .plan
+                    .continuous_usage
+                    .then_some((self.plan.prompt_tokens, self.tokens)),
+            };
+            let probe = self.probe.then(|| Probe {
+                sent_ns: monotonic_ns(),
+                scheduled_ns: self.mono.ns(d.scheduled),
+            });
+            let frame = self
+                .format
+                .token_chunk(&chunk, self.faults.no_choices, probe);
+            self.pending.push_back(frame);
+            if self.faults.malformed && !self.malformed_sent {
+                self.malformed_sent = true;
+                self.pending.push_back(self.format.malformed_chunk());
+            }
+        } else {
+            c.text.push_str(&t);
+            c.logprobs.extend(lps);
+        }
+        if finished && !c.finished {
+            c.finished = true;
+            self.unfinished -= 1;
         }
     }
 }
