@@ -6,9 +6,9 @@
 //!
 //! One file per part of the report, all re-exported here (and from the crate root):
 //! this file holds the report itself, its SLO and each engine's results;
-//! [`run`](self::run) the run and prediction facts, [`point`](self::point) a load
-//! level and its trials, [`capacity`](self::capacity) a search's answer,
-//! [`gpu`](self::gpu) GPU telemetry, [`environment`](self::environment) what ran where.
+//! `run` the run and prediction facts, `point` a load
+//! level and its trials, `capacity` a search's answer,
+//! `gpu` GPU telemetry, `environment` what ran where.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
