@@ -408,3 +408,34 @@ fn a_run_of_the_example_on_the_simulator_hits_its_prefix_cache_from_turn_2() {
         .unwrap();
     assert!(common::cli::text(&shown.stdout).contains("Per turn"));
 }
+
+/// Without `max_context_tokens`, the history is cut to the context the engine's
+/// `/v1/models` listed when it became ready (the simulator's `max_model_len`),
+/// and the report says which context was used.
+#[test]
+fn without_max_context_tokens_histories_are_cut_to_the_engines_max_model_len() {
+    let dir = Scratch::new();
+    let cfg = dir.write("sim.toml", "max_model_len = 48\nstep_fixed_ms = 5.0\n");
+    let profile = format!(
+        "name = \"c\"\n[slo]\nttft_ms = 5000\n[load]\nmode = \"concurrency\"\npoints = [2]\n\
+         requests_per_trial = 8\ntrials = 1\nwarmup_requests = 0\n[workload]\n\
+         kind = \"conversation\"\nturns = 4\ninput_tokens = 10\noutput_tokens = 4\n\
+         calibrate = false\n[telemetry]\nsource = \"none\"\n[engines.sim]\nkind = \"sim\"\n\
+         api = \"chat\"\nargs = [\"--config\", \"{}\"]\n",
+        cfg.display()
+    );
+    dir.run(&profile, &["--quiet", "--no-html"])
+        .assert()
+        .success();
+    let r = dir.report();
+    let notices = &r.run.as_ref().unwrap().notices;
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("cut to the engine's max_model_len = 48")),
+        "{notices:?}"
+    );
+    let c = r.load["sim"].points[0].conversation.as_ref().unwrap();
+    assert!(c.cut_sessions > 0, "{c:?}");
+    assert!(c.turns.iter().all(|t| t.failed == 0), "{c:?}");
+}

@@ -42,7 +42,7 @@ use tokio::time::Instant;
 
 use crate::profile::{Api, EngineKind, EngineSpec};
 use crate::stop::Stop;
-use probe::{Probe, Readiness};
+use probe::{Probe, Readiness, ServedModel};
 use process::EngineProcess;
 
 pub use process::{install_cleanup_hooks, kill_all_engines, shutdown_signal};
@@ -81,6 +81,8 @@ pub struct EngineHandle {
     pub base_url: String,
     /// The model id to send in requests.
     pub model: String,
+    /// That model's context size in tokens, where `/v1/models` lists it.
+    pub max_model_len: Option<u32>,
     /// Completions or chat.
     pub api: Api,
     /// Bearer token from the variable `api_key_env` names. Never logged or written:
@@ -110,6 +112,7 @@ impl std::fmt::Debug for EngineHandle {
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("model", &self.model)
+            .field("max_model_len", &self.max_model_len)
             .field("api", &self.api)
             .field("api_key", &self.api_key.as_ref().map(|_| command::REDACTED))
             .field("kv_pool_tokens", &self.kv_pool_tokens)
@@ -253,6 +256,7 @@ impl EngineHandle {
             name: name.to_string(),
             base_url: base_url.clone(),
             model: String::new(),
+            max_model_len: None,
             api: spec.api,
             api_key,
             kv_pool_tokens: None,
@@ -321,13 +325,13 @@ impl EngineHandle {
         Ok(())
     }
 
-    /// Waits until the engine is ready: the served model ids. An engine that is
+    /// Waits until the engine is ready: the served models. An engine that is
     /// not ready is stopped (quickly, when interrupted) and its log explains why.
     async fn until_ready(
         &mut self,
         spec: &EngineSpec,
         stop: &Stop,
-    ) -> Result<Vec<String>, EngineFailure> {
+    ) -> Result<Vec<ServedModel>, EngineFailure> {
         let ready_timeout = seconds(spec.ready_timeout_s, DEFAULT_READY_TIMEOUT_S);
         let mut f = match self.wait_ready(ready_timeout, stop).await {
             Ok(models) => return Ok(models),
@@ -344,21 +348,25 @@ impl EngineHandle {
         Err(f)
     }
 
-    /// The model id to send. For vLLM, SGLang, llama.cpp and the simulator,
-    /// `model` is what to load; the id to send is the one served. For other
-    /// engines `model` is the id to send.
-    fn choose_model(&mut self, spec: &EngineSpec, models: &[String]) {
+    /// The model id to send, and its context size. For vLLM, SGLang, llama.cpp
+    /// and the simulator, `model` is what to load; the id to send is the one
+    /// served. For other engines `model` is the id to send. The context size is
+    /// that model's as listed, else the first listed model's.
+    fn choose_model(&mut self, spec: &EngineSpec, models: &[ServedModel]) {
+        let ids: Vec<String> = models.iter().map(|m| m.id.clone()).collect();
         self.model = match (self.kind, &spec.model) {
-            (_, Some(m)) if models.contains(m) => m.clone(),
+            (_, Some(m)) if ids.contains(m) => m.clone(),
             (EngineKind::Url | EngineKind::Command, Some(m)) => m.clone(),
-            _ => models.first().cloned().unwrap_or_default(),
+            _ => ids.first().cloned().unwrap_or_default(),
         };
-        if !models.contains(&self.model) {
+        let chosen = models.iter().find(|m| m.id == self.model);
+        self.max_model_len = chosen.or(models.first()).and_then(|m| m.max_model_len);
+        if chosen.is_none() {
             self.notices.push(format!(
                 "engine {}: model `{}` is not among those /v1/models lists ({})",
                 self.name,
                 self.model,
-                models.join(", ")
+                ids.join(", ")
             ));
         }
     }
@@ -380,12 +388,12 @@ impl EngineHandle {
             .and_then(|p| u32::try_from(p.pgid()).ok())
     }
 
-    /// Polls until ready; the served model ids.
+    /// Polls until ready; the served models.
     async fn wait_ready(
         &mut self,
         timeout: Duration,
         stop: &Stop,
-    ) -> Result<Vec<String>, EngineFailure> {
+    ) -> Result<Vec<ServedModel>, EngineFailure> {
         let start = Instant::now();
         let interrupted = |start: Instant, name: &str| {
             failure(
@@ -561,6 +569,7 @@ mod tests {
             name: "x".into(),
             base_url: "http://h".into(),
             model: "m".into(),
+            max_model_len: None,
             api: Api::Completions,
             api_key: Some("sk-secret".into()),
             kv_pool_tokens: None,

@@ -94,12 +94,10 @@ pub(super) async fn request_builder(
     }
     crate::workload::conversation::set_engine_context(
         &mut builder,
-        &ctx.client,
-        &handle.base_url,
+        handle.max_model_len,
         &mut ctx.info.notices,
         name,
-    )
-    .await;
+    );
     builder
 }
 
