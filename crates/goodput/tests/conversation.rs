@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::cli::Scratch;
-use goodput::client::{Limits, SseLimits, Target};
-use goodput::load::{arrival_offsets, run_conversation_trial, Trial};
+use goodput::client::Target;
+use goodput::load::{arrival_offsets, run_conversation_trial};
 use goodput::profile::{Api, LoadMode, Overrides, Profile};
 use goodput::record::RequestRecord;
 use goodput::workload::Builder;
@@ -44,23 +44,7 @@ async fn converse(url: &str, plan: &goodput::plan::Plan, x: f64) -> Vec<RequestR
         LoadMode::Rate => arrival_offsets(x, 1.0, plan.requests_per_trial as usize, 5),
         _ => Vec::new(),
     };
-    let trial = Trial {
-        engine: "r".into(),
-        x,
-        index: 0,
-        mode: plan.mode,
-        max_concurrency: None,
-        offsets,
-        requests: Vec::new(),
-        limits: Limits {
-            request_timeout: Duration::from_secs(10),
-            stall_timeout: None,
-            sse: SseLimits::default(),
-        },
-        timeout: Some(Duration::from_secs(60)),
-        grace: Duration::from_secs(1),
-        sent: None,
-    };
+    let trial = common::trial::trial(x, plan.mode, offsets, Vec::new(), Duration::from_secs(60));
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let records = run_conversation_trial(
         goodput::client::http_client(16).unwrap(),
