@@ -108,7 +108,7 @@ pub struct TrialMetrics {
     pub completed: u64,
     /// Failed requests.
     pub failed: u64,
-    /// Good requests.
+    /// Good requests (successful and within every SLO bound).
     pub good: u64,
     /// Failed requests by error label.
     pub errors: IndexMap<String, u64>,
@@ -209,6 +209,30 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
         .filter(|r| request_metrics(r, slo).is_none())
         .min_by_key(|r| (r.sent, r.index))
         .map(error_text);
+    rates(&mut m, records, out_tokens);
+    let mut ttfts = m.ttfts_ms.clone();
+    (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
+    let mut tpots = m.tpots_ms.clone();
+    (m.median_tpot_ms, m.p99_tpot_ms) = median_p99(&mut tpots);
+    (m.median_itl_ms, m.p99_itl_ms) = median_p99(&mut itls);
+    let mut e2els = m.e2els_ms.clone();
+    (m.median_e2el_ms, m.p99_e2el_ms) = median_p99(&mut e2els);
+    sort_values(&mut lags);
+    m.p99_send_lag_ms = quantile_linear(&lags, 0.99);
+    if m.completed > 0 {
+        m.mean_output_tokens = Some(out_tokens as f64 / m.completed as f64);
+    }
+    if in_tokens.1 > 0 {
+        m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
+    }
+    m.turns = trial_turns(records, slo);
+    m
+}
+
+/// A trial's duration and what is per second of it (throughputs, achieved
+/// concurrency), and its achieved and scheduled rates (the module doc's
+/// definitions); `out_tokens`: the output tokens of its successful requests.
+fn rates(m: &mut TrialMetrics, records: &[RequestRecord], out_tokens: u64) {
     let first_send = records.iter().map(|r| r.sent).min();
     let last_done = records.iter().filter_map(|r| r.done).max();
     if let (Some(a), Some(b)) = (first_send, last_done) {
@@ -227,23 +251,6 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     }
     m.achieved_rate = rate_between(records.iter().map(|r| r.sent));
     m.scheduled_rate = rate_between(records.iter().map(|r| r.scheduled));
-    let mut ttfts = m.ttfts_ms.clone();
-    (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
-    let mut tpots = m.tpots_ms.clone();
-    (m.median_tpot_ms, m.p99_tpot_ms) = median_p99(&mut tpots);
-    (m.median_itl_ms, m.p99_itl_ms) = median_p99(&mut itls);
-    let mut e2els = m.e2els_ms.clone();
-    (m.median_e2el_ms, m.p99_e2el_ms) = median_p99(&mut e2els);
-    sort_values(&mut lags);
-    m.p99_send_lag_ms = quantile_linear(&lags, 0.99);
-    if m.completed > 0 {
-        m.mean_output_tokens = Some(out_tokens as f64 / m.completed as f64);
-    }
-    if in_tokens.1 > 0 {
-        m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
-    }
-    m.turns = trial_turns(records, slo);
-    m
 }
 
 /// Median and p99 (numpy's linear rule) of `v`, sorted in place.

@@ -7,7 +7,8 @@
 //!   on every exit path (stop, error, drop, panic, `exit`, SIGINT/SIGTERM).
 //! - [`guard`]: the leader of a vLLM or SGLang group, which kills the whole group
 //!   when goodput is SIGKILLed.
-//! - [`probe`]: HTTP questions: readiness, served models, version.
+//! - [`probe`]: HTTP questions: readiness, served models (with their context
+//!   size, where listed), version.
 //! - [`logs`]: each launch's part of the engine log, and the cause of a failure in it.
 //! - [`kvpool`]: KV-pool capacity from logs, `/metrics`, `/get_server_info`, `/props`.
 //! - [`prom`]: a reader of Prometheus text (`/metrics`).
