@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::cli::{goodput, goodput_child, succeeded};
 use common::procs;
+use common::reports::complete_trials;
 use common::search as search_setup;
-use report::RunStatus;
 
 /// The search profile with `search` (a `[search]` table, or none) and one
 /// engine, `three-slots`, written to `p.toml` in `dir`.
@@ -88,17 +88,6 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
         .contains("attainment_ci_low"));
     let html = std::fs::read_to_string(out.with_extension("html")).unwrap();
     assert!(html.contains("id=\"verdict\"") && html.contains("up to 3 concurrent requests"));
-}
-
-fn complete_trials(out: &Path) -> usize {
-    report::read_report(out).map_or(0, |r| {
-        r.load
-            .values()
-            .flat_map(|e| &e.points)
-            .flat_map(|p| &p.trials)
-            .filter(|t| t.status == RunStatus::Complete)
-            .count()
-    })
 }
 
 #[test]

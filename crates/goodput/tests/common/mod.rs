@@ -10,7 +10,8 @@
 //! - [`recording`]: a test server that records what it received;
 //! - [`load_share`]: load shards against one simulator, and their merged point;
 //! - [`profiles`]: the simulator profiles the sweep tests run;
-//! - [`reports`]: the report files the render tests read;
+//! - [`reports`]: the report files the render tests read, and the trials a
+//!   stopped run completed;
 //! - [`request`]: one streaming request through goodput's client;
 //! - [`search`]: the search tests' simulator of 3 slots and their profile;
 //! - [`trial`]: one trial of the load generator against a loopback server.
