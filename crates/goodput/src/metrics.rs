@@ -45,25 +45,23 @@
 
 use indexmap::IndexMap;
 use report::stats::{quantile_linear, quantile_lower, sort_values};
-use report::{ConversationSummary, Outlier, Point, Stat, TurnSummary};
+use report::{Point, Stat};
 
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
+
+mod outlier;
+mod slo;
+mod turns;
+
+pub use outlier::*;
+pub use slo::*;
+pub use turns::*;
 
 const NS_PER_MS: f64 = 1e6;
 
 /// The first error's text is cut to this many characters.
 pub const FIRST_ERROR_MAX_CHARS: usize = 200;
-/// Modified Z-score above which a request is far out of the spread (hyperfine's).
-pub const OUTLIER_SCORE: f64 = 14.0;
-/// A far-out request must also be at least this many times the median.
-pub const OUTLIER_MIN_RATIO: f64 = 2.0;
-/// A request above this many times the median is an outlier whatever the spread.
-pub const OUTLIER_DOMINANT_RATIO: f64 = 10.0;
-/// Fewer pooled requests than this: no outlier check (no spread to judge by).
-pub const OUTLIER_MIN_REQUESTS: usize = 5;
-/// At most this many outliers are listed per point.
-pub const OUTLIER_MAX_LISTED: usize = 16;
 
 /// Metrics of one successful request.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +108,7 @@ pub struct TrialMetrics {
     pub completed: u64,
     /// Failed requests.
     pub failed: u64,
-    /// Good requests.
+    /// Good requests (successful and within every SLO bound).
     pub good: u64,
     /// Failed requests by error label.
     pub errors: IndexMap<String, u64>,
@@ -168,104 +166,6 @@ pub struct TrialMetrics {
     pub turns: Option<TrialTurns>,
 }
 
-/// A conversation trial's per-request values by turn index (0-based, as records
-/// keep it).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TrialTurns {
-    /// Sessions that sent a turn.
-    pub sessions: u64,
-    /// Sessions with a history cut to fit the context.
-    pub cut_sessions: u64,
-    /// Per turn index.
-    pub by_turn: std::collections::BTreeMap<u32, TurnValues>,
-}
-
-/// The values of one turn index's requests.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TurnValues {
-    /// TTFTs of successful requests, ms.
-    pub ttfts_ms: Vec<f64>,
-    /// TPOTs of successful multi-token requests, ms.
-    pub tpots_ms: Vec<f64>,
-    /// Failed requests.
-    pub failed: u64,
-    /// Prompt tokens (from usage) summed, and how many requests reported them.
-    pub prompt_tokens: (u64, u64),
-}
-
-/// A trial's requests by turn; `None` when no record has a turn (not a
-/// conversation).
-pub fn trial_turns(records: &[RequestRecord], slo: &SloSpec) -> Option<TrialTurns> {
-    use std::collections::BTreeSet;
-    let mut t = TrialTurns::default();
-    let (mut sessions, mut cut) = (BTreeSet::new(), BTreeSet::new());
-    for r in records {
-        let Some(turn) = r.turn else { continue };
-        sessions.insert(r.session);
-        if r.context_cut_turns.is_some_and(|c| c > 0) {
-            cut.insert(r.session);
-        }
-        let v = t.by_turn.entry(turn).or_default();
-        match request_metrics(r, slo) {
-            Some(rm) => {
-                v.ttfts_ms.push(rm.ttft_ms);
-                v.tpots_ms.extend(rm.tpot_ms);
-                if let Some(p) = r.prompt_tokens {
-                    v.prompt_tokens = (v.prompt_tokens.0 + p, v.prompt_tokens.1 + 1);
-                }
-            }
-            None => v.failed += 1,
-        }
-    }
-    if sessions.is_empty() {
-        return None;
-    }
-    (t.sessions, t.cut_sessions) = (sessions.len() as u64, cut.len() as u64);
-    Some(t)
-}
-
-/// A point's per-turn table, its trials pooled; `None` when no trial has turns.
-pub fn conversation_summary(trials: &[TrialMetrics]) -> Option<ConversationSummary> {
-    let mut out = ConversationSummary::default();
-    let mut pooled = std::collections::BTreeMap::<u32, TurnValues>::new();
-    let mut any = false;
-    for t in trials.iter().filter_map(|t| t.turns.as_ref()) {
-        any = true;
-        out.sessions += t.sessions;
-        out.cut_sessions += t.cut_sessions;
-        for (turn, v) in &t.by_turn {
-            let p = pooled.entry(*turn).or_default();
-            p.ttfts_ms.extend(&v.ttfts_ms);
-            p.tpots_ms.extend(&v.tpots_ms);
-            p.failed += v.failed;
-            p.prompt_tokens.0 += v.prompt_tokens.0;
-            p.prompt_tokens.1 += v.prompt_tokens.1;
-        }
-    }
-    for (turn, mut v) in pooled {
-        let completed = v.ttfts_ms.len() as u64;
-        let (median_ttft_ms, p99_ttft_ms) = median_p99(&mut v.ttfts_ms);
-        let (median_tpot_ms, p99_tpot_ms) = median_p99(&mut v.tpots_ms);
-        out.turns.push(TurnSummary {
-            turn: turn + 1,
-            completed,
-            failed: v.failed,
-            median_ttft_ms,
-            p99_ttft_ms,
-            median_tpot_ms,
-            p99_tpot_ms,
-            mean_input_tokens: (v.prompt_tokens.1 > 0)
-                .then(|| v.prompt_tokens.0 as f64 / v.prompt_tokens.1 as f64),
-        });
-    }
-    any.then_some(out)
-}
-
-fn median_p99(v: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
-    sort_values(v);
-    (quantile_linear(v, 0.5), quantile_linear(v, 0.99))
-}
-
 /// Derives a trial's metrics from its records.
 pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     let mut m = TrialMetrics {
@@ -309,6 +209,30 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
         .filter(|r| request_metrics(r, slo).is_none())
         .min_by_key(|r| (r.sent, r.index))
         .map(error_text);
+    rates(&mut m, records, out_tokens);
+    let mut ttfts = m.ttfts_ms.clone();
+    (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
+    let mut tpots = m.tpots_ms.clone();
+    (m.median_tpot_ms, m.p99_tpot_ms) = median_p99(&mut tpots);
+    (m.median_itl_ms, m.p99_itl_ms) = median_p99(&mut itls);
+    let mut e2els = m.e2els_ms.clone();
+    (m.median_e2el_ms, m.p99_e2el_ms) = median_p99(&mut e2els);
+    sort_values(&mut lags);
+    m.p99_send_lag_ms = quantile_linear(&lags, 0.99);
+    if m.completed > 0 {
+        m.mean_output_tokens = Some(out_tokens as f64 / m.completed as f64);
+    }
+    if in_tokens.1 > 0 {
+        m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
+    }
+    m.turns = trial_turns(records, slo);
+    m
+}
+
+/// A trial's duration and what is per second of it (throughputs, achieved
+/// concurrency), and its achieved and scheduled rates (the module doc's
+/// definitions); `out_tokens`: the output tokens of its successful requests.
+fn rates(m: &mut TrialMetrics, records: &[RequestRecord], out_tokens: u64) {
     let first_send = records.iter().map(|r| r.sent).min();
     let last_done = records.iter().filter_map(|r| r.done).max();
     if let (Some(a), Some(b)) = (first_send, last_done) {
@@ -327,23 +251,12 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     }
     m.achieved_rate = rate_between(records.iter().map(|r| r.sent));
     m.scheduled_rate = rate_between(records.iter().map(|r| r.scheduled));
-    let mut ttfts = m.ttfts_ms.clone();
-    (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
-    let mut tpots = m.tpots_ms.clone();
-    (m.median_tpot_ms, m.p99_tpot_ms) = median_p99(&mut tpots);
-    (m.median_itl_ms, m.p99_itl_ms) = median_p99(&mut itls);
-    let mut e2els = m.e2els_ms.clone();
-    (m.median_e2el_ms, m.p99_e2el_ms) = median_p99(&mut e2els);
-    sort_values(&mut lags);
-    m.p99_send_lag_ms = quantile_linear(&lags, 0.99);
-    if m.completed > 0 {
-        m.mean_output_tokens = Some(out_tokens as f64 / m.completed as f64);
-    }
-    if in_tokens.1 > 0 {
-        m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
-    }
-    m.turns = trial_turns(records, slo);
-    m
+}
+
+/// Median and p99 (numpy's linear rule) of `v`, sorted in place.
+fn median_p99(v: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
+    sort_values(v);
+    (quantile_linear(v, 0.5), quantile_linear(v, 0.99))
 }
 
 /// `(n - 1) / (last - first)` per second of n nanosecond times; `None` for fewer
@@ -367,72 +280,6 @@ fn error_text(r: &RequestRecord) -> String {
     let mut cut: String = text.chars().take(FIRST_ERROR_MAX_CHARS - 1).collect();
     cut.push('…');
     cut
-}
-
-/// Median and median absolute deviation of an ascending slice; `None` when empty.
-pub fn median_and_mad(sorted: &[f64]) -> Option<(f64, f64)> {
-    let median = quantile_linear(sorted, 0.5)?;
-    let mut dev: Vec<f64> = sorted.iter().map(|v| (v - median).abs()).collect();
-    sort_values(&mut dev);
-    Some((median, quantile_linear(&dev, 0.5).unwrap_or(0.0)))
-}
-
-/// Modified Z-score `0.6745 (v - median) / mad`; `None` when `mad` is 0.
-pub fn outlier_score(v: f64, median: f64, mad: f64) -> Option<f64> {
-    (mad > 0.0).then(|| 0.6745 * (v - median) / mad)
-}
-
-/// The outlier rule (module doc): far out of the spread and at least twice the
-/// median, or more than ten times the median. Slow side only; with a MAD of 0 (most
-/// values equal) any value above the median is far out of the spread.
-pub fn is_outlier(v: f64, median: f64, mad: f64) -> bool {
-    let far = outlier_score(v, median, mad).map_or(v > median, |s| s > OUTLIER_SCORE)
-        && v >= OUTLIER_MIN_RATIO * median;
-    median > 0.0 && (far || v > OUTLIER_DOMINANT_RATIO * median)
-}
-
-/// The outliers of a point: requests whose TTFT or E2EL is far out of the pooled
-/// distribution of the point's trials (the rule is in the module doc), worst (largest
-/// multiple of the median) first, at most [`OUTLIER_MAX_LISTED`].
-pub fn outliers(trials: &[TrialMetrics]) -> Vec<Outlier> {
-    let mut out = Vec::new();
-    type Values = fn(&TrialMetrics) -> &Vec<f64>;
-    let per_metric: [(&str, Values); 2] = [("ttft", |t| &t.ttfts_ms), ("e2el", |t| &t.e2els_ms)];
-    for (metric, values) in per_metric {
-        let pooled: Vec<(f64, u32, u32)> = trials
-            .iter()
-            .flat_map(|t| {
-                values(t)
-                    .iter()
-                    .zip(&t.request_indexes)
-                    .map(|(&v, &i)| (v, t.trial, i))
-            })
-            .filter(|(v, _, _)| v.is_finite())
-            .collect();
-        if pooled.len() < OUTLIER_MIN_REQUESTS {
-            continue;
-        }
-        let mut sorted: Vec<f64> = pooled.iter().map(|p| p.0).collect();
-        sort_values(&mut sorted);
-        let Some((median, mad)) = median_and_mad(&sorted) else {
-            continue;
-        };
-        for (v, trial, index) in pooled {
-            if is_outlier(v, median, mad) {
-                out.push(Outlier {
-                    metric: metric.to_string(),
-                    trial,
-                    index,
-                    value_ms: v,
-                    median_ms: median,
-                    score: outlier_score(v, median, mad),
-                });
-            }
-        }
-    }
-    out.sort_by(|a, b| (b.value_ms / b.median_ms).total_cmp(&(a.value_ms / a.median_ms)));
-    out.truncate(OUTLIER_MAX_LISTED);
-    out
 }
 
 /// The report point of a load level, from its trials' metrics (in trial order).
@@ -508,133 +355,3 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
 #[cfg(test)]
 #[path = "metrics_tests.rs"]
 mod tests;
-
-/// What one trial says about the SLO: requests sent and good, which bounds the
-/// requests missed, and the per-request values the percentile form needs.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TrialSlo {
-    /// Requests sent (successful and failed).
-    pub sent: u64,
-    /// Good requests.
-    pub good: u64,
-    /// Failed requests (they count as not good, and as infinitely slow).
-    pub failed: u64,
-    /// Requests that missed each bound (`ttft`, `tpot`, `e2el`), or failed (`errors`).
-    pub misses: IndexMap<String, u64>,
-    /// TTFT of each successful request, ms.
-    pub ttfts_ms: Vec<f64>,
-    /// TPOT of each successful request (0 for a one-token request), ms.
-    pub tpots_ms: Vec<f64>,
-    /// E2EL of each successful request, ms.
-    pub e2els_ms: Vec<f64>,
-}
-
-impl TrialSlo {
-    /// Attainment: good / sent (`None` when nothing was sent).
-    pub fn attainment(&self) -> Option<f64> {
-        (self.sent > 0).then(|| self.good as f64 / self.sent as f64)
-    }
-}
-
-/// Derives a trial's [`TrialSlo`] from its records.
-pub fn trial_slo(records: &[RequestRecord], slo: &SloSpec) -> TrialSlo {
-    let mut t = TrialSlo::default();
-    for r in records {
-        t.sent += 1;
-        let Some(m) = request_metrics(r, slo) else {
-            t.failed += 1;
-            *t.misses.entry("errors".into()).or_default() += 1;
-            continue;
-        };
-        t.good += m.good as u64;
-        let tpot = m.tpot_ms.unwrap_or(0.0);
-        for (name, v, bound) in [
-            ("ttft", m.ttft_ms, slo.ttft_ms),
-            ("tpot", tpot, slo.tpot_ms),
-            ("e2el", m.e2el_ms, slo.e2el_ms),
-        ] {
-            if bound.is_some_and(|b| v > b) {
-                *t.misses.entry(name.into()).or_default() += 1;
-            }
-        }
-        t.ttfts_ms.push(m.ttft_ms);
-        t.tpots_ms.push(tpot);
-        t.e2els_ms.push(m.e2el_ms);
-    }
-    t
-}
-
-/// The default attainment target: 90% of requests good.
-pub const DEFAULT_ATTAINMENT: f64 = 0.9;
-
-/// The percentile of `values` (successful requests) among `values.len() + failed`
-/// requests by nearest rank: the value at rank `ceil(p/100 × n)`, a failed request
-/// ranking above every value. `None` when that rank falls on a failed request or
-/// there are no requests.
-pub fn percentile_with_failures(values: &[f64], failed: u64, p: f64) -> Option<f64> {
-    let mut v = values.to_vec();
-    sort_values(&mut v);
-    let n = v.len() as u64 + failed;
-    if n == 0 {
-        return None;
-    }
-    let rank = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
-    v.get((rank - 1) as usize).copied()
-}
-
-/// A point judged against the SLO from its trials' [`TrialSlo`]: per-trial
-/// attainment as `{median,min,max,n}`, and the pooled check (attainment with its
-/// 95% Wilson score interval; meets the SLO when attainment ≥ target, or in the
-/// percentile form when each bounded metric's p-th percentile is within its bound).
-pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck) {
-    let per_trial = Stat::from_trials(trials.iter().map(TrialSlo::attainment));
-    let good: u64 = trials.iter().map(|t| t.good).sum();
-    let sent: u64 = trials.iter().map(|t| t.sent).sum();
-    let failed: u64 = trials.iter().map(|t| t.failed).sum();
-    let mut misses = IndexMap::new();
-    for t in trials {
-        for (k, v) in &t.misses {
-            *misses.entry(k.clone()).or_insert(0u64) += v;
-        }
-    }
-    let target = slo.attainment.unwrap_or(DEFAULT_ATTAINMENT);
-    let attainment = (sent > 0).then(|| good as f64 / sent as f64);
-    let ci = report::stats::wilson_interval(good, sent, report::stats::Z95);
-    let mut percentiles_ms = IndexMap::new();
-    let (form, meets) = match slo.percentile {
-        None => (
-            "attainment",
-            attainment.is_some_and(|a| a >= target - 1e-12),
-        ),
-        Some(p) => {
-            let pool = |f: fn(&TrialSlo) -> &Vec<f64>| -> Vec<f64> {
-                trials.iter().flat_map(|t| f(t).iter().copied()).collect()
-            };
-            let mut ok = sent > 0;
-            for (name, bound, values) in [
-                ("ttft", slo.ttft_ms, pool(|t| &t.ttfts_ms)),
-                ("tpot", slo.tpot_ms, pool(|t| &t.tpots_ms)),
-                ("e2el", slo.e2el_ms, pool(|t| &t.e2els_ms)),
-            ] {
-                let Some(b) = bound else { continue };
-                let v = percentile_with_failures(&values, failed, p);
-                ok &= v.is_some_and(|v| v <= b);
-                percentiles_ms.insert(name.to_string(), v);
-            }
-            ("percentile", ok)
-        }
-    };
-    let check = report::SloCheck {
-        good,
-        sent,
-        attainment,
-        ci_low: ci.map(|c| c.0),
-        ci_high: ci.map(|c| c.1),
-        target,
-        form: form.into(),
-        meets,
-        misses,
-        percentiles_ms,
-    };
-    (per_trial, check)
-}

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::record::{Chunk, ErrorKind, RequestRecord};
+use report::Outlier;
 
 const MS: u64 = 1_000_000;
 

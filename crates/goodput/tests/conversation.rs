@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::cli::Scratch;
-use goodput::client::{Limits, SseLimits, Target};
-use goodput::load::{arrival_offsets, run_conversation_trial, Trial};
+use goodput::client::Target;
+use goodput::load::{arrival_offsets, run_conversation_trial};
 use goodput::profile::{Api, LoadMode, Overrides, Profile};
 use goodput::record::RequestRecord;
 use goodput::workload::Builder;
@@ -44,23 +44,7 @@ async fn converse(url: &str, plan: &goodput::plan::Plan, x: f64) -> Vec<RequestR
         LoadMode::Rate => arrival_offsets(x, 1.0, plan.requests_per_trial as usize, 5),
         _ => Vec::new(),
     };
-    let trial = Trial {
-        engine: "r".into(),
-        x,
-        index: 0,
-        mode: plan.mode,
-        max_concurrency: None,
-        offsets,
-        requests: Vec::new(),
-        limits: Limits {
-            request_timeout: Duration::from_secs(10),
-            stall_timeout: None,
-            sse: SseLimits::default(),
-        },
-        timeout: Some(Duration::from_secs(60)),
-        grace: Duration::from_secs(1),
-        sent: None,
-    };
+    let trial = common::trial::trial(x, plan.mode, offsets, Vec::new(), Duration::from_secs(60));
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let records = run_conversation_trial(
         goodput::client::http_client(16).unwrap(),
@@ -407,4 +391,35 @@ fn a_run_of_the_example_on_the_simulator_hits_its_prefix_cache_from_turn_2() {
         .output()
         .unwrap();
     assert!(common::cli::text(&shown.stdout).contains("Per turn"));
+}
+
+/// Without `max_context_tokens`, the history is cut to the context the engine's
+/// `/v1/models` listed when it became ready (the simulator's `max_model_len`),
+/// and the report says which context was used.
+#[test]
+fn without_max_context_tokens_histories_are_cut_to_the_engines_max_model_len() {
+    let dir = Scratch::new();
+    let cfg = dir.write("sim.toml", "max_model_len = 48\nstep_fixed_ms = 5.0\n");
+    let profile = format!(
+        "name = \"c\"\n[slo]\nttft_ms = 5000\n[load]\nmode = \"concurrency\"\npoints = [2]\n\
+         requests_per_trial = 8\ntrials = 1\nwarmup_requests = 0\n[workload]\n\
+         kind = \"conversation\"\nturns = 4\ninput_tokens = 10\noutput_tokens = 4\n\
+         calibrate = false\n[telemetry]\nsource = \"none\"\n[engines.sim]\nkind = \"sim\"\n\
+         api = \"chat\"\nargs = [\"--config\", \"{}\"]\n",
+        cfg.display()
+    );
+    dir.run(&profile, &["--quiet", "--no-html"])
+        .assert()
+        .success();
+    let r = dir.report();
+    let notices = &r.run.as_ref().unwrap().notices;
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("cut to the engine's max_model_len = 48")),
+        "{notices:?}"
+    );
+    let c = r.load["sim"].points[0].conversation.as_ref().unwrap();
+    assert!(c.cut_sessions > 0, "{c:?}");
+    assert!(c.turns.iter().all(|t| t.failed == 0), "{c:?}");
 }

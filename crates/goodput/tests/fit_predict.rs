@@ -162,30 +162,16 @@ fn measure_fit_serve_predict_compare() {
 
 /// An engine of 3 slots: up to x = 3 every request streams at once (TTFT about a
 /// step); from x = 4 on, a quarter of the requests wait a whole request for a slot,
-/// far past the TTFT bound (as in `tests/search.rs`).
-const SLOTS: &str = "max_num_seqs = 3\nstep_fixed_ms = 12.0\n";
+/// far past the TTFT bound (the engine of `tests/search.rs`).
+const SLOTS: &str = common::search::THREE_SLOTS;
 
+/// The search tests' profile, measured at x = 2 and 4, searched over 1 to 8.
 fn search_profile(engines: &str) -> String {
-    format!(
-        r#"name = "fit-search"
-[slo]
-ttft_ms = 60
-[load]
-points = [2, 4]
-requests_per_trial = 12
-trials = 1
-warmup_requests = 0
-request_timeout_s = 30
-[workload]
-input_tokens = 16
-output_tokens = 10
-calibrate = false
-[search]
-min = 1
-max = 8
-[telemetry]
-source = "none"
-{engines}"#
+    common::search::profile(
+        "fit-search",
+        "[2, 4]",
+        "[search]\nmin = 1\nmax = 8\n",
+        engines,
     )
 }
 

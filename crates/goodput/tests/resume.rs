@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use common::cli::{goodput_child, goodput_run};
 use common::procs::{self, Signal};
 use common::profiles::fixed_sims;
+use common::reports::complete_trials;
 use goodput::record::read_records;
 use report::RunStatus;
 
@@ -38,18 +39,6 @@ fn start(profile: &Path, out: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn complete_trials(out: &Path) -> usize {
-    let Ok(r) = report::read_report(out) else {
-        return 0;
-    };
-    r.load
-        .values()
-        .flat_map(|e| &e.points)
-        .flat_map(|p| &p.trials)
-        .filter(|t| t.status == RunStatus::Complete)
-        .count()
 }
 
 /// Live `goodput sim` engines started by the run writing `out` (they inherit the

@@ -9,44 +9,22 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::cli::{goodput, goodput_child};
+use common::cli::{goodput, goodput_child, succeeded};
 use common::procs;
-use report::RunStatus;
+use common::reports::complete_trials;
+use common::search as search_setup;
 
-/// A small fast engine with 3 slots: up to x=3 every request streams at once
-/// (TTFT ~ one step, ~12 ms); from x=4 on, a quarter or more of the requests wait
-/// for a slot (~10 steps), so fewer than 90% meet TTFT <= 60 ms.
-const SIM_CONFIG: &str = "max_num_seqs = 3\nstep_fixed_ms = 12.0\n";
-
+/// The search profile with `search` (a `[search]` table, or none) and one
+/// engine, `three-slots`, written to `p.toml` in `dir`.
 fn profile(dir: &Path, search: &str) -> PathBuf {
-    let cfg = dir.join("sim.toml");
-    std::fs::write(&cfg, SIM_CONFIG).unwrap();
-    let text = format!(
-        r#"
-name = "search-sim"
-[slo]
-ttft_ms = 60
-[load]
-points = [1]
-requests_per_trial = 12
-trials = 1
-warmup_requests = 0
-request_timeout_s = 30
-[workload]
-input_tokens = 16
-output_tokens = 10
-calibrate = false
-[telemetry]
-source = "none"
-{search}
-[engines.three-slots]
-kind = "sim"
-args = ["--config", "{}"]
-"#,
-        cfg.display()
-    );
+    let cfg = search_setup::write_three_slots(dir, "sim.toml");
+    let engines = search_setup::sim_engines(&["three-slots"], &cfg);
     let p = dir.join("p.toml");
-    std::fs::write(&p, text).unwrap();
+    std::fs::write(
+        &p,
+        search_setup::profile("search-sim", "[1]", search, &engines),
+    )
+    .unwrap();
     p
 }
 
@@ -64,13 +42,7 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
     let p = profile(dir.path(), "[search]\nmin = 1\nmax = 8\n");
     let out = dir.path().join("s.json");
     let o = goodput().args(search_args(&p, &out)).output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let stdout = succeeded(&o, "goodput search");
     let r = report::read_report(&out).unwrap();
     let c = &r.capacity["three-slots"];
     assert_eq!(c.mode, "concurrency");
@@ -118,17 +90,6 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
     assert!(html.contains("id=\"verdict\"") && html.contains("up to 3 concurrent requests"));
 }
 
-fn complete_trials(out: &Path) -> usize {
-    report::read_report(out).map_or(0, |r| {
-        r.load
-            .values()
-            .flat_map(|e| &e.points)
-            .flat_map(|p| &p.trials)
-            .filter(|t| t.status == RunStatus::Complete)
-            .count()
-    })
-}
-
 #[test]
 fn a_search_killed_mid_way_resumes_and_finishes() {
     let dir = tempfile::tempdir().unwrap();
@@ -155,12 +116,7 @@ fn a_search_killed_mid_way_resumes_and_finishes() {
         .collect();
     assert!(kept.len() >= 2, "{kept:?}");
     let o = goodput().args(search_args(&p, &out)).output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    succeeded(&o, "the resumed goodput search");
     let r = report::read_report(&out).unwrap();
     let c = &r.capacity["three-slots"];
     assert_eq!((c.passing, c.failing), (Some(3.0), Some(4.0)), "{c:?}");
@@ -189,8 +145,7 @@ fn when_even_the_lowest_load_fails_the_answer_says_so() {
         .args(["--slo", "ttft:1", "--min", "2", "--max", "6"])
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    let stdout = succeeded(&o, "goodput search");
     let r = report::read_report(&out).unwrap();
     let c = &r.capacity["three-slots"];
     assert_eq!(

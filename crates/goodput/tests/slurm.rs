@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::cli::succeeded;
 use common::profiles::fixed_sims;
 use report::RunStatus;
 
@@ -103,8 +104,10 @@ impl Cluster {
         c
     }
 
-    /// `goodput slurm PROFILE -o DIR --submit`; returns (array job, merge job).
-    fn submit(&self, profile: &Path, dir: &Path, marker: &str) -> (String, String) {
+    /// `goodput slurm PROFILE -o DIR --submit --goodput GOODPUT` with `extra`
+    /// flags, its jobs and engines carrying `marker`; what it said (the job ids in
+    /// it: [`job_ids`]).
+    fn submit(&self, profile: &Path, dir: &Path, marker: &str, extra: &[&str]) -> String {
         let out = self
             .cmd(env!("CARGO_BIN_EXE_goodput"))
             .args([
@@ -114,24 +117,14 @@ impl Cluster {
                 dir.to_str().unwrap(),
                 "--submit",
             ])
-            .args([
-                "--goodput",
-                env!("CARGO_BIN_EXE_goodput"),
-                "--time",
-                "00:10:00",
-            ])
+            .args(["--goodput", env!("CARGO_BIN_EXE_goodput")])
+            .args(extra)
             // Slurm passes the submitter's environment on: the jobs and their
             // engines carry the marker.
             .env("GOODPUT_TEST_MARKER", marker)
             .output()
             .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "goodput slurm --submit: {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        job_ids(&text)
+        succeeded(&out, "goodput slurm --submit")
     }
 
     /// Job ids (of `ids`) still in the queue.
@@ -175,26 +168,8 @@ fn wait(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
 }
 
 /// Live processes whose environment holds `GOODPUT_TEST_MARKER=marker`.
-fn marked(marker: &str) -> Vec<(u32, String)> {
-    let want = format!("GOODPUT_TEST_MARKER={marker}");
-    let mut v = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let (Ok(env), Ok(cmd)) = (
-            std::fs::read(entry.path().join("environ")),
-            std::fs::read(entry.path().join("cmdline")),
-        ) else {
-            continue;
-        };
-        let zombie =
-            std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|s| s.contains(") Z "));
-        if !zombie && env.split(|&b| b == 0).any(|kv| kv == want.as_bytes()) {
-            v.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
-        }
-    }
-    v
+fn marked(marker: &str) -> Vec<goodput::engine::process::ProcEntry> {
+    common::procs::marked(&format!("GOODPUT_TEST_MARKER={marker}"))
 }
 
 fn profile(dir: &Path, requests: u32) -> PathBuf {
@@ -218,26 +193,7 @@ fn a_sweep_runs_as_a_slurm_array_and_merges_and_scancel_leaves_no_engine() {
     let jobs = scratch.path().join("sweep");
     let p = profile(scratch.path(), 3);
     let marker = format!("slurm-sweep-{}", std::process::id());
-    let out = cluster
-        .cmd(env!("CARGO_BIN_EXE_goodput"))
-        .args([
-            "slurm",
-            p.to_str().unwrap(),
-            "-o",
-            jobs.to_str().unwrap(),
-            "--shards",
-            "4",
-        ])
-        .args(["--goodput", env!("CARGO_BIN_EXE_goodput"), "--submit"])
-        .env("GOODPUT_TEST_MARKER", &marker)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = cluster.submit(&p, &jobs, &marker, &["--shards", "4"]);
     let (array, merge) = job_ids(&text);
     let (array, merge) = (array.as_str(), merge.as_str());
     assert!(
@@ -301,9 +257,11 @@ fn a_sweep_runs_as_a_slurm_array_and_merges_and_scancel_leaves_no_engine() {
     let jobs = scratch.path().join("cancelled");
     let p = profile(scratch.path(), 5000);
     let marker = format!("slurm-cancel-{}", std::process::id());
-    let (array, merge) = cluster.submit(&p, &jobs, &marker);
+    let (array, merge) = job_ids(&cluster.submit(&p, &jobs, &marker, &["--time", "00:10:00"]));
     wait(Duration::from_secs(120), "running engines", || {
-        marked(&marker).iter().any(|(_, cmd)| cmd.contains(" sim "))
+        marked(&marker)
+            .iter()
+            .any(|p| p.cmdline().iter().any(|a| a == "sim"))
     });
     // Once a trial is under way (its report lists the engine).
     wait(Duration::from_secs(60), "a shard report", || {
@@ -314,11 +272,7 @@ fn a_sweep_runs_as_a_slurm_array_and_merges_and_scancel_leaves_no_engine() {
         .args([&array, &merge])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "scancel: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out, "scancel");
     wait(
         Duration::from_secs(60),
         "every engine to exit after scancel",
@@ -369,11 +323,7 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
         "--concurrency",
         "1,8",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out, "goodput slurm");
     let array = std::fs::read_to_string(jobs.join("goodput-array.sbatch")).unwrap();
     for want in [
         "#SBATCH --array=0-2\n",
@@ -400,11 +350,7 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
             .arg(jobs.join(script))
             .output()
             .unwrap();
-        assert!(
-            syntax.status.success(),
-            "{script}: {}",
-            String::from_utf8_lossy(&syntax.stderr)
-        );
+        succeeded(&syntax, &format!("bash -n {script}"));
     }
     // Slurm cannot create the log folders: they are there before submission.
     assert!(jobs.join("shard-2").is_dir());
@@ -490,15 +436,4 @@ fn two_tasks_of_one_job_step_share_a_load_level_and_merge_into_one_point() {
     succeeded(&out, "goodput");
     let r = |p: &Path| report::read_report(p).unwrap();
     same_point(&r(&single), &r(&merged));
-}
-
-/// Asserts that a command succeeded, showing what it wrote otherwise.
-fn succeeded(out: &std::process::Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what} ({}): {}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }

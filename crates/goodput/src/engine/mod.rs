@@ -7,7 +7,8 @@
 //!   on every exit path (stop, error, drop, panic, `exit`, SIGINT/SIGTERM).
 //! - [`guard`]: the leader of a vLLM or SGLang group, which kills the whole group
 //!   when goodput is SIGKILLed.
-//! - [`probe`]: HTTP questions: readiness, served models, version.
+//! - [`probe`]: HTTP questions: readiness, served models (with their context
+//!   size, where listed), version.
 //! - [`logs`]: each launch's part of the engine log, and the cause of a failure in it.
 //! - [`kvpool`]: KV-pool capacity from logs, `/metrics`, `/get_server_info`, `/props`.
 //! - [`prom`]: a reader of Prometheus text (`/metrics`).
@@ -42,7 +43,7 @@ use tokio::time::Instant;
 
 use crate::profile::{Api, EngineKind, EngineSpec};
 use crate::stop::Stop;
-use probe::{Probe, Readiness};
+use probe::{Probe, Readiness, ServedModel};
 use process::EngineProcess;
 
 pub use process::{install_cleanup_hooks, kill_all_engines, shutdown_signal};
@@ -81,6 +82,8 @@ pub struct EngineHandle {
     pub base_url: String,
     /// The model id to send in requests.
     pub model: String,
+    /// That model's context size in tokens, where `/v1/models` lists it.
+    pub max_model_len: Option<u32>,
     /// Completions or chat.
     pub api: Api,
     /// Bearer token from the variable `api_key_env` names. Never logged or written:
@@ -110,6 +113,7 @@ impl std::fmt::Debug for EngineHandle {
             .field("name", &self.name)
             .field("base_url", &self.base_url)
             .field("model", &self.model)
+            .field("max_model_len", &self.max_model_len)
             .field("api", &self.api)
             .field("api_key", &self.api_key.as_ref().map(|_| command::REDACTED))
             .field("kv_pool_tokens", &self.kv_pool_tokens)
@@ -253,6 +257,7 @@ impl EngineHandle {
             name: name.to_string(),
             base_url: base_url.clone(),
             model: String::new(),
+            max_model_len: None,
             api: spec.api,
             api_key,
             kv_pool_tokens: None,
@@ -321,13 +326,13 @@ impl EngineHandle {
         Ok(())
     }
 
-    /// Waits until the engine is ready: the served model ids. An engine that is
+    /// Waits until the engine is ready: the served models. An engine that is
     /// not ready is stopped (quickly, when interrupted) and its log explains why.
     async fn until_ready(
         &mut self,
         spec: &EngineSpec,
         stop: &Stop,
-    ) -> Result<Vec<String>, EngineFailure> {
+    ) -> Result<Vec<ServedModel>, EngineFailure> {
         let ready_timeout = seconds(spec.ready_timeout_s, DEFAULT_READY_TIMEOUT_S);
         let mut f = match self.wait_ready(ready_timeout, stop).await {
             Ok(models) => return Ok(models),
@@ -344,21 +349,25 @@ impl EngineHandle {
         Err(f)
     }
 
-    /// The model id to send. For vLLM, SGLang, llama.cpp and the simulator,
-    /// `model` is what to load; the id to send is the one served. For other
-    /// engines `model` is the id to send.
-    fn choose_model(&mut self, spec: &EngineSpec, models: &[String]) {
+    /// The model id to send, and its context size. For vLLM, SGLang, llama.cpp
+    /// and the simulator, `model` is what to load; the id to send is the one
+    /// served. For other engines `model` is the id to send. The context size is
+    /// that model's as listed, else the first listed model's.
+    fn choose_model(&mut self, spec: &EngineSpec, models: &[ServedModel]) {
+        let ids: Vec<String> = models.iter().map(|m| m.id.clone()).collect();
         self.model = match (self.kind, &spec.model) {
-            (_, Some(m)) if models.contains(m) => m.clone(),
+            (_, Some(m)) if ids.contains(m) => m.clone(),
             (EngineKind::Url | EngineKind::Command, Some(m)) => m.clone(),
-            _ => models.first().cloned().unwrap_or_default(),
+            _ => ids.first().cloned().unwrap_or_default(),
         };
-        if !models.contains(&self.model) {
+        let chosen = models.iter().find(|m| m.id == self.model);
+        self.max_model_len = chosen.or(models.first()).and_then(|m| m.max_model_len);
+        if chosen.is_none() {
             self.notices.push(format!(
                 "engine {}: model `{}` is not among those /v1/models lists ({})",
                 self.name,
                 self.model,
-                models.join(", ")
+                ids.join(", ")
             ));
         }
     }
@@ -380,12 +389,12 @@ impl EngineHandle {
             .and_then(|p| u32::try_from(p.pgid()).ok())
     }
 
-    /// Polls until ready; the served model ids.
+    /// Polls until ready; the served models.
     async fn wait_ready(
         &mut self,
         timeout: Duration,
         stop: &Stop,
-    ) -> Result<Vec<String>, EngineFailure> {
+    ) -> Result<Vec<ServedModel>, EngineFailure> {
         let start = Instant::now();
         let interrupted = |start: Instant, name: &str| {
             failure(
@@ -553,6 +562,50 @@ pub(crate) fn fixture(path: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A handle on a URL engine, as [`EngineHandle::new`] leaves it.
+    fn url_handle() -> EngineHandle {
+        let ctx = EngineContext {
+            log_dir: PathBuf::from("/nonexistent"),
+            goodput_exe: PathBuf::from("goodput"),
+            client: reqwest::Client::new(),
+        };
+        EngineHandle::new(
+            "x",
+            &EngineSpec::default(),
+            &ctx,
+            "http://h".into(),
+            None,
+            None,
+        )
+    }
+
+    #[test]
+    fn the_context_size_is_the_chosen_models_as_listed() {
+        let served = |id: &str, len: Option<u32>| ServedModel {
+            id: id.into(),
+            max_model_len: len,
+        };
+        let models = [
+            served("a", Some(4096)),
+            served("b", Some(512)),
+            served("c", None),
+        ];
+        let chosen = |model: Option<&str>| {
+            let mut h = url_handle();
+            let spec = EngineSpec {
+                model: model.map(str::to_string),
+                ..Default::default()
+            };
+            h.choose_model(&spec, &models);
+            (h.model, h.max_model_len, h.notices.len())
+        };
+        assert_eq!(chosen(Some("b")), ("b".into(), Some(512), 0));
+        assert_eq!(chosen(Some("c")), ("c".into(), None, 0));
+        assert_eq!(chosen(None), ("a".into(), Some(4096), 0));
+        // A model the list does not have: the first listed model's size, and a notice.
+        assert_eq!(chosen(Some("z")), ("z".into(), Some(4096), 1));
+    }
+
     #[test]
     fn names_and_redacted_debug() {
         assert_eq!(log_file_name("vllm/a b"), "vllm_a_b.log");
@@ -561,6 +614,7 @@ mod tests {
             name: "x".into(),
             base_url: "http://h".into(),
             model: "m".into(),
+            max_model_len: None,
             api: Api::Completions,
             api_key: Some("sk-secret".into()),
             kv_pool_tokens: None,

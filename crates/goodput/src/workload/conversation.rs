@@ -354,54 +354,32 @@ impl Builder {
 }
 
 /// A conversation workload without `max_context_tokens` takes the engine's context
-/// from `/v1/models` (`max_model_len`, as vLLM and the simulator list it), and the
-/// report says which was used; other kinds are left alone.
-pub async fn set_engine_context(
+/// size, `max_model_len` as its `/v1/models` listed it when the engine became
+/// ready (vLLM and the simulator list it), and the report says which was used;
+/// other kinds are left alone.
+pub fn set_engine_context(
     builder: &mut Builder,
-    client: &reqwest::Client,
-    base_url: &str,
+    max_model_len: Option<u32>,
     notices: &mut Vec<String>,
     engine: &str,
 ) {
     let super::super::plan::Workload::Conversation(w) = &mut builder.workload else {
         return;
     };
-    if let Some(c) = w.max_context_tokens {
-        notices.push(format!(
-            "{engine}: conversation histories are cut to max_context_tokens = {c}"
-        ));
-        return;
-    }
-    let url = format!("{}/v1/models", base_url.trim_end_matches('/'));
-    let listed = async {
-        let resp = client
-            .get(&url)
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await
-            .ok()?;
-        let v: serde_json::Value = resp.json().await.ok()?;
-        let data = v.get("data")?.as_array()?;
-        let m = data
-            .iter()
-            .find(|m| m["id"] == builder.model.as_str())
-            .or(data.first())?;
-        u32::try_from(m.get("max_model_len")?.as_u64()?).ok()
-    };
-    match listed.await {
-        Some(c) => {
-            notices.push(format!(
-                "{engine}: conversation histories are cut to the engine's max_model_len = {c}"
-            ));
-            if let super::super::plan::Workload::Conversation(w) = &mut builder.workload {
-                w.max_context_tokens = Some(c);
-            }
+    let note = match (w.max_context_tokens, max_model_len) {
+        (Some(c), _) => {
+            format!("{engine}: conversation histories are cut to max_context_tokens = {c}")
         }
-        None => notices.push(format!(
+        (None, Some(c)) => {
+            w.max_context_tokens = Some(c);
+            format!("{engine}: conversation histories are cut to the engine's max_model_len = {c}")
+        }
+        (None, None) => format!(
             "{engine}: the engine lists no max_model_len and the profile sets no \
              max_context_tokens: conversation histories are not cut"
-        )),
-    }
+        ),
+    };
+    notices.push(note);
 }
 
 /// The requests a trial would send if every reply were `max_tokens` generated

@@ -45,6 +45,19 @@ pub fn goodput_child() -> std::process::Command {
     cmd
 }
 
+/// Asserts that a finished command (`what`, for the message) succeeded, showing
+/// its exit status, stdout and stderr otherwise; its stdout.
+pub fn succeeded(out: &std::process::Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} ({}): {}{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
 /// Text of a captured stream (stdout or stderr).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

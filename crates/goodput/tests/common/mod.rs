@@ -5,13 +5,16 @@
 //! - [`server`]: starting a fake server on 127.0.0.1 port 0, stopped when dropped;
 //! - [`script`]: the scripted SSE server built on it;
 //! - [`procs`]: finding the processes a test started (the library's `/proc` scan);
-//! - [`require`]: the external programs a test needs, and the variables that skip it.
+//! - [`require`]: the external programs a test needs, and the variables that skip it;
 //! - [`records`]: figures recomputed from the raw records of a run;
 //! - [`recording`]: a test server that records what it received;
 //! - [`load_share`]: load shards against one simulator, and their merged point;
 //! - [`profiles`]: the simulator profiles the sweep tests run;
-//! - [`reports`]: the report files the render tests read;
-//! - [`request`]: one streaming request through goodput's client.
+//! - [`reports`]: the report files the render tests read, and the trials a
+//!   stopped run completed;
+//! - [`request`]: one streaming request through goodput's client;
+//! - [`search`]: the search tests' simulator of 3 slots and their profile;
+//! - [`trial`]: one trial of the load generator against a loopback server.
 
 #![allow(dead_code, unused_imports)]
 
@@ -25,4 +28,6 @@ pub mod reports;
 pub mod request;
 pub mod require;
 pub mod script;
+pub mod search;
 pub mod server;
+pub mod trial;

@@ -1,5 +1,6 @@
 //! The report files the render tests read: the reference (a real vLLM study, in
 //! the reference format) and a fixture that uses goodput's additive fields.
+//! And what the tests that stop a run read of the report it left.
 
 use goodput::report::{self, Report};
 
@@ -29,4 +30,17 @@ pub fn reference() -> Report {
 /// The additive fixture.
 pub fn additive() -> Report {
     load(ADDITIVE)
+}
+
+/// Complete trials in the report at `out` so far (0 while it is not there or not
+/// readable yet): what a test that stops a run mid-way waits for.
+pub fn complete_trials(out: &std::path::Path) -> usize {
+    report::read_report(out).map_or(0, |r| {
+        r.load
+            .values()
+            .flat_map(|e| &e.points)
+            .flat_map(|p| &p.trials)
+            .filter(|t| t.status == report::RunStatus::Complete)
+            .count()
+    })
 }

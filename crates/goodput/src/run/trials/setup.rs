@@ -1,0 +1,123 @@
+//! An engine's set-up before its first trial: the ShareGPT sample, where its KV
+//! pool and telemetry come from, its request builder and its load target.
+
+use report::EngineFailure;
+
+use super::super::gpu_release::SweepEngine;
+use super::super::Ctx;
+use crate::client::Target;
+use crate::engine::EngineHandle;
+use crate::telemetry;
+use crate::workload::{calibrate, Builder, Calibration};
+
+/// ShareGPT: the run's sample, taken on the first engine (counted by its
+/// `/tokenize` when it has one) and sent by every engine; the report's workload
+/// facts gain its counts. `false` (the engine's error recorded) when it fails.
+pub(super) async fn sample_sharegpt(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    handle: &SweepEngine,
+) -> anyhow::Result<bool> {
+    let plan = ctx.plan;
+    let crate::plan::Workload::ShareGpt(w) = &plan.workload else {
+        return Ok(true);
+    };
+    let sampled = w
+        .sample_on(&ctx.client, &handle.base_url, &handle.model, plan.seed)
+        .await;
+    match sampled {
+        Ok(s) => {
+            let facts = ctx.info.workload.get_mut("facts");
+            if let (Some(f), serde_json::Value::Object(add)) =
+                (facts.and_then(|f| f.as_object_mut()), s.facts())
+            {
+                f.extend(add);
+            }
+            if let Some(t) = &w.truncated {
+                ctx.notice_once(format!("workload: {}: {t}", w.path.display()));
+            }
+            Ok(true)
+        }
+        Err(why) => {
+            say!(ctx, "{name}: sampling ShareGPT failed: {why}");
+            ctx.sweep.engine(name).error = Some(EngineFailure {
+                kind: "workload".into(),
+                message: format!("sampling ShareGPT: {why}"),
+                exit_status: None,
+                log_tail: Vec::new(),
+            });
+            ctx.save()?;
+            Ok(false)
+        }
+    }
+}
+
+/// Notes in the sweep where the engine's KV pool size and its telemetry come from.
+pub(super) fn note_sources(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    handle: &SweepEngine,
+    tel: &telemetry::Telemetry,
+) {
+    let st = ctx.sweep.engine(name);
+    st.kv_pool_tokens = handle.kv_pool_tokens;
+    st.kv_pool_source = handle.kv_pool_source.clone();
+    st.telemetry_source = tel.source_name().map(str::to_string);
+}
+
+/// The engine's request builder, with prompt lengths calibrated by the engine's
+/// tokenizer where the workload asks; how they were set goes into the environment.
+pub(super) async fn request_builder(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    handle: &SweepEngine,
+) -> Builder {
+    let mut builder = Builder {
+        workload: ctx.plan.workload.clone(),
+        model: handle.model.clone(),
+        api: handle.api,
+        tokens_per_word: 1.0,
+    };
+    match calibrate(&builder, &ctx.client, &handle.base_url).await {
+        Calibration::NotAsked => {}
+        Calibration::Calibrated(tpw) => {
+            builder.tokens_per_word = tpw;
+            ctx.set_prompt_lengths(name, "tokenize");
+        }
+        Calibration::Failed(why) => {
+            ctx.info.notices.push(format!(
+                "{name}: prompt lengths are uncalibrated: calibrate = true, but {why}; \
+                 input_tokens assume one token per word, so real prompt lengths differ"
+            ));
+            ctx.set_prompt_lengths(name, "uncalibrated");
+        }
+    }
+    crate::workload::conversation::set_engine_context(
+        &mut builder,
+        handle.max_model_len,
+        &mut ctx.info.notices,
+        name,
+    );
+    builder
+}
+
+/// One notice per run when TTFT counts connection set-up.
+pub(super) fn note_connect_in_ttft(ctx: &mut Ctx<'_>) {
+    if ctx.opts.ttft_includes_connect {
+        let note = "TTFT includes connection set-up where a request opened a new \
+                    connection (--ttft-includes-connect)";
+        if !ctx.info.notices.iter().any(|n| n == note) {
+            ctx.info.notices.push(note.to_string());
+        }
+    }
+}
+
+/// Where the load goes: the engine's endpoint for its API.
+pub(super) fn target_of(ctx: &Ctx<'_>, handle: &EngineHandle) -> Target {
+    Target::new(
+        &handle.base_url,
+        handle.api.path(),
+        handle.api_key.as_deref(),
+    )
+    .with_connect_in_ttft(ctx.opts.ttft_includes_connect)
+}

@@ -1,0 +1,83 @@
+//! How a run was made and how it ended (`run`), and what a predicted report was
+//! predicted from.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::RunStatus;
+
+/// goodput addition: how the run was made and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RunInfo {
+    /// Format version, [`SCHEMA`].
+    pub schema: String,
+    /// `complete`, `partial` (interrupted or trials failed) or `running`.
+    pub status: RunStatus,
+    /// Why the run is not complete, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `concurrency` (x = requests in flight) or `rate` (x = requests per second).
+    pub load_mode: String,
+    /// Trials planned per load point.
+    pub planned_trials: u32,
+    /// Measured requests per trial.
+    pub requests_per_trial: u32,
+    /// Requests sent before each trial and not measured.
+    #[serde(default)]
+    pub warmup_requests: u32,
+    /// Seed of workload and arrival generation.
+    #[serde(default)]
+    pub seed: u64,
+    /// The workload, as the profile described it.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub workload: Value,
+    /// The raw per-request records, relative to the report's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_file: Option<String>,
+    /// Unix time (seconds) when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
+    /// Unix time (seconds) when the report was last written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_unix_s: Option<f64>,
+    /// What the plan was, as SHA-256 fingerprints of its parts (`slo`, `load`,
+    /// `workload`, `telemetry`, `engine.<name>`), compared on resume so that trials
+    /// of different plans never mix. Load levels and the number of trials are not
+    /// part of it: a resumed run may add either.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub fingerprints: IndexMap<String, String>,
+    /// Things the reader should know that are not per point (e.g. "no GPU telemetry").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+    /// Set when nothing was measured: the figures were predicted by running the
+    /// simulator's engine model in virtual time (`goodput run --predict`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Predicted>,
+    /// goodput addition: the slice of the plan this report holds, when it is one
+    /// shard of a sweep split over machines (`goodput run --shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::ShardInfo>,
+    /// goodput addition: the shards this report was merged from (`goodput merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::MergedInfo>,
+    /// goodput addition: the slice of every load level this report holds, when it
+    /// is one of N clients sharing one load (`goodput run --load-shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_shard: Option<crate::LoadShardInfo>,
+    /// Unknown fields, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// goodput addition: what a predicted report was predicted from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Predicted {
+    /// The engine configuration the model ran (the file given to `--predict`).
+    pub engine_config: String,
+    /// The report the configuration was fitted from (`goodput fit`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fitted_from: Option<String>,
+    /// How the figures were made.
+    pub method: String,
+}
