@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use goodput::client::{Limits, SseLimits, Target};
-use goodput::load::{run_trial, Trial};
+use goodput::client::Target;
+use goodput::load::run_trial;
 use goodput::profile::{Overrides, Profile};
 use goodput::workload::Builder;
 
@@ -72,23 +72,13 @@ async fn replay(
 ) -> Vec<goodput::record::RequestRecord> {
     let builder = builder(plan);
     let requests = builder.build(plan.requests_per_trial, 1, 0);
-    let trial = Trial {
-        engine: "r".into(),
-        x: speedup,
-        index: 0,
-        mode: plan.mode,
-        max_concurrency: None,
-        offsets: builder.trace_offsets(speedup),
+    let trial = common::trial::trial(
+        speedup,
+        plan.mode,
+        builder.trace_offsets(speedup),
         requests,
-        limits: Limits {
-            request_timeout: Duration::from_secs(10),
-            stall_timeout: None,
-            sse: SseLimits::default(),
-        },
-        timeout: Some(Duration::from_secs(30)),
-        grace: Duration::from_secs(1),
-        sent: None,
-    };
+        Duration::from_secs(30),
+    );
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let client = goodput::client::http_client(16).unwrap();
     run_trial(
