@@ -94,6 +94,7 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
         false,
         MAX_MS,
     )?;
+    float_range("frontend_ms", c.frontend_ms, 0.0, false, MAX_MS)?;
     float_range("sched_cpu_ms", c.sched_cpu_ms, 0.0, false, MAX_MS)?;
     if let Some(s) = &c.speculative {
         int_range(
