@@ -14,6 +14,14 @@
 //!   1.1 tokens a step on average; `num_speculative_tokens` from the most tokens one step gave,
 //!   the acceptance rate `a` from the mean tokens a step (`1 + Σ_{i≤k} aⁱ`);
 //!   its costs are held at 0 (they move with the decode cost, which carries them);
+//! - `frontend_ms`, the API server's time per request before the engine can
+//!   schedule it (one shared first-come-first-served queue in the model): 0 when
+//!   every request found the engine idle (alone, it adds to the prefill cost in
+//!   every TTFT: not identifiable, said); else the value whose model (step costs
+//!   refitted with it, since it moves when an idle engine's step began) comes
+//!   closest to the measured median TTFT and TPOT of every point, by
+//!   golden-section search ([`search_frontend`]); 0 when the model without it is
+//!   within 2% everywhere;
 //! - async scheduling on with no CPU cost (the fixed cost carries it), no thermal
 //!   model (a throttled run is said to be one), chunking and block size at the
 //!   simulator's defaults.
@@ -261,9 +269,9 @@ fn frontend_evidence(trials: &Trials<'_>) -> Result<f64, String> {
             .collect();
         for r in &ok {
             let ttft = r.chunks[0].t.saturating_sub(r.sent) as f64 / 1e6;
-            let others = ok
-                .iter()
-                .any(|o| o.index != r.index && o.sent < r.sent && o.done.is_none_or(|d| d > r.sent));
+            let others = ok.iter().any(|o| {
+                o.index != r.index && o.sent < r.sent && o.done.is_none_or(|d| d > r.sent)
+            });
             all_ttft.push(ttft);
             if others {
                 busy += 1;
@@ -275,7 +283,11 @@ fn frontend_evidence(trials: &Trials<'_>) -> Result<f64, String> {
     if busy == 0 {
         return Err("every request found the engine idle (one request in flight at a time): the front-end time adds to the prefill cost in every TTFT and cannot be told apart from it".into());
     }
-    let pick = if idle_ttft.is_empty() { all_ttft } else { idle_ttft };
+    let pick = if idle_ttft.is_empty() {
+        all_ttft
+    } else {
+        idle_ttft
+    };
     let max = render::median_of(pick).unwrap_or(0.0);
     if max.is_finite() && max > 0.0 {
         Ok(max)

@@ -8,7 +8,9 @@
 //! step and far above the spread of one step's writes on loopback.
 //!
 //! For each step: it ended at its first chunk; it started when the previous step
-//! ended, or, when the engine was idle, when its earliest request was sent; its
+//! ended, or, when the engine was idle, when its earliest request was sent (a
+//! request it prefilled: sent and through the front-end, when the fit tries a
+//! front-end time, [`trial_steps_with`]); its
 //! requests are prefills (their first chunk: the whole prompt was computed) or
 //! decodes; its attended context is each request's prompt plus the tokens it had
 //! produced. That gives per-step observations at known batch sizes for the step

@@ -395,7 +395,12 @@ fn a_front_end_time_is_recovered_from_requests_sent_to_a_busy_engine() {
     }
     for r in &f.residuals {
         let e = r.error(0).unwrap();
-        assert!(e.abs() < 0.05, "x={} TTFT {e}\n{}", r.x, render::summary(&f));
+        assert!(
+            e.abs() < 0.05,
+            "x={} TTFT {e}\n{}",
+            r.x,
+            render::summary(&f)
+        );
     }
     no_nan(&f);
 }

@@ -297,7 +297,11 @@ mod tests {
             ClientTiming::default(),
             1e6,
         );
-        assert!((one[0].chunks[0].0 - 0.025).abs() < 1e-9, "{:?}", one[0].chunks);
+        assert!(
+            (one[0].chunks[0].0 - 0.025).abs() < 1e-9,
+            "{:?}",
+            one[0].chunks
+        );
         // Two sent together: the second waits for the first's front-end time, so
         // it misses the step that starts at 5 ms and joins the next one.
         let arrivals = Arrivals::Open {
@@ -305,9 +309,17 @@ mod tests {
             max_concurrency: None,
         };
         let two = simulate(&config, &arrivals, &reqs, ClientTiming::default(), 1e6);
-        assert!((two[0].chunks[0].0 - 0.025).abs() < 1e-9, "{:?}", two[0].chunks);
+        assert!(
+            (two[0].chunks[0].0 - 0.025).abs() < 1e-9,
+            "{:?}",
+            two[0].chunks
+        );
         // Step 2 starts at 25 ms: the second prefill (20 ms) + the first's decode (1 ms).
-        assert!((two[1].chunks[0].0 - 0.046).abs() < 1e-9, "{:?}", two[1].chunks);
+        assert!(
+            (two[1].chunks[0].0 - 0.046).abs() < 1e-9,
+            "{:?}",
+            two[1].chunks
+        );
         assert!(two.iter().all(|r| r.done.is_some()));
         // Without a front-end time both join the first step.
         let none = simulate(&plain(), &arrivals, &reqs, ClientTiming::default(), 1e6);
