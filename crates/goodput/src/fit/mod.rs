@@ -343,6 +343,13 @@ fn search_frontend(
             }
         }
     }
+    if best_ms == 0.0 {
+        best.notes.push(if exact {
+            "frontend_ms: the model without a front-end time is within 2% of every measured median TTFT and TPOT: not searched, 0".into()
+        } else {
+            format!("frontend_ms: no front-end time up to {} ms brought the model closer to the measured medians than none: 0", crate::render::text::num(max_ms))
+        });
+    }
     // The ± is the search's resolution (no standard error: not least squares).
     let param = Param {
         name: "frontend_ms".into(),
