@@ -257,3 +257,42 @@ fn search_predict_with_several_engines_says_to_confirm_one_at_a_time() {
     );
     assert!(!out.exists());
 }
+
+/// A served engine whose requests spend 200 ms (50 ms on the wall clock at time
+/// scale 4) in its front-end before the engine schedules them.
+const FRONTEND: &str = r#"
+step_fixed_ms = 20.0
+per_prefill_token_ms = 0.1
+per_decode_seq_ms = 2.0
+per_kv_token_ms = 0.0
+sched_cpu_ms = 0.0
+frontend_ms = 200.0
+time_scale = 4.0
+"#;
+
+#[test]
+fn a_served_front_end_time_is_fitted_and_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let truth = d.join("frontend.toml");
+    std::fs::write(&truth, FRONTEND).unwrap();
+    let p = d.join("p.toml");
+    let engine = format!(
+        "[engines.e]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n",
+        s(&truth)
+    );
+    std::fs::write(&p, profile(&engine)).unwrap();
+    let measured = d.join("m.json");
+    ok(&["run", s(&p), "-o", s(&measured), "--quiet", "--no-html"]);
+    let fitted = d.join("engine.toml");
+    let out = ok(&["fit", s(&measured), "-o", s(&fitted)]);
+    assert!(out.contains("frontend_ms"), "{out}");
+    let config = sim::SimConfig::load(&fitted).unwrap();
+    // 50 ms on the wall clock, loosely: a shared machine's HTTP round trips add to
+    // it, and the search's resolution is a few ms.
+    assert!(
+        config.frontend_ms > 25.0 && config.frontend_ms < 100.0,
+        "frontend_ms {}\n{out}",
+        config.frontend_ms
+    );
+}

@@ -86,3 +86,40 @@ async fn server_timing_matches_the_virtual_time_model() {
     assert_eq!(gpu["sm_clock_mhz"], 400.0);
     assert_eq!(gpu["throttle_reasons"], json!(["sw_thermal_slowdown"]));
 }
+
+/// The front-end time (`frontend_ms`) holds a served request back before the
+/// engine schedules it, as in virtual time; the server wakes for it when idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_holds_a_request_in_the_front_end_as_the_model_does() {
+    let config = SimConfig {
+        load_time_ms: 0.0,
+        prefix_caching: false,
+        step_fixed_ms: 5.0,
+        frontend_ms: 300.0,
+        ..SimConfig::default()
+    };
+    let expected = simulate_closed_loop(&config, 1, 1, 64, 4);
+    let server = Server::start(config).await;
+    let sent = monotonic_ns();
+    let resp = client()
+        .post(server.url("/v1/completions"))
+        .header("x-goodput-probe", "1")
+        .json(&json!({"prompt": "lorem ".repeat(64), "max_tokens": 4, "ignore_eos": true, "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let (events, err) = read_sse(resp).await;
+    assert!(err.is_none());
+    let first = events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .map(|e| e.json())
+        .find(|v| v["choices"].get(0).is_some())
+        .expect("a token");
+    let sched = first["goodput_sched_ns"].as_u64().expect("probe");
+    let ttft = (sched - sent) as f64 / 1e6;
+    // Never before the front-end is through (a busy machine only makes it later).
+    assert!(ttft >= 300.0, "TTFT {ttft:.1} ms, front-end 300 ms");
+    let want = expected[0].ttft() * 1e3;
+    assert!(close(ttft, want), "TTFT {ttft:.1} ms, model {want:.1} ms");
+}

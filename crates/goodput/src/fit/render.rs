@@ -84,7 +84,8 @@ fn three(m: &crate::metrics::TrialMetrics) -> Three {
     [m.median_ttft_ms, m.median_tpot_ms, m.output_throughput]
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The median of `v` (linear interpolation), `None` when empty.
+pub(crate) fn median_of(mut v: Vec<f64>) -> Option<f64> {
     report::stats::sort_values(&mut v);
     report::stats::quantile_linear(&v, 0.5)
 }
@@ -162,7 +163,7 @@ pub fn residuals(
         .into_iter()
         .map(|(x, v)| {
             let pick = |side: usize, i: usize| {
-                median(
+                median_of(
                     v.iter()
                         .filter_map(|p| if side == 0 { p.0[i] } else { p.1[i] })
                         .collect(),

@@ -8,7 +8,9 @@
 //! step and far above the spread of one step's writes on loopback.
 //!
 //! For each step: it ended at its first chunk; it started when the previous step
-//! ended, or, when the engine was idle, when its earliest request was sent; its
+//! ended, or, when the engine was idle, when its earliest request was sent (a
+//! request it prefilled: sent and through the front-end, when the fit tries a
+//! front-end time, [`trial_steps_with`]); its
 //! requests are prefills (their first chunk: the whole prompt was computed) or
 //! decodes; its attended context is each request's prompt plus the tokens it had
 //! produced. That gives per-step observations at known batch sizes for the step
@@ -109,13 +111,37 @@ fn joins(cluster: &[Event], e: &Event, eps: u64) -> bool {
         .is_none_or(|own| e.t - own.t <= burst)
 }
 
-/// The steps of one trial (successful requests with chunks only).
+/// When each request was through a front-end of `frontend_ns` per request (one
+/// at a time, in send order, as the model's [`sim::model::Engine::arrive`]):
+/// the earliest a step could schedule it, ns.
+fn ready_times(ok: &[&RequestRecord], frontend_ns: u64) -> Vec<u64> {
+    let mut order: Vec<usize> = (0..ok.len()).collect();
+    order.sort_by_key(|&i| ok[i].sent);
+    let mut ready = vec![0u64; ok.len()];
+    let mut free = 0u64;
+    for i in order {
+        free = ok[i].sent.max(free).saturating_add(frontend_ns);
+        ready[i] = free;
+    }
+    ready
+}
+
+/// The steps of one trial (successful requests with chunks only), with no
+/// front-end time.
 pub fn trial_steps(records: &[&RequestRecord]) -> Vec<Step> {
+    trial_steps_with(records, 0)
+}
+
+/// The steps of one trial when every request spent `frontend_ns` in the
+/// server's front-end (queued one at a time) before a step could schedule it: a
+/// step that prefilled a request started no earlier than that request was ready.
+pub fn trial_steps_with(records: &[&RequestRecord], frontend_ns: u64) -> Vec<Step> {
     let ok: Vec<&RequestRecord> = records
         .iter()
         .copied()
         .filter(|r| r.ok() && !r.chunks.is_empty())
         .collect();
+    let ready = ready_times(&ok, frontend_ns);
     let eps = tolerance_ns(&ok);
     let mut events = Vec::new();
     for (i, r) in ok.iter().enumerate() {
@@ -149,8 +175,15 @@ pub fn trial_steps(records: &[&RequestRecord]) -> Vec<Step> {
                 None => members.push((e.req, e.tokens, e.first)),
             }
         }
-        let earliest_sent = members.iter().map(|m| ok[m.0].sent).min().unwrap_or(end);
-        let start = prev_end.map_or(earliest_sent, |p| p.max(earliest_sent));
+        // The engine was idle until its earliest request here could be scheduled
+        // (a prefill: once through the front-end), unless a step ran until later.
+        let earliest = members
+            .iter()
+            .map(|m| if m.2 { ready[m.0] } else { ok[m.0].sent })
+            .min()
+            .unwrap_or(end)
+            .min(end);
+        let start = prev_end.map_or(earliest, |p| p.max(earliest));
         let mut step = Step {
             ms: end.saturating_sub(start) as f64 / 1e6,
             prefill_tokens: 0.0,

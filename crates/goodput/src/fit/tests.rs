@@ -367,3 +367,61 @@ fn one_chunk_per_request_fits_without_a_decode_cost_and_no_nan() {
     ));
     no_nan(&f);
 }
+
+#[test]
+fn a_front_end_time_is_recovered_from_requests_sent_to_a_busy_engine() {
+    let t = SimConfig {
+        frontend_ms: 20.0,
+        ..truth()
+    };
+    let recs = records(&t, &[1, 2, 4, 8], 48, true);
+    let f = fit(&recs, &ctx()).unwrap();
+    let p = param(&f, "frontend_ms");
+    assert!(
+        matches!(p.status, Status::Fitted { .. }) && close(p.value, 20.0, 0.15),
+        "frontend_ms {} ({:?})\n{}",
+        p.value,
+        p.status,
+        render::summary(&f)
+    );
+    assert_eq!(f.config.frontend_ms, p.value);
+    for (name, want) in [
+        ("step_fixed_ms", t.step_fixed_ms),
+        ("per_prefill_token_ms", t.per_prefill_token_ms),
+        ("per_decode_seq_ms", t.per_decode_seq_ms),
+    ] {
+        let got = param(&f, name).value;
+        assert!(close(got, want, 0.05), "{name}: {got} want {want}");
+    }
+    for r in &f.residuals {
+        let e = r.error(0).unwrap();
+        assert!(
+            e.abs() < 0.05,
+            "x={} TTFT {e}\n{}",
+            r.x,
+            render::summary(&f)
+        );
+    }
+    no_nan(&f);
+}
+
+#[test]
+fn one_client_cannot_tell_the_front_end_time_from_the_prefill_cost() {
+    let t = SimConfig {
+        frontend_ms: 20.0,
+        ..truth()
+    };
+    // One prompt length: the prefill cost can carry a constant (with varied
+    // lengths it cannot without a negative decode cost, clamped at 0).
+    let recs = records(&t, &[1], 16, false);
+    let f = fit(&recs, &ctx()).unwrap();
+    match &param(&f, "frontend_ms").status {
+        Status::Prior(why) => assert!(why.contains("found the engine idle"), "{why}"),
+        other => panic!("front-end time identified from one client: {other:?}"),
+    }
+    assert_eq!(f.config.frontend_ms, 0.0);
+    // The prefill terms carry it: the one level is still reproduced.
+    let e = f.residuals[0].error(0).unwrap();
+    assert!(e.abs() < 0.02, "TTFT {e}\n{}", render::summary(&f));
+    no_nan(&f);
+}

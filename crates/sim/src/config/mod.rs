@@ -92,6 +92,11 @@ pub struct SimConfig {
     pub prefill_step_ms: f64,
     /// Cost per request prefilled in a step (request handling), ms.
     pub per_prefill_seq_ms: f64,
+    /// The API server's front-end time per request, ms: one shared server,
+    /// first come first served (HTTP, tokenisation, hand-over to the engine),
+    /// before the request joins the engine's waiting queue. Not a step cost: the
+    /// engine keeps stepping meanwhile; requests arriving together queue for it.
+    pub frontend_ms: f64,
     /// Hide the scheduler's CPU time behind the GPU step (`max`) instead of adding it.
     pub async_scheduling: bool,
     /// CPU scheduling cost of one step, ms (not scaled by the SM clock).
@@ -218,6 +223,7 @@ impl Default for SimConfig {
             per_kv_token_ms: 0.000_02,
             prefill_step_ms: 0.0,
             per_prefill_seq_ms: 0.0,
+            frontend_ms: 0.0,
             async_scheduling: true,
             sched_cpu_ms: 1.0,
             speculative: None,

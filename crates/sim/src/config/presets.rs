@@ -59,6 +59,7 @@ fn vllm_fast_b() -> SimConfig {
         per_kv_token_ms: 0.001,
         prefill_step_ms: 0.0,
         per_prefill_seq_ms: 0.0,
+        frontend_ms: 0.0,
         async_scheduling: true,
         sched_cpu_ms: 8.0,
         speculative: None,

@@ -120,6 +120,7 @@ fn check_timing(c: &SimConfig) -> Result<(), ConfigError> {
         ("per_kv_token_ms", c.per_kv_token_ms),
         ("prefill_step_ms", c.prefill_step_ms),
         ("per_prefill_seq_ms", c.per_prefill_seq_ms),
+        ("frontend_ms", c.frontend_ms),
         ("sched_cpu_ms", c.sched_cpu_ms),
     ] {
         ms(field, value)?;

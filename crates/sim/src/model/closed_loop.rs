@@ -104,17 +104,17 @@ pub fn simulate_closed_loop(
                 endless: false,
                 seed: idx as u64,
             };
-            engine.add_request(idx as u64, spec);
+            engine.arrive(idx as u64, spec, Vec::new(), at);
             in_engine.insert(idx as u64, idx);
         }
         let Some(out) = engine.step(now) else {
-            match arrivals.first() {
-                Some(&(at, _)) => {
-                    now = at;
-                    continue;
-                }
-                None => break,
+            let next = arrivals.first().map(|a| a.0);
+            match (next, engine.next_ready()) {
+                (Some(a), Some(b)) => now = a.min(b),
+                (Some(t), None) | (None, Some(t)) => now = t,
+                (None, None) => break,
             }
+            continue;
         };
         now = out.end;
         for ev in &out.events {

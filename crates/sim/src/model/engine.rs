@@ -84,6 +84,10 @@ pub struct Engine {
     config: SimConfig,
     waiting: VecDeque<Req>,
     running: Vec<Req>,
+    /// The front-end: requests it is handling (ready time, request), in order.
+    arriving: VecDeque<(f64, Req)>,
+    /// When the front-end finishes the requests it has been given.
+    frontend_free: f64,
     gpu: Gpu,
     counters: Counters,
     prefix_cache: super::prefix::PrefixCache,
@@ -108,6 +112,8 @@ impl Engine {
             config: config.clone(),
             waiting: VecDeque::new(),
             running: Vec::new(),
+            arriving: VecDeque::new(),
+            frontend_free: 0.0,
             gpu: Gpu::new(config.thermal.clone()),
             counters: Counters::default(),
             prefix_cache: super::prefix::PrefixCache::new(total_blocks as usize),
@@ -121,14 +127,52 @@ impl Engine {
 
     /// Queue a request whose prompt's full blocks hash to `prefix`
     /// ([`super::prefix::block_hashes`]): leading blocks computed before for
-    /// another request are not prefilled again.
+    /// another request are not prefilled again. It joins the waiting queue at
+    /// once (no front-end time; see [`Engine::arrive`]).
     pub fn add_request_with_prefix(&mut self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>) {
+        let r = self.new_req(id, spec, prefix);
+        self.waiting.push_back(r);
+    }
+
+    /// A request arriving at the server at `at` (simulated seconds, in arrival
+    /// order): the front-end handles one request at a time, `frontend_ms` each,
+    /// first come first served, and hands it to the waiting queue when done
+    /// (a step starting at or after that time can schedule it). Without a
+    /// front-end time it joins the waiting queue at once.
+    pub fn arrive(&mut self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>, at: f64) {
+        let r = self.new_req(id, spec, prefix);
+        let ms = self.config.frontend_ms;
+        if ms <= 0.0 || !ms.is_finite() {
+            self.waiting.push_back(r);
+            return;
+        }
+        let ready = at.max(self.frontend_free) + ms / 1000.0;
+        self.frontend_free = ready;
+        self.arriving.push_back((ready, r));
+    }
+
+    /// When the front-end hands its next request to the waiting queue, if it
+    /// has one.
+    pub fn next_ready(&self) -> Option<f64> {
+        self.arriving.front().map(|a| a.0)
+    }
+
+    /// Requests the front-end has finished by `now` join the waiting queue.
+    fn admit_arrived(&mut self, now: f64) {
+        while self.arriving.front().is_some_and(|a| a.0 <= now) {
+            if let Some((_, r)) = self.arriving.pop_front() {
+                self.waiting.push_back(r);
+            }
+        }
+    }
+
+    fn new_req(&self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>) -> Req {
         // The acceptance rate is a property of the request (its prompt), so it
         // depends on the request's seed alone; the per-step draws also on the
         // engine's seed.
         let acceptance = draw_acceptance(&self.config, &mut StdRng::seed_from_u64(spec.seed));
         let rng = StdRng::seed_from_u64(spec.seed ^ self.config.seed.rotate_left(32));
-        self.waiting.push_back(Req {
+        Req {
             id,
             prompt: spec.prompt_tokens.max(1),
             target: if spec.endless {
@@ -143,7 +187,7 @@ impl Engine {
             rng,
             prompt_counted: false,
             prefix,
-        });
+        }
     }
 
     /// Remove a request wherever it is, freeing its blocks. Returns whether it was known.
@@ -159,12 +203,17 @@ impl Engine {
             }
             return true;
         }
+        if let Some(i) = self.arriving.iter().position(|a| a.1.id == id) {
+            // Its front-end time stays spent: the server handled it.
+            self.arriving.remove(i);
+            return true;
+        }
         false
     }
 
-    /// Whether any request is waiting or running.
+    /// Whether any request is waiting or running, or still in the front-end.
     pub fn has_work(&self) -> bool {
-        !self.running.is_empty() || !self.waiting.is_empty()
+        !self.running.is_empty() || !self.waiting.is_empty() || !self.arriving.is_empty()
     }
 
     /// Requests admitted (holding KV blocks).
@@ -310,9 +359,11 @@ impl Engine {
     }
 
     /// Run one step starting at `now` (simulated seconds). Returns `None` when
-    /// nothing can be scheduled (no work). The GPU is idle from its last step
+    /// nothing can be scheduled (no work, or only requests the front-end has
+    /// not finished: [`Engine::next_ready`]). The GPU is idle from its last step
     /// to `now` and busy for the step; the outcome's tokens are visible at `end`.
     pub fn step(&mut self, now: f64) -> Option<StepOutcome> {
+        self.admit_arrived(now);
         self.gpu.advance(now, false);
         let mut budget = self.max_batched;
         let mut batch = Vec::new();

@@ -12,8 +12,9 @@
 //! - open loop: request `i` is due at `offsets_s[i]`; with a cap on requests in
 //!   flight it waits for a free slot, and its send time is when it got one.
 //!
-//! The engine starts idle with a cool GPU at time 0. A request arriving while a
-//! step runs joins the next step. The run ends when every request is done, when
+//! The engine starts idle with a cool GPU at time 0. A request goes through the
+//! engine's front-end (`frontend_ms`, one request at a time, from its send time)
+//! and joins the next step that starts after it is through. The run ends when every request is done, when
 //! nothing can ever be scheduled (a request larger than the KV pool), or at
 //! `horizon_s`; requests not done by then have no `done` time.
 
@@ -199,21 +200,25 @@ pub fn simulate(
         c.send_due(now);
         c.pending.sort_by(|a, b| a.0.total_cmp(&b.0));
         let ready = c.pending.iter().take_while(|p| p.0 <= now).count();
-        for (_, idx) in c.pending.drain(..ready) {
-            engine.add_request(idx as u64, requests[idx]);
+        for (at, idx) in c.pending.drain(..ready) {
+            // Through the front-end (its queue starts when the request was sent).
+            engine.arrive(idx as u64, requests[idx], Vec::new(), at);
             in_engine.insert(idx as u64, idx);
         }
         if now > horizon_s {
             break;
         }
         let Some(step) = engine.step(now) else {
-            match c.next_arrival() {
-                Some(t) => {
-                    now = t.max(now);
-                    continue;
-                }
-                None => break,
+            let next = match (c.next_arrival(), engine.next_ready()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            match next {
+                Some(t) if t > now => now = t,
+                // Nothing becomes schedulable later (a request larger than the pool).
+                _ => break,
             }
+            continue;
         };
         now = step.end;
         for ev in &step.events {
@@ -275,6 +280,50 @@ mod tests {
         let done = r.done.unwrap();
         assert!((out[1].sent.unwrap() - done - 0.002).abs() < 1e-12);
         assert!(out.iter().all(|r| r.done.is_some()));
+    }
+
+    #[test]
+    fn the_front_end_delays_each_request_and_queues_them_one_at_a_time() {
+        let config = SimConfig {
+            frontend_ms: 5.0,
+            ..plain()
+        };
+        let reqs: Vec<_> = (0..2).map(spec).collect();
+        // One client: through the front-end (5 ms), then the prefill step (20 ms).
+        let one = simulate(
+            &config,
+            &Arrivals::Closed { concurrency: 1 },
+            &reqs[..1],
+            ClientTiming::default(),
+            1e6,
+        );
+        assert!(
+            (one[0].chunks[0].0 - 0.025).abs() < 1e-9,
+            "{:?}",
+            one[0].chunks
+        );
+        // Two sent together: the second waits for the first's front-end time, so
+        // it misses the step that starts at 5 ms and joins the next one.
+        let arrivals = Arrivals::Open {
+            offsets_s: vec![0.0, 0.0],
+            max_concurrency: None,
+        };
+        let two = simulate(&config, &arrivals, &reqs, ClientTiming::default(), 1e6);
+        assert!(
+            (two[0].chunks[0].0 - 0.025).abs() < 1e-9,
+            "{:?}",
+            two[0].chunks
+        );
+        // Step 2 starts at 25 ms: the second prefill (20 ms) + the first's decode (1 ms).
+        assert!(
+            (two[1].chunks[0].0 - 0.046).abs() < 1e-9,
+            "{:?}",
+            two[1].chunks
+        );
+        assert!(two.iter().all(|r| r.done.is_some()));
+        // Without a front-end time both join the first step.
+        let none = simulate(&plain(), &arrivals, &reqs, ClientTiming::default(), 1e6);
+        assert_eq!(none[0].chunks[0].0, none[1].chunks[0].0);
     }
 
     #[test]

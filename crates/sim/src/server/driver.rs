@@ -104,7 +104,8 @@ impl Driver {
                 tx,
                 prefix,
             } => {
-                self.engine.add_request_with_prefix(id, spec, prefix);
+                let now = self.clock.sim(Instant::now());
+                self.engine.arrive(id, spec, prefix, now);
                 senders.insert(id, tx);
             }
             Command::Cancel { id } => {
@@ -132,11 +133,14 @@ impl Driver {
                 idle = false;
                 chain = None;
                 self.publish();
+                // A request in the front-end becomes schedulable at its ready time.
+                let ready = self.engine.next_ready().map(|t| self.clock.wall(t));
                 tokio::select! {
                     cmd = self.commands.recv() => match cmd {
                         Some(cmd) => self.apply(cmd, &mut senders),
                         None => return,
                     },
+                    _ = timer::sleep_until(ready.unwrap_or_else(Instant::now)), if ready.is_some() => {}
                     _ = self.shutdown.changed() => return,
                 }
                 continue;
