@@ -56,15 +56,15 @@ pub struct Sim {
     )>,
 }
 
-fn config(schedule: Schedule) -> sim::SimConfig {
-    sim::SimConfig {
-        schedule: Some(sim::config::ScheduleConfig {
+fn config(schedule: Schedule) -> goodput_sim::SimConfig {
+    goodput_sim::SimConfig {
+        schedule: Some(goodput_sim::config::ScheduleConfig {
             ttft_ms: schedule.ttft_ms,
             itl_ms: schedule.itl_ms,
         }),
         probe: true,
         max_model_len: 65_536,
-        ..sim::SimConfig::default()
+        ..goodput_sim::SimConfig::default()
     }
 }
 
@@ -159,7 +159,8 @@ impl Sim {
                     }
                 };
                 rt.block_on(async move {
-                    let listener = match sim::listen(SocketAddr::from(([127, 0, 0, 1], 0))) {
+                    let listener = match goodput_sim::listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+                    {
                         Ok(l) => l,
                         Err(e) => {
                             let _ = addr_tx.send(Err(e));
@@ -167,7 +168,7 @@ impl Sim {
                         }
                     };
                     let _ = addr_tx.send(listener.local_addr());
-                    let _ = sim::serve(listener, config(schedule), async {
+                    let _ = goodput_sim::serve(listener, config(schedule), async {
                         let _ = stop_rx.await;
                     })
                     .await;

@@ -34,7 +34,7 @@ use goodput::predict::{finish_report, predict_sweep, Model};
 use goodput::profile::{Overrides, Profile};
 use goodput::record::{read_records, records_path};
 use goodput::run::{run, RunOptions};
-use sim::SimConfig;
+use goodput_sim::SimConfig;
 
 /// The simulated engine the fit must recover: not a preset.
 fn sim_truth() -> SimConfig {

@@ -502,11 +502,14 @@ async fn execute(
 
 async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
     let mut config = match (&args.config, &args.preset) {
-        (Some(path), _) => sim::SimConfig::load(path)?,
-        (None, Some(name)) => sim::preset(name).ok_or_else(|| {
-            anyhow::anyhow!("no preset `{name}`; presets: {}", sim::PRESETS.join(", "))
+        (Some(path), _) => goodput_sim::SimConfig::load(path)?,
+        (None, Some(name)) => goodput_sim::preset(name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "no preset `{name}`; presets: {}",
+                goodput_sim::PRESETS.join(", ")
+            )
         })?,
-        (None, None) => sim::preset("default")
+        (None, None) => goodput_sim::preset("default")
             .ok_or_else(|| anyhow::anyhow!("the default preset is missing"))?,
     };
     if let Some(s) = args.time_scale {
@@ -519,13 +522,13 @@ async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
         config.probe = true;
     }
     config.validate()?;
-    let opts = sim::SimOptions {
+    let opts = goodput_sim::SimOptions {
         config,
         host: args.host,
         port: args.port,
         threads: args.threads,
     };
     // The simulator runs on a runtime of its own, sized by `--threads`.
-    tokio::task::spawn_blocking(move || sim::run_standalone(opts)).await??;
+    tokio::task::spawn_blocking(move || goodput_sim::run_standalone(opts)).await??;
     Ok(0)
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// function: one clock, one implementation), so the two compare across loopback.
 #[inline]
 pub fn now_ns() -> u64 {
-    sim::clock::monotonic_ns()
+    goodput_sim::clock::monotonic_ns()
 }
 
 /// Why a request failed. A failed request is data: counted, never a panic.

@@ -328,16 +328,16 @@ async fn a_stream_past_the_byte_limit_fails_as_overlong() {
 
 /// The simulator's fixed schedule (TTFT 5 ms, ITL 1 ms) on a free port.
 async fn fixed_sim() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
-    let listener = sim::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let listener = goodput_sim::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let config = sim::SimConfig {
-        schedule: Some(sim::config::ScheduleConfig {
+    let config = goodput_sim::SimConfig {
+        schedule: Some(goodput_sim::config::ScheduleConfig {
             ttft_ms: 5.0,
             itl_ms: 1.0,
         }),
-        ..sim::SimConfig::default()
+        ..goodput_sim::SimConfig::default()
     };
-    let task = tokio::spawn(sim::serve(listener, config, std::future::pending()));
+    let task = tokio::spawn(goodput_sim::serve(listener, config, std::future::pending()));
     (url, task)
 }
 

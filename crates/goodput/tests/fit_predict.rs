@@ -74,7 +74,7 @@ fn measure_fit_serve_predict_compare() {
         out.contains("per_decode_seq_ms") && out.contains("Residuals per point"),
         "{out}"
     );
-    let config = sim::SimConfig::load(&fitted).unwrap();
+    let config = goodput_sim::SimConfig::load(&fitted).unwrap();
     // Costs in wall-clock ms: the truth's divided by its time scale (4), loosely
     // (a real run on a shared machine).
     assert!((config.step_fixed_ms - 5.0).abs() < 2.0, "{config:?}");
@@ -192,7 +192,10 @@ fn search_predict_confirms_the_fitted_knee_with_two_real_probes() {
     ok(&["run", s(&p), "-o", s(&measured), "--quiet", "--no-html"]);
     let fitted = d.join("e.toml");
     ok(&["fit", s(&measured), "-o", s(&fitted)]);
-    assert_eq!(sim::SimConfig::load(&fitted).unwrap().max_num_seqs, 3);
+    assert_eq!(
+        goodput_sim::SimConfig::load(&fitted).unwrap().max_num_seqs,
+        3
+    );
 
     let out = d.join("s.json");
     let shown = ok(&[
@@ -287,7 +290,7 @@ fn a_served_front_end_time_is_fitted_and_written() {
     let fitted = d.join("engine.toml");
     let out = ok(&["fit", s(&measured), "-o", s(&fitted)]);
     assert!(out.contains("frontend_ms"), "{out}");
-    let config = sim::SimConfig::load(&fitted).unwrap();
+    let config = goodput_sim::SimConfig::load(&fitted).unwrap();
     // 50 ms on the wall clock, loosely: a shared machine's HTTP round trips add to
     // it, and the search's resolution is a few ms.
     assert!(

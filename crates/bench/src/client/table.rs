@@ -13,7 +13,7 @@ pub fn count(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
-    let digits = sim::thousands(v.abs().round() as u64);
+    let digits = goodput_sim::thousands(v.abs().round() as u64);
     if v < 0.0 && digits != "0" {
         format!("-{digits}")
     } else {

@@ -39,8 +39,8 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use sim::config::{Acceptance, SpeculativeConfig};
-use sim::SimConfig;
+use goodput_sim::config::{Acceptance, SpeculativeConfig};
+use goodput_sim::SimConfig;
 
 use crate::record::RequestRecord;
 use solve::{Solution, Status};

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use sim::model::virtual_time::{simulate, Arrivals};
-use sim::model::RequestSpec;
-use sim::SimConfig;
+use goodput_sim::model::virtual_time::{simulate, Arrivals};
+use goodput_sim::model::RequestSpec;
+use goodput_sim::SimConfig;
 
 use super::solve::Status;
 use super::{Fit, FitContext, FITTED_FROM_HEADER};

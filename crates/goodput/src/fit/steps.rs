@@ -112,7 +112,7 @@ fn joins(cluster: &[Event], e: &Event, eps: u64) -> bool {
 }
 
 /// When each request was through a front-end of `frontend_ns` per request (one
-/// at a time, in send order, as the model's [`sim::model::Engine::arrive`]):
+/// at a time, in send order, as the model's [`goodput_sim::model::Engine::arrive`]):
 /// the earliest a step could schedule it, ns.
 fn ready_times(ok: &[&RequestRecord], frontend_ns: u64) -> Vec<u64> {
     let mut order: Vec<usize> = (0..ok.len()).collect();
@@ -132,17 +132,8 @@ pub fn trial_steps(records: &[&RequestRecord]) -> Vec<Step> {
     trial_steps_with(records, 0)
 }
 
-/// The steps of one trial when every request spent `frontend_ns` in the
-/// server's front-end (queued one at a time) before a step could schedule it: a
-/// step that prefilled a request started no earlier than that request was ready.
-pub fn trial_steps_with(records: &[&RequestRecord], frontend_ns: u64) -> Vec<Step> {
-    let ok: Vec<&RequestRecord> = records
-        .iter()
-        .copied()
-        .filter(|r| r.ok() && !r.chunks.is_empty())
-        .collect();
-    let ready = ready_times(&ok, frontend_ns);
-    let eps = tolerance_ns(&ok);
+/// Every chunk of the successful requests `ok` as an event, in time order.
+fn events_of(ok: &[&RequestRecord]) -> Vec<Event> {
     let mut events = Vec::new();
     for (i, r) in ok.iter().enumerate() {
         for (j, (c, tok)) in r.chunks.iter().zip(chunk_tokens(r)).enumerate() {
@@ -155,6 +146,34 @@ pub fn trial_steps_with(records: &[&RequestRecord], frontend_ns: u64) -> Vec<Ste
         }
     }
     events.sort_by_key(|e| e.t);
+    events
+}
+
+/// The requests of one step's events, each once: (request, its tokens in the
+/// step summed, whether the step gave its first token).
+fn members_of(cluster: &[Event]) -> Vec<(usize, f64, bool)> {
+    let mut members: Vec<(usize, f64, bool)> = Vec::new();
+    for e in cluster {
+        match members.iter_mut().find(|m| m.0 == e.req) {
+            Some(m) => m.1 += e.tokens,
+            None => members.push((e.req, e.tokens, e.first)),
+        }
+    }
+    members
+}
+
+/// The steps of one trial when every request spent `frontend_ns` in the
+/// server's front-end (queued one at a time) before a step could schedule it: a
+/// step that prefilled a request started no earlier than that request was ready.
+pub fn trial_steps_with(records: &[&RequestRecord], frontend_ns: u64) -> Vec<Step> {
+    let ok: Vec<&RequestRecord> = records
+        .iter()
+        .copied()
+        .filter(|r| r.ok() && !r.chunks.is_empty())
+        .collect();
+    let ready = ready_times(&ok, frontend_ns);
+    let eps = tolerance_ns(&ok);
+    let events = events_of(&ok);
     let prompt = |i: usize| ok[i].prompt_tokens.unwrap_or(0) as f64;
     let mut produced = vec![0.0f64; ok.len()];
     let mut steps = Vec::new();
@@ -167,14 +186,7 @@ pub fn trial_steps_with(records: &[&RequestRecord], frontend_ns: u64) -> Vec<Ste
         }
         let cluster = &events[k..m];
         let end = cluster[0].t;
-        // Each request once: its tokens in this step summed.
-        let mut members: Vec<(usize, f64, bool)> = Vec::new();
-        for e in cluster {
-            match members.iter_mut().find(|m| m.0 == e.req) {
-                Some(m) => m.1 += e.tokens,
-                None => members.push((e.req, e.tokens, e.first)),
-            }
-        }
+        let members = members_of(cluster);
         // The engine was idle until its earliest request here could be scheduled
         // (a prefill: once through the front-end), unless a step ran until later.
         let earliest = members

@@ -1,10 +1,10 @@
 //! The fit on records the model itself generated with known parameters, and on
 //! degenerate inputs.
 
-use sim::config::{Acceptance, SpeculativeConfig};
-use sim::model::virtual_time::{simulate, Arrivals};
-use sim::model::RequestSpec;
-use sim::SimConfig;
+use goodput_sim::config::{Acceptance, SpeculativeConfig};
+use goodput_sim::model::virtual_time::{simulate, Arrivals};
+use goodput_sim::model::RequestSpec;
+use goodput_sim::SimConfig;
 
 use super::solve::Status;
 use super::*;

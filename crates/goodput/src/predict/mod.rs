@@ -1,5 +1,5 @@
 //! Prediction: a plan's load levels (or its capacity search) run on the simulator's
-//! engine model in virtual time (`sim::model::virtual_time`: no sockets, no
+//! engine model in virtual time (`goodput_sim::model::virtual_time`: no sockets, no
 //! sleeping), each request turned into an ordinary [`RequestRecord`], every metric
 //! derived by [`crate::metrics`] and the report built by the sweep's own
 //! [`Sweep::report`], so `show`, `compare` and the HTML read it like any other.
@@ -17,10 +17,10 @@ pub mod search;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use goodput_sim::model::virtual_time::{simulate, Arrivals, ClientTiming, VirtualRequest};
+use goodput_sim::model::RequestSpec;
+use goodput_sim::SimConfig;
 use report::{Predicted, Report, RunInfo, RunStatus, TrialInfo};
-use sim::model::virtual_time::{simulate, Arrivals, ClientTiming, VirtualRequest};
-use sim::model::RequestSpec;
-use sim::SimConfig;
 
 use crate::metrics::{trial_metrics, trial_slo};
 use crate::plan::Plan;
@@ -181,9 +181,9 @@ fn builder(plan: &Plan) -> Builder {
 }
 
 /// The model's view of a trial's requests: the same prompts a real run sends.
-pub fn request_specs(plan: &Plan, stream: u64) -> Vec<RequestSpec> {
+pub fn request_specs(plan: &Plan, sample: u64) -> Vec<RequestSpec> {
     builder(plan)
-        .build(plan.requests_per_trial, plan.seed, stream)
+        .build(plan.requests_per_trial, plan.seed, sample)
         .into_iter()
         .enumerate()
         .map(|(i, p)| {
@@ -195,7 +195,7 @@ pub fn request_specs(plan: &Plan, stream: u64) -> Vec<RequestSpec> {
                 prompt_tokens: p.asked.input_tokens.unwrap_or(words as u32).max(1),
                 output_tokens: p.asked.max_tokens.unwrap_or(DEFAULT_OUTPUT_TOKENS).max(1),
                 endless: false,
-                seed: plan.seed ^ stream.rotate_left(17) ^ (i as u64).wrapping_mul(0x9E37_79B9),
+                seed: plan.seed ^ sample.rotate_left(17) ^ (i as u64).wrapping_mul(0x9E37_79B9),
             }
         })
         .collect()
@@ -211,8 +211,8 @@ pub(crate) fn run_trial(
     x: f64,
     t: u32,
 ) -> Vec<RequestRecord> {
-    let stream = pi << 32 | u64::from(t);
-    let specs = request_specs(plan, stream);
+    let sample = pi << 32 | u64::from(t);
+    let specs = request_specs(plan, sample);
     let arrivals = match plan.mode {
         LoadMode::Concurrency => Arrivals::Closed {
             concurrency: x.round().max(1.0) as u32,
@@ -222,7 +222,7 @@ pub(crate) fn run_trial(
                 x,
                 plan.burstiness,
                 specs.len(),
-                plan.seed ^ stream,
+                plan.seed ^ sample,
             )
             .into_iter()
             .map(|ns| ns as f64 / 1e9)

@@ -3,7 +3,7 @@
 //! on the real engine; the trials it took are what a blind search of a real engine
 //! that behaves like the model would have needed.
 
-use sim::SimConfig;
+use goodput_sim::SimConfig;
 
 use crate::plan::Plan;
 use crate::record::RequestRecord;

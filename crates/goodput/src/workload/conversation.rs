@@ -301,12 +301,12 @@ impl Session {
 
 impl Builder {
     /// The conversations of a trial of `n` requests (`None` for other kinds),
-    /// deterministic in (`seed`, `stream`) as [`Builder::build`] is.
-    pub fn conversations(&self, n: u32, seed: u64, stream: u64) -> Option<Conversations> {
+    /// deterministic in (`seed`, `sample`) as [`Builder::build`] is.
+    pub fn conversations(&self, n: u32, seed: u64, sample: u64) -> Option<Conversations> {
         let super::super::plan::Workload::Conversation(w) = &self.workload else {
             return None;
         };
-        let key = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let key = seed ^ sample.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let sessions = match &w.given {
             Some(given) => Sessions::Given {
                 sessions: given.clone(),
@@ -385,8 +385,8 @@ pub fn set_engine_context(
 /// The requests a trial would send if every reply were `max_tokens` generated
 /// words: what a run without an engine (the prediction, the warm-up) uses, sessions
 /// one after another.
-pub(super) fn build(b: &Builder, n: u32, seed: u64, stream: u64) -> Vec<Prepared> {
-    let Some(conv) = b.conversations(n, seed, stream) else {
+pub(super) fn build(b: &Builder, n: u32, seed: u64, sample: u64) -> Vec<Prepared> {
+    let Some(conv) = b.conversations(n, seed, sample) else {
         return Vec::new();
     };
     let mut out = Vec::with_capacity(n as usize);

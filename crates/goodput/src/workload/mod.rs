@@ -78,15 +78,16 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// `n` requests for a trial, deterministic in (`seed`, `stream`): the same on
-    /// every engine, different per trial.
-    pub fn build(&self, n: u32, seed: u64, stream: u64) -> Vec<Prepared> {
-        let key = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    /// `n` requests for a trial, deterministic in (`seed`, `sample`): the same on
+    /// every engine, different per trial (`sample` numbers the trial's draw: its
+    /// point and trial index).
+    pub fn build(&self, n: u32, seed: u64, sample: u64) -> Vec<Prepared> {
+        let key = seed ^ sample.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut rng = StdRng::seed_from_u64(key);
         match &self.workload {
             Workload::Prefix(p) => prefix::build(self, p, n, key),
             Workload::Trace(t) => trace::build(self, t, n, key),
-            Workload::Conversation(_) => conversation::build(self, n, seed, stream),
+            Workload::Conversation(_) => conversation::build(self, n, seed, sample),
             Workload::ShareGpt(s) => sharegpt::build(self, s, n, seed, key),
             _ => (0..n).map(|i| self.one(&mut rng, i)).collect(),
         }

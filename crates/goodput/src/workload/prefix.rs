@@ -71,14 +71,14 @@ mod tests {
     use crate::plan::Workload;
     use crate::profile::Api;
 
-    fn prompts(p: PrefixWorkload, n: u32, stream: u64) -> Vec<(String, Asked)> {
+    fn prompts(p: PrefixWorkload, n: u32, sample: u64) -> Vec<(String, Asked)> {
         let b = Builder {
             workload: Workload::Prefix(p),
             model: "m".into(),
             api: Api::Completions,
             tokens_per_word: 1.0,
         };
-        b.build(n, 1, stream)
+        b.build(n, 1, sample)
             .into_iter()
             .map(|r| {
                 let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
