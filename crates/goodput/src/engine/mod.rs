@@ -13,6 +13,8 @@
 //! - [`kvpool`]: KV-pool capacity from logs, `/metrics`, `/get_server_info`, `/props`.
 //! - [`prom`]: a reader of Prometheus text (`/metrics`).
 //! - [`specdec`]: speculative-decoding counters from `/metrics`.
+//! - `start`: the launch and the wait until the engine is ready ([`start`],
+//!   [`start_until`]).
 //!
 //! # Use
 //! ```no_run
@@ -33,6 +35,7 @@ pub mod probe;
 pub mod process;
 pub mod prom;
 pub mod specdec;
+mod start;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,6 +51,7 @@ use process::EngineProcess;
 
 pub use process::{install_cleanup_hooks, kill_all_engines, shutdown_signal};
 pub use specdec::{parse_spec_counters, SpecCounters};
+pub use start::{start, start_until};
 
 /// Default readiness timeout, seconds.
 const DEFAULT_READY_TIMEOUT_S: f64 = 600.0;
@@ -148,229 +152,10 @@ fn failure(kind: &str, message: impl Into<String>) -> EngineFailure {
     }
 }
 
-/// A file name made of the engine name (`/` and the like become `_`).
-fn log_file_name(name: &str) -> String {
-    let clean: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{}.log", clean.trim_start_matches('.'))
-}
-
 /// `value` seconds, at least zero (`default` when unset or too large).
 fn seconds(value: Option<f64>, default: f64) -> Duration {
     Duration::try_from_secs_f64(value.unwrap_or(default).max(0.0))
         .unwrap_or(Duration::from_secs_f64(default))
-}
-
-/// Launches (or reaches) engine `name` and waits until it is ready.
-///
-/// Errors, as the report records them: `launch` (bad spec, missing API key
-/// variable, program not found), `unreachable` (a URL engine that does not answer
-/// or refuses us), `exited` (the process ended before it was ready),
-/// `ready_timeout`. A launched engine that fails is stopped before this returns.
-pub async fn start(
-    name: &str,
-    spec: &EngineSpec,
-    ctx: &EngineContext,
-) -> Result<EngineHandle, EngineFailure> {
-    start_until(name, spec, ctx, &Stop::never()).await
-}
-
-/// [`start`], ended by the run's stop signal: a signal while the engine starts
-/// stops it (with a grace of at most [`INTERRUPT_STOP_GRACE`]) and returns a
-/// failure of kind `interrupted`.
-pub async fn start_until(
-    name: &str,
-    spec: &EngineSpec,
-    ctx: &EngineContext,
-    stop: &Stop,
-) -> Result<EngineHandle, EngineFailure> {
-    let api_key = api_key(spec)?;
-    let (base_url, argv) = where_and_how(spec, ctx)?;
-    let shown = argv
-        .as_ref()
-        .map(|a| command::redacted_command(a, &spec.env, api_key.as_deref()));
-    let mut handle = EngineHandle::new(name, spec, ctx, base_url, api_key, shown);
-    if let Some(argv) = &argv {
-        handle.launch(argv, spec, ctx)?;
-    }
-    let models = handle.until_ready(spec, stop).await?;
-    handle.choose_model(spec, &models);
-    handle.describe(spec).await;
-    Ok(handle)
-}
-
-/// The bearer token from the variable `api_key_env` names; a `launch` failure when
-/// it is not set.
-fn api_key(spec: &EngineSpec) -> Result<Option<String>, EngineFailure> {
-    let Some(var) = &spec.api_key_env else {
-        return Ok(None);
-    };
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Ok(Some(v)),
-        _ => Err(failure(
-            "launch",
-            format!("api_key_env: environment variable {var} is not set"),
-        )),
-    }
-}
-
-/// The engine's base URL, and the command line that launches it (none for an
-/// engine given by URL).
-fn where_and_how(
-    spec: &EngineSpec,
-    ctx: &EngineContext,
-) -> Result<(String, Option<Vec<String>>), EngineFailure> {
-    let port = if spec.effective_kind() != EngineKind::Url {
-        Some(command::resolve_port(spec).map_err(|e| failure("launch", e.to_string()))?)
-    } else {
-        None
-    };
-    let base_url = command::base_url(spec, port)
-        .ok_or_else(|| failure("unreachable", "the engine has no `url`"))?;
-    let llama_server = std::env::var("LLAMA_SERVER").unwrap_or_else(|_| "llama-server".into());
-    let argv = command::launch_argv(spec, port.unwrap_or(0), &ctx.goodput_exe, &llama_server)
-        .map_err(|e| failure("launch", e.to_string()))?;
-    Ok((base_url, argv))
-}
-
-impl EngineHandle {
-    /// A handle on an engine not yet launched nor ready (`shown`: its command
-    /// line, secrets redacted).
-    fn new(
-        name: &str,
-        spec: &EngineSpec,
-        ctx: &EngineContext,
-        base_url: String,
-        api_key: Option<String>,
-        shown: Option<Vec<String>>,
-    ) -> EngineHandle {
-        let kind = spec.effective_kind();
-        EngineHandle {
-            name: name.to_string(),
-            base_url: base_url.clone(),
-            model: String::new(),
-            max_model_len: None,
-            api: spec.api,
-            api_key,
-            kv_pool_tokens: None,
-            kv_pool_source: None,
-            env: EngineEnv {
-                kind: kind_name(kind).to_string(),
-                url: Some(base_url),
-                api: Some(spec.api.name().to_string()),
-                command: shown,
-                ..Default::default()
-            },
-            notices: Vec::new(),
-            log_path: None,
-            log: None,
-            kind,
-            process: None,
-            stop_grace: seconds(spec.stop_grace_s, DEFAULT_STOP_GRACE_S),
-            client: ctx.client.clone(),
-        }
-    }
-
-    /// Starts the engine's process group, logging to `<log_dir>/<name>.log`.
-    fn launch(
-        &mut self,
-        argv: &[String],
-        spec: &EngineSpec,
-        ctx: &EngineContext,
-    ) -> Result<(), EngineFailure> {
-        std::fs::create_dir_all(&ctx.log_dir).map_err(|e| {
-            failure(
-                "launch",
-                format!("cannot create log directory {}: {e}", ctx.log_dir.display()),
-            )
-        })?;
-        let log_path = ctx.log_dir.join(log_file_name(&self.name));
-        let header = format!(
-            "{} `{}` on {}: {}",
-            logs::MARKER,
-            self.name,
-            self.base_url,
-            self.env
-                .command
-                .as_ref()
-                .map(|s| s.join(" "))
-                .unwrap_or_default()
-        );
-        let section = LogSection::begin(&log_path);
-        // Python engines fork processes that the parent-death signal of the leader
-        // does not reach: they run under the guard.
-        let run = if matches!(self.kind, EngineKind::Vllm | EngineKind::Sglang) {
-            guard::guarded(&ctx.goodput_exe, argv)
-        } else {
-            argv.to_vec()
-        };
-        let process =
-            EngineProcess::spawn(&run, &spec.env, spec.cwd.as_deref(), &log_path, &header)
-                .map_err(|e| {
-                    let mut f = failure("launch", format!("cannot start `{}`: {e}", argv[0]));
-                    f.log_tail = section.tail(FAILURE_LOG_LINES);
-                    f
-                })?;
-        self.env.log_file = Some(log_path.display().to_string());
-        self.log_path = Some(log_path);
-        self.log = Some(section);
-        self.process = Some(process);
-        Ok(())
-    }
-
-    /// Waits until the engine is ready: the served models. An engine that is
-    /// not ready is stopped (quickly, when interrupted) and its log explains why.
-    async fn until_ready(
-        &mut self,
-        spec: &EngineSpec,
-        stop: &Stop,
-    ) -> Result<Vec<ServedModel>, EngineFailure> {
-        let ready_timeout = seconds(spec.ready_timeout_s, DEFAULT_READY_TIMEOUT_S);
-        let mut f = match self.wait_ready(ready_timeout, stop).await {
-            Ok(models) => return Ok(models),
-            Err(f) => f,
-        };
-        if f.kind == "interrupted" {
-            self.stop_grace = self.stop_grace.min(INTERRUPT_STOP_GRACE);
-        }
-        if let Err(stop) = self.shutdown().await {
-            f.message = format!("{}; {}", f.message, stop.message);
-        }
-        // After the stop, so that what the engine wrote while stopping is read.
-        self.explain(&mut f);
-        Err(f)
-    }
-
-    /// The model id to send, and its context size. For vLLM, SGLang, llama.cpp
-    /// and the simulator, `model` is what to load; the id to send is the one
-    /// served. For other engines `model` is the id to send. The context size is
-    /// that model's as listed, else the first listed model's.
-    fn choose_model(&mut self, spec: &EngineSpec, models: &[ServedModel]) {
-        let ids: Vec<String> = models.iter().map(|m| m.id.clone()).collect();
-        self.model = match (self.kind, &spec.model) {
-            (_, Some(m)) if ids.contains(m) => m.clone(),
-            (EngineKind::Url | EngineKind::Command, Some(m)) => m.clone(),
-            _ => ids.first().cloned().unwrap_or_default(),
-        };
-        let chosen = models.iter().find(|m| m.id == self.model);
-        self.max_model_len = chosen.or(models.first()).and_then(|m| m.max_model_len);
-        if chosen.is_none() {
-            self.notices.push(format!(
-                "engine {}: model `{}` is not among those /v1/models lists ({})",
-                self.name,
-                self.model,
-                ids.join(", ")
-            ));
-        }
-    }
 }
 
 impl EngineHandle {
@@ -559,79 +344,4 @@ pub(crate) fn fixture(path: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A handle on a URL engine, as [`EngineHandle::new`] leaves it.
-    fn url_handle() -> EngineHandle {
-        let ctx = EngineContext {
-            log_dir: PathBuf::from("/nonexistent"),
-            goodput_exe: PathBuf::from("goodput"),
-            client: reqwest::Client::new(),
-        };
-        EngineHandle::new(
-            "x",
-            &EngineSpec::default(),
-            &ctx,
-            "http://h".into(),
-            None,
-            None,
-        )
-    }
-
-    #[test]
-    fn the_context_size_is_the_chosen_models_as_listed() {
-        let served = |id: &str, len: Option<u32>| ServedModel {
-            id: id.into(),
-            max_model_len: len,
-        };
-        let models = [
-            served("a", Some(4096)),
-            served("b", Some(512)),
-            served("c", None),
-        ];
-        let chosen = |model: Option<&str>| {
-            let mut h = url_handle();
-            let spec = EngineSpec {
-                model: model.map(str::to_string),
-                ..Default::default()
-            };
-            h.choose_model(&spec, &models);
-            (h.model, h.max_model_len, h.notices.len())
-        };
-        assert_eq!(chosen(Some("b")), ("b".into(), Some(512), 0));
-        assert_eq!(chosen(Some("c")), ("c".into(), None, 0));
-        assert_eq!(chosen(None), ("a".into(), Some(4096), 0));
-        // A model the list does not have: the first listed model's size, and a notice.
-        assert_eq!(chosen(Some("z")), ("z".into(), Some(4096), 1));
-    }
-
-    #[test]
-    fn names_and_redacted_debug() {
-        assert_eq!(log_file_name("vllm/a b"), "vllm_a_b.log");
-        assert_eq!(kind_name(EngineKind::LlamaCpp), "llama-cpp");
-        let h = EngineHandle {
-            name: "x".into(),
-            base_url: "http://h".into(),
-            model: "m".into(),
-            max_model_len: None,
-            api: Api::Completions,
-            api_key: Some("sk-secret".into()),
-            kv_pool_tokens: None,
-            kv_pool_source: None,
-            env: EngineEnv::default(),
-            notices: Vec::new(),
-            log_path: None,
-            log: None,
-            kind: EngineKind::Url,
-            process: None,
-            stop_grace: Duration::from_secs(1),
-            client: reqwest::Client::new(),
-        };
-        let shown = format!("{h:?}");
-        assert!(
-            !shown.contains("sk-secret") && shown.contains("***"),
-            "{shown}"
-        );
-    }
-}
+mod tests;
