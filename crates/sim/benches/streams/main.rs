@@ -24,7 +24,8 @@
 //! cargo bench -p goodput-sim --bench streams` (also `TTFT_MS`, `RAMP_MS`,
 //! `SERVER_THREADS`, `CLIENT_THREADS`; `NO_PIN=1` to leave threads unpinned; `FLOOR=1`
 //! for the floor responder).
-//! Method and past figures: `crates/sim/BENCH.md`.
+//! Method and past figures: `crates/sim/BENCH.md`. Modules: [`os`] (environment,
+//! pinning, CPU time), [`floor`] (the floor responder), [`table`] (the figures).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -35,64 +36,13 @@ use goodput_sim::clock::MonoClock;
 use goodput_sim::config::ScheduleConfig;
 use goodput_sim::SimConfig;
 
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod floor;
+mod os;
+mod table;
 
-fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain syscalls on a valid, owned rlimit struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
-}
-
-/// Restricts the calling thread (and threads it starts later) to `cpu`.
-fn pin_thread(cpu: usize) {
-    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes inside it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: pid 0 is the calling thread; a valid set of the size passed.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-}
-
-/// CPU seconds (user + system) of this process's threads whose name starts with
-/// one of `prefixes`, from `/proc/self/task/*/stat`.
-fn threads_cpu_seconds(prefixes: &[&str]) -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return f64::NAN;
-    };
-    let mut ticks = 0u64;
-    for task in tasks.flatten() {
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        if !prefixes
-            .iter()
-            .any(|p| stat[open + 1..close].starts_with(p))
-        {
-            continue;
-        }
-        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        let v = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        ticks += v(11) + v(12);
-    }
-    ticks as f64 / hz
-}
+use floor::floor_serve;
+use os::{env, load_average, pin_thread, raise_fd_limit, threads_cpu_seconds};
+use table::{results_table, spread, verdict};
 
 /// The integer after `"key":` in a chunk.
 fn field(data: &str, key: &str) -> Option<u64> {
@@ -172,36 +122,6 @@ async fn one_stream(s: Arc<Shared>) -> StreamResult {
     out
 }
 
-/// The 1-minute load average (other work on the machine skews the figures).
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into())
-}
-
-/// `q`-quantile (lower) of sorted values, in ms.
-fn quantile(sorted: &[i64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * q).floor() as usize;
-    sorted[i] as f64 / 1e6
-}
-
-fn spread(name: &str, mut v: Vec<i64>) -> f64 {
-    v.sort_unstable();
-    println!(
-        "  {name:<28} n={:<8} p50={:.3} ms  p99={:.3} ms  p99.9={:.3} ms  max={:.3} ms",
-        v.len(),
-        quantile(&v, 0.5),
-        quantile(&v, 0.99),
-        quantile(&v, 0.999),
-        quantile(&v, 1.0)
-    );
-    quantile(&v, 0.99)
-}
-
 /// One run's shape.
 #[derive(Debug, Clone, Copy)]
 struct Run {
@@ -237,86 +157,6 @@ struct Server {
     addr: std::net::SocketAddr,
     stop: tokio::sync::oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
-}
-
-/// The floor: a raw HTTP/1.1 responder on the same thread, timer and kernel as the
-/// simulator, writing chunks of the same shape and size, one write per token, with
-/// nothing else (no router, no hyper, no JSON, no model). What it spends per chunk
-/// is what the machine's TCP path and the timer cost; the simulator's figure minus
-/// this one is the simulator's own cost.
-async fn floor_serve(
-    listener: tokio::net::TcpListener,
-    run: Run,
-    stop: tokio::sync::oneshot::Receiver<()>,
-) {
-    let mono = MonoClock::new();
-    let accept = async {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let _ = tcp.set_nodelay(true);
-            tokio::spawn(floor_stream(tcp, run, mono));
-        }
-    };
-    tokio::select! {
-        _ = accept => {}
-        _ = stop => {}
-    }
-}
-
-/// One floor response: reads the request (headers and a `content-length` body),
-/// then the chunks on schedule.
-async fn floor_stream(mut tcp: tokio::net::TcpStream, run: Run, mono: MonoClock) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut req = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    loop {
-        let Ok(n) = tcp.read(&mut buf).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        req.extend_from_slice(&buf[..n]);
-        let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") else {
-            continue;
-        };
-        let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
-        let length = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(0);
-        if req.len() >= end + 4 + length {
-            break;
-        }
-    }
-    let arrival = Instant::now();
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
-    if tcp.write_all(head.as_bytes()).await.is_err() {
-        return;
-    }
-    let ttft = Duration::from_secs_f64(run.ttft_ms / 1e3);
-    let itl = Duration::from_secs_f64(run.itl_ms / 1e3);
-    let mut out = Vec::with_capacity(512);
-    for i in 0..run.tokens {
-        let at = arrival + ttft + itl * i;
-        goodput_sim::server::timer::sleep_until(at).await;
-        let data = format!(
-            "data: {{\"id\":\"cmpl-floor\",\"object\":\"text_completion\",\"created\":1764000000,\"model\":\"sim\",\"choices\":[{{\"index\":0,\"text\":\" word{i}\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}}],\"usage\":null,\"goodput_probe_ns\":{},\"goodput_sched_ns\":{}}}\n\n",
-            mono.ns(Instant::now()),
-            mono.ns(at)
-        );
-        out.clear();
-        out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
-        out.extend_from_slice(data.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        if i + 1 == run.tokens {
-            out.extend_from_slice(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
-        }
-        if tcp.write_all(&out).await.is_err() {
-            return;
-        }
-    }
-    let _ = tcp.shutdown().await;
 }
 
 fn start_server(run: Run, cpu: Option<usize>) -> Server {
@@ -422,7 +262,18 @@ fn run_once(run: Run) -> Outcome {
     let server_cpu_s = threads_cpu_seconds(&server_threads) - cpu_before;
     let _ = server.stop.send(());
     let _ = server.thread.join();
+    outcome(run, &shared, &results, started, seconds, server_cpu_s)
+}
 
+/// Prints what one run measured and returns it.
+fn outcome(
+    run: Run,
+    shared: &Shared,
+    results: &[StreamResult],
+    started: Instant,
+    seconds: f64,
+    server_cpu_s: f64,
+) -> Outcome {
     let errors: Vec<&String> = results.iter().filter_map(|r| r.error.as_ref()).collect();
     let chunks: usize = results.iter().map(|r| r.send_lag.len()).sum();
     println!(
@@ -514,42 +365,6 @@ fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
     })
     .join()
     .unwrap_or_default()
-}
-
-/// One row per scenario, as Markdown (`bench/figures.py` reads it by column name).
-fn results_table(rows: &[(&str, Run, &Outcome)]) -> String {
-    let mut out = String::from(
-        "| scenario | streams | tokens | ITL ms | held | errors | chunks/s | sim cores | CPU us/chunk | chunks/s per core | steady lag p99 ms | slowest headers ms | header stalls | load 1m |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for (name, run, o) in rows {
-        let per_chunk = o.server_cpu_s / o.chunks.max(1) as f64;
-        out.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {:.0} | {:.2} | {:.1} | {:.0} | {:.3} | {:.0} | {} | {} |\n",
-            run.streams,
-            run.tokens,
-            run.itl_ms,
-            o.peak,
-            o.errors,
-            o.chunks as f64 / o.seconds,
-            o.server_cpu_s / o.seconds,
-            per_chunk * 1e6,
-            1.0 / per_chunk.max(1e-12),
-            o.steady_p99_ms,
-            o.max_headers_ms,
-            o.header_stalls,
-            o.load
-        ));
-    }
-    out
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "NOT met"
-    }
 }
 
 fn main() {
