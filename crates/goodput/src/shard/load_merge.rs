@@ -107,7 +107,8 @@ fn check(shards: &[(PathBuf, Report)]) -> Result<Vec<usize>, UsageError> {
             })
     };
     let count = slice(p0, r0)?.count;
-    let fp0 = &r0.run.as_ref().expect("checked").fingerprints;
+    let fingerprints = |r: &Report| r.run.as_ref().map(|run| run.fingerprints.clone());
+    let fp0 = fingerprints(r0).unwrap_or_default();
     let mut by_index: BTreeMap<u32, usize> = BTreeMap::new();
     for (k, (p, r)) in shards.iter().enumerate() {
         let s = slice(p, r)?;
@@ -123,7 +124,8 @@ fn check(shards: &[(PathBuf, Report)]) -> Result<Vec<usize>, UsageError> {
                 r0.profile
             )));
         }
-        let changed = fingerprint_changes(fp0, &r.run.as_ref().expect("checked").fingerprints);
+        // `slice` found a `run` in every input.
+        let changed = fingerprint_changes(&fp0, &fingerprints(r).unwrap_or_default());
         if !changed.is_empty() {
             return Err(UsageError(format!(
                 "{here} ran another plan than {} (it differs in: {})",

@@ -117,7 +117,10 @@ pub fn merge(shards: &[ShardFile], output: &Path) -> Result<Merged, UsageError> 
     }
     let ordered: Vec<&ShardFile> = by_index.values().map(|&k| &shards[k]).collect();
     for s in &ordered {
-        let run = s.report.run.as_ref().expect("checked");
+        // Every input has a `run.shard` (`shard_of`).
+        let Some(run) = s.report.run.as_ref() else {
+            continue;
+        };
         if run.status != RunStatus::Complete {
             warnings.push(format!(
                 "{} (shard {}) is {}{}",
@@ -390,10 +393,11 @@ fn merged_run(
         count: plan.count,
         shards: ordered
             .iter()
-            .map(|s| {
-                let r = s.report.run.as_ref().expect("checked");
-                let sh = r.shard.as_ref().expect("checked");
-                MergedShard {
+            // Every input has a `run.shard` (`shard_of`).
+            .filter_map(|s| {
+                let r = s.report.run.as_ref()?;
+                let sh = r.shard.as_ref()?;
+                Some(MergedShard {
                     index: sh.index,
                     file: relative_to(output.parent().unwrap_or(Path::new("")), &s.path),
                     host: s
@@ -409,7 +413,7 @@ fn merged_run(
                     } else {
                         sh.points.clone()
                     },
-                }
+                })
             })
             .collect(),
         missing: missing.to_vec(),
