@@ -204,9 +204,9 @@ pub struct CommonArgs {
     /// trial and TTFT starts when the request is sent; `connect` is recorded apart).
     #[arg(long)]
     pub ttft_includes_connect: bool,
-    /// Runtime threads of the client (default: one per CPU). Ingest grows with
-    /// threads; a benchmark on one core uses 1.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Runtime threads of the client (default: one per CPU; at most 1024). Ingest
+    /// grows with threads; a benchmark on one core uses 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub client_threads: Option<u32>,
 }
 
@@ -297,6 +297,8 @@ impl Cli {
 
 /// Runs a parsed command line; returns the process exit code.
 pub async fn main(cli: Cli) -> anyhow::Result<i32> {
+    // Secrets this process was given are never written or printed.
+    crate::redact::remember_environment();
     match cli.command {
         Command::Run(args) => run_command(args).await,
         Command::Search(args) => search_command(args).await,
@@ -320,7 +322,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Report { report, output } => {
             let r = report::read_report(&report)?;
             let out = output.unwrap_or_else(|| report.with_extension("html"));
-            report::io::write_atomic(&out, render::html(&r).as_bytes())?;
+            crate::redact::write_file(&out, &render::html(&r))?;
             eprintln!("wrote {}", out.display());
             Ok(0)
         }
@@ -332,7 +334,10 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
 }
 
 /// Prints to stdout; a closed pipe (`goodput show r.json | head`) is not an error.
+/// What a server or a foreign report put in the text is shown, not obeyed
+/// ([`crate::term::safe`]: control sequences escaped, secrets redacted).
 fn print_out(text: &str) -> anyhow::Result<i32> {
+    let text = crate::term::safe(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(0),

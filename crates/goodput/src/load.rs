@@ -150,6 +150,7 @@ async fn run(
         sent: trial.sent,
         budget: AtomicU32::new(conversations.as_ref().map_or(0, |c| c.requests)),
         next_index: AtomicU32::new(0),
+        timeouts_in_a_row: AtomicU32::new(0),
         conversations,
     });
     let n = match &shared.conversations {
@@ -366,7 +367,16 @@ struct Shared {
     budget: AtomicU32,
     /// The next request index of a conversation trial.
     next_index: AtomicU32,
+    /// Requests that ended in a row by the request timeout (see
+    /// [`TIMEOUTS_TO_ABANDON`]); any other end resets it.
+    timeouts_in_a_row: AtomicU32,
 }
+
+/// Requests that end in a row by the request timeout before the trial is abandoned:
+/// nothing more is sent, what is in flight is stopped and recorded as
+/// [`ErrorKind::Abandoned`]. A server that accepts connections and never answers
+/// would otherwise cost `request_timeout_s` per request, one after another.
+pub const TIMEOUTS_TO_ABANDON: u32 = 3;
 
 impl Shared {
     async fn send(&self, i: usize, scheduled: u64) {
@@ -461,11 +471,44 @@ impl Shared {
         }
         if rec.done.is_none() {
             rec.done = Some(now_ns().saturating_sub(self.origin));
-            rec.error = Some(ErrorKind::Cancelled);
-            rec.error_detail = Some("the trial was stopped while the request was in flight".into());
+            let abandoned = self.timeouts_in_a_row.load(Ordering::Relaxed) >= TIMEOUTS_TO_ABANDON;
+            rec.error = Some(if abandoned {
+                ErrorKind::Abandoned
+            } else {
+                ErrorKind::Cancelled
+            });
+            rec.error_detail = Some(if abandoned {
+                abandoned_detail()
+            } else {
+                "the trial was stopped while the request was in flight".into()
+            });
         }
+        self.count_timeouts(&rec);
         rec
     }
+
+    /// Counts requests that ended by the request timeout in a row, and abandons the
+    /// trial at [`TIMEOUTS_TO_ABANDON`].
+    fn count_timeouts(&self, rec: &RequestRecord) {
+        match rec.error {
+            Some(ErrorKind::Timeout) => {
+                let n = self.timeouts_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+                if n >= TIMEOUTS_TO_ABANDON {
+                    self.cancel.cancel();
+                }
+            }
+            // Abandoned and cancelled requests say nothing of the server.
+            Some(ErrorKind::Abandoned | ErrorKind::Cancelled) => {}
+            _ => self.timeouts_in_a_row.store(0, Ordering::Relaxed),
+        }
+    }
+}
+
+/// The detail of an [`ErrorKind::Abandoned`] request.
+fn abandoned_detail() -> String {
+    format!(
+        "the trial was abandoned after {TIMEOUTS_TO_ABANDON} requests in a row ended by the request timeout"
+    )
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ fn main() {
     let code = match runtime.block_on(goodput::cli::main(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", goodput::term::safe(&format!("{e:#}")));
             if e.downcast_ref::<goodput::profile::ProfileError>().is_some()
                 || e.downcast_ref::<goodput::UsageError>().is_some()
             {

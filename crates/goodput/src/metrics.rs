@@ -183,9 +183,9 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
                 m.completed += 1;
                 m.good += rm.good as u64;
                 m.estimated += r.tokens_estimated as u64;
-                out_tokens += rm.output_tokens;
+                out_tokens = out_tokens.saturating_add(rm.output_tokens);
                 if let Some(p) = r.prompt_tokens {
-                    in_tokens = (in_tokens.0 + p, in_tokens.1 + 1);
+                    in_tokens = (in_tokens.0.saturating_add(p), in_tokens.1 + 1);
                 }
                 m.ttfts_ms.push(rm.ttft_ms);
                 m.tpots_ms.extend(rm.tpot_ms);

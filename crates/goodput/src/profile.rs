@@ -317,7 +317,7 @@ impl SearchSpec {
 impl Profile {
     /// Reads and parses a profile file.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ProfileError::Read {
+        let text = crate::files::read_text(path).map_err(|error| ProfileError::Read {
             path: path.to_path_buf(),
             error,
         })?;

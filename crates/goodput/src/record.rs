@@ -55,6 +55,10 @@ pub enum ErrorKind {
     BadUsage,
     /// The trial was stopped (interrupt or trial timeout) while it was in flight.
     Cancelled,
+    /// The trial was abandoned while it was in flight, because
+    /// [`crate::load::TIMEOUTS_TO_ABANDON`] requests in a row had ended by the
+    /// request timeout (a server that accepts and never answers).
+    Abandoned,
 }
 
 impl ErrorKind {
@@ -231,7 +235,9 @@ impl RecordsFile {
     /// Appends records, flushes and fsyncs.
     pub fn append(&mut self, records: &[RequestRecord]) -> std::io::Result<()> {
         for r in records {
-            serde_json::to_writer(&mut self.file, r)?;
+            // Error details may hold what a server echoed (a key from a 401 body).
+            let line = serde_json::to_string(r)?;
+            self.file.write_all(crate::redact::text(&line).as_bytes())?;
             self.file.write_all(b"\n")?;
         }
         self.file.flush()?;
@@ -242,7 +248,8 @@ impl RecordsFile {
 /// Reads a requests file; a torn last line (a crash mid-write) is skipped, any other
 /// bad line is an error naming its line number.
 pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, String> {
-    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // A device or a FIFO would be read forever (or waited on forever).
+    let f = crate::files::open_regular(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     let lines: Vec<String> = BufReader::new(f)
         .lines()
@@ -260,6 +267,25 @@ pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, String> {
         }
     }
     Ok(out)
+}
+
+/// The requests file a report names (`run.requests_file`), beside the report:
+/// only a plain file name is taken, so that a report (a shard from elsewhere, say)
+/// cannot make goodput read any other path (`/etc/passwd`, `../x`).
+pub fn named_records_path(report: &Path, name: &str) -> Result<PathBuf, String> {
+    let plain = Path::new(name)
+        .file_name()
+        .is_some_and(|f| f == std::ffi::OsStr::new(name))
+        && name != ".."
+        && name != ".";
+    if !plain {
+        return Err(format!(
+            "{}: its run.requests_file {name:?} is not a file name beside the report; \
+             goodput reads a report's records only from its own folder",
+            report.display()
+        ));
+    }
+    Ok(report.with_file_name(name))
 }
 
 /// The requests file that belongs to a report: `<report>.requests.jsonl`.

@@ -118,7 +118,7 @@ async fn two_fake_engines_in_turn() {
             .any(|a| a.contains("{port}") || a.contains("hf_secret")));
         let log = handle.log_path.clone().unwrap();
         assert_eq!(log, ctx.log_dir.join(format!("{name}.log")));
-        let counters = handle.scrape_spec_counters().await.unwrap();
+        let counters = handle.scrape_spec_counters().await.unwrap().unwrap();
         assert!(counters.accepted_tokens <= counters.draft_tokens);
         assert!(handle
             .log_tail(50)

@@ -41,6 +41,12 @@ pub enum ReportError {
         /// What serde_json said.
         error: serde_json::Error,
     },
+    /// The path is not a regular file (a device, a FIFO, a socket).
+    #[error("{path}: not a regular file (a device, a FIFO or a socket), so not a report")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
     /// The file is larger than [`MAX_REPORT_BYTES`].
     #[error("{path}: {size} bytes is larger than the {MAX_REPORT_BYTES}-byte limit for a report")]
     TooLarge {
@@ -62,14 +68,31 @@ pub fn read_report(path: &Path) -> Result<Report, ReportError> {
         path: path.to_path_buf(),
         error,
     };
-    let size = fs::metadata(path).map_err(io)?.len();
+    // Checked before the open too: opening a FIFO waits for a writer.
+    if !fs::metadata(path).map_err(io)?.is_file() {
+        return Err(ReportError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let file = File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    // A device (`/dev/zero`) or a FIFO has no size to check and would be read
+    // forever, or waited on forever.
+    if !meta.is_file() {
+        return Err(ReportError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let size = meta.len();
     if size > MAX_REPORT_BYTES {
         return Err(ReportError::TooLarge {
             path: path.to_path_buf(),
             size,
         });
     }
-    let text = fs::read_to_string(path).map_err(io)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_REPORT_BYTES + 1), &mut text)
+        .map_err(io)?;
     parse_report(&text).map_err(|error| ReportError::Parse {
         path: path.to_path_buf(),
         error,
@@ -121,11 +144,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "report".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(io)?;
+    let written = File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, path)
+    });
+    if let Err(e) = written {
+        // A full disk (or any failure) leaves no temporary file behind.
+        let _ = fs::remove_file(&tmp);
+        return Err(io(e));
+    }
     if let Ok(d) = File::open(&dir) {
         let _ = d.sync_all();
     }
@@ -199,5 +228,22 @@ mod tests {
         assert_eq!(fs::read_to_string(&path).unwrap(), REFERENCE);
         let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn a_write_that_fails_after_the_temporary_file_leaves_none_behind() {
+        // The rename over a non-empty directory fails after the temporary file was
+        // written, as a full disk fails a write: either way nothing may stay.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        fs::create_dir(&path).unwrap();
+        fs::write(path.join("inside"), "x").unwrap();
+        let err = write_atomic(&path, b"{}").unwrap_err().to_string();
+        assert!(err.contains("r.json"), "{err}");
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["r.json"], "no temporary file left behind");
     }
 }

@@ -10,8 +10,9 @@ use futures_util::{Stream, StreamExt};
 use super::{describe, max_content_chunks, Failure, Limits, SseParser};
 use crate::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
-/// One timer for the whole stream, re-armed only when it fires: a stall is "no read
-/// since `last_read + stall`", checked lazily, so no timer is set per read.
+/// One timer for the whole stream, re-armed only when it fires: a stall is "no
+/// content chunk since `last_read + stall`" (comments and events without text do
+/// not count), checked lazily, so no timer is set per read.
 struct StallTimer {
     start: tokio::time::Instant,
     start_ns: u64,
@@ -121,8 +122,13 @@ pub(super) async fn read<E: std::error::Error>(
         };
         // Arrival time first, then parsing.
         let t = now_ns();
-        stall.last_read_ns = t;
+        let chunks_before = rec.chunks.len();
         progress.take(&bytes, t.saturating_sub(origin), t, rec)?;
+        // Only generated text re-arms the stall timer: a server that sends nothing
+        // but keep-alive comments (or role-only, usage-only events) is stalled.
+        if rec.chunks.len() > chunks_before {
+            stall.last_read_ns = t;
+        }
     }
     if !progress.saw_done {
         return Err(Failure::new(
@@ -205,19 +211,27 @@ pub(super) fn finish(rec: &mut RequestRecord) -> Result<(), Failure> {
             "the stream carried no generated text",
         ));
     }
+    let most = plausible_tokens(rec);
     match rec.completion_tokens {
         None => {
             rec.completion_tokens = Some(chunk_count);
             rec.tokens_estimated = true;
             Ok(())
         }
-        // Every content chunk carries at least one token, and the server may not
-        // generate more than it was allowed: anything else is a lying usage block.
-        Some(n) if n < chunk_count || rec.requested_tokens.is_some_and(|m| n > u64::from(m)) => {
+        // Every content chunk carries at least one token, the server may not
+        // generate more than it was allowed, and no token is shorter than a byte of
+        // text: anything else is a lying usage block.
+        Some(n)
+            if n < chunk_count
+                || rec.requested_tokens.is_some_and(|m| n > u64::from(m))
+                || (rec.requested_tokens.is_none() && n > most) =>
+        {
             Err(Failure::new(
                 ErrorKind::BadUsage,
                 format!(
-                    "usage.completion_tokens = {n} contradicts the stream ({chunk_count} content chunks, {} tokens allowed)",
+                    "usage.completion_tokens = {n} contradicts the stream ({chunk_count} content chunks, \
+                     {} bytes of text: at most {most} tokens; {} tokens allowed)",
+                    text_bytes(rec),
                     allowed(rec)
                 ),
             ))
@@ -225,3 +239,25 @@ pub(super) fn finish(rec: &mut RequestRecord) -> Result<(), Failure> {
         Some(_) => Ok(()),
     }
 }
+
+/// Bytes of generated text the stream carried.
+fn text_bytes(rec: &RequestRecord) -> u64 {
+    rec.chunks.iter().map(|c| u64::from(c.len)).sum()
+}
+
+/// The most output tokens a completed stream can hold, whatever the request allowed:
+/// every generated token decodes to at least one byte of text (a byte-fallback token
+/// to exactly one), except the few special tokens an engine counts but does not
+/// stream (the end-of-sequence token; a chunk's hidden stop string). So the bound is
+/// the text's bytes, plus one per chunk, plus [`SPECIAL_TOKEN_SLACK`]. It is what
+/// keeps a usage block from being believed when the request set no `max_tokens`
+/// (with one, `max_tokens` is the bound: a random-weight test model may generate
+/// tokens that decode to no text at all, so the byte bound is not applied there).
+pub(crate) fn plausible_tokens(rec: &RequestRecord) -> u64 {
+    text_bytes(rec)
+        .saturating_add(rec.chunks.len() as u64)
+        .saturating_add(SPECIAL_TOKEN_SLACK)
+}
+
+/// Tokens a stream may count beyond its text (see [`plausible_tokens`]).
+pub(crate) const SPECIAL_TOKEN_SLACK: u64 = 16;

@@ -13,6 +13,7 @@
 //! limited by [`SseLimits::max_event_bytes`], and a stream by the content chunks the
 //! request allows ([`max_content_chunks`]) and by [`SseLimits::max_stream_bytes`].
 
+pub mod bounded;
 pub mod direct;
 mod events;
 mod sse;
@@ -296,6 +297,14 @@ async fn exchange_direct(
                     "the connection closed before a response",
                 ))
             }
+            // Headers over hyper's limit are the server's answer, not a connection
+            // that failed.
+            Ok(Some(Err(e))) if e.is_parse_too_large() => {
+                return Err(Failure::new(
+                    ErrorKind::TooLarge,
+                    format!("the response's headers are too large ({})", describe(&e)),
+                ))
+            }
             Ok(Some(Err(e))) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
             Ok(Some(Ok(resp))) => break (conn, resp),
         }
@@ -420,6 +429,18 @@ async fn check_response<E>(
         return Err(Failure::new(
             ErrorKind::NotSse,
             format!("content-type `{ctype}` is not text/event-stream"),
+        ));
+    }
+    // goodput asks for no compression; a compressed stream cannot be timed per
+    // event (and would read as one that never ends with `[DONE]`).
+    if let Some(enc) = headers
+        .get(reqwest::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .filter(|e| !e.trim().eq_ignore_ascii_case("identity"))
+    {
+        return Err(Failure::new(
+            ErrorKind::NotSse,
+            format!("the stream is compressed (content-encoding `{enc}`), which goodput did not ask for and cannot time per event"),
         ));
     }
     Ok(())

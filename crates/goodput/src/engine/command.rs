@@ -194,6 +194,8 @@ pub fn redacted_command(
         .iter()
         .map(|(k, v)| {
             if is_secret_env(k) {
+                // The engine may print it: every output is redacted of it.
+                crate::redact::remember(v);
                 format!("{k}={REDACTED}")
             } else {
                 format!("{k}={}", redact_text(v, api_key))

@@ -109,6 +109,9 @@ pub struct EngineHandle {
     process: Option<EngineProcess>,
     stop_grace: Duration,
     client: reqwest::Client,
+    /// A scrape of `/metrics` for the speculative-decoding counters failed (no
+    /// answer in time, a broken connection): it is not asked again.
+    metrics_gave_up: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for EngineHandle {
@@ -328,11 +331,37 @@ impl EngineHandle {
             .map_err(|m| failure("stop", format!("engine {}: {m}", self.name)))
     }
 
+    /// True once a scrape of the engine's `/metrics` has failed (no answer in
+    /// time, a broken connection): the rest of the run does not ask it again.
+    pub fn metrics_given_up(&self) -> bool {
+        self.metrics_gave_up
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Marks the engine's `/metrics` as failed (see [`EngineHandle::metrics_given_up`]).
+    pub fn give_up_metrics(&self) {
+        self.metrics_gave_up
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Speculative-decoding counters from `GET {base}/metrics`; `None` when the
     /// engine has no such endpoint or does not count drafts.
-    pub async fn scrape_spec_counters(&self) -> Option<SpecCounters> {
-        let text = self.probe().text("/metrics").await?;
-        parse_spec_counters(&text)
+    ///
+    /// A scrape that fails (no answer within the probe's timeout, a broken
+    /// connection) gives `Err` once, with why, and every later call `Ok(None)` at
+    /// once: a `/metrics` that hangs costs one timeout per run, not two per trial.
+    pub async fn scrape_spec_counters(&self) -> Result<Option<SpecCounters>, String> {
+        use std::sync::atomic::Ordering;
+        if self.metrics_gave_up.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        match self.probe().text_checked("/metrics").await {
+            Ok(text) => Ok(text.as_deref().and_then(parse_spec_counters)),
+            Err(why) => {
+                self.metrics_gave_up.store(true, Ordering::Relaxed);
+                Err(why)
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::client::bounded::{read_bounded, read_json, BodyError, MAX_PROBE_BYTES};
 use crate::profile::EngineKind;
 
 /// The longest one probe request may take.
@@ -40,7 +41,8 @@ pub enum Readiness {
     NotYet(String),
     /// Nothing answers (connection refused, DNS, ...); why.
     Unreachable(String),
-    /// It refuses us (HTTP 401/403): waiting will not help.
+    /// It refuses us (HTTP 401/403), or answers in a way waiting will not mend (a
+    /// model list longer than [`MAX_PROBE_BYTES`]).
     Refused(String),
 }
 
@@ -56,13 +58,35 @@ impl<'a> Probe<'a> {
         }
     }
 
-    /// The body of a successful `GET path` as text.
+    /// The body of a successful `GET path` as text; `None` when it fails or is
+    /// longer than [`MAX_PROBE_BYTES`] (read no further).
     pub async fn text(&self, path: &str) -> Option<String> {
         let resp = self.get(path).send().await.ok()?;
         if !resp.status().is_success() {
             return None;
         }
-        resp.text().await.ok()
+        let what = format!("GET {}{path}", self.base);
+        let body = read_bounded(resp, MAX_PROBE_BYTES, &what).await.ok()?;
+        Some(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// [`Probe::text`], telling a failure of the exchange (`Err`: no answer in
+    /// time, a broken connection, an answer over the bound) from an answer that is
+    /// not a success (`Ok(None)`: the endpoint is not there).
+    pub async fn text_checked(&self, path: &str) -> Result<Option<String>, String> {
+        let what = format!("GET {}{path}", self.base);
+        let resp = self
+            .get(path)
+            .send()
+            .await
+            .map_err(|e| format!("{what}: {}", error_chain(&e.without_url())))?;
+        if !resp.status().is_success() {
+            return Ok(None);
+        }
+        let body = read_bounded(resp, MAX_PROBE_BYTES, &what)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Some(String::from_utf8_lossy(&body).into_owned()))
     }
 
     /// The body of a successful `GET path` as JSON.
@@ -102,16 +126,20 @@ impl<'a> Probe<'a> {
         if !resp.status().is_success() {
             return Readiness::NotYet(format!("GET /v1/models answered HTTP {code}"));
         }
-        match resp.json::<Value>().await {
+        let what = format!("GET {}/v1/models", self.base);
+        match read_json::<Value>(resp, MAX_PROBE_BYTES, &what).await {
             Ok(body) => {
                 let models = served_models(&body);
                 if models.is_empty() {
-                    Readiness::NotYet("GET /v1/models lists no model".into())
+                    Readiness::NotYet(format!(
+                        "GET /v1/models lists no model (ids longer than {MAX_MODEL_ID_BYTES} bytes are not used)"
+                    ))
                 } else {
                     Readiness::Ready(models)
                 }
             }
-            Err(e) => Readiness::NotYet(format!("GET /v1/models: {}", error_chain(&e))),
+            Err(e @ BodyError::TooLarge { .. }) => Readiness::Refused(e.to_string()),
+            Err(e) => Readiness::NotYet(e.to_string()),
         }
     }
 
@@ -143,8 +171,13 @@ impl<'a> Probe<'a> {
     }
 }
 
-/// The models of an OpenAI `/v1/models` list with a non-empty `id`, in order; a
-/// `max_model_len` that is not a whole number of `u32` range is left out.
+/// Longest model id goodput uses: an id is copied into every request's body, so a
+/// server listing a 20 MB "id" must not multiply it by the requests of a run.
+pub const MAX_MODEL_ID_BYTES: usize = 1024;
+
+/// The models of an OpenAI `/v1/models` list with a non-empty `id` of at most
+/// [`MAX_MODEL_ID_BYTES`], in order; a `max_model_len` that is not a whole number
+/// of `u32` range is left out.
 pub fn served_models(body: &Value) -> Vec<ServedModel> {
     let Some(items) = body.get("data").and_then(Value::as_array) else {
         return Vec::new();
@@ -155,7 +188,7 @@ pub fn served_models(body: &Value) -> Vec<ServedModel> {
             let id = m
                 .get("id")
                 .and_then(Value::as_str)
-                .filter(|id| !id.is_empty())?;
+                .filter(|id| !id.is_empty() && id.len() <= MAX_MODEL_ID_BYTES)?;
             let max_model_len = m
                 .get("max_model_len")
                 .and_then(Value::as_u64)

@@ -93,6 +93,9 @@ pub fn install_cleanup_hooks() {
     });
 }
 
+/// How long after the first signal a second one means "stop now".
+pub const INSIST_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Resolves with `"SIGINT"` or `"SIGTERM"` when goodput receives either.
 ///
 /// Call it (inside a tokio runtime) before starting any engine and keep the future:
@@ -101,9 +104,10 @@ pub fn install_cleanup_hooks() {
 /// (terminating goodput, whose death the parent-death signal passes on to each
 /// engine's leader only, not to the workers a leader forked): the caller stops its
 /// engines, whole groups, writes what it has and exits.
-/// Should a second SIGINT or SIGTERM arrive after the first resolved (the user
-/// insists), every engine is SIGKILLed and goodput exits at once with status
-/// 128 + the signal number.
+/// Should a second SIGINT or SIGTERM arrive [`INSIST_AFTER`] or more after the
+/// first (the user insists), every engine is SIGKILLed and goodput exits at once
+/// with status 128 + the signal number; one sooner is taken for the same request
+/// (`timeout` signals the child, then its group) and ignored.
 pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static {
     use tokio::signal::unix::{signal, Signal as Stream, SignalKind};
     let mut int = signal(SignalKind::interrupt()).ok();
@@ -123,10 +127,19 @@ pub fn shutdown_signal() -> impl Future<Output = &'static str> + Send + 'static 
             _ = recv(&mut int) => "SIGINT",
             _ = recv(&mut term) => "SIGTERM",
         };
+        let at = std::time::Instant::now();
         tokio::spawn(async move {
-            let second = tokio::select! {
-                _ = recv(&mut int) => Signal::SIGINT,
-                _ = recv(&mut term) => Signal::SIGTERM,
+            let second = loop {
+                let s = tokio::select! {
+                    _ = recv(&mut int) => Signal::SIGINT,
+                    _ = recv(&mut term) => Signal::SIGTERM,
+                };
+                // coreutils `timeout` (and some process managers) send one signal
+                // to the child and then to its group: a second signal that soon is
+                // the same request, not an insistence.
+                if at.elapsed() >= INSIST_AFTER {
+                    break s;
+                }
             };
             let (name, code) = (second.as_str(), 128 + second as i32);
             kill_all_engines();

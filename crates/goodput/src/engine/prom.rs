@@ -2,7 +2,10 @@
 //! engines' `/metrics`: `name{label="value",...} value [timestamp]`.
 //!
 //! Comments (`# HELP`, `# TYPE`) and malformed lines are skipped; label values may
-//! hold escaped quotes, backslashes and commas.
+//! hold escaped quotes, backslashes and commas. Samples whose value is not finite
+//! (`+Inf`, `-Inf`, `NaN`) are skipped too, and so is a sum that overflows: nothing
+//! read from a server can put a non-finite number into a report, which JSON cannot
+//! hold.
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,15 +34,38 @@ pub fn samples(text: &str) -> impl Iterator<Item = PromSample<'_>> {
 }
 
 /// Sum of the values of every sample named exactly `name` (over all label sets);
-/// `None` when there is none.
+/// `None` when there is none, or when the sum overflows to infinity.
 pub fn sum(text: &str, name: &str) -> Option<f64> {
     samples(text)
         .filter(|s| s.name == name)
         .map(|s| s.value)
         .reduce(|a, b| a + b)
+        .filter(|v| v.is_finite())
 }
 
-/// Parses one line; `None` for comments, blank and malformed lines.
+/// True when `line` is a sample whose value is not finite (`+Inf`, `NaN`): the
+/// lines [`parse_line`] skips although they are well formed.
+pub fn is_non_finite_sample(line: &str) -> bool {
+    let line = line.trim();
+    if line.starts_with('#') {
+        return false;
+    }
+    let mut after_name = match line.rfind('}') {
+        Some(end) if line.contains('{') => line[end + 1..].split_whitespace(),
+        _ => {
+            let mut words = line.split_whitespace();
+            words.next();
+            words
+        }
+    };
+    after_name
+        .next()
+        .and_then(parse_value)
+        .is_some_and(|v| !v.is_finite())
+}
+
+/// Parses one line; `None` for comments, blank and malformed lines, and for a
+/// sample whose value is not finite.
 pub fn parse_line(line: &str) -> Option<PromSample<'_>> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
@@ -58,7 +84,7 @@ pub fn parse_line(line: &str) -> Option<PromSample<'_>> {
         rest = after;
     }
     let value_text = rest.split_whitespace().next()?;
-    let value = parse_value(value_text)?;
+    let value = parse_value(value_text).filter(|v| v.is_finite())?;
     Some(PromSample {
         name,
         labels,
@@ -136,9 +162,16 @@ mod tests {
     }
 
     #[test]
-    fn special_values() {
-        assert_eq!(parse_line("m +Inf").map(|s| s.value), Some(f64::INFINITY));
-        assert!(parse_line("m NaN").is_some_and(|s| s.value.is_nan()));
+    fn non_finite_values_are_skipped_and_an_overflowing_sum_is_none() {
+        assert_eq!(parse_line("m +Inf"), None);
+        assert_eq!(parse_line("m NaN"), None);
+        assert_eq!(parse_line("m -Inf"), None);
+        assert!(is_non_finite_sample("m{a=\"1\"} +Inf"));
+        assert!(is_non_finite_sample("m NaN 17"));
+        assert!(!is_non_finite_sample("m 3"));
+        assert!(!is_non_finite_sample("h_bucket{le=\"+Inf\"} 3"));
         assert_eq!(parse_line("m{a=\"1\"}"), None);
+        assert_eq!(sum("g{a=\"1\"} 1e308\ng{a=\"2\"} 1e308\n", "g"), None);
+        assert_eq!(sum("g +Inf\ng 2\n", "g"), Some(2.0));
     }
 }

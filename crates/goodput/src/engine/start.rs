@@ -63,7 +63,22 @@ fn api_key(spec: &EngineSpec) -> Result<Option<String>, EngineFailure> {
         return Ok(None);
     };
     match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Ok(Some(v)),
+        Ok(v) if !v.is_empty() => {
+            crate::redact::remember(&v);
+            // A key read from a file often ends in a newline; no HTTP header can
+            // carry one, and every request would fail as a "builder error".
+            if let Some(c) = v.chars().find(|c| c.is_control()) {
+                return Err(failure(
+                    "launch",
+                    format!(
+                        "api_key_env: the value of {var} holds a control character ({}){}: an HTTP header cannot carry it; strip it (e.g. `export {var}=$(tr -d '\\n' < keyfile)`)",
+                        c.escape_default(),
+                        if v.ends_with(['\n', '\r']) { " at its end" } else { "" }
+                    ),
+                ));
+            }
+            Ok(Some(v))
+        }
         _ => Err(failure(
             "launch",
             format!("api_key_env: environment variable {var} is not set"),
@@ -123,6 +138,7 @@ impl EngineHandle {
             log: None,
             kind,
             process: None,
+            metrics_gave_up: Default::default(),
             stop_grace: seconds(spec.stop_grace_s, DEFAULT_STOP_GRACE_S),
             client: ctx.client.clone(),
         }

@@ -66,6 +66,7 @@ fn names_and_redacted_debug() {
         log: None,
         kind: EngineKind::Url,
         process: None,
+        metrics_gave_up: Default::default(),
         stop_grace: Duration::from_secs(1),
         client: reqwest::Client::new(),
     };

@@ -576,7 +576,7 @@ pub fn command(args: &crate::cli::FitArgs) -> anyhow::Result<i32> {
     let fit = render::fit_report(&args.report, args.engine.as_deref())?;
     print!("{}", render::summary(&fit));
     let text = render::toml_text(&fit).map_err(anyhow::Error::msg)?;
-    report::io::write_atomic(&args.output, text.as_bytes())?;
+    crate::redact::write_file(&args.output, &text)?;
     eprintln!("wrote {}", args.output.display());
     Ok(0)
 }

@@ -52,7 +52,7 @@ pub fn trial_turns(records: &[RequestRecord], slo: &SloSpec) -> Option<TrialTurn
                 v.ttfts_ms.push(rm.ttft_ms);
                 v.tpots_ms.extend(rm.tpot_ms);
                 if let Some(p) = r.prompt_tokens {
-                    v.prompt_tokens = (v.prompt_tokens.0 + p, v.prompt_tokens.1 + 1);
+                    v.prompt_tokens = (v.prompt_tokens.0.saturating_add(p), v.prompt_tokens.1 + 1);
                 }
             }
             None => v.failed += 1,
@@ -79,7 +79,7 @@ pub fn conversation_summary(trials: &[TrialMetrics]) -> Option<ConversationSumma
             p.ttfts_ms.extend(&v.ttfts_ms);
             p.tpots_ms.extend(&v.tpots_ms);
             p.failed += v.failed;
-            p.prompt_tokens.0 += v.prompt_tokens.0;
+            p.prompt_tokens.0 = p.prompt_tokens.0.saturating_add(v.prompt_tokens.0);
             p.prompt_tokens.1 += v.prompt_tokens.1;
         }
     }

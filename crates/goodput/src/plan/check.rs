@@ -110,6 +110,7 @@ impl Profile {
         let mut spec = self.load.clone().with_overrides(ov);
         spec.requests_per_trial = requests_per_trial(&check, &spec, &workload, ov)?;
         let load = check_load(&check, &spec, ov.search.is_some())?;
+        check_plan_size(&check, &workload, spec.requests_per_trial)?;
         let quantiles = check_quantiles(&check, self.quantiles.clone())?;
         let workload_description = describe(&self.workload, &workload, spec.requests_per_trial);
         check_telemetry(&check, &self.telemetry)?;
@@ -145,6 +146,61 @@ impl Profile {
             search,
             server_metrics: self.server_metrics,
         })
+    }
+}
+
+/// Most memory one trial's request plan may take, bytes (4 GiB): the plan is
+/// built whole before the trial starts (bodies serialised, so nothing in the hot
+/// path builds prompts), so its size is known when planning and refused here
+/// rather than found by the OOM killer mid-run.
+pub const MAX_PLAN_BYTES: u64 = 4 << 30;
+
+/// Bytes a generated prompt takes per token (goodput's synthetic text, JSON-escaped:
+/// 20,000 requests of 5,000 tokens measured 594 MB, about 5.9 a token).
+const PLAN_BYTES_PER_TOKEN: u64 = 6;
+
+/// Bytes a request's body and record take beside its prompt.
+const PLAN_BYTES_PER_REQUEST: u64 = 512;
+
+/// The request plan of one trial, estimated from the workload's lengths; `None`
+/// for workloads whose prompts are already in memory (a JSONL file, ShareGPT) or
+/// grow as replies come (conversations, bounded by their context).
+pub fn plan_bytes(workload: &super::Workload, requests: u32) -> Option<u64> {
+    use super::Workload as W;
+    let prompt_tokens = match workload {
+        W::Synthetic {
+            input_tokens,
+            range_ratio,
+            ..
+        } => (f64::from(*input_tokens) * (1.0 + range_ratio.clamp(0.0, 1.0))).ceil() as u64,
+        W::Prefix(p) => u64::from(p.prefix_tokens) + u64::from(p.suffix_tokens),
+        W::Trace(t) => t.requests.iter().map(|r| u64::from(r.input_tokens)).max()?,
+        _ => return None,
+    };
+    Some(
+        u64::from(requests)
+            .saturating_mul(prompt_tokens.saturating_mul(PLAN_BYTES_PER_TOKEN) + PLAN_BYTES_PER_REQUEST),
+    )
+}
+
+/// Refuses a plan whose trial would not fit [`MAX_PLAN_BYTES`], with the figure.
+fn check_plan_size(
+    check: &Checker,
+    workload: &super::Workload,
+    requests: u32,
+) -> Result<(), ProfileError> {
+    match plan_bytes(workload, requests) {
+        Some(b) if b > MAX_PLAN_BYTES => Err(check.bad(
+            "load.requests_per_trial",
+            format!(
+                "{requests} requests of this workload make a request plan of about {:.1} GiB, \
+                 above goodput's {} GiB limit for one trial (the plan is built whole before the \
+                 trial starts): use fewer requests per trial or shorter prompts",
+                b as f64 / f64::from(1u32 << 30),
+                MAX_PLAN_BYTES >> 30
+            ),
+        )),
+        _ => Ok(()),
     }
 }
 

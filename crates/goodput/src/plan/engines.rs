@@ -1,5 +1,6 @@
 //! An engine's spec: `${NAME}` expanded from the environment, then checked.
 
+use crate::engine::probe::MAX_MODEL_ID_BYTES;
 use std::path::PathBuf;
 
 use super::check::MAX_SECONDS;
@@ -78,6 +79,12 @@ fn check_launch(e: &EngineSpec) -> Result<(), (&'static str, String)> {
                 format!("`{url}` must start with http:// or https://"),
             ));
         }
+    }
+    if e.model.as_ref().is_some_and(|m| m.len() > MAX_MODEL_ID_BYTES) {
+        return Err((
+            "model",
+            format!("is longer than {MAX_MODEL_ID_BYTES} bytes (it is sent in every request)"),
+        ));
     }
     match kind {
         EngineKind::Url if e.url.is_none() => {

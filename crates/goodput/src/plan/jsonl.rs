@@ -10,8 +10,8 @@ pub(super) fn read_jsonl(
     default_max: Option<u32>,
 ) -> Result<Vec<JsonlPrompt>, String> {
     use std::io::BufRead;
-    let f =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let f = crate::files::open_regular(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut out = Vec::new();
     let mut reader = std::io::BufReader::new(f);
     let mut line = String::new();

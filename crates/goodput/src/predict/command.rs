@@ -150,7 +150,7 @@ async fn confirm_search(
     if let Some(run) = report.run.as_mut() {
         run.notices.push(notice.clone());
     }
-    report::write_report_atomic(output, &report)?;
+    crate::redact::write_report(output, &report)?;
     print(&render::show(&report, Format::Table, false));
     print(&format!(
         "\n{}\n{notice}\n",

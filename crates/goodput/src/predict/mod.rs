@@ -75,7 +75,7 @@ impl Model {
             ))
             .into());
         }
-        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let text = crate::files::read_text(path).unwrap_or_default();
         let fitted_from = text
             .lines()
             .find_map(|l| l.strip_prefix(crate::fit::FITTED_FROM_HEADER))
@@ -113,12 +113,12 @@ pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Res
         text.push_str(&serde_json::to_string(r)?);
         text.push('\n');
     }
-    report::io::write_atomic(&rec_path, text.as_bytes())
+    crate::redact::write_file(&rec_path, &text)
         .with_context(|| format!("cannot write {}", rec_path.display()))?;
-    report::write_report_atomic(&opts.output, &report)?;
+    crate::redact::write_report(&opts.output, &report)?;
     if opts.html {
         let html = opts.output.with_extension("html");
-        report::io::write_atomic(&html, crate::render::html(&report).as_bytes())?;
+        crate::redact::write_file(&html, &crate::render::html(&report))?;
     }
     Ok(report)
 }

@@ -401,13 +401,26 @@ pub fn markdown_table(report: &Report, rows: &[Row]) -> String {
 fn csv_field(v: &Value) -> String {
     let s = match v {
         Value::Null => return String::new(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => not_a_formula(s),
         other => other.to_string(),
     };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s
+    }
+}
+
+/// A text cell that a spreadsheet would not run as a formula: one starting with
+/// `=`, `+`, `-`, `@`, tab or carriage return gets a leading `'` (OWASP's advice
+/// on CSV injection), unless it is a number (`-3.5`). Engine names and error
+/// labels come from profiles and servers.
+fn not_a_formula(cell: &str) -> String {
+    let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if risky && cell.parse::<f64>().is_err() {
+        format!("'{cell}")
+    } else {
+        cell.to_string()
     }
 }
 
@@ -447,6 +460,16 @@ pub fn stat_text(s: &Stat) -> String {
 mod tests {
     use super::*;
     use crate::render::rows::rows;
+
+    #[test]
+    fn csv_cells_that_a_spreadsheet_would_run_are_neutralised() {
+        assert_eq!(csv_field(&Value::from("=HYPERLINK(\"x\")")), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(csv_field(&Value::from("@SUM(A1)")), "'@SUM(A1)");
+        assert_eq!(csv_field(&Value::from("+cmd")), "'+cmd");
+        assert_eq!(csv_field(&Value::from("-3.5")), "-3.5");
+        assert_eq!(csv_field(&Value::from(-3.5)), "-3.5");
+        assert_eq!(csv_field(&Value::from("vllm")), "vllm");
+    }
 
     #[test]
     fn the_colour_legend_is_printed_only_in_colour() {

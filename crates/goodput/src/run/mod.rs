@@ -16,6 +16,7 @@ macro_rules! say {
 
 mod capacity;
 mod gpu_release;
+pub mod lock;
 mod output;
 mod progress;
 mod state;
@@ -151,7 +152,7 @@ impl Ctx<'_> {
 
     fn save(&self) -> anyhow::Result<Report> {
         let r = self.report();
-        report::write_report_atomic(&self.opts.output, &r)?;
+        crate::redact::write_report(&self.opts.output, &r)?;
         Ok(r)
     }
 
@@ -191,6 +192,7 @@ impl Ctx<'_> {
 /// failures are recorded in the report.
 pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outcome)> {
     let (stop_tx, stop) = watch::channel(false);
+    let _one_run = lock::OutputLock::acquire(&opts.output)?;
     let mut ctx = open(plan, opts, stop).await?;
     // After the output is known to be ours: a signal from here on stops the run.
     let signal = stop_on_signal(stop_tx);
@@ -315,7 +317,7 @@ fn reopen_records(
         text.push('\n');
     }
     // The error names the path itself.
-    report::io::write_atomic(rec_path, text.as_bytes())
+    crate::redact::write_file(rec_path, &text)
         .context("cannot write the requests file")?;
     RecordsFile::open(rec_path).with_context(|| format!("cannot open {}", rec_path.display()))
 }
@@ -481,7 +483,7 @@ fn finish(
     let report = ctx.save()?;
     if ctx.opts.html {
         let html_path = ctx.opts.output.with_extension("html");
-        report::io::write_atomic(&html_path, crate::render::html(&report).as_bytes())?;
+        crate::redact::write_file(&html_path, &crate::render::html(&report))?;
     }
     Ok((report, outcome))
 }

@@ -70,6 +70,15 @@ pub(super) fn prepare(
 /// did not write nor a requests file without its report stands in the way.
 fn check_free(opts: &RunOptions, rec_path: &Path) -> anyhow::Result<()> {
     let output = &opts.output;
+    // A device, a FIFO or a socket is never a report, and a rename over it would
+    // replace the node itself: refused even with --force.
+    if output.exists() && !output.is_dir() && !output.is_file() {
+        return Err(UsageError(format!(
+            "{} is not a regular file (a device, a FIFO or a socket): give the report's file name, e.g. -o goodput-report.json",
+            output.display()
+        ))
+        .into());
+    }
     if output.is_dir() {
         return Err(UsageError(format!(
             "{} is a directory: give the report's file name, e.g. -o {}",

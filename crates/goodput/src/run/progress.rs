@@ -63,6 +63,8 @@ impl Progress {
 
     /// A status line above the bars (or plainly on stderr when they are hidden).
     pub fn println(&self, line: &str) {
+        let line = crate::term::safe(line);
+        let line = line.as_ref();
         if self.visible {
             let _ = self.multi.println(line);
         } else {

@@ -181,6 +181,7 @@ async fn run_one(
         r.index += first;
     }
     let server = m.server.finish(&m.records).await;
+    abandoned_notice(ctx, at, &m.records);
     let died = handle.exit_status();
     let metrics = trial_metrics(&m.records, &ctx.plan.slo);
     let (status, error) = status_of(died.as_deref(), ctx.stopped());
@@ -201,6 +202,27 @@ async fn run_one(
     };
     keep_trial(ctx, at, &trial_no, &m.records, metrics, info)?;
     Ok(died)
+}
+
+/// A trial abandoned for requests that timed out in a row says so, with how many
+/// of its requests were never sent.
+fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
+    if !records
+        .iter()
+        .any(|r| r.error == Some(crate::record::ErrorKind::Abandoned))
+    {
+        return;
+    }
+    let unsent = (ctx.plan.requests_per_trial as usize).saturating_sub(records.len());
+    ctx.info.notices.push(format!(
+        "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
+         request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
+        at.name,
+        at.x,
+        at.t + 1,
+        crate::load::TIMEOUTS_TO_ABANDON,
+        ctx.plan.request_timeout.as_secs()
+    ));
 }
 
 /// `2/3`; a search's extra confirmation trials go past the planned count and are

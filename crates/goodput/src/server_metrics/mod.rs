@@ -108,6 +108,8 @@ struct Shared {
     reset: bool,
     error: Option<String>,
     truncated: bool,
+    /// Non-finite values dropped from the trial's scrapes.
+    non_finite: usize,
 }
 
 /// One trial's sampling of the engine's `/metrics`.
@@ -164,6 +166,7 @@ impl ServerSampler {
         {
             let mut sh = s.lock();
             sh.truncated = first.truncated;
+            sh.non_finite = first.non_finite;
             sh.last = Some(first.clone());
         }
         s.first = Some(first);
@@ -181,6 +184,12 @@ impl ServerSampler {
             s.shared.clone(),
         )));
         s
+    }
+
+    /// Sampling was enabled and the first scrape failed (no answer, not
+    /// Prometheus text): the engine's `/metrics` is not worth asking again.
+    pub fn first_failed(&self) -> bool {
+        self.spec.enabled && self.first.is_none()
     }
 
     fn timeout(&self) -> Duration {
@@ -233,6 +242,7 @@ impl ServerSampler {
                 if b.truncated {
                     sh.truncated = true;
                 }
+                sh.non_finite += b.non_finite;
             }
             (Some(_), None) => {
                 sh.error.get_or_insert_with(|| {
@@ -245,6 +255,12 @@ impl ServerSampler {
             sh.error = Some(format!(
                 "{}: answer longer than {} bytes; the rest was ignored",
                 self.url, self.spec.max_bytes
+            ));
+        }
+        if sh.non_finite > 0 && sh.error.is_none() {
+            sh.error = Some(format!(
+                "{}: values that were not finite (+Inf, NaN or an overflowing sum) were left out ({} over the trial's scrapes)",
+                self.url, sh.non_finite
             ));
         }
         trial.error = sh.error;
@@ -292,7 +308,7 @@ pub fn notice(notices: &mut Vec<String>, engine: &str, trial: Option<&ServerTria
     let head = format!("{engine}: server metrics: ");
     if !notices.iter().any(|n| n.starts_with(&head)) {
         notices.push(format!(
-            "{head}{why} (the trials ran; their `server` fields are incomplete)"
+            "{head}{why} (the trials ran; their `server` fields are incomplete; after a first scrape that failed, /metrics is not asked again this run)"
         ));
     }
 }
@@ -329,7 +345,7 @@ fn client_counts(t: &mut ServerTrial, records: &[RequestRecord]) {
 /// Counter deltas between the first and the last scrape.
 fn counter_deltas(t: &mut ServerTrial, c: &Catalogue, a: &Snapshot, b: &Snapshot) {
     let d = |names: &[&str]| match (a.first(names), b.first(names)) {
-        (Some(x), Some(y)) => Some(y - x),
+        (Some(x), Some(y)) => Some(y - x).filter(|v| v.is_finite()),
         (None, Some(y)) => Some(y),
         _ => None,
     };
@@ -352,7 +368,9 @@ fn counter_deltas(t: &mut ServerTrial, c: &Catalogue, a: &Snapshot, b: &Snapshot
             }
             if b.kinds.get(name) == Some(&Kind::Counter) {
                 let va = a.values.get(name).copied().unwrap_or(0.0);
-                t.counter_deltas.insert(name.clone(), vb - va);
+                if (vb - va).is_finite() {
+                    t.counter_deltas.insert(name.clone(), vb - va);
+                }
             }
         }
     }
@@ -396,6 +414,7 @@ fn record(sh: &mut Shared, c: &Catalogue, t_s: f64, snap: Snapshot, max_samples:
         sh.reset |= went_down(prev, &snap);
     }
     sh.truncated |= snap.truncated;
+    sh.non_finite += snap.non_finite;
     if c.name == catalogue::GENERIC.name {
         for (name, v) in &snap.values {
             if snap.kinds.get(name) != Some(&Kind::Gauge) {

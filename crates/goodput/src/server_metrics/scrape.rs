@@ -41,6 +41,9 @@ pub struct Snapshot {
     pub kinds: BTreeMap<String, Kind>,
     /// The body was longer than the bound and was cut at a line end.
     pub truncated: bool,
+    /// Samples (or sums over label sets) that were not finite (`+Inf`, `NaN`, an
+    /// overflow), and were dropped: JSON cannot hold them.
+    pub non_finite: usize,
 }
 
 impl Snapshot {
@@ -65,9 +68,10 @@ impl Snapshot {
                 continue;
             }
             let Some(s) = prom::parse_line(line) else {
+                snap.non_finite += prom::is_non_finite_sample(line) as usize;
                 continue;
             };
-            if s.name.ends_with("_bucket") || s.name.ends_with("_created") || !s.value.is_finite() {
+            if s.name.ends_with("_bucket") || s.name.ends_with("_created") {
                 continue;
             }
             if !snap.values.contains_key(s.name) && snap.values.len() >= MAX_NAMES {
@@ -75,6 +79,9 @@ impl Snapshot {
             }
             *snap.values.entry(s.name.to_string()).or_insert(0.0) += s.value;
         }
+        let before = snap.values.len();
+        snap.values.retain(|_, v| v.is_finite());
+        snap.non_finite += before - snap.values.len();
         for name in snap.values.keys() {
             let kind = families.get(name.as_str()).copied().or_else(|| {
                 name.strip_suffix("_total")
@@ -185,6 +192,15 @@ mod tests {
         assert!(!s.values.contains_key("h_bucket"));
         assert!(!s.values.contains_key("vllm:num_preemptions_created"));
         assert_eq!(s.first(&["missing", "h_sum"]), Some(9.0));
+    }
+
+    #[test]
+    fn non_finite_values_and_overflowing_sums_are_dropped_and_counted() {
+        let text = "a +Inf\nb{x=\"1\"} NaN\nc{x=\"1\"} 1.5e308\nc{x=\"2\"} 1.5e308\nd 2\n\
+                    h_bucket{le=\"+Inf\"} 4\n";
+        let s = Snapshot::parse(text);
+        assert_eq!(s.values.keys().collect::<Vec<_>>(), ["d"]);
+        assert_eq!(s.non_finite, 3);
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub async fn barrier(dir: &Path, key: &str, i: u32, n: u32) -> Result<Duration, 
             tokio::time::sleep(poll).await;
         }
         let at = unix_now() + START_LEAD.as_secs_f64();
-        report::io::write_atomic(&start, format!("{at:.6}\n").as_bytes())
+        crate::redact::write_file(&start, &format!("{at:.6}\n"))
             .map_err(|e| format!("load barrier {}: {e}", start.display()))?;
     }
     let at: f64 = loop {

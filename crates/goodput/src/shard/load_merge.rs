@@ -45,7 +45,8 @@ pub fn merge_load_files(paths: &[PathBuf]) -> anyhow::Result<Merged> {
     for &k in &ordered {
         let (path, r) = &shards[k];
         let name = r.run.as_ref().and_then(|r| r.requests_file.clone());
-        let file = path.with_file_name(name.unwrap_or_default());
+        let file = crate::record::named_records_path(path, &name.unwrap_or_default())
+            .map_err(UsageError)?;
         let recs = read_records(&file).map_err(|e| {
             UsageError(format!(
                 "{}: its requests file cannot be read ({e}); a load shard's figures come \

@@ -61,7 +61,7 @@ pub fn merge_files(paths: &[PathBuf], output: &Path) -> anyhow::Result<Merged> {
         let Some(name) = s.report.run.as_ref().and_then(|r| r.requests_file.clone()) else {
             continue;
         };
-        let path = s.path.with_file_name(name);
+        let path = crate::record::named_records_path(&s.path, &name).map_err(UsageError)?;
         if !path.exists() {
             merged.warnings.push(format!(
                 "{}: its requests file {} is missing: the merged requests file lacks its records",
@@ -479,14 +479,14 @@ pub fn command(args: &crate::cli::MergeArgs) -> anyhow::Result<i32> {
         text.push_str(&serde_json::to_string(r)?);
         text.push('\n');
     }
-    report::io::write_atomic(&requests, text.as_bytes())?;
-    report::write_report_atomic(out, &merged.report)?;
+    crate::redact::write_file(&requests, &text)?;
+    crate::redact::write_report(out, &merged.report)?;
     if !args.no_html {
         let html = out.with_extension("html");
-        report::io::write_atomic(&html, crate::render::html(&merged.report).as_bytes())?;
+        crate::redact::write_file(&html, &crate::render::html(&merged.report))?;
     }
     for w in &merged.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::term::safe(w));
     }
     let info = merged.report.run.as_ref().and_then(|r| r.merged.as_ref());
     eprintln!(

@@ -112,9 +112,10 @@ async fn fetch(client: &reqwest::Client, url: &str) -> Result<SimGpu, String> {
     if !resp.status().is_success() {
         return Err(format!("GET {url}: HTTP {}", resp.status().as_u16()));
     }
-    resp.json::<SimGpu>()
+    let what = format!("GET {url}");
+    crate::client::bounded::read_json::<SimGpu>(resp, crate::client::bounded::MAX_PROBE_BYTES, &what)
         .await
-        .map_err(|e| format!("GET {url}: {e}"))
+        .map_err(|e| e.to_string())
 }
 
 impl SimGpuSource {

@@ -216,10 +216,13 @@ pub async fn count_tokens(
             why.push(format!("HTTP {}", status.as_u16()));
             continue;
         }
-        let v = match resp.json::<serde_json::Value>().await {
+        let what = format!("POST {url}");
+        let limit = crate::client::bounded::MAX_PROBE_BYTES;
+        let v = match crate::client::bounded::read_json::<serde_json::Value>(resp, limit, &what).await {
             Ok(v) => v,
+            Err(e @ crate::client::bounded::BodyError::TooLarge { .. }) => return Err(e.to_string()),
             Err(e) => {
-                why.push(format!("not JSON ({e})"));
+                why.push(e.to_string());
                 continue;
             }
         };

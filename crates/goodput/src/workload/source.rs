@@ -47,8 +47,8 @@ pub type Source = std::io::BufReader<Hashing<std::fs::File>>;
 
 /// Opens `path` for reading through a hasher, with the error naming the file.
 pub fn open(path: &Path) -> Result<Source, String> {
-    let f =
-        std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let f = crate::files::open_regular(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     Ok(std::io::BufReader::with_capacity(1 << 20, Hashing::new(f)))
 }
 

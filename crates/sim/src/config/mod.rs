@@ -240,10 +240,18 @@ impl SimConfig {
     /// Read a TOML file and validate it.
     pub fn load(path: impl AsRef<Path>) -> Result<SimConfig, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
+        let io = |error| ConfigError::Io {
             path: path.to_path_buf(),
             error,
-        })?;
+        };
+        // A device or a FIFO is never a config: not read forever, not waited on.
+        if !std::fs::metadata(path).map_err(io)?.is_file() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file (a device, a FIFO or a socket)",
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(io)?;
         let config = SimConfig::from_toml_str(&text).map_err(|e| match e {
             ConfigError::Parse { error, .. } => ConfigError::Parse {
                 path: path.to_path_buf(),

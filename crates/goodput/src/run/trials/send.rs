@@ -61,7 +61,7 @@ pub(super) async fn warm_up(
     if plan.warmup_requests == 0 {
         return None;
     }
-    let sampler = ServerSampler::start(&ctx.client, &handle.base_url, &plan.server_metrics).await;
+    let sampler = start_server_sampler(ctx, handle).await;
     let warm = trial_of(
         ctx,
         at,
@@ -166,8 +166,8 @@ pub(super) async fn measure(
     let (bar, on_record) =
         ctx.progress
             .trial_bar(label, plan.requests_per_trial as u64, sent.clone());
-    let spec_before = handle.scrape_spec_counters().await;
-    let server = ServerSampler::start(&ctx.client, &handle.base_url, &plan.server_metrics).await;
+    let spec_before = spec_counters(ctx, handle).await;
+    let server = start_server_sampler(ctx, handle).await;
     start_together(ctx, at).await;
     let sampler = tel.start_trial();
     let trial = Trial {
@@ -180,7 +180,7 @@ pub(super) async fn measure(
         None => run_trial(client, target.clone(), trial, stop, on_record).await,
     };
     let gpu_samples = sampler.finish().await;
-    let spec_after = handle.scrape_spec_counters().await;
+    let spec_after = spec_counters(ctx, handle).await;
     bar.finish_and_clear();
     Measured {
         records,
@@ -188,6 +188,44 @@ pub(super) async fn measure(
         spec_before,
         spec_after,
         server,
+    }
+}
+
+/// The trial's sampler of the engine's `/metrics`: the profile's, or a disabled
+/// one once a first scrape has failed in this run (that trial's notice says why),
+/// so a `/metrics` that hangs costs one scrape timeout per run, not two per trial.
+async fn start_server_sampler(ctx: &Ctx<'_>, handle: &EngineHandle) -> ServerSampler {
+    let spec = &ctx.plan.server_metrics;
+    if handle.metrics_given_up() {
+        let off = crate::server_metrics::ServerMetricsSpec {
+            enabled: false,
+            ..spec.clone()
+        };
+        return ServerSampler::start(&ctx.client, &handle.base_url, &off).await;
+    }
+    let sampler = ServerSampler::start(&ctx.client, &handle.base_url, spec).await;
+    if sampler.first_failed() {
+        handle.give_up_metrics();
+    }
+    sampler
+}
+
+/// The engine's speculative-decoding counters, unless `[server_metrics]` is
+/// disabled (then `/metrics` is not asked at all); a scrape that fails is a notice,
+/// once, and the engine's `/metrics` is not asked for them again.
+async fn spec_counters(ctx: &mut Ctx<'_>, handle: &EngineHandle) -> Option<SpecCounters> {
+    if !ctx.plan.server_metrics.enabled {
+        return None;
+    }
+    match handle.scrape_spec_counters().await {
+        Ok(c) => c,
+        Err(why) => {
+            ctx.info.notices.push(format!(
+                "{}: speculative-decoding counters: {why}; /metrics is not asked for them again this run",
+                handle.name
+            ));
+            None
+        }
     }
 }
 
