@@ -490,18 +490,39 @@ impl Shared {
     /// Counts requests that ended by the request timeout in a row, and abandons the
     /// trial at [`TIMEOUTS_TO_ABANDON`].
     fn count_timeouts(&self, rec: &RequestRecord) {
-        match rec.error {
-            Some(ErrorKind::Timeout) => {
-                let n = self.timeouts_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
-                if n >= TIMEOUTS_TO_ABANDON {
-                    self.cancel.cancel();
-                }
-            }
-            // Abandoned and cancelled requests say nothing of the server.
-            Some(ErrorKind::Abandoned | ErrorKind::Cancelled) => {}
-            _ => self.timeouts_in_a_row.store(0, Ordering::Relaxed),
+        let before = self
+            .timeouts_in_a_row
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(timeouts_after(n, rec))
+            })
+            .unwrap_or(0);
+        if timeouts_after(before, rec) >= TIMEOUTS_TO_ABANDON {
+            self.cancel.cancel();
         }
     }
+}
+
+/// The count of requests that ended by the request timeout in a row, after `rec`
+/// ended with `n` before it: the one rule of [`TIMEOUTS_TO_ABANDON`].
+fn timeouts_after(n: u32, rec: &RequestRecord) -> u32 {
+    match rec.error {
+        Some(ErrorKind::Timeout) => n + 1,
+        // Abandoned and cancelled requests say nothing of the server.
+        Some(ErrorKind::Abandoned | ErrorKind::Cancelled) => n,
+        _ => 0,
+    }
+}
+
+/// Whether a trial's records show it was abandoned: [`TIMEOUTS_TO_ABANDON`]
+/// requests in a row, in the order they ended, ended by the request timeout.
+pub fn was_abandoned(records: &[RequestRecord]) -> bool {
+    let mut by_end: Vec<&RequestRecord> = records.iter().collect();
+    by_end.sort_by_key(|r| r.done);
+    let mut n = 0;
+    by_end.iter().any(|r| {
+        n = timeouts_after(n, r);
+        n >= TIMEOUTS_TO_ABANDON
+    })
 }
 
 /// The detail of an [`ErrorKind::Abandoned`] request.

@@ -207,10 +207,7 @@ async fn run_one(
 /// A trial abandoned for requests that timed out in a row says so, with how many
 /// of its requests were never sent.
 fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
-    if !records
-        .iter()
-        .any(|r| r.error == Some(crate::record::ErrorKind::Abandoned))
-    {
+    if !crate::load::was_abandoned(records) {
         return;
     }
     let unsent = (ctx.plan.requests_per_trial as usize).saturating_sub(records.len());

@@ -4,6 +4,7 @@
 //!   (`assert_cmd`), in a scratch directory;
 //! - [`server`]: starting a fake server on 127.0.0.1 port 0, stopped when dropped;
 //! - [`script`]: the scripted SSE server built on it;
+//! - [`fake_engine`]: a misbehaving engine for whole runs of the binary;
 //! - [`procs`]: finding the processes a test started (the library's `/proc` scan);
 //! - [`require`]: the external programs a test needs, and the variables that skip it;
 //! - [`records`]: figures recomputed from the raw records of a run;
@@ -19,6 +20,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod cli;
+pub mod fake_engine;
 pub mod load_share;
 pub mod procs;
 pub mod profiles;

@@ -221,7 +221,7 @@ async fn spec_counters(ctx: &mut Ctx<'_>, handle: &EngineHandle) -> Option<SpecC
         Ok(c) => c,
         Err(why) => {
             ctx.info.notices.push(format!(
-                "{}: speculative-decoding counters: {why}; /metrics is not asked for them again this run",
+                "{}: speculative-decoding counters: {why}; /metrics is not asked again this run (neither for them nor for the server metrics)",
                 handle.name
             ));
             None
