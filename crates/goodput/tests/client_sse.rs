@@ -377,3 +377,31 @@ async fn preconnected_requests_wait_for_no_connection_and_new_ones_record_theirs
     assert!(r.chunks[0].t >= r.sent + connect + 5_000_000, "{r:?}");
     sim.abort();
 }
+
+#[tokio::test]
+async fn keep_alive_comments_do_not_hold_off_the_stall_timeout() {
+    // One chunk, then nothing but comments every 100 ms for 3 s: stalled.
+    let mut steps = vec![step(10, text_chunk("a"))];
+    steps.extend((0..30).map(|_| step(100, ": keep-alive\n\n")));
+    let s = serve(sse_head(), steps, false).await;
+    let r = one(&s, limits()).await;
+    assert_eq!(r.error, Some(ErrorKind::Stall), "{:?}", r.error_detail);
+    assert_eq!(r.chunks.len(), 1);
+}
+
+#[tokio::test]
+async fn oversized_headers_and_compressed_streams_are_named_for_what_they_are() {
+    let mut head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-big: ".to_vec();
+    head.extend(std::iter::repeat_n(b'a', 1 << 20));
+    head.extend(b"\r\nconnection: close\r\n\r\n");
+    let s = serve(head, vec![step(0, DONE)], true).await;
+    let r = one(&s, limits()).await;
+    assert_eq!(r.error, Some(ErrorKind::TooLarge), "{:?}", r.error_detail);
+    assert!(r.error_detail.unwrap().contains("headers"));
+
+    let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\nconnection: close\r\n\r\n".to_vec();
+    let s = serve(head, vec![step(0, vec![0x1f, 0x8b, 8, 0, 0, 0])], true).await;
+    let r = one(&s, limits()).await;
+    assert_eq!(r.error, Some(ErrorKind::NotSse), "{:?}", r.error_detail);
+    assert!(r.error_detail.unwrap().contains("gzip"));
+}

@@ -90,3 +90,82 @@ api_key_env = "GOODPUT_TEST_API_KEY"
     assert!(cmd.contains("***"), "{cmd}");
     assert_no_key(&outputs_of(dir.path(), &o.stdout, &o.stderr));
 }
+
+/// Secrets goodput never saw as a key, but knows: an engine that prints its
+/// environment (`HF_TOKEN`, `OPENAI_API_KEY`), a URL with a password in it, and a
+/// server that echoes the `Authorization` header of a refused request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_printed_by_engines_or_echoed_by_servers_are_redacted_everywhere() {
+    use common::fake_engine::{self, Behaviour, Completions};
+    const HF: &str = "hf_planted_token_77aa01";
+    const OPENAI: &str = "sk-planted-openai-5521";
+    const URL_PASSWORD: &str = "pw-planted-in-url-0042";
+    let fake = fake_engine::start(Behaviour {
+        completions: Completions::Error(
+            401,
+            format!("{{\"error\": \"bad key\", \"authorization\": \"Bearer {KEY}\"}}"),
+        ),
+        ..Behaviour::default()
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = closed_port();
+    let profile = format!(
+        r#"
+name = "secrets2"
+[slo]
+ttft_ms = 500
+[load]
+points = [1]
+requests_per_trial = 2
+warmup_requests = 0
+[workload]
+input_tokens = 8
+output_tokens = 4
+[engines.echoes]
+kind = "command"
+shell = "echo starting with token=$HF_TOKEN key $OPENAI_API_KEY; exit 3"
+ready_timeout_s = 20
+[engines.password-url]
+url = "http://user:{URL_PASSWORD}@127.0.0.1:{port}"
+model = "m"
+[engines.echoing-server]
+url = "{url}"
+model = "m"
+api_key_env = "GOODPUT_TEST_API_KEY"
+"#,
+        url = fake.url
+    );
+    // The profile (which holds the URL's password) lives apart from the outputs.
+    let profile_dir = tempfile::tempdir().unwrap();
+    let p = profile_dir.path().join("p.toml");
+    std::fs::write(&p, profile).unwrap();
+    let out = dir.path().join("r.json");
+    let mut cmd = goodput();
+    cmd.args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .env("GOODPUT_TEST_API_KEY", KEY)
+        .env("HF_TOKEN", HF)
+        .env("OPENAI_API_KEY", OPENAI)
+        .timeout(std::time::Duration::from_secs(120));
+    let o = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let r = report::read_report(&out).unwrap();
+    // The secrets reached goodput: the echoing engine's log tail and the server's
+    // error are in the report, redacted.
+    let tail = r.load["echoes"].error.clone().unwrap().log_tail.join("\n");
+    assert!(tail.contains("token=***") && tail.contains("key ***"), "{tail}");
+    assert!(r.load["echoing-server"].points[0].errors.contains_key("http_401"));
+    // The engine's own log (`echoes.log`) is what the engine wrote, verbatim, for
+    // whoever debugs it; everything goodput writes or prints is checked.
+    let outputs: Vec<_> = outputs_of(dir.path(), &o.stdout, &o.stderr)
+        .into_iter()
+        .filter(|(name, _)| !name.ends_with(".log"))
+        .collect();
+    for secret in [KEY, HF, OPENAI, URL_PASSWORD] {
+        for (name, bytes) in &outputs {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(!text.contains(secret), "{secret} leaked into {name}");
+        }
+    }
+}
