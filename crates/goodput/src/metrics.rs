@@ -114,6 +114,11 @@ pub struct TrialMetrics {
     pub errors: IndexMap<String, u64>,
     /// Requests whose token count was estimated.
     pub estimated: u64,
+    /// Successful requests that asked for an exact output length.
+    pub exact_asked: u64,
+    /// Of those, the ones with fewer tokens, by `finish_reason` (`none` when the
+    /// stream gave none).
+    pub short: IndexMap<String, u64>,
     /// First send to last completion, s; `None` when nothing was sent.
     pub duration_s: Option<f64>,
     /// Output tokens / s.
@@ -183,6 +188,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
                 m.completed += 1;
                 m.good += rm.good as u64;
                 m.estimated += r.tokens_estimated as u64;
+                count_short(&mut m, r, rm.output_tokens);
                 out_tokens = out_tokens.saturating_add(rm.output_tokens);
                 if let Some(p) = r.prompt_tokens {
                     in_tokens = (in_tokens.0.saturating_add(p), in_tokens.1 + 1);
@@ -227,6 +233,19 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     }
     m.turns = trial_turns(records, slo);
     m
+}
+
+/// Counts a successful request that asked for an exact length, and whether its
+/// answer came short (the one definition of a short output).
+fn count_short(m: &mut TrialMetrics, r: &RequestRecord, output_tokens: u64) {
+    let Some(asked) = r.requested_tokens.filter(|_| r.exact_tokens) else {
+        return;
+    };
+    m.exact_asked += 1;
+    if output_tokens < u64::from(asked) {
+        let why = r.finish_reason.clone().unwrap_or_else(|| "none".into());
+        *m.short.entry(why).or_insert(0) += 1;
+    }
 }
 
 /// A trial's duration and what is per second of it (throughputs, achieved
@@ -282,6 +301,26 @@ fn error_text(r: &RequestRecord) -> String {
     cut
 }
 
+/// The point's short outputs, summed over its trials (`None` when no request
+/// asked for an exact length).
+fn short_outputs(trials: &[TrialMetrics]) -> Option<report::ShortOutputs> {
+    let of: u64 = trials.iter().map(|t| t.exact_asked).sum();
+    if of == 0 {
+        return None;
+    }
+    let mut finish_reasons = IndexMap::new();
+    for t in trials {
+        for (k, v) in &t.short {
+            *finish_reasons.entry(k.clone()).or_insert(0u64) += v;
+        }
+    }
+    Some(report::ShortOutputs {
+        requests: finish_reasons.values().sum(),
+        of,
+        finish_reasons,
+    })
+}
+
 /// The report point of a load level, from its trials' metrics (in trial order).
 /// GPU telemetry, speculative decoding and per-trial details are filled by the caller.
 pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mode: bool) -> Point {
@@ -331,6 +370,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         failed: Some(trials.iter().map(|t| t.failed).collect()),
         errors,
         estimated_tokens: Some(trials.iter().map(|t| t.estimated).sum()),
+        short_outputs: short_outputs(trials),
         median_e2el_ms: Some(stat(|t| t.median_e2el_ms)),
         p99_e2el_ms: Some(stat(|t| t.p99_e2el_ms)),
         mean_input_tokens: Some(stat(|t| t.mean_input_tokens)),

@@ -129,6 +129,13 @@ pub struct RequestRecord {
     /// Output tokens the request asked for.
     #[serde(default)]
     pub requested_tokens: Option<u32>,
+    /// The request asked for exactly `requested_tokens` (`min_tokens` =
+    /// `max_tokens`, `ignore_eos`): an answer shorter than that is the engine's doing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact_tokens: bool,
+    /// The stream's `finish_reason` (the last one given: `stop`, `length`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
     /// Prompt tokens the workload meant to send (synthetic, prefix and trace
     /// lengths; ShareGPT's counted length), beside `prompt_tokens` as served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,6 +194,8 @@ impl RequestRecord {
             completion_tokens: None,
             tokens_estimated: false,
             requested_tokens: None,
+            exact_tokens: false,
+            finish_reason: None,
             input_tokens: None,
             shared_tokens: None,
             session: None,

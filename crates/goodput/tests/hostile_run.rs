@@ -85,6 +85,7 @@ async fn an_endless_model_list_fails_at_once_with_bounded_memory() {
     // Once, not again every 5 s until the ready timeout.
     assert!(fake.hits("/v1/models") <= 2, "{}", fake.hits("/v1/models"));
     // The server offered 512 MiB; goodput reads 4 MiB of it at most.
+    eprintln!("goodput's peak RSS against an endless /v1/models: {} MiB", rss >> 20);
     assert!(rss < 96 << 20, "goodput reached {} MiB", rss >> 20);
 }
 
@@ -325,4 +326,31 @@ async fn an_api_key_with_a_newline_fails_at_once() {
     let err = r.load["e"].error.clone().expect("the engine failed");
     assert!(err.message.contains("control character"), "{err:?}");
     assert_eq!(fake.hits("/v1/completions"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_shorter_than_the_exact_length_asked_are_counted_and_warned() {
+    // The fake stops after 4 tokens with `finish_reason: length`; 8 are asked for.
+    let fake = fake_engine::start(Behaviour::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let profile = fake_engine::profile(&fake.url, 3, 1, "", "")
+        .replace("output_tokens = 4", "output_tokens = 8");
+    let p = write_profile(dir.path(), &profile);
+    let out = dir.path().join("r.json");
+    let o = run(&p, &out, &["--no-html"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let r = report::read_report(&out).unwrap();
+    let short = r.load["e"].points[0].short_outputs.clone().unwrap();
+    assert_eq!((short.requests, short.of), (3, 3));
+    assert_eq!(short.finish_reasons.get("length"), Some(&3));
+    let shown = goodput().args(["show", out.to_str().unwrap()]).output().unwrap();
+    let t = text(&shown.stdout);
+    assert!(t.contains("Answers shorter than asked"), "{t}");
+    assert!(t.contains("3 of 3 requests"), "{t}");
+    // Asked for what it got: nothing to say.
+    let p = write_profile(dir.path(), &fake_engine::profile(&fake.url, 3, 1, "", ""));
+    let out = dir.path().join("r4.json");
+    run(&p, &out, &["--no-html"]).await;
+    let r = report::read_report(&out).unwrap();
+    assert_eq!(r.load["e"].points[0].short_outputs.clone().unwrap().requests, 0);
 }

@@ -169,6 +169,9 @@ impl Progress {
             let keep = rec.reply.as_mut().map(|r| (r, MAX_REPLY_BYTES));
             let info = super::sse::parse_data_keeping(data, keep)
                 .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
+            if info.finish_reason.is_some() {
+                rec.finish_reason = info.finish_reason;
+            }
             if let Some(u) = info.usage {
                 rec.prompt_tokens = u.prompt_tokens.or(rec.prompt_tokens);
                 rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);

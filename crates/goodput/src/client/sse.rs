@@ -172,7 +172,14 @@ pub struct ChunkInfo {
     pub usage: Option<Usage>,
     /// The simulator's timing probe.
     pub probe_ns: Option<u64>,
+    /// The first choice's `finish_reason`, when the chunk gives one (`stop`,
+    /// `length`), cut to [`MAX_FINISH_REASON`] bytes.
+    pub finish_reason: Option<String>,
 }
+
+/// Longest `finish_reason` kept: the engines' are a word (`stop`, `length`,
+/// `abort`, `tool_calls`), and a server's must not grow the record.
+pub const MAX_FINISH_REASON: usize = 32;
 
 /// `usage` of a chunk.
 #[derive(Debug, Default, PartialEq, Deserialize)]
@@ -203,6 +210,8 @@ struct Choice<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -260,6 +269,7 @@ pub fn parse_data_keeping(
                 text_len: 0,
                 usage: msg.usage,
                 probe_ns: msg.goodput_probe_ns,
+                finish_reason: None,
             });
         }
         return Err(ChunkError::Malformed(format!(
@@ -284,10 +294,21 @@ pub fn parse_data_keeping(
             push_bounded(kept, text.unwrap_or(""), *limit);
         }
     }
+    let finish_reason = choices
+        .iter()
+        .find_map(|c| c.finish_reason.as_deref())
+        .map(|f| {
+            let mut end = f.len().min(MAX_FINISH_REASON);
+            while !f.is_char_boundary(end) {
+                end -= 1;
+            }
+            f[..end].to_string()
+        });
     Ok(ChunkInfo {
         text_len: u32::try_from(len).unwrap_or(u32::MAX),
         usage: msg.usage,
         probe_ns: msg.goodput_probe_ns,
+        finish_reason,
     })
 }
 

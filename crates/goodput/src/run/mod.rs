@@ -296,10 +296,15 @@ async fn open<'a>(
     ctx.refresh_environment();
     ctx.save().context("cannot write the report")?;
     if resumed {
+        let kept = ctx.sweep.complete_trials() as u64;
+        let left = trials_left(plan, &ctx.sweep);
         say!(
             ctx,
-            "resuming {}: complete trials are kept",
-            output.display()
+            "resuming {}: {} kept, {} to run{}",
+            output.display(),
+            crate::render::text::count(kept, "complete trial"),
+            left,
+            if plan.search.is_some() { " at most" } else { "" }
         );
     }
     Ok(ctx)

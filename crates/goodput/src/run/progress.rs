@@ -36,9 +36,17 @@ impl Progress {
         let overall = multi.add(ProgressBar::new(total_trials));
         overall.set_style(
             ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:20}] {pos}/{len} trials, about {eta} left · {msg}",
+                "{elapsed_precise} [{bar:20}] {pos}/{len} trials, {left} · {msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
+            // No estimate before a trial has ended: "about 0s left" would be a guess.
+            .with_key("left", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = if s.pos() == 0 {
+                    write!(w, "time left known after the first trial")
+                } else {
+                    write!(w, "about {:#} left", indicatif::HumanDuration(s.eta()))
+                };
+            })
             .progress_chars("=> "),
         );
         if visible {

@@ -77,6 +77,16 @@ impl Sweep {
         self.engines.entry(name.to_string()).or_default()
     }
 
+    /// Trials that finished completely, over every engine and point.
+    pub fn complete_trials(&self) -> usize {
+        self.engines
+            .values()
+            .flat_map(|e| e.points.values())
+            .flat_map(|p| p.values())
+            .filter(|s| s.info.status == RunStatus::Complete)
+            .count()
+    }
+
     /// True when trial `t` at `point` of `engine` finished completely.
     pub fn is_complete(&self, engine: &str, point: PointKey, t: u32) -> bool {
         self.engines

@@ -308,9 +308,9 @@ fn keep_trial(
         metrics.completed,
         metrics.failed,
         metrics.good,
-        info.error
-            .as_ref()
-            .map_or(String::new(), |e| format!(" ({e})")),
+        info.error.as_ref().map_or(String::new(), |e| format!(
+            " ({e}: kept as a partial trial, which the point's figures do not count)"
+        )),
         first_failure(records).unwrap_or_default()
     );
     ctx.sweep.add_trial(

@@ -245,6 +245,7 @@ impl Session {
             shared_tokens: Some(u32::try_from(shared).unwrap_or(u32::MAX)),
             session: Some(self.id),
             turn: Some(index),
+            exact: true,
         };
         self.in_flight = Some((turn, shared));
         Some(TurnRequest {

@@ -51,12 +51,15 @@ pub struct Asked {
     pub session: Option<u32>,
     /// Turn in the session.
     pub turn: Option<u32>,
+    /// `max_tokens` is asked for exactly (`min_tokens`, `ignore_eos`).
+    pub exact: bool,
 }
 
 impl Asked {
     /// Copies the asked facts into a fresh record.
     pub fn fill(&self, rec: &mut RequestRecord) {
         rec.requested_tokens = self.max_tokens;
+        rec.exact_tokens = self.exact && self.max_tokens.is_some();
         rec.input_tokens = self.input_tokens;
         rec.shared_tokens = self.shared_tokens;
         rec.session = self.session;
@@ -141,7 +144,8 @@ impl Builder {
     }
 
     /// A request with its body serialised.
-    fn prepared(&self, prompt: &str, asked: Asked, fixed: bool) -> Prepared {
+    fn prepared(&self, prompt: &str, mut asked: Asked, fixed: bool) -> Prepared {
+        asked.exact = fixed;
         Prepared {
             body: Bytes::from(self.body(prompt, asked.max_tokens, fixed).to_string()),
             asked,

@@ -59,6 +59,7 @@ pub(super) fn build(b: &Builder, p: &PrefixWorkload, n: u32, key: u64) -> Vec<Pr
                 shared_tokens: Some(if i >= p.groups { p.prefix_tokens } else { 0 }),
                 session: Some(g),
                 turn: None,
+                exact: true,
             };
             b.prepared(&format!("{} {own}", prefixes[g as usize]), asked, true)
         })

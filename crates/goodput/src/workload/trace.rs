@@ -158,6 +158,7 @@ pub(super) fn build(b: &Builder, t: &TraceWorkload, n: u32, key: u64) -> Vec<Pre
                 shared_tokens: Some(shared_prefix(r, t.block_tokens, &mut seen)),
                 session: None,
                 turn: None,
+                exact: true,
             };
             b.prepared(&text.join(" "), asked, true)
         })

@@ -124,8 +124,11 @@ async fn completions(State(s): State<Shared>) -> Response {
     match s.behaviour.completions.clone() {
         Completions::Ok { completion_tokens } => {
             let mut out = String::new();
-            for _ in 0..4 {
-                out.push_str("data: {\"choices\":[{\"index\":0,\"text\":\"x \"}]}\n\n");
+            for i in 0..4 {
+                let finish = if i == 3 { "\"length\"" } else { "null" };
+                out.push_str(&format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"text\":\"x \",\"finish_reason\":{finish}}}]}}\n\n"
+                ));
             }
             out.push_str(&format!(
                 "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{completion_tokens}}}}}\n\ndata: [DONE]\n\n"

@@ -59,6 +59,12 @@ pub struct Point {
     /// chunks because the server sent no usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_tokens: Option<u64>,
+    /// goodput addition: successful requests that asked for an exact output length
+    /// (`min_tokens` = `max_tokens`, `ignore_eos`) and got fewer tokens, over all
+    /// trials, with the engine's finish reasons: an engine that stops early looks
+    /// faster than one that generates what was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_outputs: Option<ShortOutputs>,
     /// goodput addition: median end-to-end latency of each trial, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_e2el_ms: Option<Stat>,
@@ -220,6 +226,19 @@ pub struct SloCheck {
     /// requests sent (a failed request counts as infinitely slow: `null`), ms.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub percentiles_ms: IndexMap<String, Option<f64>>,
+}
+
+/// goodput addition: answers shorter than the exact length asked for, over a point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ShortOutputs {
+    /// Successful requests shorter than asked.
+    pub requests: u64,
+    /// Successful requests that asked for an exact length.
+    pub of: u64,
+    /// Their `finish_reason`s (`length`, `stop`, ...; `none` when the stream gave
+    /// none), with counts.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub finish_reasons: IndexMap<String, u64>,
 }
 
 /// goodput addition: speculative decoding counters over a point (deltas of the

@@ -54,6 +54,8 @@ pub enum WarningKind {
     Outliers,
     /// Output token counts were estimated from stream chunks.
     EstimatedTokens,
+    /// Answers shorter than the exact length asked for.
+    ShortOutputs,
     /// From the engine's own metrics: queueing, preemption, full KV cache, counts.
     Server(server::ServerWarning),
 }
@@ -74,6 +76,7 @@ impl WarningKind {
             WarningKind::ClientLag => "Client could not keep up",
             WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
+            WarningKind::ShortOutputs => "Answers shorter than asked",
             WarningKind::Server(k) => k.title(),
         }
     }
@@ -123,6 +126,11 @@ impl WarningKind {
                 "counts from chunks are wrong when a chunk carries several tokens \
                  (speculative decoding): TPOT and token throughput are approximate."
             }
+            WarningKind::ShortOutputs => {
+                "an engine that stops before the length asked for generates less and looks \
+                 faster: its TPOT, E2E latency and throughput are not comparable with an \
+                 engine's that generated every token."
+            }
             WarningKind::Server(k) => k.why(),
         }
     }
@@ -163,6 +171,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 client_lag(p),
                 outliers(p),
                 estimated_tokens(p),
+                short_outputs(p),
             ]
             .into_iter()
             .flatten()
@@ -238,6 +247,17 @@ pub fn grouped(ws: &[Warning]) -> Vec<Group> {
         .collect()
 }
 
+/// `Warnings: 4 kinds, 10 in all`: the headings below are kinds, each with its
+/// lines (one per engine and load level).
+fn warnings_title(ws: &[Warning]) -> String {
+    let kinds = grouped(ws).len();
+    format!(
+        "Warnings: {}, {} in all",
+        crate::render::text::count(kinds as u64, "kind"),
+        ws.len()
+    )
+}
+
 /// The warnings as text, grouped by kind: the title and why it matters, one line per
 /// engine and load level, then what to do. `No warnings.` when there are none.
 pub fn warnings_text(report: &Report, color: bool) -> String {
@@ -245,7 +265,7 @@ pub fn warnings_text(report: &Report, color: bool) -> String {
     if ws.is_empty() {
         return "No warnings.\n".into();
     }
-    let mut out = Style::Bold.paint(&format!("Warnings ({})", ws.len()), color);
+    let mut out = Style::Bold.paint(&warnings_title(&ws), color);
     out.push('\n');
     for Group {
         kind,
@@ -272,7 +292,7 @@ pub fn warnings_markdown(report: &Report) -> String {
     if ws.is_empty() {
         return "No warnings.\n".into();
     }
-    let mut out = format!("### Warnings ({})\n", ws.len());
+    let mut out = format!("### {}\n", warnings_title(&ws));
     for Group {
         kind,
         lines,

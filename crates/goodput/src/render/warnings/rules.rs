@@ -327,6 +327,30 @@ pub fn estimated_tokens(p: &Point) -> Found {
     ))
 }
 
+/// Answers shorter than the exact length asked for.
+pub fn short_outputs(p: &Point) -> Found {
+    let s = p.short_outputs.as_ref().filter(|s| s.requests > 0)?;
+    let reasons: Vec<String> = s
+        .finish_reasons
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    Some((
+        WarningKind::ShortOutputs,
+        format!(
+            "{} of {} requests ({:.0}%) got fewer output tokens than the exact length asked \
+             for (finish reasons: {})",
+            s.requests,
+            s.of,
+            100.0 * s.requests as f64 / s.of.max(1) as f64,
+            reasons.join(", ")
+        ),
+        "Make the engine honour `min_tokens` and `ignore_eos` (vLLM does; some servers \
+         ignore them), or compare engines on throughput of requests of equal length."
+            .into(),
+    ))
+}
+
 /// A far-out request as the report shows it.
 struct FarOut {
     /// `TTFT` or `E2E latency`.
