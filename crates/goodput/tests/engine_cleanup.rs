@@ -186,6 +186,9 @@ fn check(mode: &str, signal: Option<Signal>) -> String {
         procs::signal(child.id(), sig);
         if mode == "stuck" {
             last = wait_line(&rx, "STOPPING");
+            // A second signal sooner than INSIST_AFTER is the same request
+            // (`timeout` signals the child, then its group); later, it insists.
+            std::thread::sleep(goodput::engine::process::INSIST_AFTER + Duration::from_millis(200));
             procs::signal(child.id(), Signal::SIGINT);
         } else {
             last = wait_line(&rx, "STOPPED");

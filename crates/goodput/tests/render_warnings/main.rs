@@ -133,7 +133,7 @@ fn warnings_name_engine_and_load_level_in_text() {
     let mut r = clean();
     point(&mut r).estimated_tokens = Some(3);
     let text = warnings_text(&r, false);
-    assert!(text.starts_with("Warnings (1)\n"), "{text}");
+    assert!(text.starts_with("Warnings: 1 kind, 1 in all\n"), "{text}");
     assert!(
         text.contains("    vllm-fast-b x=1: output tokens of 3 requests"),
         "{text}"
