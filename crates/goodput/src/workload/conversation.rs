@@ -437,6 +437,7 @@ mod tests {
             model: "m".into(),
             api,
             tokens_per_word: 1.0,
+            chat_fields: Default::default(),
         }
     }
 

@@ -54,6 +54,8 @@ pub enum WarningKind {
     Outliers,
     /// Output token counts were estimated from stream chunks.
     EstimatedTokens,
+    /// Requests reasoned up to their limit and gave no answer.
+    NoAnswer,
     /// From the engine's own metrics: queueing, preemption, full KV cache, counts.
     Server(server::ServerWarning),
 }
@@ -74,6 +76,7 @@ impl WarningKind {
             WarningKind::ClientLag => "Client could not keep up",
             WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
+            WarningKind::NoAnswer => "Requests without an answer",
             WarningKind::Server(k) => k.title(),
         }
     }
@@ -123,6 +126,10 @@ impl WarningKind {
                 "counts from chunks are wrong when a chunk carries several tokens \
                  (speculative decoding): TPOT and token throughput are approximate."
             }
+            WarningKind::NoAnswer => {
+                "the model thought until the token limit and never answered: the request \
+                 succeeded and is fast, but the user got nothing (never counted good)."
+            }
             WarningKind::Server(k) => k.why(),
         }
     }
@@ -163,6 +170,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 client_lag(p),
                 outliers(p),
                 estimated_tokens(p),
+                super::reasoning::no_answer(p),
             ]
             .into_iter()
             .flatten()
