@@ -20,7 +20,7 @@ fn thinking(tokens: u32) -> SimConfig {
 }
 
 async fn chat(server: &Server, extra: Value) -> Vec<Event> {
-    let mut body = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+    let mut body = json!({"messages": [{"role": "user", "content": "hi"}],
         "max_tokens": 12, "ignore_eos": true, "stream": true,
         "stream_options": {"include_usage": true}});
     for (k, v) in extra.as_object().unwrap() {
