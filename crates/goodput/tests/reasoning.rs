@@ -340,3 +340,20 @@ async fn the_report_measures_thinking_and_answering_apart() {
     assert_eq!(point(&r, "think").good, Some(vec![4]));
     task.abort();
 }
+
+/// The documented example: thinking on and off as two simulator engines.
+#[test]
+fn the_example_profile_runs_thinking_on_and_off_as_two_engines() {
+    let text = include_str!("../../../examples/reasoning-sim.toml");
+    let plan = goodput::profile::Profile::parse(text, "reasoning-sim.toml")
+        .unwrap()
+        .into_plan("reasoning-sim.toml", &Default::default())
+        .unwrap();
+    assert_eq!(plan.slo.ttfat_ms, Some(4000.0));
+    let fields = |e: &str| serde_json::Value::Object(goodput::plan::chat_fields(&plan.engines[e]));
+    assert_eq!(fields("thinking"), json!({}));
+    assert_eq!(
+        fields("no-thinking"),
+        json!({"chat_template_kwargs": {"enable_thinking": false}})
+    );
+}
