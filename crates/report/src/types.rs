@@ -83,7 +83,7 @@ pub struct Slo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attainment: Option<f64>,
     /// goodput addition: when given (e.g. 90), a load level meets the SLO when the
-    /// pooled p-th percentile of TTFT, TPOT and E2EL each is within its bound
+    /// pooled p-th percentile of TTFT, TPOT, E2EL and TTFAT each is within its bound
     /// (DistServe's form) instead of by `attainment`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percentile: Option<f64>,
