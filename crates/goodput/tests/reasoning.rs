@@ -324,6 +324,16 @@ async fn the_report_measures_thinking_and_answering_apart() {
     assert!(shown.contains("Thinking and answering"), "{shown}");
     let compared = goodput_output(&["compare", out.to_str().unwrap()]);
     assert!(succeeded(&compared, "goodput compare").contains("median TTFAT ms"));
+    let page = dir.dir().join("r.html");
+    let o = goodput_output(&[
+        "report",
+        out.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    succeeded(&o, "goodput report");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Thinking and answering") && html.contains("TTFAT"));
     // The controls reached the server, per engine.
     let bodies = asked.0.lock().unwrap().clone();
     let off = bodies
