@@ -107,6 +107,8 @@ async fn reasoning_chunks_count_under_either_field_name() {
             .iter()
             .all(|c| c.reasoning == c.len && c.len > 0));
         assert!(rec.chunks[20..].iter().all(|c| c.reasoning == 0));
+        assert_eq!(rec.first_reasoning(), rec.chunks.first());
+        assert_eq!(rec.first_answer(), rec.chunks.get(20));
         let m = metrics(&rec);
         assert!(
             m.ttft_ms >= 45.0 && m.ttft_ms < 200.0,
@@ -307,6 +309,14 @@ async fn the_report_measures_thinking_and_answering_apart() {
     assert_eq!(s.no_answer, [0]);
     assert_eq!(think.good, Some(vec![0]), "TTFAT over 150 ms: none good");
     assert_eq!(think.slo_check.as_ref().unwrap().misses["ttfat"], 4);
+    // The raw facts in the requests file: each chunk's reasoning bytes.
+    let records = goodput::record::read_records(&goodput::record::records_path(&out)).unwrap();
+    let rec = records.iter().find(|r| r.engine == "think").unwrap();
+    assert_eq!(rec.chunks.iter().filter(|c| c.reasoning > 0).count(), 20);
+    assert_eq!(
+        rec.reasoning_tokens, None,
+        "the server gave no usage details"
+    );
     // Thinking off: the answer is the first token, TTFAT is TTFT, all good.
     let plain = point(&r, "plain");
     assert!(plain.reasoning.is_none());
