@@ -282,6 +282,10 @@ pub struct SimArgs {
     /// one per CPU.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Think before answering: about N reasoning tokens per chat request (± half),
+    /// streamed as `delta.reasoning` (the config's `[reasoning]`; docs/reasoning.md).
+    #[arg(long, value_name = "N")]
+    pub reasoning_tokens: Option<u32>,
 }
 
 impl Cli {
@@ -525,6 +529,12 @@ async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
     }
     if args.probe {
         config.probe = true;
+    }
+    if let Some(tokens) = args.reasoning_tokens {
+        config.reasoning = Some(goodput_sim::ReasoningConfig {
+            tokens,
+            spread: 0.5,
+        });
     }
     config.validate()?;
     let opts = goodput_sim::SimOptions {

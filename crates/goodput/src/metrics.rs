@@ -13,7 +13,19 @@
 //!   counts tokens, ITL counts chunks.
 //! - **ITL** = gaps between successive content chunks, pooled over the trial's requests.
 //! - **good** request: succeeded, TTFT ≤ `slo.ttft_ms`, TPOT ≤ `slo.tpot_ms` (a
-//!   one-token request has TPOT 0 here) and, when given, E2EL ≤ `slo.e2el_ms`.
+//!   one-token request has TPOT 0 here) and, when given, E2EL ≤ `slo.e2el_ms` and
+//!   TTFAT ≤ `slo.ttfat_ms`; never a request that reasoned and gave no answer.
+//! - **Reasoning models** ([`reasoning`]): a chunk of `delta.reasoning` (or
+//!   `delta.reasoning_content`) text is a *reasoning* chunk, one of `delta.content`
+//!   an *answer* chunk. TTFT and TPOT count tokens of either kind (vLLM's
+//!   definition). **TTFAT** (time to first answer token) = first answer chunk −
+//!   send time (= TTFT for a model that does not reason). **reasoning tokens** =
+//!   `usage.completion_tokens_details.reasoning_tokens`, else the number of
+//!   reasoning chunks (counted as *estimated*), at most the output tokens; **answer
+//!   tokens** = output tokens − reasoning tokens; **answer TPOT** = (E2EL − TTFAT) /
+//!   (answer tokens − 1). A request that streamed reasoning and no answer chunk is
+//!   a **no answer**: it succeeded, is never good, has no TTFAT, and counts as
+//!   infinitely slow in the percentile form of a TTFAT bound.
 //! - **trial duration** = first send → last completion (of any request of the trial);
 //!   output_throughput = output tokens of successful requests / duration;
 //!   request_throughput = successful requests / duration; goodput_rps = good / duration.
@@ -51,10 +63,12 @@ use crate::profile::SloSpec;
 use crate::record::RequestRecord;
 
 mod outlier;
+pub mod reasoning;
 mod slo;
 mod turns;
 
 pub use outlier::*;
+pub use reasoning::{reasoning_summary, request_reasoning, RequestReasoning, TrialReasoning};
 pub use slo::*;
 pub use turns::*;
 
@@ -74,6 +88,8 @@ pub struct RequestMetrics {
     pub tpot_ms: Option<f64>,
     /// Output tokens.
     pub output_tokens: u64,
+    /// Reasoning and answer apart (TTFAT, tokens of each).
+    pub reasoning: RequestReasoning,
     /// Met the SLO.
     pub good: bool,
 }
@@ -89,14 +105,20 @@ pub fn request_metrics(r: &RequestRecord, slo: &SloSpec) -> Option<RequestMetric
     let e2el_ms = last.t.saturating_sub(r.sent) as f64 / NS_PER_MS;
     let output_tokens = r.completion_tokens.unwrap_or(r.chunks.len() as u64);
     let tpot_ms = (output_tokens > 1).then(|| (e2el_ms - ttft_ms) / (output_tokens - 1) as f64);
+    let reasoning = request_reasoning(r, output_tokens, e2el_ms);
     let good = slo.ttft_ms.is_none_or(|b| ttft_ms <= b)
         && slo.tpot_ms.is_none_or(|b| tpot_ms.unwrap_or(0.0) <= b)
-        && slo.e2el_ms.is_none_or(|b| e2el_ms <= b);
+        && slo.e2el_ms.is_none_or(|b| e2el_ms <= b)
+        && slo
+            .ttfat_ms
+            .is_none_or(|b| reasoning.ttfat_ms.is_some_and(|t| t <= b))
+        && !reasoning.no_answer();
     Some(RequestMetrics {
         ttft_ms,
         e2el_ms,
         tpot_ms,
         output_tokens,
+        reasoning,
         good,
     })
 }
@@ -169,6 +191,8 @@ pub struct TrialMetrics {
     pub tpots_ms: Vec<f64>,
     /// Conversation workloads: the trial's requests by turn.
     pub turns: Option<TrialTurns>,
+    /// Reasoning models: TTFAT, reasoning and answer tokens, no-answer requests.
+    pub reasoning: TrialReasoning,
 }
 
 /// Derives a trial's metrics from its records.
@@ -197,6 +221,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
                 m.tpots_ms.extend(rm.tpot_ms);
                 m.e2els_ms.push(rm.e2el_ms);
                 m.request_indexes.push(r.index);
+                m.reasoning.add(&rm.reasoning);
                 itls.extend(
                     r.chunks
                         .windows(2)
@@ -232,6 +257,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
         m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
     }
     m.turns = trial_turns(records, slo);
+    m.reasoning.finish();
     m
 }
 
@@ -389,6 +415,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         extra: Default::default(),
         server: None,
         conversation: conversation_summary(trials),
+        reasoning: reasoning_summary(trials),
     }
 }
 

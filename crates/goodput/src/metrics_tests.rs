@@ -23,6 +23,7 @@ fn rec(index: u32, sent_ms: u64, chunk_ms: &[u64], tokens: Option<u64>) -> Reque
         .map(|&t| Chunk {
             t: t * MS,
             len: 5,
+            reasoning: 0,
             lag: None,
         })
         .collect();

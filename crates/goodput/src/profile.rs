@@ -96,6 +96,10 @@ pub struct SloSpec {
     /// Optional E2EL bound, ms.
     #[serde(default)]
     pub e2el_ms: Option<f64>,
+    /// Optional bound on the time to first answer token, ms (reasoning models:
+    /// the first `delta.content` after the thinking; TTFT for others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfat_ms: Option<f64>,
     /// Share of requests that must be good for a load level to meet the SLO
     /// (default 0.9; 1.0 means every request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,7 +261,7 @@ pub struct Overrides {
     pub trials: Option<u32>,
     /// `--requests N`.
     pub requests: Option<u32>,
-    /// `--slo ttft:1000,tpot:100[,e2el:5000]`.
+    /// `--slo ttft:1000,tpot:100[,e2el:5000][,ttfat:2000]`.
     pub slo: Option<SloSpec>,
     /// `--engine NAME` (repeatable): run only these.
     pub engines: Vec<String>,

@@ -79,8 +79,14 @@ impl ErrorKind {
 pub struct Chunk {
     /// Arrival, ns since trial start (taken before the chunk is parsed).
     pub t: u64,
-    /// Bytes of generated text in the chunk.
+    /// Bytes of generated text in the chunk, reasoning included.
     pub len: u32,
+    /// Bytes of reasoning text among them (chat `delta.reasoning`, or
+    /// `delta.reasoning_content`): a chunk with `reasoning > 0` is a reasoning
+    /// chunk, one with `len > reasoning` an answer chunk (a chunk at the switch can
+    /// be both). 0 and left out of the file for a model that does not reason.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning: u32,
     /// Timing probe: ns between the server writing the chunk and its arrival here
     /// (only from `goodput sim` in probe mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,6 +132,11 @@ pub struct RequestRecord {
     /// True when `completion_tokens` was estimated from chunks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tokens_estimated: bool,
+    /// `usage.completion_tokens_details.reasoning_tokens`, where the engine gives
+    /// it (part of `completion_tokens`); without it, reasoning tokens are counted
+    /// from the reasoning chunks ([`crate::metrics`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
     /// Output tokens the request asked for.
     #[serde(default)]
     pub requested_tokens: Option<u32>,
@@ -193,6 +204,7 @@ impl RequestRecord {
             prompt_tokens: None,
             completion_tokens: None,
             tokens_estimated: false,
+            reasoning_tokens: None,
             requested_tokens: None,
             exact_tokens: false,
             finish_reason: None,
@@ -216,6 +228,16 @@ impl RequestRecord {
     /// The error label (`http_429`, `stall`, ...), when it failed.
     pub fn error_label(&self) -> Option<String> {
         self.error.map(|e| e.label(self.status))
+    }
+
+    /// The first chunk that carried reasoning text.
+    pub fn first_reasoning(&self) -> Option<&Chunk> {
+        self.chunks.iter().find(|c| c.reasoning > 0)
+    }
+
+    /// The first chunk that carried answer text (not reasoning).
+    pub fn first_answer(&self) -> Option<&Chunk> {
+        self.chunks.iter().find(|c| c.len > c.reasoning)
     }
 }
 

@@ -36,6 +36,7 @@ async fn converse(url: &str, plan: &goodput::plan::Plan, x: f64) -> Vec<RequestR
         model: "m".into(),
         api: Api::Chat,
         tokens_per_word: 1.0,
+        chat_fields: Default::default(),
     };
     let conversations = builder
         .conversations(plan.requests_per_trial, 1, 0)

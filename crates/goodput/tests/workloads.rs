@@ -50,6 +50,7 @@ fn builder(plan: &goodput::plan::Plan) -> Builder {
         model: "m".into(),
         api: goodput::profile::Api::Completions,
         tokens_per_word: 1.0,
+        chat_fields: Default::default(),
     }
 }
 

@@ -8,7 +8,8 @@
 //! this file holds the report itself, its SLO and each engine's results;
 //! `run` the run and prediction facts, `point` a load
 //! level and its trials, `capacity` a search's answer,
-//! `gpu` GPU telemetry, `environment` what ran where.
+//! `gpu` GPU telemetry, `environment` what ran where, `reasoning` a reasoning
+//! model's thinking and answering apart.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -18,12 +19,14 @@ mod capacity;
 mod environment;
 mod gpu;
 mod point;
+mod reasoning;
 mod run;
 
 pub use capacity::*;
 pub use environment::*;
 pub use gpu::*;
 pub use point::*;
+pub use reasoning::*;
 pub use run::*;
 
 /// Version tag written in [`RunInfo::schema`].
@@ -70,12 +73,17 @@ pub struct Slo {
     /// goodput addition: optional upper bound on end-to-end latency, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2el_ms: Option<f64>,
+    /// goodput addition: optional upper bound on the time to first answer token
+    /// (reasoning models: the first `delta.content` after the thinking), ms; a
+    /// request that gave no answer misses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfat_ms: Option<f64>,
     /// goodput addition: the share of requests that must be good for a load level
     /// to meet the SLO (0.9 when absent; 1.0 means every request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attainment: Option<f64>,
     /// goodput addition: when given (e.g. 90), a load level meets the SLO when the
-    /// pooled p-th percentile of TTFT, TPOT and E2EL each is within its bound
+    /// pooled p-th percentile of TTFT, TPOT, E2EL and TTFAT each is within its bound
     /// (DistServe's form) instead of by `attainment`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percentile: Option<f64>,

@@ -32,7 +32,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use anyhow::Context as _;
 
-pub use config::{preset, ConfigError, SimConfig, PRESETS};
+pub use config::{preset, ConfigError, ReasoningConfig, SimConfig, PRESETS};
 pub use faults::FaultSpec;
 pub use server::{app, listen, serve, SimState};
 

@@ -289,6 +289,7 @@ mod tests {
             .map(|&(t, lag)| Chunk {
                 t,
                 len: 1,
+                reasoning: 0,
                 lag: Some(lag),
             })
             .collect();

@@ -175,6 +175,7 @@ impl Progress {
             if let Some(u) = info.usage {
                 rec.prompt_tokens = u.prompt_tokens.or(rec.prompt_tokens);
                 rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);
+                rec.reasoning_tokens = u.reasoning_tokens().or(rec.reasoning_tokens);
             }
             if info.text_len == 0 {
                 continue;
@@ -192,6 +193,7 @@ impl Progress {
             rec.chunks.push(Chunk {
                 t,
                 len: info.text_len,
+                reasoning: info.reasoning_len,
                 lag: info.probe_ns.map(|p| t_abs as i64 - p as i64),
             });
         }

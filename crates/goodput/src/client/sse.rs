@@ -5,6 +5,8 @@
 //! each read as they arrive (the caller takes the arrival time first), handles `\n`,
 //! `\r\n` and `\r` line endings, comments, multi-line `data`, events split across
 //! reads, and refuses a line or event beyond [`SseLimits`] instead of allocating.
+//! A UTF-8 byte order mark before the stream's first byte is skipped, as the SSE
+//! specification says (even split across reads).
 
 use std::borrow::Cow;
 
@@ -55,7 +57,13 @@ pub struct SseParser {
     /// `data` was lent out by `next_event`: clear it before the next line.
     dispatched: bool,
     skip_lf: bool,
+    /// Bytes of a leading byte order mark seen so far; `None` once the stream's
+    /// start is past (a BOM, or the first byte that is not one).
+    bom: Option<usize>,
 }
+
+/// The UTF-8 byte order mark, U+FEFF.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseParser {
     /// A parser with the given limits.
@@ -67,7 +75,23 @@ impl SseParser {
             has_data: false,
             dispatched: false,
             skip_lf: false,
+            bom: Some(0),
         }
+    }
+
+    /// Skips a leading byte order mark, however the reads split it; the bytes of
+    /// a start that only looked like one are given back to the first line.
+    fn skip_bom(&mut self, bytes: &mut &[u8]) -> Result<(), SseError> {
+        while let (Some(seen), Some(&b)) = (self.bom, bytes.first()) {
+            if b == BOM[seen] {
+                *bytes = &bytes[1..];
+                self.bom = (seen + 1 < BOM.len()).then_some(seen + 1);
+            } else {
+                self.bom = None;
+                self.extend_line(&BOM[..seen])?;
+            }
+        }
+        Ok(())
     }
 
     /// Feeds bytes; returns the data of every event completed by them.
@@ -87,6 +111,9 @@ impl SseParser {
             self.dispatched = false;
             self.has_data = false;
             self.data.clear();
+        }
+        if self.bom.is_some() {
+            self.skip_bom(bytes)?;
         }
         while !bytes.is_empty() {
             if self.skip_lf {
@@ -165,9 +192,14 @@ impl SseParser {
 /// What goodput needs from one OpenAI streaming chunk.
 #[derive(Debug, Default, PartialEq)]
 pub struct ChunkInfo {
-    /// Bytes of generated text (completions `text`, chat `delta.content` or
-    /// `delta.reasoning_content`).
+    /// Bytes of generated text (completions `text`, chat `delta.content` and
+    /// the reasoning, see [`ChunkInfo::reasoning_len`]).
     pub text_len: u32,
+    /// Bytes of reasoning text among them: chat `delta.reasoning` (vLLM 0.19.1 and
+    /// later), else `delta.reasoning_content` (older vLLM, SGLang, llama.cpp). A
+    /// server that sends both names with the same text (vLLM kept them in sync for
+    /// a while) is counted once.
+    pub reasoning_len: u32,
     /// The usage block, when present.
     pub usage: Option<Usage>,
     /// The simulator's timing probe.
@@ -190,6 +222,26 @@ pub struct Usage {
     /// Generated tokens.
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// `completion_tokens_details` (`reasoning_tokens`), where the engine gives it.
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct CompletionDetails {
+    /// Tokens of the completion that were reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `completion_tokens_details.reasoning_tokens`.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens)
+    }
 }
 
 #[derive(Deserialize)]
@@ -219,7 +271,20 @@ struct Delta<'a> {
     #[serde(default, borrow)]
     content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
     reasoning_content: Option<Cow<'a, str>>,
+}
+
+impl Delta<'_> {
+    /// The reasoning text: `reasoning`, else `reasoning_content` (never both: a
+    /// server that sends both sends the same text twice).
+    fn reasoning(&self) -> &str {
+        self.reasoning
+            .as_deref()
+            .or(self.reasoning_content.as_deref())
+            .unwrap_or("")
+    }
 }
 
 /// A chunk goodput cannot use.
@@ -267,6 +332,7 @@ pub fn parse_data_keeping(
         if msg.usage.is_some() {
             return Ok(ChunkInfo {
                 text_len: 0,
+                reasoning_len: 0,
                 usage: msg.usage,
                 probe_ns: msg.goodput_probe_ns,
                 finish_reason: None,
@@ -277,12 +343,12 @@ pub fn parse_data_keeping(
             excerpt(data)
         )));
     };
-    let mut len = 0usize;
+    let (mut len, mut reasoning) = (0usize, 0usize);
     for c in &choices {
         len += c.text.as_deref().map_or(0, str::len);
         if let Some(d) = &c.delta {
             len += d.content.as_deref().map_or(0, str::len);
-            len += d.reasoning_content.as_deref().map_or(0, str::len);
+            reasoning += d.reasoning().len();
         }
         // The reply as a conversation carries it on: the answer's text, not its
         // reasoning.
@@ -304,8 +370,10 @@ pub fn parse_data_keeping(
             }
             f[..end].to_string()
         });
+    let bytes = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     Ok(ChunkInfo {
-        text_len: u32::try_from(len).unwrap_or(u32::MAX),
+        text_len: bytes(len.saturating_add(reasoning)),
+        reasoning_len: bytes(reasoning),
         usage: msg.usage,
         probe_ns: msg.goodput_probe_ns,
         finish_reason,
@@ -353,6 +421,40 @@ mod tests {
         // byte by byte
         let bytes: Vec<&[u8]> = text.chunks(1).collect();
         assert_eq!(all(&bytes), whole);
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_skipped_however_split() {
+        let text = b"\xEF\xBB\xBFdata: a\n\ndata: b\n\n";
+        for i in 0..text.len() {
+            assert_eq!(all(&[&text[..i], &text[i..]]), ["a", "b"], "split at {i}");
+        }
+        // Only at the start; a start that merely begins like one is kept.
+        assert_eq!(all(&[b"data: \xEF\xBB\xBFa\n\n"]).len(), 1);
+        assert_eq!(all(&[b"\xEF\xBBdata: a\n\n"]), Vec::<String>::new());
+        assert_eq!(all(&[b"\xEF", b"data: a\n\n", b"data: b\n\n"]), ["b"]);
+    }
+
+    #[test]
+    fn reasoning_under_either_name_is_text_and_counted_once() {
+        for field in ["reasoning", "reasoning_content"] {
+            let data = format!(r#"{{"choices":[{{"delta":{{"{field}":"abc"}}}}]}}"#);
+            let c = parse_data(data.as_bytes()).unwrap();
+            assert_eq!((c.text_len, c.reasoning_len), (3, 3), "{field}");
+        }
+        // vLLM kept both names in sync for a while: the same text, counted once.
+        let c = parse_data(
+            br#"{"choices":[{"delta":{"reasoning":"abc","reasoning_content":"abc","content":"d"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!((c.text_len, c.reasoning_len), (4, 3));
+        let c = parse_data(br#"{"choices":[{"delta":{"reasoning":null,"content":"d"}}]}"#).unwrap();
+        assert_eq!((c.text_len, c.reasoning_len), (1, 0));
+        let c = parse_data(
+            br#"{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":5}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.usage.unwrap().reasoning_tokens(), Some(5));
     }
 
     #[test]

@@ -19,8 +19,14 @@ pub struct TrialSlo {
     pub good: u64,
     /// Failed requests (they count as not good, and as infinitely slow).
     pub failed: u64,
-    /// Requests that missed each bound (`ttft`, `tpot`, `e2el`), or failed (`errors`).
+    /// Requests that missed each bound (`ttft`, `tpot`, `e2el`, `ttfat`), failed
+    /// (`errors`), or reasoned and gave no answer (`no_answer`).
     pub misses: IndexMap<String, u64>,
+    /// Successful requests that reasoned and gave no answer (infinitely slow to
+    /// their first answer token).
+    pub no_answer: u64,
+    /// TTFAT of each successful request that answered, ms.
+    pub ttfats_ms: Vec<f64>,
     /// TTFT of each successful request, ms.
     pub ttfts_ms: Vec<f64>,
     /// TPOT of each successful request (0 for a one-token request), ms.
@@ -48,6 +54,15 @@ pub fn trial_slo(records: &[RequestRecord], slo: &SloSpec) -> TrialSlo {
         };
         t.good += m.good as u64;
         let tpot = m.tpot_ms.unwrap_or(0.0);
+        let ttfat = m.reasoning.ttfat_ms;
+        if m.reasoning.no_answer() {
+            t.no_answer += 1;
+            *t.misses.entry("no_answer".into()).or_default() += 1;
+        }
+        if slo.ttfat_ms.is_some_and(|b| ttfat.is_none_or(|v| v > b)) {
+            *t.misses.entry("ttfat".into()).or_default() += 1;
+        }
+        t.ttfats_ms.extend(ttfat);
         for (name, v, bound) in [
             ("ttft", m.ttft_ms, slo.ttft_ms),
             ("tpot", tpot, slo.tpot_ms),
@@ -111,13 +126,20 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
                 trials.iter().flat_map(|t| f(t).iter().copied()).collect()
             };
             let mut ok = sent > 0;
-            for (name, bound, values) in [
-                ("ttft", slo.ttft_ms, pool(|t| &t.ttfts_ms)),
-                ("tpot", slo.tpot_ms, pool(|t| &t.tpots_ms)),
-                ("e2el", slo.e2el_ms, pool(|t| &t.e2els_ms)),
+            let no_answer: u64 = trials.iter().map(|t| t.no_answer).sum();
+            for (name, bound, values, slow) in [
+                ("ttft", slo.ttft_ms, pool(|t| &t.ttfts_ms), failed),
+                ("tpot", slo.tpot_ms, pool(|t| &t.tpots_ms), failed),
+                ("e2el", slo.e2el_ms, pool(|t| &t.e2els_ms), failed),
+                (
+                    "ttfat",
+                    slo.ttfat_ms,
+                    pool(|t| &t.ttfats_ms),
+                    failed + no_answer,
+                ),
             ] {
                 let Some(b) = bound else { continue };
-                let v = percentile_with_failures(&values, failed, p);
+                let v = percentile_with_failures(&values, slow, p);
                 ok &= v.is_some_and(|v| v <= b);
                 percentiles_ms.insert(name.to_string(), v);
             }

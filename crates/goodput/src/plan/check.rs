@@ -116,6 +116,7 @@ impl Profile {
         check_telemetry(&check, &self.telemetry)?;
         check_server_metrics(&check, &self.server_metrics)?;
         let engines = select_engines(&check, self.engines, &ov.engines)?;
+        let engines = super::chat::with_chat_controls(&check, &self.workload, engines)?;
         let search = ov
             .search
             .as_ref()
@@ -222,6 +223,7 @@ fn check_slo(check: &Checker, slo: SloSpec) -> Result<SloSpec, ProfileError> {
         ("slo.ttft_ms", slo.ttft_ms),
         ("slo.tpot_ms", slo.tpot_ms),
         ("slo.e2el_ms", slo.e2el_ms),
+        ("slo.ttfat_ms", slo.ttfat_ms),
     ] {
         if let Some(v) = v {
             if !v.is_finite() || v <= 0.0 {
@@ -240,10 +242,11 @@ fn check_slo(check: &Checker, slo: SloSpec) -> Result<SloSpec, ProfileError> {
     if let Some(p) = slo.percentile {
         check.number("slo.percentile", p, 1e-6..=100.0, "percent (90 = p90)")?;
     }
-    if slo.ttft_ms.is_none() && slo.tpot_ms.is_none() && slo.e2el_ms.is_none() {
+    let bounds = [slo.ttft_ms, slo.tpot_ms, slo.e2el_ms, slo.ttfat_ms];
+    if bounds.iter().all(Option::is_none) {
         return Err(check.bad(
             "slo",
-            "needs at least one bound (ttft_ms, tpot_ms or e2el_ms)".into(),
+            "needs at least one bound (ttft_ms, tpot_ms, e2el_ms or ttfat_ms)".into(),
         ));
     }
     Ok(slo)

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::profile::{EngineSpec, LoadMode, SloSpec, TelemetrySpec, TextStyle};
 
+mod chat;
 mod check;
 mod engines;
 mod jsonl;
@@ -17,6 +18,7 @@ mod search;
 mod tests;
 mod workload;
 
+pub use chat::chat_fields;
 pub use engines::expand_vars;
 
 /// A validated benchmark plan.

@@ -177,6 +177,7 @@ fn builder(plan: &Plan) -> Builder {
         model: String::new(),
         api: crate::profile::Api::Completions,
         tokens_per_word: 1.0,
+        chat_fields: Default::default(),
     }
 }
 
@@ -303,6 +304,7 @@ pub(crate) fn to_record(
         .map(|&(t, tokens)| Chunk {
             t: ns(t),
             len: tokens * BYTES_PER_TOKEN,
+            reasoning: 0,
             lag: None,
         })
         .collect();

@@ -95,6 +95,14 @@ pub struct EngineSpec {
     /// How many times an engine that dies mid-run may be restarted (default 0).
     #[serde(default)]
     pub max_restarts: u32,
+    /// Chat API: `reasoning_effort` of this engine's requests (wins over the
+    /// workload's), so one profile can compare efforts as engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Chat API: `chat_template_kwargs` of this engine's requests, merged key by
+    /// key over the workload's (`{ enable_thinking = false }`: thinking off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Which OpenAI API to stream from.

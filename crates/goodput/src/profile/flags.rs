@@ -3,7 +3,8 @@
 
 use super::SloSpec;
 
-/// Parses `ttft:1000,tpot:100,e2el:5000` (vLLM's `--goodput` spelling, also with `=`).
+/// Parses `ttft:1000,tpot:100,e2el:5000,ttfat:2000` (vLLM's `--goodput` spelling,
+/// also with `=`; `ttfat`, the time to first answer token, is goodput's).
 pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
     let mut slo = SloSpec::default();
     let mut any = false;
@@ -26,9 +27,10 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
             "ttft" => &mut slo.ttft_ms,
             "tpot" => &mut slo.tpot_ms,
             "e2el" => &mut slo.e2el_ms,
+            "ttfat" => &mut slo.ttfat_ms,
             other => {
                 return Err(format!(
-                    "`{other}` is not an SLO metric: use ttft, tpot or e2el"
+                    "`{other}` is not an SLO metric: use ttft, tpot, e2el or ttfat"
                 ))
             }
         };

@@ -85,6 +85,14 @@ pub struct WorkloadSpec {
     /// has no `/tokenize` (relative to the profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<PathBuf>,
+    /// Chat API: `reasoning_effort` sent with every request (`low`, `medium`,
+    /// `high`: what the model accepts); an engine's own value wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Chat API: `chat_template_kwargs` sent with every request (e.g.
+    /// `{ enable_thinking = false }`); an engine's own keys win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 fn yes() -> bool {

@@ -43,9 +43,10 @@ const NO_STAT: Stat = Stat {
 };
 
 /// The metrics `compare` shows, in order.
-pub const METRICS: [Metric; 7] = [
+pub const METRICS: [Metric; 8] = [
     metric("median TTFT ms", |p| &p.median_ttft_ms, Better::Lower),
     metric("p99 TTFT ms", |p| &p.p99_ttft_ms, Better::Lower),
+    metric(TTFAT_METRIC, super::reasoning::ttfat_stat, Better::Lower),
     metric("median TPOT ms", |p| &p.median_tpot_ms, Better::Lower),
     metric("median ITL ms", |p| &p.median_itl_ms, Better::Lower),
     metric("output tok/s", |p| &p.output_throughput, Better::Higher),
@@ -61,6 +62,10 @@ pub const METRICS: [Metric; 7] = [
 const fn metric(name: &'static str, get: fn(&Point) -> &Stat, better: Better) -> Metric {
     Metric { name, get, better }
 }
+
+/// Time to first answer token: shown when either side streamed reasoning (the
+/// other's is then its TTFT), so thinking on and off compare.
+const TTFAT_METRIC: &str = "median TTFAT ms";
 
 /// SLO attainment (good / sent per trial): shown when either side has it.
 const ATTAINMENT_METRIC: &str = "SLO attainment";
@@ -208,8 +213,11 @@ fn compare_engines(
         // compared; attainment only where a side recorded it.
         let metrics = METRICS.iter().filter(|m| {
             let slo_bound = m.name == SLO_METRIC || m.name == ATTAINMENT_METRIC;
-            let recorded =
-                m.name != ATTAINMENT_METRIC || bp.attainment.is_some() || cp.attainment.is_some();
+            let recorded = match m.name {
+                ATTAINMENT_METRIC => bp.attainment.is_some() || cp.attainment.is_some(),
+                TTFAT_METRIC => bp.reasoning.is_some() || cp.reasoning.is_some(),
+                _ => true,
+            };
             (same_slo || !slo_bound) && recorded
         });
         for (i, m) in metrics.enumerate() {

@@ -168,6 +168,7 @@ pub fn slo_bounds_text(slo: &report::Slo) -> String {
         ("TTFT", slo.ttft_ms),
         ("TPOT", slo.tpot_ms),
         ("E2E latency", slo.e2el_ms),
+        ("TTFAT", slo.ttfat_ms),
     ]
     .into_iter()
     .filter_map(|(name, b)| b.map(|b| format!("{name} ≤ {} ms", num(b))))

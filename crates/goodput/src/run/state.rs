@@ -205,6 +205,7 @@ impl Sweep {
                 ttft_ms: plan.slo.ttft_ms,
                 tpot_ms: plan.slo.tpot_ms,
                 e2el_ms: plan.slo.e2el_ms,
+                ttfat_ms: plan.slo.ttfat_ms,
                 attainment: Some(
                     plan.slo
                         .attainment

@@ -165,6 +165,7 @@ fn pooled(reports: &[&Report], files: &[&Path], records: &[RequestRecord]) -> Re
         ttft_ms: base.slo.ttft_ms,
         tpot_ms: base.slo.tpot_ms,
         e2el_ms: base.slo.e2el_ms,
+        ttfat_ms: base.slo.ttfat_ms,
         attainment: base.slo.attainment,
         percentile: base.slo.percentile,
     };

@@ -438,6 +438,7 @@ mod tests {
             model: "m".into(),
             api,
             tokens_per_word: 1.0,
+            chat_fields: Default::default(),
         }
     }
 

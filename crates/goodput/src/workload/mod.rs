@@ -78,6 +78,9 @@ pub struct Builder {
     pub api: Api,
     /// Tokens per word of synthetic text, measured through `/tokenize` (1.0 if unknown).
     pub tokens_per_word: f64,
+    /// Chat API: fields every body carries beside the messages (the reasoning
+    /// controls, [`crate::plan::chat_fields`]); empty for most engines.
+    pub chat_fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Builder {
@@ -170,6 +173,11 @@ impl Builder {
         max_tokens: Option<u32>,
         fixed: bool,
     ) -> serde_json::Value {
+        if self.api == Api::Chat {
+            if let Some(o) = body.as_object_mut() {
+                o.extend(self.chat_fields.clone());
+            }
+        }
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
         body["temperature"] = json!(0.0);
@@ -310,6 +318,7 @@ mod tests {
             model: "m".into(),
             api: Api::Completions,
             tokens_per_word: 1.0,
+            chat_fields: Default::default(),
         }
     }
 
@@ -359,6 +368,7 @@ mod tests {
             model: "m".into(),
             api: Api::Completions,
             tokens_per_word: 1.0,
+            chat_fields: Default::default(),
         };
         let prompts: Vec<String> = b
             .build(50, 1, 0)

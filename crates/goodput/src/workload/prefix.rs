@@ -78,6 +78,7 @@ mod tests {
             model: "m".into(),
             api: Api::Completions,
             tokens_per_word: 1.0,
+            chat_fields: Default::default(),
         };
         b.build(n, 1, sample)
             .into_iter()

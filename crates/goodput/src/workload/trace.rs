@@ -520,6 +520,7 @@ mod tests {
             model: "m".into(),
             api: crate::profile::Api::Completions,
             tokens_per_word: 1.0,
+            chat_fields: Default::default(),
         };
         let reqs = b.build(3, 1, 0);
         let words: Vec<Vec<String>> = reqs

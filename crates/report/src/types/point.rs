@@ -132,6 +132,10 @@ pub struct Point {
     /// sessions whose history was cut to fit the context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<ConversationSummary>,
+    /// goodput addition (reasoning models): time to first answer token, reasoning
+    /// and answer tokens, requests without an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<super::ReasoningSummary>,
 }
 
 /// goodput addition: a conversation workload's point, by turn (all trials' requests

@@ -103,6 +103,8 @@ pub struct SimConfig {
     pub sched_cpu_ms: f64,
     /// Speculative decoding (n-gram style), if any.
     pub speculative: Option<SpeculativeConfig>,
+    /// A reasoning phase, if any: chat answers think first (`delta.reasoning`).
+    pub reasoning: Option<ReasoningConfig>,
     /// Thermal model, if any; without it the GPU stays at its boost clock.
     pub thermal: Option<ThermalConfig>,
     /// Seed for every random draw (acceptance rates, pseudo-EOS points).
@@ -113,6 +115,26 @@ pub struct SimConfig {
     pub probe: bool,
     /// Faults injected into requests (first matching rule wins).
     pub faults: Vec<FaultRule>,
+}
+
+/// A reasoning model: each chat request's first `tokens` (drawn per request) are
+/// thinking, streamed as `delta.reasoning` and counted in
+/// `usage.completion_tokens_details.reasoning_tokens`; the answer follows as
+/// `delta.content`. They are ordinary generated tokens (same step cost), part of
+/// `max_tokens`: a request whose limit comes first ends without an answer. The
+/// pseudo end of sequence falls in the answer. A request's `chat_template_kwargs`
+/// `enable_thinking = false` (or `thinking = false`) turns the phase off;
+/// `reasoning_effort` scales it (`none` 0, `minimal` 0.25, `low` 0.5, `medium` 1,
+/// `high` 2). The completions endpoint does not think.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningConfig {
+    /// Mean reasoning tokens per request.
+    pub tokens: u32,
+    /// Each request's count is drawn uniformly from `tokens × [1 − spread,
+    /// 1 + spread]` (0: every request thinks `tokens`).
+    #[serde(default)]
+    pub spread: f64,
 }
 
 /// Speculative decoding: `num_speculative_tokens` drafts per decode step.
@@ -227,6 +249,7 @@ impl Default for SimConfig {
             async_scheduling: true,
             sched_cpu_ms: 1.0,
             speculative: None,
+            reasoning: None,
             thermal: None,
             seed: 0,
             schedule: None,

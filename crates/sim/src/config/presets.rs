@@ -63,6 +63,7 @@ fn vllm_fast_b() -> SimConfig {
         async_scheduling: true,
         sched_cpu_ms: 8.0,
         speculative: None,
+        reasoning: None,
         thermal: Some(l4_thermal()),
         seed: 0,
         schedule: None,

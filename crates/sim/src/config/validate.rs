@@ -62,6 +62,15 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
     if let Some(t) = &c.thermal {
         check_thermal(t)?;
     }
+    if let Some(r) = &c.reasoning {
+        int_range(
+            "reasoning.tokens",
+            r.tokens.into(),
+            1,
+            c.max_model_len.into(),
+        )?;
+        float_range("reasoning.spread", r.spread, 0.0, false, 1.0)?;
+    }
     if let Some(s) = &c.schedule {
         ms("schedule.ttft_ms", s.ttft_ms)?;
         ms("schedule.itl_ms", s.itl_ms)?;

@@ -13,6 +13,8 @@ pub(crate) struct ChunkChoice<'a> {
     pub index: u32,
     /// The text (chat: `delta.content`).
     pub text: &'a str,
+    /// Chat: thinking text (`delta.reasoning`), empty for an answer's chunk.
+    pub reasoning: &'a str,
     /// The choice's first chunk (chat: carries the role).
     pub first: bool,
     /// Set on the choice's last chunk.
@@ -23,8 +25,12 @@ pub(crate) struct ChunkChoice<'a> {
     pub logprobs: Option<&'a Value>,
     /// `usage` on every chunk (`stream_options.continuous_usage_stats`, as vLLM
     /// sends it): prompt tokens and the completion tokens streamed so far.
-    pub usage: Option<(u64, u64)>,
+    pub usage: Option<Usage>,
 }
+
+/// `usage`: prompt tokens, completion tokens, and of them reasoning tokens
+/// (`completion_tokens_details.reasoning_tokens`, written when not 0).
+pub(crate) type Usage = (u64, u64, u64);
 
 /// One choice of a non-streaming response.
 #[derive(Debug, Clone)]
@@ -33,6 +39,8 @@ pub(crate) struct FullChoice {
     pub index: u32,
     /// Text (chat: `message.content`).
     pub text: String,
+    /// Chat: thinking text (`message.reasoning`, left out when empty).
+    pub reasoning: String,
     /// `length` or `stop`.
     pub finish_reason: &'static str,
     /// The matched stop string.
@@ -126,34 +134,53 @@ impl ChunkFormat {
                         format!(",\"stop_reason\":{}", json_str(r))
                     });
                     s.push_str(&format!(
-                        ",\"choices\":[{{\"index\":{index},\"delta\":{{{role}\"content\":{}}},\
+                        ",\"choices\":[{{\"index\":{index},\"delta\":{{{role}{}}},\
                          \"logprobs\":{logprobs},\"finish_reason\":{finish}{stop}}}]",
-                        json_str(c.text)
+                        Self::delta(c)
                     ));
                 }
             }
         }
-        if let Some((prompt, completion)) = c.usage {
-            s.push_str(&Self::usage_json(prompt, completion));
+        if let Some(usage) = c.usage {
+            s.push_str(&Self::usage_json(usage));
         }
         Self::finish(s, probe)
     }
 
+    /// A chat delta's text fields: `"content"`, or vLLM's `"reasoning"` while the
+    /// model thinks (both in the chunk where thinking turns into the answer).
+    fn delta(c: &ChunkChoice) -> String {
+        match (c.reasoning.is_empty(), c.text.is_empty()) {
+            (true, _) => format!("\"content\":{}", json_str(c.text)),
+            (false, true) => format!("\"reasoning\":{}", json_str(c.reasoning)),
+            (false, false) => format!(
+                "\"reasoning\":{},\"content\":{}",
+                json_str(c.reasoning),
+                json_str(c.text)
+            ),
+        }
+    }
+
     /// `,"usage":{...}`.
-    fn usage_json(prompt: u64, completion: u64) -> String {
+    fn usage_json((prompt, completion, reasoning): Usage) -> String {
+        let details = if reasoning > 0 {
+            format!(",\"completion_tokens_details\":{{\"reasoning_tokens\":{reasoning}}}")
+        } else {
+            String::new()
+        };
         format!(
             ",\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\
-             \"completion_tokens\":{completion}}}",
+             \"completion_tokens\":{completion}{details}}}",
             prompt + completion
         )
     }
 
     /// The final usage chunk (`"choices": []`).
-    pub fn usage_chunk(&self, prompt: u64, completion: u64, probe: Option<Probe>) -> Bytes {
+    pub fn usage_chunk(&self, usage: Usage, probe: Option<Probe>) -> Bytes {
         let mut s = String::from("data: ");
         s.push_str(&self.head);
         s.push_str(",\"choices\":[]");
-        s.push_str(&Self::usage_json(prompt, completion));
+        s.push_str(&Self::usage_json(usage));
         Self::finish(s, probe)
     }
 
@@ -169,8 +196,7 @@ impl ChunkFormat {
     pub fn full_response(
         &self,
         choices: &[FullChoice],
-        prompt: u64,
-        completion: u64,
+        (prompt, completion, reasoning): Usage,
         no_choices: bool,
     ) -> Value {
         let object = match self.endpoint {
@@ -183,10 +209,16 @@ impl ChunkFormat {
                 Endpoint::Completions => json!({"index": c.index, "text": c.text,
                        "logprobs": c.logprobs, "finish_reason": c.finish_reason,
                        "stop_reason": c.stop_reason, "prompt_logprobs": null}),
-                Endpoint::Chat => json!({"index": c.index,
+                Endpoint::Chat => {
+                    let mut v = json!({"index": c.index,
                        "message": {"role": "assistant", "content": c.text, "tool_calls": []},
                        "logprobs": c.logprobs, "finish_reason": c.finish_reason,
-                       "stop_reason": c.stop_reason}),
+                       "stop_reason": c.stop_reason});
+                    if !c.reasoning.is_empty() {
+                        v["message"]["reasoning"] = json!(c.reasoning);
+                    }
+                    v
+                }
             })
             .collect();
         let mut v = json!({
@@ -198,6 +230,9 @@ impl ChunkFormat {
             "usage": {"prompt_tokens": prompt, "total_tokens": prompt + completion,
                       "completion_tokens": completion, "prompt_tokens_details": null},
         });
+        if reasoning > 0 {
+            v["usage"]["completion_tokens_details"] = json!({"reasoning_tokens": reasoning});
+        }
         if no_choices {
             if let Some(o) = v.as_object_mut() {
                 o.remove("choices");
@@ -230,6 +265,7 @@ mod tests {
         ChunkChoice {
             index,
             text,
+            reasoning: "",
             first,
             finish_reason: finish,
             stop_reason: None,
@@ -267,7 +303,7 @@ mod tests {
         for endpoint in [Endpoint::Completions, Endpoint::Chat] {
             let f = ChunkFormat::new(endpoint, "x".into(), 5, "m");
             let c = ChunkChoice {
-                usage: Some((12, 3)),
+                usage: Some((12, 3, 0)),
                 ..choice(0, " a", false, None)
             };
             let v = parse(&f.token_chunk(&c, false, None));
@@ -305,8 +341,7 @@ mod tests {
         assert_eq!(v["choices"][0]["text"], " a b");
         assert!(v["choices"][0]["finish_reason"].is_null());
         let v = parse(&f.usage_chunk(
-            3,
-            4,
+            (3, 4, 0),
             Some(Probe {
                 sent_ns: 9,
                 scheduled_ns: 8,
@@ -318,6 +353,35 @@ mod tests {
         let bad = f.malformed_chunk();
         let s = std::str::from_utf8(&bad).unwrap();
         assert!(serde_json::from_str::<Value>(&s[6..]).is_err());
+    }
+
+    /// Thinking as vLLM streams it: `delta.reasoning`, then `delta.content`, and
+    /// the reasoning tokens in the usage details.
+    #[test]
+    fn reasoning_chunks_and_usage_details() {
+        let f = ChunkFormat::new(Endpoint::Chat, "chatcmpl-1".into(), 5, "m");
+        let think = ChunkChoice {
+            reasoning: " hm",
+            ..choice(0, "", false, None)
+        };
+        let v = parse(&f.token_chunk(&think, false, None));
+        assert_eq!(v["choices"][0]["delta"], json!({"reasoning": " hm"}));
+        let both = ChunkChoice {
+            reasoning: " hm",
+            ..choice(0, " a", false, None)
+        };
+        let v = parse(&f.token_chunk(&both, false, None));
+        assert_eq!(
+            v["choices"][0]["delta"],
+            json!({"reasoning": " hm", "content": " a"})
+        );
+        let v = parse(&f.usage_chunk((3, 9, 5), None));
+        assert_eq!(
+            v["usage"]["completion_tokens_details"]["reasoning_tokens"],
+            5
+        );
+        let v = parse(&f.usage_chunk((3, 9, 0), None));
+        assert!(v["usage"].get("completion_tokens_details").is_none());
     }
 
     #[test]
@@ -335,12 +399,12 @@ mod tests {
             &[FullChoice {
                 index: 0,
                 text: " a".into(),
+                reasoning: String::new(),
                 finish_reason: "stop",
                 stop_reason: None,
                 logprobs: None,
             }],
-            1,
-            1,
+            (1, 1, 0),
             false,
         );
         assert_eq!(full["object"], "chat.completion");

@@ -20,6 +20,7 @@ mod logprobs;
 pub mod openai;
 pub mod params;
 pub mod plan;
+mod reasoning;
 mod routes;
 mod stream;
 pub mod timer;

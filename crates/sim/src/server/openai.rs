@@ -185,6 +185,10 @@ pub struct GenerationRequest {
     pub frequency_penalty: Option<f64>,
     /// See `temperature`.
     pub repetition_penalty: Option<f64>,
+    /// Chat: how much a reasoning model thinks (`low`, `medium`, `high`, ...).
+    pub reasoning_effort: Option<String>,
+    /// Chat: template switches; `enable_thinking` / `thinking` are honoured.
+    pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
 }
 
 /// Render chat messages the way the simulator's chat template does.

@@ -52,7 +52,13 @@ const HONOURED: &[&str] = &[
     "repetition_penalty",
 ];
 const HONOURED_COMPLETIONS: &[&str] = &["prompt", "echo"];
-const HONOURED_CHAT: &[&str] = &["messages", "max_completion_tokens", "top_logprobs"];
+const HONOURED_CHAT: &[&str] = &[
+    "messages",
+    "max_completion_tokens",
+    "top_logprobs",
+    "reasoning_effort",
+    "chat_template_kwargs",
+];
 const HARMLESS: &[&str] = &[
     "user",
     "metadata",
@@ -137,7 +143,6 @@ const NEUTRAL_CHAT: &[Neutral] = &[
     ("add_generation_prompt", "null or true", null_or_true),
     ("continue_final_message", "null or false", null_or_false),
     ("chat_template", "null", null),
-    ("chat_template_kwargs", "null or {}", null_or_empty),
     ("documents", "null", null),
 ];
 

@@ -44,6 +44,8 @@ pub struct Job {
     pub echo: Option<Arc<str>>,
     /// The prompt's token ids (for the model's prefix cache).
     pub prompt_ids: Arc<[u32]>,
+    /// Of `output_tokens`, how many come first as thinking (`delta.reasoning`).
+    pub reasoning_tokens: u32,
 }
 
 /// A validated request.
@@ -199,6 +201,7 @@ pub fn plan(
     let prompts = prompts_of(req, endpoint, echo)?;
     check_sequences(prompts.len(), n)?;
     let stops = stops_of(req)?;
+    let thinking = super::reasoning::effort(req, endpoint, config)?;
     let requested = requested_tokens(req, endpoint);
     let mut jobs = Vec::with_capacity(prompts.len() * n as usize);
     let mut prompt_usage = 0u64;
@@ -206,15 +209,9 @@ pub fn plan(
         let bounds = token_bounds(req, endpoint, config, prompt.tokens, requested)?;
         prompt_usage += prompt.tokens as u64;
         for i in 0..n {
-            jobs.push(job(
-                req,
-                config,
-                prompt,
-                bounds,
-                &stops,
-                p as u32 * n + i,
-                i,
-            ));
+            let mut job = job(req, config, prompt, bounds, &stops, p as u32 * n + i, i);
+            think(&mut job, req, config, thinking, bounds.0);
+            jobs.push(job);
         }
     }
     Ok(Plan {
@@ -356,6 +353,7 @@ fn job(
         text_seed,
         echo: prompt.text.clone(),
         prompt_ids: prompt.ids.clone(),
+        reasoning_tokens: 0,
     };
     if req.ignore_eos != Some(true) {
         let eos = text::eos_point(text_seed).max(min_tokens).max(1);
@@ -375,6 +373,24 @@ fn job(
         job.stop_reason = Some(m.stop);
     }
     job
+}
+
+/// A thinking job (`thinking`: the request's factor on the reasoning phase): its
+/// thinking tokens come first, and its pseudo end of sequence falls after them, in
+/// the answer; `max_tokens` still bounds the whole, thinking included.
+fn think(job: &mut Job, req: &GenerationRequest, config: &SimConfig, thinking: f64, max: u32) {
+    let r = super::reasoning::tokens(config, thinking, job.text_seed);
+    if r == 0 {
+        return;
+    }
+    if job.finish_reason == "stop" && job.stop_reason.is_none() && req.ignore_eos != Some(true) {
+        // The pseudo end of sequence counts answer tokens.
+        job.output_tokens = job.output_tokens.saturating_add(r).min(max);
+        if job.output_tokens == max {
+            job.finish_reason = "length";
+        }
+    }
+    job.reasoning_tokens = r.min(job.output_tokens);
 }
 
 #[cfg(test)]

@@ -135,6 +135,8 @@ struct Choice {
     chars: usize,
     /// Full text (non-streaming only).
     text: String,
+    /// Full reasoning text (non-streaming only).
+    reasoning: String,
     /// Logprobs so far (non-streaming only).
     logprobs: Vec<TokenLogprob>,
     finished: bool,
@@ -188,6 +190,8 @@ pub(crate) struct Writer {
     choices: Vec<Choice>,
     /// Tokens produced so far, all choices together (faults count these).
     tokens: u64,
+    /// Of them, thinking tokens (`usage.completion_tokens_details`).
+    reasoning_tokens: u64,
     unfinished: usize,
     pending: VecDeque<Bytes>,
     malformed_sent: bool,
@@ -219,6 +223,7 @@ impl Writer {
                 text_bytes: 0,
                 chars: 0,
                 text: String::new(),
+                reasoning: String::new(),
                 logprobs: Vec::new(),
                 finished: false,
             })
@@ -234,6 +239,7 @@ impl Writer {
             unfinished: choices.len(),
             choices,
             tokens: 0,
+            reasoning_tokens: 0,
             pending: VecDeque::new(),
             malformed_sent: false,
             done: false,
@@ -310,8 +316,9 @@ impl Writer {
         if self.plan.stream {
             if self.plan.include_usage || self.faults.bad_usage {
                 let probe = self.probe_at(scheduled);
+                let usage = (prompt, completion, self.reasoning_tokens);
                 self.pending
-                    .push_back(self.format.usage_chunk(prompt, completion, probe));
+                    .push_back(self.format.usage_chunk(usage, probe));
             }
             self.pending
                 .push_back(Bytes::from_static(b"data: [DONE]\n\n"));
@@ -329,14 +336,16 @@ impl Writer {
                 .map(|c| FullChoice {
                     index: c.job.index,
                     text: std::mem::take(&mut c.text),
+                    reasoning: std::mem::take(&mut c.reasoning),
                     finish_reason: c.job.finish_reason,
                     stop_reason: c.job.stop_reason.clone(),
                     logprobs: asked.then(|| logprobs_json(endpoint, &c.logprobs)),
                 })
                 .collect();
-            let body =
-                self.format
-                    .full_response(&choices, prompt, completion, self.faults.no_choices);
+            let usage = (prompt, completion, self.reasoning_tokens);
+            let body = self
+                .format
+                .full_response(&choices, usage, self.faults.no_choices);
             self.pending.push_back(Bytes::from(body.to_string()));
         }
         self.done = true;
@@ -427,11 +436,31 @@ impl Writer {
         }
     }
 
+    /// Text of choice `i`'s next `count` tokens split into (reasoning, answer), with
+    /// their logprobs: the choice's first `reasoning_tokens` are thinking.
+    fn next_split(&mut self, i: usize, count: u32) -> (String, String, Vec<TokenLogprob>) {
+        let c = &self.choices[i];
+        let left = u64::from(c.job.reasoning_tokens).saturating_sub(c.tokens);
+        let thinking = count.min(u32::try_from(left).unwrap_or(u32::MAX));
+        let (mut reasoning, mut lps) = (String::new(), Vec::new());
+        if thinking > 0 {
+            (reasoning, lps) = self.next_piece(i, thinking);
+            self.reasoning_tokens += u64::from(thinking);
+        }
+        let mut answer = String::new();
+        if count > thinking {
+            let (t, more) = self.next_piece(i, count - thinking);
+            answer = t;
+            lps.extend(more);
+        }
+        (reasoning, answer, lps)
+    }
+
     /// Adds delivery `d` of choice `i`: its chunk (and the malformed one a fault
     /// asks for) to the pending frames when streaming, else its text to the choice.
     fn deliver(&mut self, i: usize, d: Delivery) {
         let first = self.choices[i].tokens == 0;
-        let (t, lps) = self.next_piece(i, d.tokens);
+        let (r, t, lps) = self.next_split(i, d.tokens);
         self.tokens += u64::from(d.tokens);
         let finished = d.finished && !self.faults.endless;
         let endpoint = self.plan.endpoint;
@@ -442,14 +471,16 @@ impl Writer {
             let chunk = ChunkChoice {
                 index: c.job.index,
                 text: &t,
+                reasoning: &r,
                 first,
                 finish_reason: finished.then_some(c.job.finish_reason),
                 stop_reason: c.job.stop_reason.as_deref().filter(|_| finished),
                 logprobs: lp.as_ref(),
-                usage: self
-                    .plan
-                    .continuous_usage
-                    .then_some((self.plan.prompt_tokens, self.tokens)),
+                usage: self.plan.continuous_usage.then_some((
+                    self.plan.prompt_tokens,
+                    self.tokens,
+                    self.reasoning_tokens,
+                )),
             };
             let probe = self.probe.then(|| Probe {
                 sent_ns: monotonic_ns(),
@@ -464,6 +495,7 @@ impl Writer {
                 self.pending.push_back(self.format.malformed_chunk());
             }
         } else {
+            c.reasoning.push_str(&r);
             c.text.push_str(&t);
             c.logprobs.extend(lps);
         }

@@ -14,9 +14,12 @@ pub fn meets_slo(report: &Report, p: &Point) -> bool {
         (Some(b), Some(s)) => within(s.median, Some(b)).unwrap_or(true),
         _ => true,
     };
+    let ttfat_ok = slo.ttfat_ms.is_none()
+        || within(crate::render::reasoning::median_ttfat(p), slo.ttfat_ms) == Some(true);
     within(p.median_ttft_ms.median, slo.ttft_ms) == Some(true)
         && within(p.median_tpot_ms.median, slo.tpot_ms) == Some(true)
         && e2el_ok
+        && ttfat_ok
 }
 
 /// The x ranges where an engine meets the SLO at the median, merged where they

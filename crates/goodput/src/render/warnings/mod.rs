@@ -56,6 +56,8 @@ pub enum WarningKind {
     EstimatedTokens,
     /// Answers shorter than the exact length asked for.
     ShortOutputs,
+    /// Requests reasoned up to their limit and gave no answer.
+    NoAnswer,
     /// From the engine's own metrics: queueing, preemption, full KV cache, counts.
     Server(server::ServerWarning),
 }
@@ -77,6 +79,7 @@ impl WarningKind {
             WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
             WarningKind::ShortOutputs => "Answers shorter than asked",
+            WarningKind::NoAnswer => "Requests without an answer",
             WarningKind::Server(k) => k.title(),
         }
     }
@@ -131,6 +134,10 @@ impl WarningKind {
                  faster: its TPOT, E2E latency and throughput are not comparable with an \
                  engine's that generated every token."
             }
+            WarningKind::NoAnswer => {
+                "the model thought until the token limit and never answered: the request \
+                 succeeded and is fast, but the user got nothing (never counted good)."
+            }
             WarningKind::Server(k) => k.why(),
         }
     }
@@ -172,6 +179,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 outliers(p),
                 estimated_tokens(p),
                 short_outputs(p),
+                super::reasoning::no_answer(p),
             ]
             .into_iter()
             .flatten()

@@ -286,6 +286,11 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
     let mut missed: Vec<String> = [
         ratio_text("TTFT", p.median_ttft_ms.median, slo.ttft_ms),
         ratio_text("TPOT", p.median_tpot_ms.median, slo.tpot_ms),
+        ratio_text(
+            "TTFAT",
+            crate::render::reasoning::median_ttfat(p),
+            slo.ttfat_ms,
+        ),
     ]
     .into_iter()
     .flatten()

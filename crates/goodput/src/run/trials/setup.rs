@@ -77,6 +77,12 @@ pub(super) async fn request_builder(
         model: handle.model.clone(),
         api: handle.api,
         tokens_per_word: 1.0,
+        chat_fields: ctx
+            .plan
+            .engines
+            .get(name)
+            .map(crate::plan::chat_fields)
+            .unwrap_or_default(),
     };
     match calibrate(&builder, &ctx.client, &handle.base_url).await {
         Calibration::NotAsked => {}

@@ -1,0 +1,139 @@
+//! Reasoning models: the time to first answer token (TTFAT) every renderer uses
+//! for the `ttfat` bound, and the table of thinking against answering (after the
+//! results table): one row per engine x load level that streamed reasoning.
+
+use maud::{html, Markup};
+use report::{Point, ReasoningSummary, Report, Stat};
+
+use super::markdown::grid;
+use super::table::md_escape;
+use super::text::{align, num, Cell, Line};
+use super::warnings::WarningKind;
+
+/// The point's median TTFAT per trial; a point without reasoning answered from its
+/// first token, so its TTFAT is its TTFT.
+pub fn ttfat_stat(p: &Point) -> &Stat {
+    p.reasoning
+        .as_ref()
+        .map_or(&p.median_ttft_ms, |r| &r.median_ttfat_ms)
+}
+
+/// The median over trials of [`ttfat_stat`].
+pub fn median_ttfat(p: &Point) -> Option<f64> {
+    ttfat_stat(p).median
+}
+
+const COLUMNS: [&str; 8] = [
+    "engine",
+    "x",
+    "TTFT p50 ms",
+    "TTFAT p50/p99 ms",
+    "answer TPOT p50 ms",
+    "reasoning tokens",
+    "answer tokens",
+    "no answer",
+];
+
+/// Every point that streamed reasoning, in report order.
+fn points(report: &Report) -> Vec<(&str, &Point, &ReasoningSummary)> {
+    report
+        .load
+        .iter()
+        .flat_map(|(engine, r)| {
+            r.points
+                .iter()
+                .filter_map(move |p| p.reasoning.as_ref().map(|s| (engine.as_str(), p, s)))
+        })
+        .collect()
+}
+
+fn cells(report: &Report) -> Vec<Vec<String>> {
+    let f = |v: Option<f64>| v.map_or("–".to_string(), num);
+    points(report)
+        .into_iter()
+        .map(|(engine, p, r)| {
+            let sent: u64 = p.completed.iter().sum();
+            vec![
+                engine.to_string(),
+                num(p.x),
+                f(p.median_ttft_ms.median),
+                format!(
+                    "{} / {}",
+                    f(r.median_ttfat_ms.median),
+                    f(r.p99_ttfat_ms.median)
+                ),
+                f(r.median_answer_tpot_ms.median),
+                f(r.mean_reasoning_tokens.median),
+                f(r.mean_answer_tokens.median),
+                format!("{} of {sent}", r.no_answer_total()),
+            ]
+        })
+        .collect()
+}
+
+const TITLE: &str = "Thinking and answering (reasoning models; medians over trials)";
+
+/// The table for a terminal; empty when no point streamed reasoning.
+pub fn reasoning_text(report: &Report) -> String {
+    let rows = cells(report);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut lines = vec![Line::Cells(
+        COLUMNS.iter().map(|c| Cell::plain(*c)).collect(),
+    )];
+    lines.extend(
+        rows.into_iter()
+            .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),
+    );
+    format!("{TITLE}:\n{}", align(&lines, &[], false))
+}
+
+/// The table in Markdown; empty when no point streamed reasoning.
+pub fn reasoning_markdown(report: &Report) -> String {
+    let rows: Vec<Vec<String>> = cells(report)
+        .into_iter()
+        .map(|r| r.iter().map(|c| md_escape(c)).collect())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("**{TITLE}**\n\n{}", grid(&COLUMNS, 1, &rows))
+}
+
+/// The section of the HTML page; nothing when no point streamed reasoning.
+pub fn reasoning_html(report: &Report) -> Markup {
+    let rows = cells(report);
+    html! {
+        @if !rows.is_empty() {
+            section #reasoning {
+                h2 { "Thinking and answering" }
+                p { "Reasoning model: TTFT counts the first token of either kind, TTFAT the \
+                     first token of the answer; medians over trials." }
+                table {
+                    thead { tr { @for c in COLUMNS { th { (c) } } } }
+                    tbody {
+                        @for r in &rows {
+                            tr { @for c in r { td { (c) } } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Requests that reasoned and gave no answer: how many, and what to do.
+pub fn no_answer(p: &Point) -> Option<(WarningKind, String, String)> {
+    let n = p.reasoning.as_ref()?.no_answer_total();
+    let completed: u64 = p.completed.iter().sum();
+    (n > 0).then(|| {
+        (
+            WarningKind::NoAnswer,
+            format!("{n} of {completed} successful requests streamed reasoning and no answer"),
+            "Raise max_tokens (the workload's output_tokens) above what the model thinks, \
+             or lower reasoning_effort / turn thinking off (chat_template_kwargs)."
+                .into(),
+        )
+    })
+}
