@@ -50,6 +50,7 @@ use report::{Point, Stat};
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
 
+pub mod cost;
 mod outlier;
 mod slo;
 mod turns;
@@ -164,6 +165,10 @@ pub struct TrialMetrics {
     pub tpots_ms: Vec<f64>,
     /// Conversation workloads: the trial's requests by turn.
     pub turns: Option<TrialTurns>,
+    /// Output tokens of successful requests (see [`cost`]).
+    pub output_tokens: u64,
+    /// Output tokens of good requests (see [`cost`]).
+    pub good_output_tokens: u64,
 }
 
 /// Derives a trial's metrics from its records.
@@ -184,6 +189,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
                 m.good += rm.good as u64;
                 m.estimated += r.tokens_estimated as u64;
                 out_tokens += rm.output_tokens;
+                m.good_output_tokens += if rm.good { rm.output_tokens } else { 0 };
                 if let Some(p) = r.prompt_tokens {
                     in_tokens = (in_tokens.0 + p, in_tokens.1 + 1);
                 }
@@ -209,6 +215,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
         .filter(|r| request_metrics(r, slo).is_none())
         .min_by_key(|r| (r.sent, r.index))
         .map(error_text);
+    m.output_tokens = out_tokens;
     rates(&mut m, records, out_tokens);
     let mut ttfts = m.ttfts_ms.clone();
     (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
@@ -349,6 +356,8 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         extra: Default::default(),
         server: None,
         conversation: conversation_summary(trials),
+        energy: None,
+        cost: None,
     }
 }
 

@@ -8,19 +8,21 @@
 //! this file holds the report itself, its SLO and each engine's results;
 //! `run` the run and prediction facts, `point` a load
 //! level and its trials, `capacity` a search's answer,
-//! `gpu` GPU telemetry, `environment` what ran where.
+//! `gpu` GPU telemetry, `environment` what ran where, `cost` energy and dollars.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod capacity;
+mod cost;
 mod environment;
 mod gpu;
 mod point;
 mod run;
 
 pub use capacity::*;
+pub use cost::*;
 pub use environment::*;
 pub use gpu::*;
 pub use point::*;

@@ -95,6 +95,10 @@ pub struct EngineSpec {
     /// How many times an engine that dies mid-run may be restarted (default 0).
     #[serde(default)]
     pub max_restarts: u32,
+    /// The price of the engine's GPUs, all together, US dollars per hour (also
+    /// `--usd-per-hour`): gives each point its cost per million tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_hour: Option<f64>,
 }
 
 /// Which OpenAI API to stream from.

@@ -110,18 +110,22 @@ impl Sweep {
             .iter()
             .filter(|(k, _)| k.mode == plan.mode)
             .map(|(k, trials)| {
-                let slos: Vec<TrialSlo> = trials
-                    .values()
-                    .filter(|t| t.info.status == RunStatus::Complete)
-                    .map(|t| t.slo.clone())
-                    .collect();
+                let complete = || {
+                    trials
+                        .values()
+                        .filter(|t| t.info.status == RunStatus::Complete)
+                };
+                let slos: Vec<TrialSlo> = complete().map(|t| t.slo.clone()).collect();
                 let (_, c) = point_slo(&slos, &plan.slo);
+                let good =
+                    complete().map(|t| crate::metrics::cost::good_output_throughput(&t.metrics));
                 crate::search::Obs {
                     x: k.x(),
                     trials: slos.len() as u32,
                     attainment: c.attainment,
                     ci: c.ci_low.zip(c.ci_high),
                     meets: c.meets,
+                    good_tokens_per_s: report::Stat::from_trials(good).median,
                 }
             })
             .collect()
@@ -174,6 +178,19 @@ impl Sweep {
                 }
                 p.server = crate::server_metrics::summarize(
                     done.iter().filter_map(|t| t.info.server.as_ref()),
+                );
+                let spec = plan.engines.get(name);
+                let per_trial: Vec<_> = done
+                    .iter()
+                    .map(|t| (&t.metrics, t.info.energy.as_ref()))
+                    .collect();
+                let launched =
+                    spec.is_some_and(|s| s.effective_kind() != crate::profile::EngineKind::Url);
+                crate::metrics::cost::fill_point(
+                    &mut p,
+                    &per_trial,
+                    spec.and_then(|s| s.usd_per_hour),
+                    launched,
                 );
                 points.push(p);
             }
