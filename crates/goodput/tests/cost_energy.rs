@@ -28,11 +28,11 @@ source = "sim"
 interval_ms = 50
 [engines.dear]
 kind = "sim"
-preset = "fixed"
+preset = "default"
 usd_per_hour = 4.0
 [engines.cheap]
 kind = "sim"
-preset = "fixed"
+preset = "default"
 usd_per_hour = 1.0
 "#;
 
