@@ -124,3 +124,45 @@ fn a_price_for_an_engine_not_running_is_refused() {
         .code(2)
         .stderr(contains("no engine named `nope` to price"));
 }
+
+/// The reference report with each engine priced, meeting the SLO at x=1 only.
+fn priced_reference(prices: &[(&str, f64)]) -> goodput::report::Report {
+    let text = include_str!("../../../tests/data/l4-gpu1-vllm.json");
+    let mut r = goodput::report::io::parse_report(text).unwrap();
+    for (engine, usd) in prices {
+        for p in &mut r.load.get_mut(*engine).unwrap().points {
+            p.slo_check = Some(goodput::report::SloCheck {
+                meets: p.x == 1.0,
+                ..Default::default()
+            });
+            let stat = |v: f64| goodput::report::Stat {
+                median: Some(v),
+                min: Some(v),
+                max: Some(v),
+                n: 1,
+            };
+            p.cost = Some(goodput::report::CostSummary {
+                usd_per_hour: 1.0,
+                usd_per_million_good_tokens: stat(usd * p.x),
+                ..Default::default()
+            });
+        }
+    }
+    r
+}
+
+#[test]
+fn the_verdict_names_the_cheapest_engine_at_its_capacity() {
+    use goodput::render::verdict::verdict;
+    let r = priced_reference(&[("vllm-fast-b", 0.42), ("vllm-no-async", 0.61)]);
+    let v = verdict(&r).join(" ");
+    assert!(
+        v.contains("Cheapest serving the SLO: vllm-fast-b, $0.42 per million good tokens at its capacity of 1 concurrent request (vllm-no-async: $0.61 at 1)."),
+        "{v}"
+    );
+    // Unpriced engines (vllm-ngram) are left out; without prices, no sentence.
+    assert!(!v.contains("vllm-ngram: $"), "{v}");
+    assert!(!verdict(&priced_reference(&[]))
+        .join(" ")
+        .contains("Cheapest"));
+}

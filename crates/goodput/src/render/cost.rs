@@ -170,6 +170,16 @@ pub fn cheapest(report: &Report, load_words: impl Fn(f64) -> String) -> Option<S
         money(usd),
         load_words(p.x)
     );
+    if let Some(x) = report.capacity.get(best).and_then(|c| c.cheapest_load) {
+        let at = report.load[best]
+            .points
+            .iter()
+            .find(|q| q.x == x && x != p.x);
+        let usd = at.and_then(|q| q.cost.as_ref()?.usd_per_million_good_tokens.median);
+        if let Some(usd) = usd {
+            s.push_str(&format!("; cheapest at {}: {}", load_words(x), money(usd)));
+        }
+    }
     let others: Vec<String> = priced[1..]
         .iter()
         .map(|(e, p, usd)| format!("{e}: {} at {}", money(*usd), num(p.x)))
