@@ -429,4 +429,48 @@ mod tests {
         let done = out.iter().filter(|r| r.done.is_some()).count();
         assert!(done > 0 && done < 100, "{done}");
     }
+
+    #[test]
+    fn the_traced_gpu_is_sampled_on_time_busy_then_idle() {
+        // Two requests 3 s apart: busy briefly, idle, busy again.
+        let arrivals = Arrivals::Open {
+            offsets_s: vec![0.0, 3.0],
+            max_concurrency: None,
+        };
+        let reqs = [spec(0), spec(1)];
+        let t = simulate_traced(
+            &plain(),
+            &arrivals,
+            &reqs,
+            ClientTiming::default(),
+            1e6,
+            Some(0.1),
+        );
+        assert_eq!(
+            t.requests,
+            simulate(&plain(), &arrivals, &reqs, ClientTiming::default(), 1e6)
+        );
+        let times: Vec<f64> = t.gpu.iter().map(|(at, _)| *at).collect();
+        assert!(
+            times.windows(2).all(|w| (w[1] - w[0] - 0.1).abs() < 1e-9),
+            "{times:?}"
+        );
+        let end = t.requests[1].done.unwrap();
+        assert!(times
+            .last()
+            .is_some_and(|l| *l <= end && end - l < 0.1 + 1e-9));
+        // Power falls while idle (between the requests) and rises again.
+        let power_at = |s: f64| t.gpu.iter().find(|(at, _)| *at >= s).unwrap().1.power_w;
+        assert!(power_at(2.9) < power_at(0.1), "idle draws less");
+        assert!(power_at(2.9) >= 16.0);
+        let none = simulate_traced(
+            &plain(),
+            &arrivals,
+            &reqs,
+            ClientTiming::default(),
+            1e6,
+            None,
+        );
+        assert!(none.gpu.is_empty());
+    }
 }
