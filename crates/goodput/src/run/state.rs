@@ -179,19 +179,7 @@ impl Sweep {
                 p.server = crate::server_metrics::summarize(
                     done.iter().filter_map(|t| t.info.server.as_ref()),
                 );
-                let spec = plan.engines.get(name);
-                let per_trial: Vec<_> = done
-                    .iter()
-                    .map(|t| (&t.metrics, t.info.energy.as_ref()))
-                    .collect();
-                let launched =
-                    spec.is_some_and(|s| s.effective_kind() != crate::profile::EngineKind::Url);
-                crate::metrics::cost::fill_point(
-                    &mut p,
-                    &per_trial,
-                    spec.and_then(|s| s.usd_per_hour),
-                    launched,
-                );
+                energy_and_cost(&mut p, plan, name, &done);
                 points.push(p);
             }
             load.insert(
@@ -285,6 +273,18 @@ impl Sweep {
         }
         (sweep, kept)
     }
+}
+
+/// A point's energy and cost, from its complete trials and the engine's price.
+fn energy_and_cost(p: &mut report::Point, plan: &Plan, engine: &str, done: &[&TrialState]) {
+    let spec = plan.engines.get(engine);
+    let per_trial: Vec<_> = done
+        .iter()
+        .map(|t| (&t.metrics, t.info.energy.as_ref()))
+        .collect();
+    let launched = spec.is_some_and(|s| s.effective_kind() != crate::profile::EngineKind::Url);
+    let usd_per_hour = spec.and_then(|s| s.usd_per_hour);
+    crate::metrics::cost::fill_point(p, &per_trial, usd_per_hour, launched);
 }
 
 fn sum_spec<'a>(it: impl Iterator<Item = &'a SpecDecode>) -> Option<SpecDecode> {

@@ -127,11 +127,11 @@ pub struct Point {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<ConversationSummary>,
     /// goodput addition: GPU energy per output token and per request (see
-    /// [`EnergySummary`]); absent without GPU telemetry.
+    /// [`super::EnergySummary`]); absent without GPU telemetry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<super::EnergySummary>,
     /// goodput addition: dollars per million tokens at the engine's `usd_per_hour`
-    /// (see [`CostSummary`]); absent when the engine has no price.
+    /// (see [`super::CostSummary`]); absent when the engine has no price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<super::CostSummary>,
 }
