@@ -6,6 +6,8 @@ use report::{Point, Report, Stat};
 
 use super::charts::{vs_load, Chart};
 use super::compare::{Better, Metric};
+use super::markdown::grid;
+use super::table::md_escape;
 use super::text::{align, num, stat_median, Cell, Line};
 use super::verdict::point_meets;
 
@@ -65,47 +67,44 @@ fn median_or_dash(s: &Stat, f: fn(f64) -> String) -> String {
     s.median.map_or_else(|| "-".into(), f)
 }
 
-/// The `show` table of energy and cost, one line per point that has either, with
-/// the energy's source and notes under it; `None` when no point has either.
-pub fn table(report: &Report, color: bool) -> Option<String> {
-    let mut lines = vec![Line::Cells(
-        [
-            "engine",
-            "x",
-            "GPU W",
-            "J/out tok",
-            "J/request",
-            "$/hour",
-            "$/M out tok",
-            "$/M good tok",
-        ]
-        .map(Cell::plain)
-        .to_vec(),
-    )];
-    let mut notes: Vec<String> = Vec::new();
+/// The columns of the energy and cost table.
+const COLUMNS: [&str; 8] = [
+    "engine",
+    "x",
+    "GPU W",
+    "J/out tok",
+    "J/request",
+    "$/hour",
+    "$/M out tok",
+    "$/M good tok",
+];
+
+/// One row of [`COLUMNS`] per point that has energy or cost, and the notes on
+/// where each engine's energy came from.
+fn rows(report: &Report) -> (Vec<Vec<String>>, Vec<String>) {
+    let (mut rows, mut notes) = (Vec::new(), Vec::<String>::new());
     for (engine, result) in &report.load {
         for p in &result.points {
             if p.energy.is_none() && p.cost.is_none() {
                 continue;
             }
-            let e = p.energy.as_ref();
-            let c = p.cost.as_ref();
+            let (e, c) = (p.energy.as_ref(), p.cost.as_ref());
             let energy = |f: fn(&report::EnergySummary) -> &Stat| {
                 e.map_or_else(|| "-".into(), |e| stat_median(f(e)))
             };
             let cost = |f: fn(&report::CostSummary) -> &Stat| {
                 c.map_or_else(|| "-".into(), |c| median_or_dash(f(c), money))
             };
-            lines.push(Line::Cells(vec![
-                Cell::plain(engine.as_str()),
-                Cell::plain(num(p.x)),
-                Cell::plain(energy(|e| &e.mean_power_w)),
-                Cell::plain(energy(|e| &e.joules_per_output_token)),
-                Cell::plain(energy(|e| &e.joules_per_request)),
-                Cell::plain(c.map_or_else(|| "-".into(), |c| money(c.usd_per_hour))),
-                Cell::plain(cost(|c| &c.usd_per_million_output_tokens)),
-                Cell::plain(cost(|c| &c.usd_per_million_good_tokens)),
-            ]));
+            rows.push(vec![
+                engine.clone(),
+                num(p.x),
+                energy(|e| &e.mean_power_w),
+                energy(|e| &e.joules_per_output_token),
+                energy(|e| &e.joules_per_request),
+                c.map_or_else(|| "-".into(), |c| money(c.usd_per_hour)),
+                cost(|c| &c.usd_per_million_output_tokens),
+                cost(|c| &c.usd_per_million_good_tokens),
+            ]);
             if let Some(e) = e {
                 let note = e.note.as_ref().map_or(String::new(), |n| format!("; {n}"));
                 let line = format!("{engine}: energy from {} ({}){note}", e.source, e.method);
@@ -115,14 +114,45 @@ pub fn table(report: &Report, color: bool) -> Option<String> {
             }
         }
     }
-    if lines.len() == 1 {
+    (rows, notes)
+}
+
+/// The `show` table of energy and cost, with the energy's source and notes under
+/// it; `None` when no point has either.
+pub fn table(report: &Report, color: bool) -> Option<String> {
+    let (rows, notes) = rows(report);
+    if rows.is_empty() {
         return None;
     }
+    let mut lines = vec![Line::Cells(COLUMNS.map(Cell::plain).to_vec())];
+    lines.extend(
+        rows.into_iter()
+            .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),
+    );
     let mut out = String::from("Energy and cost (medians over trials):\n");
     out.push_str(&align(&lines, &[], color));
     for n in notes {
         out.push_str(&format!("  {n}\n"));
     }
+    Some(out)
+}
+
+/// The same table in Markdown; `None` when no point has energy or cost.
+pub fn markdown(report: &Report) -> Option<String> {
+    let (rows, notes) = rows(report);
+    if rows.is_empty() {
+        return None;
+    }
+    let escaped: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| md_escape(c)).collect())
+        .collect();
+    let mut out = String::from("**Energy and cost** (medians over trials)\n\n");
+    out.push_str(&grid(&COLUMNS, 1, &escaped));
+    for n in notes {
+        out.push_str(&format!("\n- {}", md_escape(&n)));
+    }
+    out.push('\n');
     Some(out)
 }
 

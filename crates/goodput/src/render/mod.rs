@@ -130,6 +130,10 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 out.push('\n');
                 out.push_str(&t);
             }
+            if let Some(c) = cost::markdown(report) {
+                out.push('\n');
+                out.push_str(&c);
+            }
             out.push('\n');
             out.push_str(&warnings::warnings_markdown(report));
             out
