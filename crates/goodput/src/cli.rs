@@ -160,6 +160,10 @@ pub struct TrialArgs {
     /// Seed of prompts and arrivals.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Price of an engine's GPUs, US dollars per hour: `2.5` for every engine or
+    /// `NAME=2.5` for one (repeatable; over the profile's `usd_per_hour`).
+    #[arg(long, value_name = "[ENGINE=]USD")]
+    pub usd_per_hour: Vec<String>,
 }
 
 /// The flags `run` and `search` share: what each trial is, where it goes.
@@ -240,6 +244,10 @@ pub struct SearchArgs {
     /// target (default: trials + 2).
     #[arg(long)]
     pub max_trials_per_probe: Option<u32>,
+    /// `capacity`: the largest load that meets the SLO; `cost`: that, then the load
+    /// whose good tokens cost least (default: `[search] objective`, else capacity).
+    #[arg(long, value_enum)]
+    pub objective: Option<crate::search::Objective>,
     /// Flags `run` and `search` share (`--trials`: trials each probe gets first).
     #[command(flatten)]
     pub common: CommonArgs,
@@ -403,6 +411,12 @@ impl TrialArgs {
                 .map_err(|e| usage(format!("--slo: {e}")))?,
             engines: self.engines.clone(),
             seed: self.seed,
+            usd_per_hour: self
+                .usd_per_hour
+                .iter()
+                .map(|p| crate::plan::price::parse_usd_per_hour(p))
+                .collect::<Result<_, _>>()
+                .map_err(|e| usage(format!("--usd-per-hour: {e}")))?,
             ..Default::default()
         })
     }
@@ -429,6 +443,7 @@ async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
             max_probes: args.max_probes,
             max_trials_per_probe: args.max_trials_per_probe,
             growth: None,
+            objective: args.objective,
         }),
         mode: args.mode.map(|m| match m {
             ModeArg::Concurrency => crate::profile::LoadMode::Concurrency,

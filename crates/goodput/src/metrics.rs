@@ -62,6 +62,7 @@ use report::{Point, Stat};
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
 
+pub mod cost;
 mod outlier;
 pub mod reasoning;
 mod slo;
@@ -193,6 +194,10 @@ pub struct TrialMetrics {
     pub turns: Option<TrialTurns>,
     /// Reasoning models: TTFAT, reasoning and answer tokens, no-answer requests.
     pub reasoning: TrialReasoning,
+    /// Output tokens of successful requests (see [`cost`]).
+    pub output_tokens: u64,
+    /// Output tokens of good requests (see [`cost`]).
+    pub good_output_tokens: u64,
 }
 
 /// Derives a trial's metrics from its records.
@@ -214,6 +219,9 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
                 m.estimated += r.tokens_estimated as u64;
                 count_short(&mut m, r, rm.output_tokens);
                 out_tokens = out_tokens.saturating_add(rm.output_tokens);
+                if rm.good {
+                    m.good_output_tokens = m.good_output_tokens.saturating_add(rm.output_tokens);
+                }
                 if let Some(p) = r.prompt_tokens {
                     in_tokens = (in_tokens.0.saturating_add(p), in_tokens.1 + 1);
                 }
@@ -240,6 +248,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
         .filter(|r| request_metrics(r, slo).is_none())
         .min_by_key(|r| (r.sent, r.index))
         .map(error_text);
+    m.output_tokens = out_tokens;
     rates(&mut m, records, out_tokens);
     let mut ttfts = m.ttfts_ms.clone();
     (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
@@ -416,6 +425,8 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         server: None,
         conversation: conversation_summary(trials),
         reasoning: reasoning_summary(trials),
+        energy: None,
+        cost: None,
     }
 }
 

@@ -271,6 +271,8 @@ pub struct Overrides {
     pub search: Option<SearchSpec>,
     /// `goodput search --mode`: search in this load mode instead of the profile's.
     pub mode: Option<LoadMode>,
+    /// `--usd-per-hour [ENGINE=]USD` (repeatable): engine prices, in order.
+    pub usd_per_hour: Vec<(Option<String>, f64)>,
 }
 
 /// `[search]`: how `goodput search` looks for the largest load that meets the SLO.
@@ -301,6 +303,10 @@ pub struct SearchSpec {
     /// Load growth factor while bracketing (default 2).
     #[serde(default)]
     pub growth: Option<f64>,
+    /// `capacity` (default: the largest load that meets the SLO) or `cost` (then
+    /// also the load whose good tokens cost least; docs/cost-energy.md).
+    #[serde(default)]
+    pub objective: Option<crate::search::Objective>,
 }
 
 impl SearchSpec {
@@ -314,6 +320,7 @@ impl SearchSpec {
             max_probes: over.max_probes.or(self.max_probes),
             max_trials_per_probe: over.max_trials_per_probe.or(self.max_trials_per_probe),
             growth: over.growth.or(self.growth),
+            objective: over.objective.or(self.objective),
         }
     }
 }

@@ -105,6 +105,13 @@ fn two_clients_at_concurrency_8_read_like_one() {
     let slice = c0.run.as_ref().unwrap().load_shard.clone().unwrap();
     assert_eq!((slice.index, slice.count), (0, 2));
     assert_eq!(c0.load["one"].points[0].completed, vec![24]);
+    // The pooled trials' energy is client 0's GPU energy (and its note).
+    let e = merged.load["one"].points[0]
+        .energy
+        .as_ref()
+        .expect("energy");
+    let e0 = c0.load["one"].points[0].energy.as_ref().unwrap();
+    assert_eq!((&e.mean_power_w, &e.note), (&e0.mean_power_w, &e0.note));
 
     // Refused: a client twice, a client missing, a whole run among load shards.
     let c0p = dir.path("client0/report.json");

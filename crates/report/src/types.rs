@@ -9,13 +9,14 @@
 //! `run` the run and prediction facts, `point` a load
 //! level and its trials, `capacity` a search's answer,
 //! `gpu` GPU telemetry, `environment` what ran where, `reasoning` a reasoning
-//! model's thinking and answering apart.
+//! model's thinking and answering apart, `cost` energy and dollars.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod capacity;
+mod cost;
 mod environment;
 mod gpu;
 mod point;
@@ -23,6 +24,7 @@ mod reasoning;
 mod run;
 
 pub use capacity::*;
+pub use cost::*;
 pub use environment::*;
 pub use gpu::*;
 pub use point::*;

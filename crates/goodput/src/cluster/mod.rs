@@ -72,6 +72,10 @@ impl SweepFlags {
             a.push("--engine".into());
             a.push(e.clone());
         }
+        for p in &trial.usd_per_hour {
+            a.push("--usd-per-hour".into());
+            a.push(p.clone());
+        }
         a
     }
 }

@@ -115,7 +115,9 @@ impl Profile {
         let workload_description = describe(&self.workload, &workload, spec.requests_per_trial);
         check_telemetry(&check, &self.telemetry)?;
         check_server_metrics(&check, &self.server_metrics)?;
-        let engines = select_engines(&check, self.engines, &ov.engines)?;
+        let mut engines = select_engines(&check, self.engines, &ov.engines)?;
+        super::price::apply_prices(&mut engines, &ov.usd_per_hour)
+            .map_err(|m| check.bad("usd_per_hour", m))?;
         let engines = super::chat::with_chat_controls(&check, &self.workload, engines)?;
         let search = ov
             .search
@@ -281,6 +283,9 @@ fn override_flags(ov: &Overrides) -> Vec<(&'static str, &'static str)> {
     }
     if !ov.engines.is_empty() {
         flags.push(("engines", "--engine"));
+    }
+    if !ov.usd_per_hour.is_empty() {
+        flags.push(("usd_per_hour", "--usd-per-hour"));
     }
     if let Some(s) = &ov.search {
         for (set, field, flag) in [

@@ -154,6 +154,15 @@ fn check_limits(e: &EngineSpec) -> Result<(), (&'static str, String)> {
     if e.kv_pool_tokens == Some(0) {
         return Err(("kv_pool_tokens", "must be at least 1".into()));
     }
+    if let Some(usd) = e
+        .usd_per_hour
+        .filter(|v| !(v.is_finite() && *v >= 0.0 && *v <= 1e9))
+    {
+        return Err((
+            "usd_per_hour",
+            format!("{usd} must be a price in 0..=1e9 US dollars per hour"),
+        ));
+    }
     if e.max_restarts > 100 {
         return Err((
             "max_restarts",

@@ -13,6 +13,7 @@ mod check;
 mod engines;
 mod jsonl;
 mod load;
+pub mod price;
 mod search;
 #[cfg(test)]
 mod tests;
@@ -155,7 +156,12 @@ impl Plan {
             parts.push(("search".into(), json!({"target": s.target})));
         }
         for (name, e) in &self.engines {
-            parts.push((format!("engine.{name}"), json!(e)));
+            // The price decides no measurement: a re-priced run resumes.
+            let unpriced = EngineSpec {
+                usd_per_hour: None,
+                ..e.clone()
+            };
+            parts.push((format!("engine.{name}"), json!(unpriced)));
         }
         parts
             .into_iter()

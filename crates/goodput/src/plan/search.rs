@@ -49,6 +49,7 @@ pub(super) fn check_search(
         base_trials: load.trials,
         max_trials_per_probe,
         growth,
+        objective: s.objective.unwrap_or_default(),
     })
 }
 

@@ -10,6 +10,11 @@
 //! asks for) and its output length (`max_tokens`; a JSONL prompt without one is
 //! given [`DEFAULT_OUTPUT_TOKENS`]). Warm-up requests are not simulated: each trial
 //! starts on an idle engine with a cool GPU.
+//!
+//! The model's GPU is sampled every `telemetry.interval_ms` of virtual time and its
+//! power integrated into the trial's energy ([`crate::telemetry::energy`], source
+//! `sim`), so a prediction has energy and cost per token like a measured run (the
+//! samples themselves are not kept).
 
 pub mod command;
 pub mod search;
@@ -17,7 +22,8 @@ pub mod search;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use goodput_sim::model::virtual_time::{simulate, Arrivals, ClientTiming, VirtualRequest};
+use goodput_sim::model::virtual_time::{simulate_traced, Arrivals, ClientTiming, VirtualRequest};
+use goodput_sim::model::GpuState;
 use goodput_sim::model::RequestSpec;
 use goodput_sim::SimConfig;
 use report::{Predicted, Report, RunInfo, RunStatus, TrialInfo};
@@ -246,8 +252,10 @@ pub(crate) fn run_trial(
         .map_or(timeout_s * f64::from(plan.requests_per_trial.max(1)), |d| {
             d.as_secs_f64()
         });
-    let out = simulate(config, &arrivals, &specs, CLIENT, horizon_s);
-    let records: Vec<RequestRecord> = out
+    let every_s = plan.telemetry.interval_ms.max(1) as f64 / 1000.0;
+    let traced = simulate_traced(config, &arrivals, &specs, CLIENT, horizon_s, Some(every_s));
+    let records: Vec<RequestRecord> = traced
+        .requests
         .iter()
         .zip(&specs)
         .enumerate()
@@ -261,6 +269,7 @@ pub(crate) fn run_trial(
         completed: metrics.completed,
         failed: metrics.failed,
         good: metrics.good,
+        energy: model_energy(&traced.gpu),
         ..Default::default()
     };
     let state = TrialState {
@@ -270,6 +279,20 @@ pub(crate) fn run_trial(
     };
     sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
     records
+}
+
+/// The trial's energy from the model GPU's samples (the power integral).
+fn model_energy(samples: &[(f64, GpuState)]) -> Option<report::TrialEnergy> {
+    let mut meter = crate::telemetry::energy::EnergyMeter::default();
+    for (t, g) in samples {
+        let reading = crate::telemetry::GpuReading {
+            power_w: Some(g.power_w),
+            util_pct: Some(g.utilization_pct),
+            ..Default::default()
+        };
+        meter.add(*t, &[reading]);
+    }
+    meter.finish("sim")
 }
 
 fn ns(s: f64) -> u64 {

@@ -111,3 +111,32 @@ fn requests_past_the_timeout_fail_as_timeouts_without_a_panic() {
     let r = sweep.report(&p);
     assert_eq!(r.load["e"].points[0].completed, vec![0, 0]);
 }
+
+#[test]
+fn a_prediction_has_energy_and_cost_per_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = PredictOptions {
+        output: dir.path().join("pred.json"),
+        force: false,
+        html: false,
+    };
+    let r = predict(&plan("usd_per_hour = 2.0"), &model(config()), &opts).unwrap();
+    for p in &r.load["e"].points {
+        let e = p
+            .energy
+            .as_ref()
+            .expect("the model's GPU power, integrated");
+        assert_eq!(
+            (e.source.as_str(), e.method.as_str()),
+            ("sim", "power-integral")
+        );
+        // Busy all along: the model's GPU draws between its idle 16 W and its 72 W limit.
+        let w = e.mean_power_w.median.unwrap();
+        assert!((16.0..=72.0).contains(&w), "{w} W");
+        let c = p.cost.as_ref().unwrap();
+        // The cheapest trial is the fastest one, at exactly price over throughput.
+        let thr = p.output_throughput.max.unwrap();
+        let usd = c.usd_per_million_output_tokens.min.unwrap();
+        assert!((usd - 2.0 / 3600.0 / thr * 1e6).abs() < 1e-9 * usd, "{usd}");
+    }
+}

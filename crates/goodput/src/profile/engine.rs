@@ -103,6 +103,10 @@ pub struct EngineSpec {
     /// key over the workload's (`{ enable_thinking = false }`: thinking off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The price of the engine's GPUs, all together, US dollars per hour (also
+    /// `--usd-per-hour`): gives each point its cost per million tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_hour: Option<f64>,
 }
 
 /// Which OpenAI API to stream from.

@@ -220,6 +220,12 @@ fn compare_engines(
             };
             (same_slo || !slo_bound) && recorded
         });
+        // Energy and cost rows where either side has the figure (the good tokens' cost
+        // only under one SLO).
+        let metrics = metrics.chain(super::cost::METRICS.iter().filter(|m| {
+            ((m.get)(bp).n > 0 || (m.get)(cp).n > 0)
+                && (same_slo || m.name != super::cost::GOOD_METRIC)
+        }));
         for (i, m) in metrics.enumerate() {
             let (bs, cs) = ((m.get)(bp), (m.get)(cp));
             let ch = change(bs, cs, m.better);

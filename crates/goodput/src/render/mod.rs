@@ -11,10 +11,12 @@
 //! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
 //! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
 //! - [`turns`]: the per-turn table of conversation workloads.
+//! - [`cost`]: energy and cost per token (table, verdict sentence, compare rows, charts).
 //! - [`text`]: number formatting, colour and column alignment for terminals.
 
 pub mod charts;
 pub mod compare;
+pub mod cost;
 pub mod html;
 pub mod markdown;
 pub mod reasoning;
@@ -106,6 +108,10 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                     out.push_str(&t);
                 }
             }
+            if let Some(c) = cost::table(report, color) {
+                out.push('\n');
+                out.push_str(&c);
+            }
             let w = warnings_text(report, color);
             if !w.is_empty() {
                 out.push('\n');
@@ -129,6 +135,10 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                     out.push('\n');
                     out.push_str(&t);
                 }
+            }
+            if let Some(c) = cost::markdown(report) {
+                out.push('\n');
+                out.push_str(&c);
             }
             out.push('\n');
             out.push_str(&warnings::warnings_markdown(report));

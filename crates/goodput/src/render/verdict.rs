@@ -103,6 +103,7 @@ pub fn verdict(report: &Report) -> Vec<String> {
     } else {
         from_capacity(report)
     };
+    out.extend(super::cost::cheapest(report, |x| load_words(report, x)));
     out.extend(server_reasons(report));
     out.extend(caveats(report));
     if let Some(p) = report.run.as_ref().and_then(|r| r.predicted.as_ref()) {

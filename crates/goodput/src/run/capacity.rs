@@ -110,6 +110,7 @@ impl Probed<'_> {
             trials: self.trials,
             limited_by,
             note,
+            cheapest_load: found.cheapest,
         }
     }
 

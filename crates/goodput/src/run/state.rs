@@ -120,18 +120,22 @@ impl Sweep {
             .iter()
             .filter(|(k, _)| k.mode == plan.mode)
             .map(|(k, trials)| {
-                let slos: Vec<TrialSlo> = trials
-                    .values()
-                    .filter(|t| t.info.status == RunStatus::Complete)
-                    .map(|t| t.slo.clone())
-                    .collect();
+                let complete = || {
+                    trials
+                        .values()
+                        .filter(|t| t.info.status == RunStatus::Complete)
+                };
+                let slos: Vec<TrialSlo> = complete().map(|t| t.slo.clone()).collect();
                 let (_, c) = point_slo(&slos, &plan.slo);
+                let good =
+                    complete().map(|t| crate::metrics::cost::good_output_throughput(&t.metrics));
                 crate::search::Obs {
                     x: k.x(),
                     trials: slos.len() as u32,
                     attainment: c.attainment,
                     ci: c.ci_low.zip(c.ci_high),
                     meets: c.meets,
+                    good_tokens_per_s: report::Stat::from_trials(good).median,
                 }
             })
             .collect()
@@ -185,6 +189,7 @@ impl Sweep {
                 p.server = crate::server_metrics::summarize(
                     done.iter().filter_map(|t| t.info.server.as_ref()),
                 );
+                energy_and_cost(&mut p, plan, name, &done);
                 points.push(p);
             }
             load.insert(
@@ -279,6 +284,18 @@ impl Sweep {
         }
         (sweep, kept)
     }
+}
+
+/// A point's energy and cost, from its complete trials and the engine's price.
+fn energy_and_cost(p: &mut report::Point, plan: &Plan, engine: &str, done: &[&TrialState]) {
+    let spec = plan.engines.get(engine);
+    let per_trial: Vec<_> = done
+        .iter()
+        .map(|t| (&t.metrics, t.info.energy.as_ref()))
+        .collect();
+    let launched = spec.is_some_and(|s| s.effective_kind() != crate::profile::EngineKind::Url);
+    let usd_per_hour = spec.and_then(|s| s.usd_per_hour);
+    crate::metrics::cost::fill_point(p, &per_trial, usd_per_hour, launched);
 }
 
 fn sum_spec<'a>(it: impl Iterator<Item = &'a SpecDecode>) -> Option<SpecDecode> {

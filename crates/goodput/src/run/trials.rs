@@ -199,6 +199,7 @@ async fn run_one(
         gpu_samples: m.gpu_samples,
         server,
         warmup_server,
+        energy: m.energy,
     };
     keep_trial(ctx, at, &trial_no, &m.records, metrics, info)?;
     Ok(died)

@@ -21,12 +21,18 @@
 //!    pooled attainment straddles the target. If a decision flips, narrowing goes on;
 //!    if the interval still straddles after the last trial, the result says so.
 //!
+//! With the cost objective ([`cost`]), the search then looks below the capacity
+//! for the load whose good tokens cost least.
+//!
 //! Bounded: at most `max_probes` load levels and `max_trials_per_probe` trials each.
 //! A probe's measured attainment decides pass or fail on the way; non-monotone
 //! measurements (a pass above a fail) are resolved by the lowest failing load.
 
+pub mod cost;
 #[cfg(test)]
 pub(crate) mod tests;
+
+pub use cost::Objective;
 
 use crate::profile::LoadMode;
 
@@ -52,6 +58,8 @@ pub struct SearchConfig {
     pub max_trials_per_probe: u32,
     /// Growth factor while bracketing (> 1).
     pub growth: f64,
+    /// What the search looks for.
+    pub objective: Objective,
 }
 
 /// What was measured at one load level.
@@ -67,6 +75,9 @@ pub struct Obs {
     pub ci: Option<(f64, f64)>,
     /// The point meets the SLO.
     pub meets: bool,
+    /// Median over trials of the output tokens of good requests per second (the
+    /// cost objective's measure); `None` when unknown.
+    pub good_tokens_per_s: Option<f64>,
 }
 
 impl Obs {
@@ -104,6 +115,9 @@ pub struct Found {
     pub noisy: Vec<f64>,
     /// Some load above `failing` passed (the measurements are not monotone).
     pub non_monotone: bool,
+    /// The cost objective: the load meeting the SLO with the least cost per good
+    /// token (`None` with the capacity objective).
+    pub cheapest: Option<f64>,
 }
 
 /// What to do next.
@@ -151,6 +165,14 @@ impl SearchConfig {
 /// The next step of the search, from the points measured so far (any order).
 /// Observations outside `[min, max]` are ignored.
 pub fn next_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
+    match (cfg.objective, capacity_step(cfg, measured)) {
+        (Objective::Cost, Step::Done(found)) => cost::refine(cfg, &in_range(cfg, measured), found),
+        (_, step) => step,
+    }
+}
+
+/// The capacity search's next step.
+fn capacity_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
     let obs = in_range(cfg, measured);
     // A probe first gets its base trials (also: a probe cut short by a crash).
     if let Some(o) = obs.iter().find(|o| o.trials < cfg.base_trials) {
@@ -235,6 +257,7 @@ impl<'a> Bracket<'a> {
                 .map(|o| o.x)
                 .collect(),
             non_monotone: self.non_monotone,
+            cheapest: None,
         })
     }
 

@@ -18,6 +18,7 @@ pub(crate) fn cfg(mode: LoadMode, min: f64, max: f64) -> SearchConfig {
         base_trials: 1,
         max_trials_per_probe: 3,
         growth: 2.0,
+        objective: Default::default(),
     }
 }
 
@@ -42,6 +43,7 @@ fn drive(cfg: &SearchConfig, requests: u64, good: impl Fn(f64, u32) -> u64) -> O
                     attainment: Some(a),
                     ci: wilson_interval(gs, sent, Z95),
                     meets: a >= cfg.target,
+                    good_tokens_per_s: None,
                 }
             })
             .collect();
@@ -230,6 +232,7 @@ fn non_monotone_measurements_use_the_lowest_failure() {
         attainment: Some(if meets { 1.0 } else { 0.0 }),
         ci: None,
         meets,
+        good_tokens_per_s: None,
     };
     let c = cfg(LoadMode::Concurrency, 1.0, 64.0);
     let obs = [
@@ -258,4 +261,56 @@ fn min_equal_max_is_one_probe() {
     assert_eq!((o.probes, o.found.passing), (1, Some(4.0)));
     let o = drive(&c, 50, |_, _| 0);
     assert_eq!((o.probes, o.found.passing), (1, None));
+}
+
+/// Runs a search to the end where load `x` meets the SLO up to `capacity` and gives
+/// `good(x)` good output tokens per second; the probed loads and the answer.
+fn drive_cost(cfg: &SearchConfig, capacity: f64, good: impl Fn(f64) -> f64) -> (Vec<f64>, Found) {
+    let mut xs: Vec<f64> = Vec::new();
+    for _ in 0..1000 {
+        let obs: Vec<Obs> = xs
+            .iter()
+            .map(|&x| Obs {
+                x,
+                trials: cfg.base_trials,
+                attainment: Some(if x <= capacity { 1.0 } else { 0.0 }),
+                ci: None,
+                meets: x <= capacity,
+                good_tokens_per_s: Some(good(x)),
+            })
+            .collect();
+        match next_step(cfg, &obs) {
+            Step::Done(found) => return (xs, found),
+            Step::Run { x, .. } => {
+                assert!(!xs.contains(&x), "{x} probed twice");
+                xs.push(x);
+            }
+        }
+    }
+    panic!("the search did not end");
+}
+
+#[test]
+fn the_cost_objective_finds_the_cheapest_load_below_capacity() {
+    let mut c = cfg(LoadMode::Concurrency, 1.0, 64.0);
+    c.objective = Objective::Cost;
+    // Good tokens/s peak at 11 (preemptions past it), the SLO holds up to 13.
+    let (xs, found) = drive_cost(&c, 13.0, |x| 1000.0 - (x - 11.0).powi(2));
+    assert_eq!(
+        (found.passing, found.cheapest),
+        (Some(13.0), Some(11.0)),
+        "{xs:?}"
+    );
+    // Rising to the capacity: the capacity is the cheapest, and nothing more is probed.
+    let (mut plain, _) = drive_cost(&cfg(LoadMode::Concurrency, 1.0, 64.0), 13.0, |x| x);
+    let (mut more, found) = drive_cost(&c, 13.0, |x| x);
+    assert_eq!(found.cheapest, Some(13.0));
+    plain.sort_by(f64::total_cmp);
+    more.sort_by(f64::total_cmp);
+    assert_eq!(plain, more);
+    // Without a load that meets the SLO there is no cheapest one; the capacity
+    // objective names none.
+    assert_eq!(drive_cost(&c, 0.5, |x| x).1.cheapest, None);
+    let capacity_only = cfg(LoadMode::Concurrency, 1.0, 64.0);
+    assert_eq!(drive_cost(&capacity_only, 13.0, |x| -x).1.cheapest, None);
 }

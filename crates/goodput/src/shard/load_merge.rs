@@ -233,6 +233,23 @@ fn pooled(reports: &[&Report], files: &[&Path], records: &[RequestRecord]) -> Re
     out
 }
 
+/// The pooled point's energy and cost: client 0's GPU energy of each trial (every
+/// client sampled the same GPUs; its note kept) over the pooled trial, at client
+/// 0's price.
+fn pooled_energy_and_cost(
+    out: &mut Point,
+    p: &Point,
+    metrics: &[crate::metrics::TrialMetrics],
+    energies: &[Option<&report::TrialEnergy>],
+) {
+    let per_trial: Vec<_> = metrics.iter().zip(energies.iter().copied()).collect();
+    let usd_per_hour = p.cost.as_ref().map(|c| c.usd_per_hour);
+    crate::metrics::cost::fill_point(out, &per_trial, usd_per_hour, true);
+    if let Some(e) = out.energy.as_mut() {
+        e.note = p.energy.as_ref().and_then(|o| o.note.clone());
+    }
+}
+
 /// One point of client 0's report, its trials pooled over every client.
 fn pooled_point(
     engine: &str,
@@ -258,6 +275,7 @@ fn pooled_point(
         })
     };
     let (mut metrics, mut slos, mut trials) = (Vec::new(), Vec::new(), Vec::new());
+    let mut energies = Vec::new();
     for t in &p.trials {
         let key = (engine.to_string(), p.x.to_bits(), t.index, t.attempt);
         let recs = by_trial.get(&key).map_or(&[][..], Vec::as_slice);
@@ -270,6 +288,7 @@ fn pooled_point(
         if done_everywhere(t) {
             slos.push(trial_slo(recs, slo));
             metrics.push(m);
+            energies.push(t.energy.as_ref());
         } else {
             info.status = RunStatus::Partial;
         }
@@ -286,6 +305,7 @@ fn pooled_point(
     out.server = p.server.clone();
     out.spec_decode = p.spec_decode.clone();
     out.trials = trials;
+    pooled_energy_and_cost(&mut out, p, &metrics, &energies);
     if !slos.is_empty() {
         let (attainment, check) = point_slo(&slos, slo);
         out.attainment = Some(attainment);

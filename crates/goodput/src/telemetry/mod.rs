@@ -9,6 +9,7 @@
 //!   `interval_ms` in the background until [`TrialSampler::finish`];
 //!   [`Telemetry::cooldown`] waits (bounded) for the GPU to cool before a trial.
 //! - [`summary`]: samples to the report's `gpu` summary and sample list.
+//! - [`energy`]: the readings of a trial to its GPU energy (counter or integral).
 //!
 //! No GPU, no driver or no library is never a failure: [`open`] then returns a
 //! telemetry that samples nothing, and one notice saying why.
@@ -19,6 +20,7 @@
 //! clock, the hottest temperature, summed power and memory, and whether any is
 //! throttled ([`from_readings`]).
 
+pub mod energy;
 pub mod nvml;
 pub mod simgpu;
 pub mod smi;
@@ -28,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use report::{GpuInfo, GpuSample};
+use report::{GpuInfo, GpuSample, TrialEnergy};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -82,6 +84,9 @@ pub struct GpuReading {
     pub util_pct: Option<f64>,
     /// A hardware or software thermal slowdown is active.
     pub thermal: bool,
+    /// The GPU's total-energy counter (since the driver loaded), J; `None` where the
+    /// source has none (see [`energy`]).
+    pub energy_j: Option<f64>,
 }
 
 /// A source of GPU readings: the external edge of this module.
@@ -97,10 +102,7 @@ pub trait GpuSource: Send + Sync + 'static {
 /// Combines one reading per GPU into a sample at `t_s`, over the GPUs doing work
 /// (see the module doc); `None` without readings.
 pub fn from_readings(t_s: f64, readings: &[GpuReading]) -> Option<GpuSample> {
-    let busy: Vec<&GpuReading> = readings
-        .iter()
-        .filter(|r| r.util_pct.is_some_and(|u| u > 0.0) || is_holding_memory(r))
-        .collect();
+    let busy: Vec<&GpuReading> = readings.iter().filter(|r| is_busy(r)).collect();
     let chosen: Vec<&GpuReading> = if busy.is_empty() {
         readings.iter().collect()
     } else {
@@ -131,6 +133,11 @@ fn fold(
     op: fn(f64, f64) -> f64,
 ) -> Option<f64> {
     readings.iter().filter_map(|r| field(r)).reduce(op)
+}
+
+/// Doing work: utilisation above zero, or holding memory.
+pub(crate) fn is_busy(r: &GpuReading) -> bool {
+    r.util_pct.is_some_and(|u| u > 0.0) || is_holding_memory(r)
 }
 
 /// More than 10 % of the GPU's memory in use (an engine holds its weights and KV
@@ -251,20 +258,23 @@ impl Telemetry {
     /// Starts sampling in the background, every interval, until
     /// [`TrialSampler::finish`]. Must be called within a tokio runtime.
     pub fn start_trial(&self) -> TrialSampler {
-        let samples = Arc::new(Mutex::new(Vec::new()));
+        let samples = Arc::new(Mutex::new(Taken::default()));
         let Some(source) = self.source.clone() else {
             return TrialSampler {
                 stop: None,
                 task: None,
                 samples,
+                source: None,
             };
         };
         let (stop_tx, stop_rx) = oneshot::channel();
+        let name = source.name();
         let task = tokio::spawn(sample_loop(source, self.interval, stop_rx, samples.clone()));
         TrialSampler {
             stop: Some(stop_tx),
             task: Some(task),
             samples,
+            source: Some(name),
         }
     }
 
@@ -327,7 +337,7 @@ async fn sample_loop(
     source: Arc<dyn GpuSource>,
     interval: Duration,
     stop: oneshot::Receiver<()>,
-    samples: Arc<Mutex<Vec<GpuSample>>>,
+    samples: Arc<Mutex<Taken>>,
 ) {
     let start = Instant::now();
     let ticks = Ticks {
@@ -343,13 +353,19 @@ async fn sample_loop(
         }
     };
     let keep = |t_s, readings: Vec<GpuReading>| {
-        if let Some(s) = from_readings(t_s, &readings) {
-            if let Ok(mut all) = samples.lock() {
-                all.push(s);
-            }
+        if let Ok(mut taken) = samples.lock() {
+            taken.energy.add(t_s, &readings);
+            taken.samples.extend(from_readings(t_s, &readings));
         }
     };
     sample_until_stopped(ticks, stop, MAX_CONSECUTIVE_FAILURES, read, keep).await;
+}
+
+/// What a trial's sampler has taken: the samples and the energy meter.
+#[derive(Debug, Default)]
+struct Taken {
+    samples: Vec<GpuSample>,
+    energy: energy::EnergyMeter,
 }
 
 /// Samples of one trial, taken in the background.
@@ -357,23 +373,31 @@ async fn sample_loop(
 pub struct TrialSampler {
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
-    samples: Arc<Mutex<Vec<GpuSample>>>,
+    samples: Arc<Mutex<Taken>>,
+    source: Option<&'static str>,
 }
 
 impl TrialSampler {
     /// Stops sampling and returns the samples taken (whatever was taken, even if the
     /// source failed part-way).
-    pub async fn finish(mut self) -> Vec<GpuSample> {
+    pub async fn finish(self) -> Vec<GpuSample> {
+        self.finish_with_energy().await.0
+    }
+
+    /// Stops sampling; the samples taken and the trial's GPU energy (see [`energy`]).
+    pub async fn finish_with_energy(mut self) -> (Vec<GpuSample>, Option<TrialEnergy>) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
-        match self.samples.lock() {
-            Ok(mut all) => std::mem::take(&mut *all),
+        let mut taken = match self.samples.lock() {
+            Ok(mut t) => std::mem::take(&mut *t),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        }
+        };
+        let energy = self.source.and_then(|s| taken.energy.finish(s));
+        (std::mem::take(&mut taken.samples), energy)
     }
 }
 

@@ -95,6 +95,11 @@ fn reading(index: u32, dev: &Device) -> GpuReading {
         mem_total_mib: memory.as_ref().map(|m| m.total as f64 / MIB),
         util_pct: dev.utilization_rates().ok().map(|u| f64::from(u.gpu)),
         thermal,
+        // Volta and newer; mJ since the driver loaded.
+        energy_j: dev
+            .total_energy_consumption()
+            .ok()
+            .map(|mj| mj as f64 / 1000.0),
     }
 }
 

@@ -77,6 +77,7 @@ impl SimGpu {
             mem_total_mib: self.memory_total_mib,
             util_pct: self.utilization_pct,
             thermal,
+            energy_j: None,
         }
     }
 

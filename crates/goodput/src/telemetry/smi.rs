@@ -6,6 +6,11 @@
 //! know only `clocks_throttle_reasons.*` (newer ones still accept it). The source
 //! asks with the newer spelling first and falls back to the older one. Fields a GPU
 //! does not report read `[N/A]` or `[Not Supported]` and become `None`.
+//!
+//! The energy counter (`energy.consumption`, cumulative since the driver loaded) is
+//! asked for only when a one-shot query of it with units succeeds and names a unit
+//! this module knows ([`energy_unit_j`]); the sampling query then ends with it (the
+//! sampling query has no units, so the unit comes from that probe).
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -30,6 +35,8 @@ const REASON_PREFIXES: [&str; 2] = ["clocks_event_reasons", "clocks_throttle_rea
 /// The static facts of each GPU.
 const INFO_QUERY: &str =
     "index,name,driver_version,memory.total,power.limit,clocks.max.sm,clocks.max.mem";
+/// nvidia-smi's cumulative energy field.
+const ENERGY_FIELD: &str = "energy.consumption";
 /// NVML's hardware and software thermal slowdown bits.
 const THERMAL_BITS: u64 = 0x20 | 0x40;
 /// The longest a one-shot `nvidia-smi` may take.
@@ -76,10 +83,32 @@ fn split_row(line: &str, n: usize) -> Option<Vec<&str>> {
     Some(out)
 }
 
+/// Joules per unit of an `energy.consumption` value printed with its unit
+/// (`123456 mJ`, `123.4 J`, `1.5 kWh`); `None` for a value without a known unit.
+pub fn energy_unit_j(value: &str) -> Option<f64> {
+    let unit = field(value)?.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    Some(match unit.trim() {
+        "mJ" => 1e-3,
+        "J" => 1.0,
+        "kJ" => 1e3,
+        "mWh" => 3.6,
+        "Wh" => 3600.0,
+        "kWh" => 3.6e6,
+        _ => return None,
+    })
+}
+
 /// Parses one line of the sampling query.
 pub fn parse_line(line: &str) -> Result<GpuReading, String> {
-    let f = split_row(line.trim(), FIELDS)
-        .ok_or_else(|| format!("expected {FIELDS} fields in `{}`", line.trim()))?;
+    parse_line_with(line, None)
+}
+
+/// Parses one line of the sampling query, which ends with `energy.consumption` (in
+/// units of `energy_unit_j` joules) when that is given.
+pub fn parse_line_with(line: &str, energy_unit_j: Option<f64>) -> Result<GpuReading, String> {
+    let n = FIELDS + usize::from(energy_unit_j.is_some());
+    let f = split_row(line.trim(), n)
+        .ok_or_else(|| format!("expected {n} fields in `{}`", line.trim()))?;
     let index = field(f[0])
         .and_then(|t| t.parse().ok())
         .ok_or_else(|| format!("bad GPU index in `{}`", line.trim()))?;
@@ -97,6 +126,9 @@ pub fn parse_line(line: &str) -> Result<GpuReading, String> {
         mem_total_mib: number(f[9]),
         util_pct: number(f[10]),
         thermal: is_active(f[12]) || is_active(f[13]) || active_bits & THERMAL_BITS != 0,
+        energy_j: energy_unit_j
+            .and_then(|unit| Some(number(f.get(FIELDS)?)? * unit))
+            .filter(|j| j.is_finite()),
     })
 }
 
@@ -149,6 +181,24 @@ async fn one_shot(args: &[&str]) -> Result<String, TelemetryError> {
         )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The unit of `energy.consumption` in joules, from a one-shot query with units;
+/// `None` when the field is not supported, or any GPU's value has no known unit.
+async fn probe_energy_unit() -> Option<f64> {
+    let out = one_shot(&[
+        &format!("--query-gpu={ENERGY_FIELD}"),
+        "--format=csv,noheader",
+    ])
+    .await
+    .ok()?;
+    let units: Vec<Option<f64>> = out
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(energy_unit_j)
+        .collect();
+    let first = (*units.first()?)?;
+    units.iter().all(|u| *u == Some(first)).then_some(first)
 }
 
 /// GPU memory in use per GPU, MiB, via a one-shot `nvidia-smi` (blocking).
@@ -216,10 +266,14 @@ impl SmiSource {
                 Err(e) => last_err = Some(e),
             }
         }
-        let Some(query) = query else {
+        let Some(mut query) = query else {
             return Err(last_err
                 .unwrap_or_else(|| TelemetryError::Unavailable("nvidia-smi query failed".into())));
         };
+        let unit = probe_energy_unit().await;
+        if unit.is_some() {
+            query = format!("{query},{ENERGY_FIELD}");
+        }
         let mut child = Command::new("nvidia-smi")
             .arg(format!("--query-gpu={query}"))
             .arg("--format=csv,noheader,nounits")
@@ -243,7 +297,8 @@ impl SmiSource {
                 match lines.next_line().await {
                     Ok(Some(line)) if line.trim().is_empty() => {}
                     Ok(Some(line)) => {
-                        if let (Ok(reading), Ok(mut l)) = (parse_line(&line), sink.lock()) {
+                        let parsed = parse_line_with(&line, unit);
+                        if let (Ok(reading), Ok(mut l)) = (parsed, sink.lock()) {
                             l.by_gpu.insert(reading.index, reading);
                             l.updated = Some(Instant::now());
                         }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::*;
 
 /// Replays readings in order, then fails (or repeats the last one).
-struct FakeSource {
+pub(super) struct FakeSource {
     script: Mutex<VecDeque<Result<Vec<GpuReading>, TelemetryError>>>,
     last: Mutex<Option<Vec<GpuReading>>>,
     repeat_last: bool,
@@ -14,7 +14,7 @@ struct FakeSource {
 }
 
 impl FakeSource {
-    fn new(
+    pub(super) fn new(
         script: Vec<Result<Vec<GpuReading>, TelemetryError>>,
         repeat_last: bool,
     ) -> Arc<FakeSource> {

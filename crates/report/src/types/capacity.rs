@@ -28,4 +28,8 @@ pub struct Capacity {
     pub limited_by: String,
     /// The answer in words, with anything that weakens it.
     pub note: String,
+    /// goodput addition (`search --objective cost`): the load meeting the SLO whose
+    /// good tokens cost least (the most good output tokens per second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest_load: Option<f64>,
 }

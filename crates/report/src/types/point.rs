@@ -136,6 +136,14 @@ pub struct Point {
     /// and answer tokens, requests without an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<super::ReasoningSummary>,
+    /// goodput addition: GPU energy per output token and per request (see
+    /// [`super::EnergySummary`]); absent without GPU telemetry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<super::EnergySummary>,
+    /// goodput addition: dollars per million tokens at the engine's `usd_per_hour`
+    /// (see [`super::CostSummary`]); absent when the engine has no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::CostSummary>,
 }
 
 /// goodput addition: a conversation workload's point, by turn (all trials' requests
@@ -295,4 +303,7 @@ pub struct TrialInfo {
     /// that the trial's counter deltas stay exact), and its samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_server: Option<crate::server::ServerTrial>,
+    /// The GPU energy measured over the trial (see [`super::TrialEnergy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<super::TrialEnergy>,
 }

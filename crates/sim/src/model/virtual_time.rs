@@ -17,10 +17,15 @@
 //! and joins the next step that starts after it is through. The run ends when every request is done, when
 //! nothing can ever be scheduled (a request larger than the KV pool), or at
 //! `horizon_s`; requests not done by then have no `done` time.
+//!
+//! [`simulate_traced`] also samples the engine's GPU model ([`GpuState`]: power,
+//! clocks, temperature) every `every_s` of virtual time, as a telemetry sampler
+//! would beside a real run: a sample during a step reads the GPU at the step's end,
+//! one in an idle gap reads the idle GPU.
 
 use std::collections::HashMap;
 
-use super::{Engine, RequestSpec};
+use super::{Engine, GpuState, RequestSpec};
 use crate::config::SimConfig;
 
 /// How requests arrive.
@@ -73,6 +78,35 @@ pub struct VirtualRequest {
 
 /// Most steps one run may take: a bound on the loop whatever the configuration.
 const MAX_STEPS: u64 = 50_000_000;
+/// Most GPU samples one traced run keeps.
+const MAX_GPU_SAMPLES: usize = 100_000;
+
+/// The GPU model's state every `every_s` of virtual time.
+struct GpuSampler {
+    every_s: Option<f64>,
+    next: f64,
+    out: Vec<(f64, GpuState)>,
+}
+
+impl GpuSampler {
+    /// Samples every due instant up to `now`.
+    fn upto(&mut self, engine: &Engine, now: f64) {
+        let Some(every) = self.every_s else { return };
+        while self.next <= now && self.out.len() < MAX_GPU_SAMPLES {
+            self.out.push((self.next, engine.gpu().state_at(self.next)));
+            self.next += every;
+        }
+    }
+}
+
+/// A traced run: each request, and the GPU model's samples (time, state).
+#[derive(Debug, Clone, Default)]
+pub struct Traced {
+    /// One per request, in request order (as [`simulate`] returns them).
+    pub requests: Vec<VirtualRequest>,
+    /// The GPU every `every_s`, from time 0 to the run's end.
+    pub gpu: Vec<(f64, GpuState)>,
+}
 
 /// The client side of a run: who sends next, and when.
 struct Client<'a> {
@@ -172,6 +206,24 @@ pub fn simulate(
     timing: ClientTiming,
     horizon_s: f64,
 ) -> Vec<VirtualRequest> {
+    simulate_traced(config, arrivals, requests, timing, horizon_s, None).requests
+}
+
+/// [`simulate`], with the GPU model sampled every `every_s` (none when `None`, not
+/// positive or not finite).
+pub fn simulate_traced(
+    config: &SimConfig,
+    arrivals: &Arrivals,
+    requests: &[RequestSpec],
+    timing: ClientTiming,
+    horizon_s: f64,
+    every_s: Option<f64>,
+) -> Traced {
+    let mut gpu = GpuSampler {
+        every_s: every_s.filter(|e| e.is_finite() && *e > 0.0),
+        next: 0.0,
+        out: Vec::new(),
+    };
     let mut engine = Engine::new(config);
     let mut c = Client {
         arrivals,
@@ -214,13 +266,18 @@ pub fn simulate(
                 (a, b) => a.or(b),
             };
             match next {
-                Some(t) if t > now => now = t,
+                Some(t) if t > now => {
+                    // Idle until `t`: sampled before the GPU is busy again.
+                    gpu.upto(&engine, t);
+                    now = t;
+                }
                 // Nothing becomes schedulable later (a request larger than the pool).
                 _ => break,
             }
             continue;
         };
         now = step.end;
+        gpu.upto(&engine, now);
         for ev in &step.events {
             let Some(&idx) = in_engine.get(&ev.id) else {
                 continue;
@@ -233,7 +290,10 @@ pub fn simulate(
             }
         }
     }
-    c.out
+    Traced {
+        requests: c.out,
+        gpu: gpu.out,
+    }
 }
 
 #[cfg(test)]
@@ -368,5 +428,49 @@ mod tests {
         );
         let done = out.iter().filter(|r| r.done.is_some()).count();
         assert!(done > 0 && done < 100, "{done}");
+    }
+
+    #[test]
+    fn the_traced_gpu_is_sampled_on_time_busy_then_idle() {
+        // Two requests 3 s apart: busy briefly, idle, busy again.
+        let arrivals = Arrivals::Open {
+            offsets_s: vec![0.0, 3.0],
+            max_concurrency: None,
+        };
+        let reqs = [spec(0), spec(1)];
+        let t = simulate_traced(
+            &plain(),
+            &arrivals,
+            &reqs,
+            ClientTiming::default(),
+            1e6,
+            Some(0.1),
+        );
+        assert_eq!(
+            t.requests,
+            simulate(&plain(), &arrivals, &reqs, ClientTiming::default(), 1e6)
+        );
+        let times: Vec<f64> = t.gpu.iter().map(|(at, _)| *at).collect();
+        assert!(
+            times.windows(2).all(|w| (w[1] - w[0] - 0.1).abs() < 1e-9),
+            "{times:?}"
+        );
+        let end = t.requests[1].done.unwrap();
+        assert!(times
+            .last()
+            .is_some_and(|l| *l <= end && end - l < 0.1 + 1e-9));
+        // Power falls while idle (between the requests) and rises again.
+        let power_at = |s: f64| t.gpu.iter().find(|(at, _)| *at >= s).unwrap().1.power_w;
+        assert!(power_at(2.9) < power_at(0.1), "idle draws less");
+        assert!(power_at(2.9) >= 16.0);
+        let none = simulate_traced(
+            &plain(),
+            &arrivals,
+            &reqs,
+            ClientTiming::default(),
+            1e6,
+            None,
+        );
+        assert!(none.gpu.is_empty());
     }
 }

@@ -336,6 +336,7 @@ pub fn all(report: &Report) -> Vec<Chart> {
         distribution(report, false),
         distribution(report, true),
     ];
+    charts.extend(crate::render::cost::charts(report));
     charts.extend(gpu_timeline(report, false));
     charts.extend(gpu_timeline(report, true));
     charts.extend(super::server::timelines(report));

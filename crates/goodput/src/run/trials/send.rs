@@ -144,6 +144,7 @@ pub(super) fn shard_requests(
 pub(super) struct Measured {
     pub(super) records: Vec<RequestRecord>,
     pub(super) gpu_samples: Vec<GpuSample>,
+    pub(super) energy: Option<report::TrialEnergy>,
     pub(super) spec_before: Option<SpecCounters>,
     pub(super) spec_after: Option<SpecCounters>,
     /// Still to be finished with the stamped records.
@@ -179,12 +180,13 @@ pub(super) async fn measure(
         Some(c) => run_conversation_trial(client, target.clone(), trial, c, stop, on_record).await,
         None => run_trial(client, target.clone(), trial, stop, on_record).await,
     };
-    let gpu_samples = sampler.finish().await;
+    let (gpu_samples, energy) = sampler.finish_with_energy().await;
     let spec_after = spec_counters(ctx, handle).await;
     bar.finish_and_clear();
     Measured {
         records,
         gpu_samples,
+        energy,
         spec_before,
         spec_after,
         server,
