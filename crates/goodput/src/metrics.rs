@@ -50,6 +50,7 @@ use report::{Point, Stat};
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
 
+pub mod judgement;
 mod outlier;
 mod slo;
 mod turns;

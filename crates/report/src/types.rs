@@ -8,7 +8,7 @@
 //! this file holds the report itself, its SLO and each engine's results;
 //! `run` the run and prediction facts, `point` a load
 //! level and its trials, `capacity` a search's answer,
-//! `gpu` GPU telemetry, `environment` what ran where.
+//! `gpu` GPU telemetry, `judgement` the SLO judgement, `environment` what ran where.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -17,12 +17,14 @@ use serde_json::{Map, Value};
 mod capacity;
 mod environment;
 mod gpu;
+mod judgement;
 mod point;
 mod run;
 
 pub use capacity::*;
 pub use environment::*;
 pub use gpu::*;
+pub use judgement::*;
 pub use point::*;
 pub use run::*;
 

@@ -15,6 +15,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod rank;
 pub mod html;
 pub mod markdown;
 pub mod rows;

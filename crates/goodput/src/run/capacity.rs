@@ -110,6 +110,10 @@ impl Probed<'_> {
             trials: self.trials,
             limited_by,
             note,
+            interval: pass.zip(fail).and_then(|(p, f)| {
+                let seed = crate::stats::row_seed(crate::stats::DEFAULT_SEED, &format!("{}", p.x));
+                crate::stats::capacity::interval(&probe(p), &probe(f), self.cfg.target, 2000, seed)
+            }),
         }
     }
 
@@ -164,6 +168,23 @@ fn unit(mode: LoadMode, x: f64) -> String {
         LoadMode::Rate => format!("{} requests/s", num(x)),
         LoadMode::Trace => format!("{}x the trace's speed", num(x)),
     }
+}
+
+/// A probe's trials as `(good, sent)`, for the capacity's interval: the per-trial
+/// details, else the per-trial counts.
+fn probe(p: &Point) -> crate::stats::capacity::Probe {
+    let trials: Vec<(u64, u64)> = if p.trials.is_empty() {
+        let good = p.good.clone().unwrap_or_default();
+        let failed = p.failed.clone().unwrap_or_default();
+        good.iter()
+            .zip(&p.completed)
+            .enumerate()
+            .map(|(i, (g, c))| (*g, c + failed.get(i).copied().unwrap_or(0)))
+            .collect()
+    } else {
+        p.trials.iter().map(|t| (t.good, t.completed + t.failed)).collect()
+    };
+    crate::stats::capacity::Probe { x: p.x, trials }
 }
 
 /// A point's measured SLO attainment.

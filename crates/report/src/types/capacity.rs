@@ -28,4 +28,8 @@ pub struct Capacity {
     pub limited_by: String,
     /// The answer in words, with anything that weakens it.
     pub note: String,
+    /// goodput addition: where between `passing` and `failing` the attainment
+    /// crosses the target, with its 95% bootstrap interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<super::CapacityInterval>,
 }
