@@ -23,12 +23,12 @@ pub fn pct(v: f64) -> String {
     if p >= 10.0 {
         format!("{p:.0}%")
     } else {
-        format!("{p:.1}%")
+        format!("{p:.1}%").replace(".0%", "%")
     }
 }
 
 fn metric_words(m: &str) -> &str {
-    m.trim_end_matches(" ms").trim_end_matches(" req/s").trim_end_matches(" tok/s")
+    m.trim_end_matches(" ms")
 }
 
 /// The conclusion over every section's pairs.

@@ -13,7 +13,7 @@ use crate::profile::{Overrides, Profile};
 /// level: a 28-row table), `trials` trials of `requests` requests.
 pub fn calibration_plan(trials: u32, requests: u32) -> Result<Plan, String> {
     let text = format!(
-        "name = \"calibration\"\n[slo]\nttft_ms = 200\ntpot_ms = 25\n\
+        "name = \"calibration\"\n[slo]\nttft_ms = 1000\ntpot_ms = 55\n\
          [load]\nmode = \"concurrency\"\npoints = [1, 2, 4, 8]\nrequests_per_trial = {requests}\n\
          trials = {trials}\nwarmup_requests = 0\nseed = 1\n\
          [workload]\ninput_tokens = 512\noutput_tokens = 64\n\

@@ -68,6 +68,7 @@ pub fn verdict_text(r: &Row, opts: &Options) -> (String, Style) {
             let settled = r.ci.is_some_and(|[lo, hi]| lo > -opts.min_effect && hi < opts.min_effect);
             let words = match r.trials_needed {
                 _ if settled => format!("same (within ±{})", pct(opts.min_effect)),
+                Some(n) if n > 1000 => "no detectable difference (>1000 trials)".into(),
                 Some(n) => format!("no detectable difference (~{n} trials)"),
                 None => "no detectable difference".into(),
             };

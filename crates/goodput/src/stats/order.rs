@@ -16,7 +16,8 @@ use statrs::distribution::{Binomial, DiscreteCDF};
 pub struct QuantileInterval {
     /// Nearest-rank estimate: the value at rank `ceil(q n)`.
     pub estimate: f64,
-    /// Lower end; `None`: unbounded below (too few values).
+    /// Lower end (infinite when it falls on a failed request); `None`: unbounded
+    /// below (too few values).
     pub low: Option<f64>,
     /// Upper end; `None`: unbounded above (too few values).
     pub high: Option<f64>,
@@ -64,11 +65,12 @@ pub fn quantile_interval(sorted: &[f64], q: f64, level: f64) -> Option<QuantileI
     }
     let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
     let (l, u) = ranks(n, q, level);
-    let at = |r: usize| (r >= 1 && r <= n).then(|| sorted[r - 1]).filter(|v| v.is_finite());
+    let at = |r: usize| (r >= 1 && r <= n).then(|| sorted[r - 1]);
     Some(QuantileInterval {
         estimate: sorted[rank - 1],
+        // A lower end on a failed request is infinite: the quantile is beyond any bound.
         low: at(l),
-        high: at(u),
+        high: at(u).filter(|v| v.is_finite()),
     })
 }
 

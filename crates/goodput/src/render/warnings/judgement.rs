@@ -52,20 +52,16 @@ mod tests {
 
     #[test]
     fn seven_of_eight_at_ninety_percent_is_decided_by_one() {
-        let mut r = report::Report::default();
+        let text = include_str!("../../../tests/render_fixtures/additive.json");
+        let mut r = report::io::parse_report(text).expect("fixture parses");
         r.slo.attainment = Some(0.9);
-        let p = Point {
-            completed: vec![8],
-            good: Some(vec![7]),
-            failed: Some(vec![0]),
-            ..serde_json::from_value(serde_json::json!({
-                "x": 1.0, "output_throughput": {}, "median_ttft_ms": {}, "p99_ttft_ms": {},
-                "median_tpot_ms": {}, "p99_tpot_ms": {}, "p99_itl_ms": {}, "median_itl_ms": {},
-                "goodput_rps": {}, "request_throughput": {}, "completed": [], "gpu": null,
-                "ttft_quantiles_ms": [], "tpot_quantiles_ms": []
-            }))
-            .unwrap()
-        };
+        r.slo.percentile = None;
+        let mut p = r.load[0].points[0].clone();
+        p.slo_check = None;
+        p.trials.clear();
+        p.completed = vec![8];
+        p.good = Some(vec![7]);
+        p.failed = Some(vec![0]);
         let (kind, message, advice) = decided_by_one(&r, &p).unwrap();
         assert_eq!(kind, WarningKind::DecidedByOne);
         assert!(message.contains("7 of 8"), "{message}");
