@@ -66,8 +66,13 @@ pub fn verdict_text(r: &Row, opts: &Options) -> (String, Style) {
         Direction::Worse => ("worse".into(), Style::Bad),
         Direction::NoDetectableDifference => {
             let settled = r.ci.is_some_and(|[lo, hi]| lo > -opts.min_effect && hi < opts.min_effect);
+            let apart = r.ci.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0);
             let words = match r.trials_needed {
                 _ if settled => format!("same (within ±{})", pct(opts.min_effect)),
+                _ if apart && r.change.is_some_and(|c| c.abs() < opts.min_effect) => {
+                    format!("no difference of {} or more", pct(opts.min_effect))
+                }
+                Some(n) if apart => format!("not beyond noise over the table (~{n} trials)"),
                 Some(n) if n > 1000 => "no detectable difference (>1000 trials)".into(),
                 Some(n) => format!("no detectable difference (~{n} trials)"),
                 None => "no detectable difference".into(),

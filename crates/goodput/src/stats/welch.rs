@@ -3,10 +3,11 @@
 //! remain. AIPerf's multi-run confidence intervals are t intervals of this kind.
 //!
 //! With means `a` (baseline) and `b`, variances `va`, `vb` over `na`, `nb` trials,
-//! the change `b/a − 1` has, by the delta method, standard error
-//! `sqrt(vb/(nb a²) + b² va/(na a⁴))`; the interval is the change ± t(0.975, ν)
-//! times it, ν by Welch–Satterthwaite. It assumes trial values near normal; with
-//! two trials a side ν is about 2 and the interval is wide, as it should be.
+//! the test of "no change" is Welch's test of `b − a`: standard error
+//! `sqrt(va/na + vb/nb)`, ν by Welch–Satterthwaite. The change is shown relative
+//! to the baseline's mean, `b/a − 1`, with the interval of `b − a` divided by `a`
+//! (the baseline's mean taken as the scale). It assumes trial values near normal;
+//! with two trials a side ν is about 2 and the interval is wide, as it should be.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -31,8 +32,8 @@ pub fn change(base: &[f64], cand: &[f64]) -> Option<Change> {
         return None;
     }
     let point = b / a - 1.0;
-    let (sa, sb) = (b * b * va / (na * a.powi(4)), vb / (nb * a * a));
-    let se = (sa + sb).sqrt();
+    let (sa, sb) = (va / na, vb / nb);
+    let se = (sa + sb).sqrt() / a.abs();
     let trials = base.len().min(cand.len());
     if se == 0.0 {
         let p = if point == 0.0 { 1.0 } else { 0.0 };
