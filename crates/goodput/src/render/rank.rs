@@ -30,7 +30,7 @@ pub fn tie_break(report: &Report, tied: &[&str], x: f64, and_list: fn(&[&str]) -
     let mut at: Vec<(&str, Vec<f64>)> = tied.iter().filter_map(|e| goodput_at(report, e, x).map(|(_, v)| (*e, v))).collect();
     let head = format!("{} tie at {}", and_list(tied), num(x));
     if at.len() < 2 {
-        return format!("{head}; their goodput there was not measured on both, so they cannot be ranked.");
+        return format!("{head}; the report holds no goodput of theirs at that load, so they cannot be ranked.");
     }
     at.sort_by(|a, b| mean(&b.1).total_cmp(&mean(&a.1)));
     let (lead, lead_v) = (&at[0].0, &at[0].1);
