@@ -16,7 +16,10 @@ use goodput::compare::simulated::{ab, calibration_plan, noisy_engine};
 use goodput::compare::{Direction, Options};
 
 fn env(k: &str, d: u32) -> u32 {
-    std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(d)
 }
 
 fn main() {
@@ -30,7 +33,12 @@ fn main() {
     for i in 0..tables {
         let seed = u64::from(i);
         let t = Instant::now();
-        let c = ab(&plan, &noisy_engine(2 * seed + 1, 1.0), &noisy_engine(2 * seed + 2, 1.0), &Options { seed, ..opts });
+        let c = ab(
+            &plan,
+            &noisy_engine(2 * seed + 1, 1.0),
+            &noisy_engine(2 * seed + 2, 1.0),
+            &Options { seed, ..opts },
+        );
         compare_s += t.elapsed().as_secs_f64();
         let wrong = c.rows.iter().filter(|r| r.significant).count();
         false_rows += wrong;
@@ -38,13 +46,26 @@ fn main() {
         false_tables += u32::from(wrong > 0);
     }
     let effect_tables = (tables / 2).max(1);
-    let (mut hit_rows, mut tpot_rows, mut all_levels, mut worse_conclusions) = (0usize, 0usize, 0u32, 0u32);
+    let (mut hit_rows, mut tpot_rows, mut all_levels, mut worse_conclusions) =
+        (0usize, 0usize, 0u32, 0u32);
     let mut needed = Vec::new();
     for i in 0..effect_tables {
         let seed = 10_000 + u64::from(i);
-        let c = ab(&plan, &noisy_engine(2 * seed + 1, 1.0), &noisy_engine(2 * seed + 2, 1.1), &Options { seed, ..opts });
-        let tpot: Vec<_> = c.rows.iter().filter(|r| r.metric == "median TPOT ms").collect();
-        let hits = tpot.iter().filter(|r| r.direction == Direction::Worse).count();
+        let c = ab(
+            &plan,
+            &noisy_engine(2 * seed + 1, 1.0),
+            &noisy_engine(2 * seed + 2, 1.1),
+            &Options { seed, ..opts },
+        );
+        let tpot: Vec<_> = c
+            .rows
+            .iter()
+            .filter(|r| r.metric == "median TPOT ms")
+            .collect();
+        let hits = tpot
+            .iter()
+            .filter(|r| r.direction == Direction::Worse)
+            .count();
         hit_rows += hits;
         tpot_rows += tpot.len();
         all_levels += u32::from(hits == tpot.len() && hits > 0);
@@ -54,15 +75,31 @@ fn main() {
     let pct = |a: f64, b: f64| 100.0 * a / b.max(1.0);
     println!("| measure | value | target |");
     println!("|---|---|---|");
-    println!("| A/A tables with any better/worse row | {:.1}% ({false_tables} of {tables}) | ≤ 5% |", pct(f64::from(false_tables), f64::from(tables)));
-    println!("| A/A rows called better/worse | {:.2}% ({false_rows} of {rows_seen}) | |", pct(false_rows as f64, rows_seen as f64));
+    println!(
+        "| A/A tables with any better/worse row | {:.1}% ({false_tables} of {tables}) | ≤ 5% |",
+        pct(f64::from(false_tables), f64::from(tables))
+    );
+    println!(
+        "| A/A rows called better/worse | {:.2}% ({false_rows} of {rows_seen}) | |",
+        pct(false_rows as f64, rows_seen as f64)
+    );
     println!("| power: median TPOT 10% slower called worse, per load level | {:.1}% ({hit_rows} of {tpot_rows}) | ≥ 80% |", pct(hit_rows as f64, tpot_rows as f64));
-    println!("| power: called worse at every load level | {:.1}% ({all_levels} of {effect_tables}) | |", pct(f64::from(all_levels), f64::from(effect_tables)));
+    println!(
+        "| power: called worse at every load level | {:.1}% ({all_levels} of {effect_tables}) | |",
+        pct(f64::from(all_levels), f64::from(effect_tables))
+    );
     println!("| conclusion names the faster engine | {:.1}% ({worse_conclusions} of {effect_tables}) | |", pct(f64::from(worse_conclusions), f64::from(effect_tables)));
     if !needed.is_empty() {
         needed.sort_unstable();
-        println!("| trials a side to detect 2% (median over missed rows) | {} | |", needed[needed.len() / 2]);
+        println!(
+            "| trials a side to detect 2% (median over missed rows) | {} | |",
+            needed[needed.len() / 2]
+        );
     }
-    println!("| one 28-row comparison (bootstrap, {} draws) | {:.0} ms | |", opts.draws, 1000.0 * compare_s / f64::from(tables.max(1)));
+    println!(
+        "| one 28-row comparison (bootstrap, {} draws) | {:.0} ms | |",
+        opts.draws,
+        1000.0 * compare_s / f64::from(tables.max(1))
+    );
     println!("\n{tables} A/A and {effect_tables} known-effect tables; {trials} trials of {requests} requests a side; defaults: 95%, Holm, --min-effect 2%.");
 }

@@ -20,7 +20,9 @@ fn main() {
          warmup_requests = 0\nseed = 1\n[workload]\ninput_tokens = 512\noutput_tokens = 64\n",
     );
     for e in ["a", "b", "c"] {
-        text.push_str(&format!("[engines.{e}]\nkind = \"sim\"\npreset = \"vllm-fast-b\"\n"));
+        text.push_str(&format!(
+            "[engines.{e}]\nkind = \"sim\"\npreset = \"vllm-fast-b\"\n"
+        ));
     }
     let plan = Profile::parse(&text, "speed")
         .and_then(|p| p.into_plan("speed", &Overrides::default()))

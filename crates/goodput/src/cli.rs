@@ -326,12 +326,21 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
                 && std::env::var_os("NO_COLOR").is_none();
             print_out(&render::show(&r, format, color))
         }
-        Command::Compare { reports, min_effect, format, seed } => {
+        Command::Compare {
+            reports,
+            min_effect,
+            format,
+            seed,
+        } => {
             let mut loaded = Vec::new();
             for p in &reports {
                 loaded.push(crate::compare::load(p)?);
             }
-            let opts = crate::compare::Options { min_effect, seed, ..Default::default() };
+            let opts = crate::compare::Options {
+                min_effect,
+                seed,
+                ..Default::default()
+            };
             if format == CompareFormat::Json {
                 return print_out(&render::compare::compare_json(&loaded, &opts));
             }
@@ -575,13 +584,17 @@ fn parse_min_effect(s: &str) -> Result<f64, String> {
     if (0.0..1.0).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("{s}: a share of the baseline in [0, 1), e.g. 0.02 for 2%"))
+        Err(format!(
+            "{s}: a share of the baseline in [0, 1), e.g. 0.02 for 2%"
+        ))
     }
 }
 
 /// `--jitter STEP[,REQUEST]`.
 fn parse_jitter(s: &str) -> Result<goodput_sim::config::JitterConfig, String> {
-    let mut parts = s.split(',').map(|p| p.trim().parse::<f64>().map_err(|e| format!("{p}: {e}")));
+    let mut parts = s
+        .split(',')
+        .map(|p| p.trim().parse::<f64>().map_err(|e| format!("{p}: {e}")));
     let step = parts.next().ok_or("empty")??;
     let request = parts.next().transpose()?.unwrap_or(0.0);
     if parts.next().is_some() {

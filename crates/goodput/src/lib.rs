@@ -30,8 +30,8 @@
 
 pub mod cli;
 pub mod client;
-pub mod compare;
 pub mod cluster;
+pub mod compare;
 pub mod dates;
 pub mod engine;
 pub mod environment;

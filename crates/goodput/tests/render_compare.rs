@@ -134,7 +134,9 @@ fn attainment_is_compared_beside_goodput_and_only_under_the_same_slo() {
     let mut other = with(0.95);
     other.slo.ttft_ms = Some(2000.0);
     let text = compare(with(0.5), other);
-    let rows = text.lines().filter(|l| l.contains("SLO attainment") && !l.contains("not compared"));
+    let rows = text
+        .lines()
+        .filter(|l| l.contains("SLO attainment") && !l.contains("not compared"));
     assert_eq!(rows.count(), 0, "only the note names attainment: {text}");
     // Reports without attainment (the reference) get no empty row.
     let text = compare(reference(), reference());

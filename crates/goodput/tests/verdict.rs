@@ -73,10 +73,21 @@ fn tied_at_4(fast: [f64; 3], spec: [f64; 3]) -> Report {
     for (name, v) in [("sim-fast", fast), ("vllm <tp2> & spec", spec)] {
         let p = r.load[name].points.iter_mut().find(|p| p.x == 4.0).unwrap();
         p.trials.clear();
-        p.goodput_rps = report::Stat { median: Some(v[1]), min: Some(v[0]), max: Some(v[2]), n: 3 };
+        p.goodput_rps = report::Stat {
+            median: Some(v[1]),
+            min: Some(v[0]),
+            max: Some(v[2]),
+            n: 3,
+        };
         r.capacity.insert(
             name.to_string(),
-            Capacity { mode: "rate".into(), max_load: Some(4.0), passing: Some(4.0), failing: Some(8.0), ..Default::default() },
+            Capacity {
+                mode: "rate".into(),
+                max_load: Some(4.0),
+                passing: Some(4.0),
+                failing: Some(8.0),
+                ..Default::default()
+            },
         );
     }
     r
@@ -93,7 +104,10 @@ fn a_tie_is_ranked_by_goodput_at_the_shared_load_when_the_test_can_tell() {
 fn a_tie_the_test_cannot_tell_apart_says_what_would() {
     let v = verdict(&tied_at_4([3.5, 3.95, 4.4], [3.6, 4.0, 4.5])).join(" ");
     assert!(v.contains("cannot be told apart at that load"), "{v}");
-    assert!(v.contains("trials each would separate a 2% difference"), "{v}");
+    assert!(
+        v.contains("trials each would separate a 2% difference"),
+        "{v}"
+    );
 }
 
 #[test]

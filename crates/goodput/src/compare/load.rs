@@ -23,7 +23,11 @@ pub struct Input {
 
 impl Input {
     /// A report without its requests (`why`: what to say about that).
-    pub fn summaries_only(label: impl Into<String>, report: Report, why: impl Into<String>) -> Input {
+    pub fn summaries_only(
+        label: impl Into<String>,
+        report: Report,
+        why: impl Into<String>,
+    ) -> Input {
         Input {
             label: label.into(),
             report,
@@ -33,7 +37,11 @@ impl Input {
     }
 
     /// A report with its records.
-    pub fn with_records(label: impl Into<String>, report: Report, records: &[crate::record::RequestRecord]) -> Input {
+    pub fn with_records(
+        label: impl Into<String>,
+        report: Report,
+        records: &[crate::record::RequestRecord],
+    ) -> Input {
         let requests = Requests::group(records, &slo_spec(&report.slo));
         Input {
             label: label.into(),
@@ -64,7 +72,15 @@ pub fn load(path: &Path) -> Result<Input, report::ReportError> {
     }
     Ok(match read_records(&file) {
         Ok(records) if !records.is_empty() => Input::with_records(label, report, &records),
-        Ok(_) => Input::summaries_only(label, report, format!("{} holds no requests", file.display())),
-        Err(e) => Input::summaries_only(label, report, format!("its requests file could not be read ({e})")),
+        Ok(_) => Input::summaries_only(
+            label,
+            report,
+            format!("{} holds no requests", file.display()),
+        ),
+        Err(e) => Input::summaries_only(
+            label,
+            report,
+            format!("its requests file could not be read ({e})"),
+        ),
     })
 }

@@ -125,12 +125,21 @@ pub struct SideData<'a> {
 }
 
 /// Tests one metric of `cand` against `base`.
-pub fn test_metric(m: &Metric, base: &SideData, cand: &SideData, opts: &Options, key: &str) -> (Option<Change>, Method, Option<f64>, Option<f64>) {
+pub fn test_metric(
+    m: &Metric,
+    base: &SideData,
+    cand: &SideData,
+    opts: &Options,
+    key: &str,
+) -> (Option<Change>, Method, Option<f64>, Option<f64>) {
     let seed = stats::row_seed(opts.seed, key);
     if let (Some(b), Some(c)) = (base.requests, cand.requests) {
         let bt: Vec<_> = b.iter().map(|t| t.trial(m.value)).collect();
         let ct: Vec<_> = c.iter().map(|t| t.trial(m.value)).collect();
-        let (bv, cv) = (bootstrap::estimate(&bt, m.statistic), bootstrap::estimate(&ct, m.statistic));
+        let (bv, cv) = (
+            bootstrap::estimate(&bt, m.statistic),
+            bootstrap::estimate(&ct, m.statistic),
+        );
         let ch = bootstrap::change(&bt, &ct, m.statistic, opts.draws, seed);
         return (ch, Method::Bootstrap, bv, cv);
     }
@@ -138,7 +147,11 @@ pub fn test_metric(m: &Metric, base: &SideData, cand: &SideData, opts: &Options,
     let (cv, _) = summary_values(m, cand.point);
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let ch = stats::welch::change(&bv, &cv);
-    let method = if ch.is_some() { Method::Welch } else { Method::None };
+    let method = if ch.is_some() {
+        Method::Welch
+    } else {
+        Method::None
+    };
     (ch, method, mean(&bv), mean(&cv))
 }
 
@@ -152,9 +165,12 @@ pub fn decide(rows: &mut [Row], opts: &Options) {
     for (k, &i) in tested.iter().enumerate() {
         let r = &mut rows[i];
         r.p_adjusted = Some(adjusted[k]);
-        let (Some(change), Some([lo, hi])) = (r.change, r.ci) else { continue };
+        let (Some(change), Some([lo, hi])) = (r.change, r.ci) else {
+            continue;
+        };
         let excludes_zero = lo > 0.0 || hi < 0.0;
-        r.significant = excludes_zero && adjusted[k] <= opts.alpha && change.abs() >= opts.min_effect;
+        r.significant =
+            excludes_zero && adjusted[k] <= opts.alpha && change.abs() >= opts.min_effect;
         r.direction = if !r.significant {
             Direction::NoDetectableDifference
         } else if (change < 0.0) == (r.better == Some(Better::Lower)) {
@@ -164,16 +180,25 @@ pub fn decide(rows: &mut [Row], opts: &Options) {
         };
         let settled = lo > -opts.min_effect && hi < opts.min_effect;
         if !r.significant && !settled {
-            r.trials_needed = r.se.and_then(|se| stats::trials_needed(se, r.trials, opts.min_effect, opts.alpha / m as f64));
+            r.trials_needed = r.se.and_then(|se| {
+                stats::trials_needed(se, r.trials, opts.min_effect, opts.alpha / m as f64)
+            });
         }
     }
 }
 
 /// A row from a test's result.
-pub fn row(engine: String, baseline: String, x: f64, m: &Metric, tested: (Option<Change>, Method, Option<f64>, Option<f64>)) -> Row {
+pub fn row(
+    engine: String,
+    baseline: String,
+    x: f64,
+    m: &Metric,
+    tested: (Option<Change>, Method, Option<f64>, Option<f64>),
+) -> Row {
     let (ch, method, bv, cv) = tested;
     let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
-    let ci = ch.and_then(|c| (c.ci.0.is_finite() && c.ci.1.is_finite()).then_some([c.ci.0, c.ci.1]));
+    let ci =
+        ch.and_then(|c| (c.ci.0.is_finite() && c.ci.1.is_finite()).then_some([c.ci.0, c.ci.1]));
     Row {
         engine,
         baseline,

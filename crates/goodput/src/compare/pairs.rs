@@ -81,15 +81,33 @@ fn within(input: &Input, opts: &Options) -> Section {
         s.title = format!("{}: no engines to compare", input.label);
         return s;
     };
-    s.title = format!("{} (profile {}): each engine against {base_name} (baseline)", input.label, r.profile);
+    s.title = format!(
+        "{} (profile {}): each engine against {base_name} (baseline)",
+        input.label, r.profile
+    );
     if r.load.len() == 1 {
-        s.refused = Some(format!("{}: only one engine ({base_name}); nothing to compare.", input.label));
+        s.refused = Some(format!(
+            "{}: only one engine ({base_name}); nothing to compare.",
+            input.label
+        ));
         return s;
     }
     s.notes.extend(requests_note(input));
-    let base = Side { name: base_name.clone(), engine: base_name, label: &input.label, result: base_result, requests: input.requests.as_ref() };
+    let base = Side {
+        name: base_name.clone(),
+        engine: base_name,
+        label: &input.label,
+        result: base_result,
+        requests: input.requests.as_ref(),
+    };
     for (name, result) in engines {
-        let cand = Side { name: name.clone(), engine: name, label: &input.label, result, requests: input.requests.as_ref() };
+        let cand = Side {
+            name: name.clone(),
+            engine: name,
+            label: &input.label,
+            result,
+            requests: input.requests.as_ref(),
+        };
         s.pairs.push(Pair {
             baseline: base.name.clone(),
             candidate: cand.name.clone(),
@@ -104,12 +122,17 @@ fn within(input: &Input, opts: &Options) -> Section {
 /// What x means in a report: `concurrency` or `rate` (a report in the reference
 /// format records no mode; its x is closed-loop concurrency).
 fn load_mode(r: &Report) -> &str {
-    r.run.as_ref().map_or("concurrency", |run| run.load_mode.as_str())
+    r.run
+        .as_ref()
+        .map_or("concurrency", |run| run.load_mode.as_str())
 }
 
 /// The workload as the report describes it, when it does.
 fn workload(r: &Report) -> Option<&serde_json::Value> {
-    r.run.as_ref().map(|run| &run.workload).filter(|w| !w.is_null())
+    r.run
+        .as_ref()
+        .map(|run| &run.workload)
+        .filter(|w| !w.is_null())
 }
 
 /// Why two reports cannot be compared point by point, when they cannot.
@@ -134,11 +157,17 @@ fn not_comparable(base: &Input, cand: &Input) -> Option<String> {
 fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
     let (b, c) = (&base.report, &cand.report);
     let mut s = Section {
-        title: format!("{} (candidate) against {} (baseline)", cand.label, base.label),
+        title: format!(
+            "{} (candidate) against {} (baseline)",
+            cand.label, base.label
+        ),
         ..Default::default()
     };
     if b.profile != c.profile {
-        s.title.push_str(&format!("\nnote: profiles differ ({} vs {})", b.profile, c.profile));
+        s.title.push_str(&format!(
+            "\nnote: profiles differ ({} vs {})",
+            b.profile, c.profile
+        ));
     }
     if let Some(why) = not_comparable(base, cand) {
         s.refused = Some(why);
@@ -158,7 +187,11 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
             slo_bounds_text(&c.slo)
         ));
     }
-    let unrecorded: Vec<&str> = [base, cand].into_iter().filter(|i| workload(&i.report).is_none()).map(|i| i.label.as_str()).collect();
+    let unrecorded: Vec<&str> = [base, cand]
+        .into_iter()
+        .filter(|i| workload(&i.report).is_none())
+        .map(|i| i.label.as_str())
+        .collect();
     if !unrecorded.is_empty() {
         s.notes.push(format!(
             "workload not recorded in {}: that both ran the same prompts and output lengths is not checked",
@@ -167,11 +200,24 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
     }
     for (name, bres) in &b.load {
         let Some(cres) = c.load.get(name) else {
-            s.notes.push(format!("engine {name}: only in {}", base.label));
+            s.notes
+                .push(format!("engine {name}: only in {}", base.label));
             continue;
         };
-        let bs = Side { name: format!("{name} ({})", base.label), engine: name, label: &base.label, result: bres, requests: base.requests.as_ref() };
-        let cs = Side { name: format!("{name} ({})", cand.label), engine: name, label: &cand.label, result: cres, requests: cand.requests.as_ref() };
+        let bs = Side {
+            name: format!("{name} ({})", base.label),
+            engine: name,
+            label: &base.label,
+            result: bres,
+            requests: base.requests.as_ref(),
+        };
+        let cs = Side {
+            name: format!("{name} ({})", cand.label),
+            engine: name,
+            label: &cand.label,
+            result: cres,
+            requests: cand.requests.as_ref(),
+        };
         s.pairs.push(Pair {
             baseline: bs.name.clone(),
             candidate: cs.name.clone(),
@@ -182,7 +228,8 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
     }
     for name in c.load.keys() {
         if !b.load.contains_key(name) {
-            s.notes.push(format!("engine {name}: only in {}", cand.label));
+            s.notes
+                .push(format!("engine {name}: only in {}", cand.label));
         }
     }
     s
@@ -195,20 +242,36 @@ fn same_x(a: f64, b: f64) -> bool {
 /// Says that load level `x` of `side` has no match on `other`.
 fn only_note(side: &Side, other: &Side, x: f64, within: bool) -> String {
     if within {
-        format!("x={}: only {} has this load level, {} does not", x_label(x), side.engine, other.engine)
+        format!(
+            "x={}: only {} has this load level, {} does not",
+            x_label(x),
+            side.engine,
+            other.engine
+        )
     } else {
         format!("{} x={}: only in {}", side.engine, x_label(x), side.label)
     }
 }
 
-fn engines_rows(base: &Side, cand: &Side, within: bool, same_slo: bool, opts: &Options, s: &mut Section) {
+fn engines_rows(
+    base: &Side,
+    cand: &Side,
+    within: bool,
+    same_slo: bool,
+    opts: &Options,
+    s: &mut Section,
+) {
     for side in [base, cand] {
         if side.result.points.is_empty() {
             let why = match &side.result.error {
                 Some(e) => format!("engine failed: {}: {}", e.kind, e.message),
                 None => "no load level ran".to_string(),
             };
-            let at = if within { side.engine.to_string() } else { format!("{} in {}", side.engine, side.label) };
+            let at = if within {
+                side.engine.to_string()
+            } else {
+                format!("{} in {}", side.engine, side.label)
+            };
             s.notes.push(format!("{at}: no results to compare ({why})"));
             return;
         }
@@ -218,14 +281,30 @@ fn engines_rows(base: &Side, cand: &Side, within: bool, same_slo: bool, opts: &O
             s.notes.push(only_note(base, cand, bp.x, within));
             continue;
         };
-        let bd = SideData { requests: base.requests.and_then(|r| r.point(base.engine, bp.x)), point: bp };
-        let cd = SideData { requests: cand.requests.and_then(|r| r.point(cand.engine, cp.x)), point: cp };
+        let bd = SideData {
+            requests: base.requests.and_then(|r| r.point(base.engine, bp.x)),
+            point: bp,
+        };
+        let cd = SideData {
+            requests: cand.requests.and_then(|r| r.point(cand.engine, cp.x)),
+            point: cp,
+        };
         for m in METRICS.iter().filter(|m| same_slo || !m.slo_bound) {
-            let tested = test_metric(m, &bd, &cd, opts, &format!("{}|{}|{}|{}", base.name, cand.name, bp.x, m.name));
+            let tested = test_metric(
+                m,
+                &bd,
+                &cd,
+                opts,
+                &format!("{}|{}|{}|{}", base.name, cand.name, bp.x, m.name),
+            );
             // Attainment only where a side recorded it (the reference does not).
-            let recorded = m.name != "SLO attainment" || bd.requests.is_some() || bp.attainment.is_some() || cp.attainment.is_some();
+            let recorded = m.name != "SLO attainment"
+                || bd.requests.is_some()
+                || bp.attainment.is_some()
+                || cp.attainment.is_some();
             if recorded {
-                s.rows.push(row(cand.name.clone(), base.name.clone(), bp.x, m, tested));
+                s.rows
+                    .push(row(cand.name.clone(), base.name.clone(), bp.x, m, tested));
             }
         }
     }
@@ -245,7 +324,9 @@ fn predicted_note(base: &Input, cand: &Input) -> Option<String> {
             "{cl} is PREDICTED: its change is the prediction's error against the measured {bl} \
              (better: the model is optimistic there, worse: pessimistic)"
         )),
-        (true, false) => Some(format!("{bl} is PREDICTED: the change is how far the measured {cl} is from the prediction")),
+        (true, false) => Some(format!(
+            "{bl} is PREDICTED: the change is how far the measured {cl} is from the prediction"
+        )),
         (true, true) => Some("both reports are PREDICTED: nothing here was measured".into()),
         (false, false) => None,
     }

@@ -60,13 +60,62 @@ pub struct Metric {
 /// The metrics `compare` tests, in order (seven a load level: a four-level
 /// comparison is a 28-row table).
 pub const METRICS: [Metric; 7] = [
-    Metric { name: "median TTFT ms", better: Better::Lower, value: Value::Ttft, statistic: Statistic::Quantile(0.5), slo_bound: false, summary: |p| Some(&p.median_ttft_ms) },
-    Metric { name: "p99 TTFT ms", better: Better::Lower, value: Value::Ttft, statistic: Statistic::Quantile(0.99), slo_bound: false, summary: |p| Some(&p.p99_ttft_ms) },
-    Metric { name: "median TPOT ms", better: Better::Lower, value: Value::Tpot, statistic: Statistic::Quantile(0.5), slo_bound: false, summary: |p| Some(&p.median_tpot_ms) },
-    Metric { name: "median ITL ms", better: Better::Lower, value: Value::Itl, statistic: Statistic::Quantile(0.5), slo_bound: false, summary: |p| Some(&p.median_itl_ms) },
-    Metric { name: "output tok/s", better: Better::Higher, value: Value::Tokens, statistic: Statistic::Rate, slo_bound: false, summary: |p| Some(&p.output_throughput) },
-    Metric { name: "goodput req/s", better: Better::Higher, value: Value::Good, statistic: Statistic::Rate, slo_bound: true, summary: |p| Some(&p.goodput_rps) },
-    Metric { name: "SLO attainment", better: Better::Higher, value: Value::Good, statistic: Statistic::Mean, slo_bound: true, summary: |p| p.attainment.as_ref() },
+    Metric {
+        name: "median TTFT ms",
+        better: Better::Lower,
+        value: Value::Ttft,
+        statistic: Statistic::Quantile(0.5),
+        slo_bound: false,
+        summary: |p| Some(&p.median_ttft_ms),
+    },
+    Metric {
+        name: "p99 TTFT ms",
+        better: Better::Lower,
+        value: Value::Ttft,
+        statistic: Statistic::Quantile(0.99),
+        slo_bound: false,
+        summary: |p| Some(&p.p99_ttft_ms),
+    },
+    Metric {
+        name: "median TPOT ms",
+        better: Better::Lower,
+        value: Value::Tpot,
+        statistic: Statistic::Quantile(0.5),
+        slo_bound: false,
+        summary: |p| Some(&p.median_tpot_ms),
+    },
+    Metric {
+        name: "median ITL ms",
+        better: Better::Lower,
+        value: Value::Itl,
+        statistic: Statistic::Quantile(0.5),
+        slo_bound: false,
+        summary: |p| Some(&p.median_itl_ms),
+    },
+    Metric {
+        name: "output tok/s",
+        better: Better::Higher,
+        value: Value::Tokens,
+        statistic: Statistic::Rate,
+        slo_bound: false,
+        summary: |p| Some(&p.output_throughput),
+    },
+    Metric {
+        name: "goodput req/s",
+        better: Better::Higher,
+        value: Value::Good,
+        statistic: Statistic::Rate,
+        slo_bound: true,
+        summary: |p| Some(&p.goodput_rps),
+    },
+    Metric {
+        name: "SLO attainment",
+        better: Better::Higher,
+        value: Value::Good,
+        statistic: Statistic::Mean,
+        slo_bound: true,
+        summary: |p| p.attainment.as_ref(),
+    },
 ];
 
 /// One trial's requests as `compare` needs them.
@@ -100,7 +149,11 @@ impl TrialRequests {
             t.tpot.extend(m.tpot_ms);
             t.tokens.push(m.output_tokens as f64);
             t.good.push(f64::from(u8::from(m.good)));
-            let mut gaps: Vec<f64> = r.chunks.windows(2).map(|w| w[1].t.saturating_sub(w[0].t) as f64 / 1e6).collect();
+            let mut gaps: Vec<f64> = r
+                .chunks
+                .windows(2)
+                .map(|w| w[1].t.saturating_sub(w[0].t) as f64 / 1e6)
+                .collect();
             if !gaps.is_empty() {
                 let mid = (gaps.len() - 1) / 2;
                 let (_, v, _) = gaps.select_nth_unstable_by(mid, f64::total_cmp);
@@ -119,7 +172,10 @@ impl TrialRequests {
             Value::Tokens => &self.tokens,
             Value::Good => &self.good,
         };
-        Trial { values: values.clone(), duration_s: self.duration_s }
+        Trial {
+            values: values.clone(),
+            duration_s: self.duration_s,
+        }
     }
 }
 
@@ -135,26 +191,42 @@ impl Requests {
     pub fn group(records: &[RequestRecord], slo: &SloSpec) -> Requests {
         let mut last_attempt: HashMap<(&str, u64, u32), u32> = HashMap::new();
         for r in records {
-            let a = last_attempt.entry((r.engine.as_str(), r.x.to_bits(), r.trial)).or_default();
+            let a = last_attempt
+                .entry((r.engine.as_str(), r.x.to_bits(), r.trial))
+                .or_default();
             *a = (*a).max(r.attempt);
         }
-        let mut trials: HashMap<(&str, u64), std::collections::BTreeMap<u32, Vec<&RequestRecord>>> = HashMap::new();
+        let mut trials: HashMap<(&str, u64), std::collections::BTreeMap<u32, Vec<&RequestRecord>>> =
+            HashMap::new();
         for r in records {
             if last_attempt[&(r.engine.as_str(), r.x.to_bits(), r.trial)] != r.attempt {
                 continue;
             }
-            trials.entry((r.engine.as_str(), r.x.to_bits())).or_default().entry(r.trial).or_default().push(r);
+            trials
+                .entry((r.engine.as_str(), r.x.to_bits()))
+                .or_default()
+                .entry(r.trial)
+                .or_default()
+                .push(r);
         }
         let by_point = trials
             .into_iter()
-            .map(|((e, x), ts)| ((e.to_string(), x), ts.values().map(|rs| TrialRequests::of(rs, slo)).collect()))
+            .map(|((e, x), ts)| {
+                (
+                    (e.to_string(), x),
+                    ts.values().map(|rs| TrialRequests::of(rs, slo)).collect(),
+                )
+            })
             .collect();
         Requests { by_point }
     }
 
     /// The trials of `engine` at load `x`, when the records hold any.
     pub fn point(&self, engine: &str, x: f64) -> Option<&[TrialRequests]> {
-        self.by_point.get(&(engine.to_string(), x.to_bits())).map(Vec::as_slice).filter(|t| !t.is_empty())
+        self.by_point
+            .get(&(engine.to_string(), x.to_bits()))
+            .map(Vec::as_slice)
+            .filter(|t| !t.is_empty())
     }
 }
 

@@ -30,7 +30,10 @@ pub fn calibration_plan(trials: u32, requests: u32) -> Result<Plan, String> {
 pub fn noisy_engine(seed: u64, slower: f64) -> SimConfig {
     let mut c = goodput_sim::preset("vllm-fast-b").unwrap_or_default();
     c.thermal = None;
-    c.jitter = Some(JitterConfig { step: 0.05, request: 0.1 });
+    c.jitter = Some(JitterConfig {
+        step: 0.05,
+        request: 0.1,
+    });
     c.seed = seed;
     c.step_fixed_ms *= slower;
     c.per_decode_seq_ms *= slower;
@@ -46,5 +49,8 @@ pub fn side(plan: &Plan, config: &SimConfig, label: &str) -> Input {
 
 /// The comparison of `cand` against `base` on `plan`.
 pub fn ab(plan: &Plan, base: &SimConfig, cand: &SimConfig, opts: &Options) -> Comparison {
-    compare(&[side(plan, base, "a.json"), side(plan, cand, "b.json")], opts)
+    compare(
+        &[side(plan, base, "a.json"), side(plan, cand, "b.json")],
+        opts,
+    )
 }

@@ -28,7 +28,11 @@ use crate::stats::order::quantile_interval;
 /// nothing was sent.
 pub fn judge_attainment(good: u64, sent: u64, target: f64) -> Option<Judgement> {
     if target >= 1.0 {
-        return (sent > 0).then_some(if good >= sent { Judgement::Meets } else { Judgement::Fails });
+        return (sent > 0).then_some(if good >= sent {
+            Judgement::Meets
+        } else {
+            Judgement::Fails
+        });
     }
     let (lo, hi) = wilson_interval(good, sent, Z95)?;
     Some(if lo >= target - 1e-12 {
@@ -79,8 +83,14 @@ pub fn decided_by(good: u64, sent: u64, target: f64) -> Option<u64> {
         return None;
     }
     // The fewest good requests that meet the target.
-    let need = ((target * sent as f64) - 1e-9).ceil().clamp(0.0, sent as f64) as u64;
-    Some(if good >= need { good - need + 1 } else { need - good })
+    let need = ((target * sent as f64) - 1e-9)
+        .ceil()
+        .clamp(0.0, sent as f64) as u64;
+    Some(if good >= need {
+        good - need + 1
+    } else {
+        need - good
+    })
 }
 
 /// The judgement of a point in a report: the stored one, or for an older report
@@ -93,7 +103,11 @@ pub fn point_judgement(report: &Report, p: &Point) -> Option<Judgement> {
         if c.form == "attainment" {
             return judge_attainment(c.good, c.sent, c.target);
         }
-        return Some(if c.meets { Judgement::Meets } else { Judgement::Fails });
+        return Some(if c.meets {
+            Judgement::Meets
+        } else {
+            Judgement::Fails
+        });
     }
     let target = report.slo.attainment.unwrap_or(DEFAULT_ATTAINMENT);
     let (good, sent) = point_counts(p)?;
@@ -107,7 +121,8 @@ pub fn point_counts(p: &Point) -> Option<(u64, u64)> {
     if let Some(c) = &p.slo_check {
         return Some((c.good, c.sent));
     }
-    let sent: u64 = p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
+    let sent: u64 =
+        p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
     if let Some(good) = &p.good {
         return (sent > 0).then(|| (good.iter().sum(), sent));
     }
@@ -144,6 +159,9 @@ mod tests {
         assert_eq!(judge_percentile(&v, 200, 90.0, 1e9), Judgement::Fails);
         let all = [Judgement::Meets, Judgement::Undecided];
         assert_eq!(all_of(all), Judgement::Undecided);
-        assert_eq!(all_of([Judgement::Fails, Judgement::Undecided]), Judgement::Fails);
+        assert_eq!(
+            all_of([Judgement::Fails, Judgement::Undecided]),
+            Judgement::Fails
+        );
     }
 }

@@ -241,7 +241,11 @@ fn draw(chart: &Chart, x: Axis, (y0, y1): (f64, f64), out: &mut String) -> DrawR
     for s in &chart.series {
         draw_series(&mut c, s, chart.markers)?;
     }
-    for s in chart.strips.iter().filter(|s| s.knee.is_some_and(|k| x.lo <= k && k <= x.hi)) {
+    for s in chart
+        .strips
+        .iter()
+        .filter(|s| s.knee.is_some_and(|k| x.lo <= k && k <= x.hi))
+    {
         draw_knee(&mut c, s, (y0, y1))?;
     }
     if !chart.strips.is_empty() {

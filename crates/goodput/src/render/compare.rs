@@ -31,17 +31,26 @@ pub fn compare_text(inputs: &[Input], opts: &Options, color: bool) -> String {
 /// The comparison of `inputs` as JSON (`{"conclusion", "rows": [...]}`).
 pub fn compare_json(inputs: &[Input], opts: &Options) -> String {
     let c = crate::compare::compare(inputs, opts);
-    let mut s = serde_json::to_string_pretty(&c).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    let mut s =
+        serde_json::to_string_pretty(&c).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }
 
 fn header() -> Line {
     Line::Cells(
-        ["engine", "x", "metric", "baseline", "candidate", "change (95% CI)", "verdict"]
-            .iter()
-            .map(|h| Cell::styled(*h, Style::Bold))
-            .collect(),
+        [
+            "engine",
+            "x",
+            "metric",
+            "baseline",
+            "candidate",
+            "change (95% CI)",
+            "verdict",
+        ]
+        .iter()
+        .map(|h| Cell::styled(*h, Style::Bold))
+        .collect(),
     )
 }
 
@@ -51,7 +60,19 @@ fn value(v: Option<f64>) -> String {
 
 /// `+3.1% (+1.2 to +5.0)`, or `-`.
 pub fn change_text(r: &Row) -> String {
-    let signed = |v: f64| format!("{}{}", if v > 0.0 { "+" } else if v < 0.0 { "-" } else { "" }, pct(v));
+    let signed = |v: f64| {
+        format!(
+            "{}{}",
+            if v > 0.0 {
+                "+"
+            } else if v < 0.0 {
+                "-"
+            } else {
+                ""
+            },
+            pct(v)
+        )
+    };
     match (r.change, r.ci) {
         (Some(c), Some([lo, hi])) => format!("{} ({} to {})", signed(c), signed(lo), signed(hi)),
         (Some(c), None) => signed(c),
@@ -65,7 +86,8 @@ pub fn verdict_text(r: &Row, opts: &Options) -> (String, Style) {
         Direction::Better => ("better".into(), Style::Good),
         Direction::Worse => ("worse".into(), Style::Bad),
         Direction::NoDetectableDifference => {
-            let settled = r.ci.is_some_and(|[lo, hi]| lo > -opts.min_effect && hi < opts.min_effect);
+            let settled =
+                r.ci.is_some_and(|[lo, hi]| lo > -opts.min_effect && hi < opts.min_effect);
             let apart = r.ci.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0);
             let words = match r.trials_needed {
                 _ if settled => format!("same (within ±{})", pct(opts.min_effect)),
@@ -79,7 +101,9 @@ pub fn verdict_text(r: &Row, opts: &Options) -> (String, Style) {
             };
             (words, Style::Dim)
         }
-        Direction::Unknown if r.baseline_value.is_some() && r.candidate_value.is_some() => ("not testable".into(), Style::Dim),
+        Direction::Unknown if r.baseline_value.is_some() && r.candidate_value.is_some() => {
+            ("not testable".into(), Style::Dim)
+        }
         Direction::Unknown => ("unknown".into(), Style::Dim),
     }
 }
@@ -88,8 +112,16 @@ fn cells(r: &Row, first: bool, first_of_x: bool, opts: &Options) -> Line {
     let (verdict, style) = verdict_text(r, opts);
     let ch_style = if r.significant { style } else { Style::Plain };
     Line::Cells(vec![
-        Cell::plain(if first { r.engine.clone() } else { String::new() }),
-        Cell::plain(if first_of_x { x_label(r.x) } else { String::new() }),
+        Cell::plain(if first {
+            r.engine.clone()
+        } else {
+            String::new()
+        }),
+        Cell::plain(if first_of_x {
+            x_label(r.x)
+        } else {
+            String::new()
+        }),
         Cell::plain(r.metric),
         Cell::plain(value(r.baseline_value)),
         Cell::plain(value(r.candidate_value)),
@@ -100,8 +132,15 @@ fn cells(r: &Row, first: bool, first_of_x: bool, opts: &Options) -> Line {
 
 /// The comparison as text.
 pub fn text(c: &Comparison, color: bool) -> String {
-    let opts = Options { min_effect: c.min_effect, ..Options::default() };
-    let mut out = format!("{} {}\n", Style::Bold.paint("Conclusion:", color), c.conclusion);
+    let opts = Options {
+        min_effect: c.min_effect,
+        ..Options::default()
+    };
+    let mut out = format!(
+        "{} {}\n",
+        Style::Bold.paint("Conclusion:", color),
+        c.conclusion
+    );
     for s in &c.sections {
         out.push('\n');
         out.push_str(&Style::Bold.paint(&s.title, color));
@@ -144,8 +183,14 @@ fn table(rows: &[Row], opts: &Options, color: bool) -> String {
 
 /// How the rows were decided, in a sentence.
 fn method_line(rows: &[Row], c: &Comparison) -> String {
-    let better = rows.iter().filter(|r| r.direction == Direction::Better).count();
-    let worse = rows.iter().filter(|r| r.direction == Direction::Worse).count();
+    let better = rows
+        .iter()
+        .filter(|r| r.direction == Direction::Better)
+        .count();
+    let worse = rows
+        .iter()
+        .filter(|r| r.direction == Direction::Worse)
+        .count();
     let boot = rows.iter().any(|r| r.method == Method::Bootstrap);
     let welch = rows.iter().any(|r| r.method == Method::Welch);
     let how = match (boot, welch) {

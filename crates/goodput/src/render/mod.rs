@@ -15,9 +15,9 @@
 
 pub mod charts;
 pub mod compare;
-pub mod rank;
 pub mod html;
 pub mod markdown;
+pub mod rank;
 pub mod rows;
 pub mod table;
 pub mod text;

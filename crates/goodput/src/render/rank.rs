@@ -25,16 +25,29 @@ fn mean(v: &[f64]) -> f64 {
 
 /// The sentence on engines `tied` at load `x`: who leads at that load, beyond
 /// noise, or that they cannot be told apart and what would separate them.
-pub fn tie_break(report: &Report, tied: &[&str], x: f64, and_list: fn(&[&str]) -> String) -> String {
+pub fn tie_break(
+    report: &Report,
+    tied: &[&str],
+    x: f64,
+    and_list: fn(&[&str]) -> String,
+) -> String {
     let opts = Options::default();
-    let mut at: Vec<(&str, Vec<f64>)> = tied.iter().filter_map(|e| goodput_at(report, e, x).map(|(_, v)| (*e, v))).collect();
+    let mut at: Vec<(&str, Vec<f64>)> = tied
+        .iter()
+        .filter_map(|e| goodput_at(report, e, x).map(|(_, v)| (*e, v)))
+        .collect();
     let head = format!("{} tie at {}", and_list(tied), num(x));
     if at.len() < 2 {
-        return format!("{head}; the report holds no goodput of theirs at that load, so they cannot be ranked.");
+        return format!(
+            "{head}; the report holds no goodput of theirs at that load, so they cannot be ranked."
+        );
     }
     at.sort_by(|a, b| mean(&b.1).total_cmp(&mean(&a.1)));
     let (lead, lead_v) = (&at[0].0, &at[0].1);
-    let tests: Vec<_> = at[1..].iter().map(|(e, v)| (*e, welch::change(v, lead_v))).collect();
+    let tests: Vec<_> = at[1..]
+        .iter()
+        .map(|(e, v)| (*e, welch::change(v, lead_v)))
+        .collect();
     let ps: Vec<f64> = tests.iter().map(|(_, c)| c.map_or(1.0, |c| c.p)).collect();
     let adj = multiple::holm(&ps);
     let beats_all = tests.iter().zip(&adj).all(|((_, c), p)| {
@@ -49,8 +62,18 @@ pub fn tie_break(report: &Report, tied: &[&str], x: f64, and_list: fn(&[&str]) -
             pct(c.ci.1)
         );
     }
-    let values: Vec<String> = at.iter().map(|(e, v)| format!("{e} {} req/s", num(mean(v)))).collect();
-    let need = ch.and_then(|c| trials_needed(c.se, c.trials, opts.min_effect, opts.alpha / tests.len() as f64));
+    let values: Vec<String> = at
+        .iter()
+        .map(|(e, v)| format!("{e} {} req/s", num(mean(v))))
+        .collect();
+    let need = ch.and_then(|c| {
+        trials_needed(
+            c.se,
+            c.trials,
+            opts.min_effect,
+            opts.alpha / tests.len() as f64,
+        )
+    });
     let more = match need {
         Some(n) => format!("about {n} trials each"),
         None if ch.is_none() => "at least two trials each".to_string(),

@@ -4,11 +4,11 @@
 use report::{Judgement, Point, Report, Stat};
 use serde_json::Value;
 
-use crate::metrics::judgement::point_judgement;
 use super::rows::{field_names, trials_with_results, within, Row};
 use super::text::{
     align, count, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style,
 };
+use crate::metrics::judgement::point_judgement;
 
 /// Column titles of the text, Markdown and HTML tables.
 pub const COLUMNS: [&str; 17] = [
@@ -287,10 +287,7 @@ pub fn text_table(report: &Report, rows: &[Row], color: bool) -> String {
     out.push_str(&text_part(report, rows, &THROUGHPUT_COLUMNS, false, color));
     // The legend names colours, so it is printed only where there are any.
     if color {
-        out.push_str(&Style::Dim.paint(
-            JUDGEMENT_LEGEND,
-            color,
-        ));
+        out.push_str(&Style::Dim.paint(JUDGEMENT_LEGEND, color));
         out.push('\n');
     }
     out

@@ -326,7 +326,9 @@ impl Levels {
             (false, true) => format!("{engine} meets the SLO at every measured load (x={yes})"),
             (false, false) => format!("{engine} meets the SLO at x={yes}, not at x={no}"),
             (true, false) => format!("{engine} meets the SLO at no measured load (x={no})"),
-            (true, true) if !self.undecided.is_empty() => format!("{engine}: meets the SLO at no load level for sure"),
+            (true, true) if !self.undecided.is_empty() => {
+                format!("{engine}: meets the SLO at no load level for sure")
+            }
             (true, true) => format!("{engine}: not known whether it meets the SLO"),
         };
         if !self.undecided.is_empty() {
@@ -360,7 +362,10 @@ fn best_measured(report: &Report, passing: &[(&str, f64)], best_x: f64) -> Strin
         _ => format!("{} each serve", and_list(&tied)),
     };
     let tie = if tied.len() > 1 {
-        format!(" {}", super::rank::tie_break(report, &tied, best_x, and_list))
+        format!(
+            " {}",
+            super::rank::tie_break(report, &tied, best_x, and_list)
+        )
     } else {
         String::new()
     };

@@ -182,7 +182,10 @@ fn probe(p: &Point) -> crate::stats::capacity::Probe {
             .map(|(i, (g, c))| (*g, c + failed.get(i).copied().unwrap_or(0)))
             .collect()
     } else {
-        p.trials.iter().map(|t| (t.good, t.completed + t.failed)).collect()
+        p.trials
+            .iter()
+            .map(|t| (t.good, t.completed + t.failed))
+            .collect()
     };
     crate::stats::capacity::Probe { x: p.x, trials }
 }

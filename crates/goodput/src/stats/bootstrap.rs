@@ -111,7 +111,13 @@ fn draw(rng: &mut ChaCha8Rng, trials: &[Trial], s: Statistic, pool: &mut Vec<f64
 /// The relative change of `cand` against `base` in statistic `s`, with its 95%
 /// percentile interval from `draws` hierarchical resamples of each side (seeded).
 /// `None` when either side has no value or the baseline's is 0.
-pub fn change(base: &[Trial], cand: &[Trial], s: Statistic, draws: usize, seed: u64) -> Option<Change> {
+pub fn change(
+    base: &[Trial],
+    cand: &[Trial],
+    s: Statistic,
+    draws: usize,
+    seed: u64,
+) -> Option<Change> {
     let (b, c) = (estimate(base, s)?, estimate(cand, s)?);
     if b == 0.0 || !b.is_finite() || !c.is_finite() {
         return None;
@@ -121,7 +127,10 @@ pub fn change(base: &[Trial], cand: &[Trial], s: Statistic, draws: usize, seed: 
     let mut pool = Vec::new();
     let mut changes = Vec::with_capacity(draws);
     for _ in 0..draws.max(1) {
-        let (Some(bs), Some(cs)) = (draw(&mut rng, base, s, &mut pool), draw(&mut rng, cand, s, &mut pool)) else {
+        let (Some(bs), Some(cs)) = (
+            draw(&mut rng, base, s, &mut pool),
+            draw(&mut rng, cand, s, &mut pool),
+        ) else {
             continue;
         };
         let r = cs / bs - 1.0;
@@ -138,7 +147,9 @@ fn summarise(point: f64, changes: &mut [f64], trials: usize) -> Option<Change> {
         return None;
     }
     changes.sort_by(f64::total_cmp);
-    let at = |q: f64| changes[((q * (changes.len() - 1) as f64).round() as usize).min(changes.len() - 1)];
+    let at = |q: f64| {
+        changes[((q * (changes.len() - 1) as f64).round() as usize).min(changes.len() - 1)]
+    };
     let n = changes.len() as f64;
     let mean = changes.iter().sum::<f64>() / n;
     let se = (changes.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
@@ -185,7 +196,10 @@ mod tests {
             let ch = change(&a, &b, Statistic::Quantile(0.5), 400, i).unwrap();
             significant += (ch.ci.0 > 0.0 || ch.ci.1 < 0.0) as u32;
         }
-        assert!(significant <= 12, "{significant} of 100 intervals exclude 0");
+        assert!(
+            significant <= 12,
+            "{significant} of 100 intervals exclude 0"
+        );
     }
 
     #[test]
@@ -200,7 +214,10 @@ mod tests {
 
     #[test]
     fn a_zero_baseline_or_no_values_has_no_change() {
-        let zero = vec![Trial { values: vec![0.0; 4], duration_s: Some(1.0) }];
+        let zero = vec![Trial {
+            values: vec![0.0; 4],
+            duration_s: Some(1.0),
+        }];
         assert!(change(&zero, &zero, Statistic::Mean, 10, 1).is_none());
         assert!(change(&[], &zero, Statistic::Mean, 10, 1).is_none());
     }

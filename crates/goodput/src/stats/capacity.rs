@@ -55,7 +55,13 @@ fn resample(rng: &mut ChaCha8Rng, trials: &[(u64, u64)]) -> Option<f64> {
 
 /// The capacity between `pass` and `fail` with its 95% interval; `None` when
 /// either probe has no requests.
-pub fn interval(pass: &Probe, fail: &Probe, target: f64, draws: usize, seed: u64) -> Option<CapacityInterval> {
+pub fn interval(
+    pass: &Probe,
+    fail: &Probe,
+    target: f64,
+    draws: usize,
+    seed: u64,
+) -> Option<CapacityInterval> {
     let (ap, af) = (pooled(&pass.trials)?, pooled(&fail.trials)?);
     let estimate = crossing(ap, af, pass.x, fail.x, target);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -85,11 +91,30 @@ mod tests {
 
     #[test]
     fn the_crossing_sits_between_the_probes() {
-        let pass = Probe { x: 4.0, trials: vec![(60, 64), (62, 64)] };
-        let fail = Probe { x: 8.0, trials: vec![(20, 64), (30, 64)] };
+        let pass = Probe {
+            x: 4.0,
+            trials: vec![(60, 64), (62, 64)],
+        };
+        let fail = Probe {
+            x: 8.0,
+            trials: vec![(20, 64), (30, 64)],
+        };
         let ci = interval(&pass, &fail, 0.9, 500, 1).unwrap();
-        assert!(4.0 <= ci.low && ci.low <= ci.estimate && ci.estimate <= ci.high && ci.high <= 8.0, "{ci:?}");
+        assert!(
+            4.0 <= ci.low && ci.low <= ci.estimate && ci.estimate <= ci.high && ci.high <= 8.0,
+            "{ci:?}"
+        );
         assert!(ci.estimate > 4.0 && ci.estimate < 5.0, "{ci:?}");
-        assert!(interval(&pass, &Probe { x: 8.0, trials: vec![] }, 0.9, 10, 1).is_none());
+        assert!(interval(
+            &pass,
+            &Probe {
+                x: 8.0,
+                trials: vec![]
+            },
+            0.9,
+            10,
+            1
+        )
+        .is_none());
     }
 }

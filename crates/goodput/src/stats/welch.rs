@@ -37,13 +37,25 @@ pub fn change(base: &[f64], cand: &[f64]) -> Option<Change> {
     let trials = base.len().min(cand.len());
     if se == 0.0 {
         let p = if point == 0.0 { 1.0 } else { 0.0 };
-        return Some(Change { change: point, ci: (point, point), p, se, trials });
+        return Some(Change {
+            change: point,
+            ci: (point, point),
+            p,
+            se,
+            trials,
+        });
     }
     let df = (sa + sb).powi(2) / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
     let t = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
     let half = t.inverse_cdf(0.975) * se;
     let p = (2.0 * t.sf((point / se).abs())).min(1.0);
-    Some(Change { change: point, ci: (point - half, point + half), p, se, trials })
+    Some(Change {
+        change: point,
+        ci: (point - half, point + half),
+        p,
+        se,
+        trials,
+    })
 }
 
 #[cfg(test)]

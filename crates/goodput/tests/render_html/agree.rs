@@ -20,15 +20,27 @@ fn examples() -> Vec<Value> {
     p["failed"] = serde_json::json!([0]);
     let plan = calibration_plan(2, 12).expect("plan");
     let sim = side(&plan, &noisy_engine(5, 1.0), "sim.json").report;
-    vec![json(REFERENCE), json(ADDITIVE), one, serde_json::to_value(sim).expect("report")]
+    vec![
+        json(REFERENCE),
+        json(ADDITIVE),
+        one,
+        serde_json::to_value(sim).expect("report"),
+    ]
 }
 
 /// The x values listed after `lead` in a verdict sentence (`x=1, 2, 4`).
 fn listed(sentence: &str, lead: &str) -> Vec<f64> {
-    let Some(at) = sentence.find(lead) else { return Vec::new() };
+    let Some(at) = sentence.find(lead) else {
+        return Vec::new();
+    };
     let rest = &sentence[at + lead.len()..];
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',' || c == ' ')).unwrap_or(rest.len());
-    rest[..end].split(',').filter_map(|s| s.trim().trim_end_matches('.').parse().ok()).collect()
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',' || c == ' '))
+        .unwrap_or(rest.len());
+    rest[..end]
+        .split(',')
+        .filter_map(|s| s.trim().trim_end_matches('.').parse().ok())
+        .collect()
 }
 
 #[test]
@@ -37,8 +49,14 @@ fn cells_strips_and_verdict_show_the_one_judgement() {
     for v in examples() {
         let r = parse(&v.to_string());
         let page = page_of(&v);
-        let heads: Vec<String> = page.select(&sel("table.results thead th")).map(text).collect();
-        let col = heads.iter().position(|h| h == "goodput req/s").expect("goodput column");
+        let heads: Vec<String> = page
+            .select(&sel("table.results thead th"))
+            .map(text)
+            .collect();
+        let col = heads
+            .iter()
+            .position(|h| h == "goodput req/s")
+            .expect("goodput column");
         let rows: Vec<ElementRef> = page
             .select(&sel("table.results tbody tr"))
             .filter(|r| r.select(&sel("td.failed")).next().is_none())
@@ -47,7 +65,9 @@ fn cells_strips_and_verdict_show_the_one_judgement() {
         assert_eq!(rows.len(), pts.len());
         let verdict = render::verdict::verdict(&r);
         let fig = figure(&page, "goodput");
-        let log = fig.select(&sel("svg text")).any(|t| text(t).ends_with("log scale"));
+        let log = fig
+            .select(&sel("svg text"))
+            .any(|t| text(t).ends_with("log scale"));
         let map = axis_map(&x_ticks(fig), log);
         for (row, (engine, p)) in rows.iter().zip(&pts) {
             let j = judgement(&v, p);
@@ -62,16 +82,37 @@ fn cells_strips_and_verdict_show_the_one_judgement() {
             };
             assert_eq!(class, want, "{engine} x={}: cell", p["x"]);
             let px = map(f(&p["x"]));
-            let marked = strip_bars(fig, &color_of(fig, engine)).iter().any(|b| b.0 <= px && px <= b.1);
-            assert_eq!(marked, j == Some(Judgement::Meets), "{engine} x={}: strip", p["x"]);
+            let marked = strip_bars(fig, &color_of(fig, engine))
+                .iter()
+                .any(|b| b.0 <= px && px <= b.1);
+            assert_eq!(
+                marked,
+                j == Some(Judgement::Meets),
+                "{engine} x={}: strip",
+                p["x"]
+            );
             let x = f(&p["x"]);
-            let mine = verdict.iter().find(|s| s.starts_with(&format!("{engine} ")));
+            let mine = verdict
+                .iter()
+                .find(|s| s.starts_with(&format!("{engine} ")));
             let says = |lead: &str| mine.is_some_and(|s| listed(s, lead).contains(&x));
             let every = mine.is_some_and(|s| s.contains("meets the SLO at every measured load"));
-            assert_eq!(says("meets the SLO at x=") || every, j == Some(Judgement::Meets), "{engine} x={x}: {verdict:?}");
+            assert_eq!(
+                says("meets the SLO at x=") || every,
+                j == Some(Judgement::Meets),
+                "{engine} x={x}: {verdict:?}"
+            );
             if mine.is_some() {
-                assert_eq!(says("not at x=") || says("at no measured load (x="), j == Some(Judgement::Fails), "{engine} x={x}: {verdict:?}");
-                assert_eq!(says("undecided at x="), j == Some(Judgement::Undecided), "{engine} x={x}: {verdict:?}");
+                assert_eq!(
+                    says("not at x=") || says("at no measured load (x="),
+                    j == Some(Judgement::Fails),
+                    "{engine} x={x}: {verdict:?}"
+                );
+                assert_eq!(
+                    says("undecided at x="),
+                    j == Some(Judgement::Undecided),
+                    "{engine} x={x}: {verdict:?}"
+                );
             }
         }
     }

@@ -57,3 +57,32 @@ pub struct CapacityInterval {
     /// Bootstrap resamples drawn.
     pub resamples: u32,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_snake_case_and_unknown_ones_are_kept_apart() {
+        assert_eq!(
+            serde_json::to_string(&Judgement::Undecided).unwrap(),
+            "\"undecided\""
+        );
+        let j: Judgement = serde_json::from_str("\"meets\"").unwrap();
+        assert_eq!(j, Judgement::Meets);
+        let j: Judgement = serde_json::from_str("\"borderline\"").unwrap();
+        assert_eq!(j, Judgement::Unknown);
+    }
+
+    #[test]
+    fn an_older_check_without_a_judgement_still_reads() {
+        let c: crate::SloCheck = serde_json::from_value(serde_json::json!({
+            "good": 7, "sent": 8, "attainment": 0.875, "ci_low": 0.53, "ci_high": 0.98,
+            "target": 0.9, "form": "attainment", "meets": false
+        }))
+        .unwrap();
+        assert_eq!((c.judgement, c.decided_by), (None, None));
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(!text.contains("judgement"), "{text}");
+    }
+}

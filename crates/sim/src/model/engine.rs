@@ -396,7 +396,9 @@ impl Engine {
                 load.prefill_tokens += work(u64::from(s.tokens));
                 load.prefill_seqs += 1;
             }
-            load.kv_tokens += work(u64::from(r.computed.saturating_add(s.tokens).min(self.kv_cap)));
+            load.kv_tokens += work(u64::from(
+                r.computed.saturating_add(s.tokens).min(self.kv_cap),
+            ));
         }
         let duration = self.cost.duration_s(&load, self.gpu.slowdown()) * self.noise.step_factor();
         let end = now + duration;

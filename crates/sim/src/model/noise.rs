@@ -26,7 +26,9 @@ pub struct Noise {
 }
 
 fn factor(sigma: f64) -> Option<LogNormal<f64>> {
-    (sigma > 0.0 && sigma.is_finite()).then(|| LogNormal::new(0.0, sigma).ok()).flatten()
+    (sigma > 0.0 && sigma.is_finite())
+        .then(|| LogNormal::new(0.0, sigma).ok())
+        .flatten()
 }
 
 impl Noise {
@@ -58,7 +60,10 @@ mod tests {
     fn no_jitter_is_exactly_one_and_jitter_repeats() {
         let mut n = Noise::new(None, 1);
         assert_eq!((n.step_factor(), n.request_factor()), (1.0, 1.0));
-        let j = JitterConfig { step: 0.1, request: 0.2 };
+        let j = JitterConfig {
+            step: 0.1,
+            request: 0.2,
+        };
         let (mut a, mut b) = (Noise::new(Some(&j), 3), Noise::new(Some(&j), 3));
         let xs: Vec<f64> = (0..100).map(|_| a.step_factor()).collect();
         let ys: Vec<f64> = (0..100).map(|_| b.step_factor()).collect();

@@ -27,15 +27,26 @@ pub fn decided_by_one(report: &Report, p: &Point) -> Found {
     if report.slo.percentile.is_some() {
         return None;
     }
-    let target = p.slo_check.as_ref().map_or(report.slo.attainment.unwrap_or(DEFAULT_ATTAINMENT), |c| c.target);
+    let target = p
+        .slo_check
+        .as_ref()
+        .map_or(report.slo.attainment.unwrap_or(DEFAULT_ATTAINMENT), |c| {
+            c.target
+        });
     let (good, sent) = point_counts(p)?;
-    let by = p.slo_check.as_ref().and_then(|c| c.decided_by).or_else(|| decided_by(good, sent, target))?;
+    let by = p
+        .slo_check
+        .as_ref()
+        .and_then(|c| c.decided_by)
+        .or_else(|| decided_by(good, sent, target))?;
     if by > 1 || target >= 1.0 {
         return None;
     }
     let judgement = point_judgement(report, p).map_or("unknown".into(), |j| j.to_string());
     let need = requests_to_decide(good as f64 / sent as f64, target);
-    let more = need.filter(|n| *n > sent).map_or(String::new(), |n| format!("; about {n} requests in all at this attainment would decide it"));
+    let more = need.filter(|n| *n > sent).map_or(String::new(), |n| {
+        format!("; about {n} requests in all at this attainment would decide it")
+    });
     Some((
         WarningKind::DecidedByOne,
         format!(
