@@ -278,8 +278,15 @@ fn measured_levels(report: &Report) -> Vec<String> {
             // (and the engines' own lines stay when some load is undecided).
             if !any_undecided {
                 out.clear();
+                nothing_meets(report)
+            } else {
+                format!(
+                    "No engine is shown to meet the SLO ({}) at any measured load: where the \
+                     answer is undecided, too few requests were measured to tell either way \
+                     (more trials or requests per trial would decide it).",
+                    slo_words(report)
+                )
             }
-            nothing_meets(report)
         }
         None => "The report does not say whether any request met the SLO.".to_string(),
     };
