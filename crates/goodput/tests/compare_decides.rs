@@ -55,7 +55,11 @@ fn thirty_percent_slower_per_token_is_worse_at_every_load() {
     );
     // It leads with the most telling metric: here goodput, which the slower engine
     // loses where its TPOT crosses the 55 ms bound.
-    assert!(c.conclusion.contains("goodput req/s") || c.conclusion.contains("TPOT"), "{}", c.conclusion);
+    assert!(
+        c.conclusion.contains("goodput req/s") || c.conclusion.contains("TPOT"),
+        "{}",
+        c.conclusion
+    );
 }
 
 #[test]

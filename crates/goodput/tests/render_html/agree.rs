@@ -120,3 +120,43 @@ fn cells_strips_and_verdict_show_the_one_judgement() {
         assert!(seen.contains(&Some(j)), "no example point is {j}: {seen:?}");
     }
 }
+
+#[test]
+fn a_searched_capacity_is_marked_on_the_charts_as_a_dashed_line() {
+    let mut v = json(ADDITIVE);
+    v["capacity"] = serde_json::json!({
+        "sim-fast": {"mode": "rate", "max_load": 4.0, "passing": 4.0, "failing": 8.0,
+                     "attainment_at_max": 0.95, "probes": 3, "trials": 9,
+                     "limited_by": "ttft", "note": "meets the SLO at 4 requests/s"}
+    });
+    let page = page_of(&v);
+    for id in ["throughput", "goodput"] {
+        let fig = figure(&page, id);
+        let log = fig
+            .select(&sel("svg text"))
+            .any(|t| text(t).ends_with("log scale"));
+        let at = axis_map(&x_ticks(fig), log)(4.0);
+        let dashes = polylines(fig, &color_of(fig, "sim-fast"))
+            .into_iter()
+            .map(polyline_points)
+            .filter(|pts| {
+                pts.len() == 2
+                    && pts.iter().all(|p| (p.0 - at).abs() <= 1.5)
+                    && pts[0].1 != pts[1].1
+            })
+            .count();
+        assert!(dashes >= 6, "{id}: {dashes} dashes at x=4");
+        // The other engine searched nothing: no line of its own.
+        let other = color_of(fig, "vllm <tp2> & spec");
+        let vertical = polylines(fig, &other)
+            .into_iter()
+            .map(polyline_points)
+            .filter(|p| p.len() == 2 && p[0].0 == p[1].0 && p[0].1 != p[1].1)
+            .count();
+        let whiskers = points(&v)
+            .iter()
+            .filter(|(e, _)| e == "vllm <tp2> & spec")
+            .count();
+        assert!(vertical <= whiskers, "{id}: {vertical} vertical lines");
+    }
+}
