@@ -49,9 +49,10 @@ pub fn change(base: &[f64], cand: &[f64]) -> Option<Change> {
     let t = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
     let half = t.inverse_cdf(0.975) * se;
     let p = (2.0 * t.sf((point / se).abs())).min(1.0);
+    // Metrics are positive: no change is below -100%.
     Some(Change {
         change: point,
-        ci: (point - half, point + half),
+        ci: ((point - half).max(-1.0), point + half),
         p,
         se,
         trials,
