@@ -46,9 +46,19 @@ pub enum Command {
     },
     /// Compare reports (or, given one, its engines against the first).
     Compare {
-        /// Report files; the first is the baseline.
+        /// Report files; the first is the baseline. Each report's requests file
+        /// (`<report>.requests.jsonl`) is read when it is there.
         #[arg(required = true)]
         reports: Vec<PathBuf>,
+        /// The smallest relative change called better or worse (0.02: 2%).
+        #[arg(long, default_value_t = 0.02, value_parser = parse_min_effect)]
+        min_effect: f64,
+        /// `table` (text) or `json` (`{"conclusion", "rows": [...]}`).
+        #[arg(long, short, value_enum, default_value = "table")]
+        format: CompareFormat,
+        /// The bootstrap's seed (the same seed gives the same intervals).
+        #[arg(long, default_value_t = crate::stats::DEFAULT_SEED)]
+        seed: u64,
     },
     /// Write a self-contained HTML page with charts for a report.
     Report {
@@ -286,6 +296,13 @@ pub struct SimArgs {
     /// Add the timing probe to every chunk.
     #[arg(long)]
     pub probe: bool,
+    /// Seeded noise: `STEP` or `STEP,REQUEST`, the log-standard-deviations of
+    /// each step's duration and each request's work (0.05,0.1: about 5% and 10%).
+    #[arg(long, value_name = "STEP[,REQUEST]", value_parser = parse_jitter)]
+    pub jitter: Option<goodput_sim::config::JitterConfig>,
+    /// The simulator's seed (its noise and random draws).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Runtime threads (1: a single-threaded runtime, one core's worth); default:
     /// one per CPU.
     #[arg(long, value_name = "N")]
@@ -323,13 +340,26 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
                 && std::env::var_os("NO_COLOR").is_none();
             print_out(&render::show(&r, format, color))
         }
-        Command::Compare { reports } => {
+        Command::Compare {
+            reports,
+            min_effect,
+            format,
+            seed,
+        } => {
             let mut loaded = Vec::new();
             for p in &reports {
-                loaded.push((p.display().to_string(), report::read_report(p)?));
+                loaded.push(crate::compare::load(p)?);
+            }
+            let opts = crate::compare::Options {
+                min_effect,
+                seed,
+                ..Default::default()
+            };
+            if format == CompareFormat::Json {
+                return print_out(&render::compare::compare_json(&loaded, &opts));
             }
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            print_out(&render::compare(&loaded, color))
+            print_out(&render::compare::compare_text(&loaded, &opts, color))
         }
         Command::Report { report, output } => {
             let r = report::read_report(&report)?;
@@ -551,6 +581,12 @@ async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
             spread: 0.5,
         });
     }
+    if let Some(j) = args.jitter {
+        config.jitter = Some(j);
+    }
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
     config.validate()?;
     let opts = goodput_sim::SimOptions {
         config,
@@ -561,4 +597,38 @@ async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
     // The simulator runs on a runtime of its own, sized by `--threads`.
     tokio::task::spawn_blocking(move || goodput_sim::run_standalone(opts)).await??;
     Ok(0)
+}
+
+/// `compare`'s output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    /// The text table with its conclusion.
+    Table,
+    /// `{"conclusion", "rows": [...]}`.
+    Json,
+}
+
+/// A `--min-effect`: a share in [0, 1).
+fn parse_min_effect(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{s}: {e}"))?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s}: a share of the baseline in [0, 1), e.g. 0.02 for 2%"
+        ))
+    }
+}
+
+/// `--jitter STEP[,REQUEST]`.
+fn parse_jitter(s: &str) -> Result<goodput_sim::config::JitterConfig, String> {
+    let mut parts = s
+        .split(',')
+        .map(|p| p.trim().parse::<f64>().map_err(|e| format!("{p}: {e}")));
+    let step = parts.next().ok_or("empty")??;
+    let request = parts.next().transpose()?.unwrap_or(0.0);
+    if parts.next().is_some() {
+        return Err(format!("{s}: STEP or STEP,REQUEST"));
+    }
+    Ok(goodput_sim::config::JitterConfig { step, request })
 }

@@ -15,6 +15,10 @@
 //! - [`cluster`]: `goodput slurm` and `goodput k8s`: jobs that run the shards.
 //! - [`shard`]: a plan cut into slices for several machines, and shard reports merged.
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
+//! - [`stats`]: how sure we are: order-statistic intervals, the hierarchical
+//!   bootstrap, Welch's t, Holm's correction, the capacity's interval (pure, seeded).
+//! - [`compare`]: the data of a comparison (from reports and their requests files)
+//!   and its decisions, which [`render`] shows.
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
 //! - [`environment`]: what ran where.
 //! - [`dates`]: the one date formatter.
@@ -27,6 +31,7 @@
 pub mod cli;
 pub mod client;
 pub mod cluster;
+pub mod compare;
 pub mod dates;
 pub mod engine;
 pub mod environment;
@@ -45,6 +50,7 @@ pub mod sampling;
 pub mod search;
 pub mod server_metrics;
 pub mod shard;
+pub mod stats;
 pub mod stop;
 pub mod telemetry;
 pub mod term;

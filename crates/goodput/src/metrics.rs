@@ -63,6 +63,7 @@ use crate::profile::SloSpec;
 use crate::record::RequestRecord;
 
 pub mod cost;
+pub mod judgement;
 mod outlier;
 pub mod reasoning;
 mod slo;

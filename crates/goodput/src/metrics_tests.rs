@@ -347,3 +347,27 @@ fn percentile_form_judges_the_pth_percentile_with_failures_as_slowest() {
     assert_eq!(check.percentiles_ms["ttft"], Some(100.0));
     assert!(!check.meets);
 }
+
+#[test]
+fn the_point_carries_its_judgement_and_what_decided_it() {
+    use report::Judgement;
+    // Ten requests, TTFT 10..100 ms, bound 85 ms: 8 of 10 good against 0.9.
+    let records: Vec<RequestRecord> = (0..10u32)
+        .map(|i| rec(i, 0, &[10 * (u64::from(i) + 1)], Some(1)))
+        .collect();
+    let s = slo(85.0, 1000.0);
+    let (_, check) = point_slo(std::slice::from_ref(&trial_slo(&records, &s)), &s);
+    // 0.8 with a Wilson interval of about (0.49, 0.94): it straddles 0.9.
+    assert_eq!(check.judgement, Some(Judgement::Undecided));
+    assert_eq!(check.decided_by, Some(1));
+    assert!(!check.meets);
+    // Everything good, but ten requests cannot show 90% with confidence.
+    let loose = slo(1000.0, 1000.0);
+    let (_, check) = point_slo(std::slice::from_ref(&trial_slo(&records, &loose)), &loose);
+    assert!(check.meets);
+    assert_eq!(check.judgement, Some(Judgement::Undecided));
+    // Nothing good: fails, whatever the count.
+    let tight = slo(5.0, 1000.0);
+    let (_, check) = point_slo(std::slice::from_ref(&trial_slo(&records, &tight)), &tight);
+    assert_eq!(check.judgement, Some(Judgement::Fails));
+}

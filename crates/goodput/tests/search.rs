@@ -52,6 +52,12 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
         "{c:?}"
     );
     assert_eq!(c.limited_by.trim_end_matches(" (noisy)"), "ttft", "{c:?}");
+    // The capacity's interval lies within the bracket, around its estimate.
+    let i = c.interval.expect("a capacity interval");
+    assert!(
+        3.0 <= i.low && i.low <= i.estimate && i.estimate <= i.high && i.high <= 4.0,
+        "{i:?}"
+    );
     // Every probe is a point with its trials and SLO check.
     let points = &r.load["three-slots"].points;
     assert_eq!(points.len() as u32, c.probes);

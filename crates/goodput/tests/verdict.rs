@@ -51,7 +51,9 @@ fn ties_name_every_engine_at_the_best_load() {
         ("c", Some(2.0)),
     ]))
     .join(" ");
-    assert!(v.contains("a, b and c all tie at 2"), "{v}");
+    assert!(v.contains("a, b and c tie at 2"), "{v}");
+    // The report has no points of a, b, c: nothing to rank them by.
+    assert!(v.contains("cannot be ranked"), "{v}");
     let v = verdict(&with_capacity(&[
         ("a", Some(4.0)),
         ("b", Some(4.0)),
@@ -59,7 +61,53 @@ fn ties_name_every_engine_at_the_best_load() {
     ]))
     .join(" ");
     assert!(v.contains("a and b tie at 4"), "{v}");
-    assert!(!v.contains("all tie"), "{v}");
+    assert!(!v.contains("c tie"), "{v}");
+}
+
+const ADDITIVE: &str = include_str!("render_fixtures/additive.json");
+
+/// The additive fixture with both engines' capacity at 4 req/s, and per-trial
+/// goodput there of `fast` (sim-fast) and `spec` (the other), three trials each.
+fn tied_at_4(fast: [f64; 3], spec: [f64; 3]) -> Report {
+    let mut r = report::io::parse_report(ADDITIVE).unwrap();
+    for (name, v) in [("sim-fast", fast), ("vllm <tp2> & spec", spec)] {
+        let p = r.load[name].points.iter_mut().find(|p| p.x == 4.0).unwrap();
+        p.trials.clear();
+        p.goodput_rps = report::Stat {
+            median: Some(v[1]),
+            min: Some(v[0]),
+            max: Some(v[2]),
+            n: 3,
+        };
+        r.capacity.insert(
+            name.to_string(),
+            Capacity {
+                mode: "rate".into(),
+                max_load: Some(4.0),
+                passing: Some(4.0),
+                failing: Some(8.0),
+                ..Default::default()
+            },
+        );
+    }
+    r
+}
+
+#[test]
+fn a_tie_is_ranked_by_goodput_at_the_shared_load_when_the_test_can_tell() {
+    let v = verdict(&tied_at_4([3.9, 3.95, 4.0], [5.65, 5.75, 5.8])).join(" ");
+    assert!(v.contains("sim-fast and vllm <tp2> & spec tie at 4; at that load vllm <tp2> & spec has the most goodput: 45%"), "{v}");
+    assert!(v.contains("more than sim-fast"), "{v}");
+}
+
+#[test]
+fn a_tie_the_test_cannot_tell_apart_says_what_would() {
+    let v = verdict(&tied_at_4([3.5, 3.95, 4.4], [3.6, 4.0, 4.5])).join(" ");
+    assert!(v.contains("cannot be told apart at that load"), "{v}");
+    assert!(
+        v.contains("trials each would separate a 2% difference"),
+        "{v}"
+    );
 }
 
 #[test]

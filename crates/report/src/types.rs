@@ -8,8 +8,9 @@
 //! this file holds the report itself, its SLO and each engine's results;
 //! `run` the run and prediction facts, `point` a load
 //! level and its trials, `capacity` a search's answer,
-//! `gpu` GPU telemetry, `environment` what ran where, `reasoning` a reasoning
-//! model's thinking and answering apart, `cost` energy and dollars.
+//! `gpu` GPU telemetry, `judgement` the SLO judgement, `environment` what ran where,
+//! `reasoning` a reasoning model's thinking and answering apart, `cost` energy and
+//! dollars.
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,7 @@ mod capacity;
 mod cost;
 mod environment;
 mod gpu;
+mod judgement;
 mod point;
 mod reasoning;
 mod run;
@@ -27,6 +29,7 @@ pub use capacity::*;
 pub use cost::*;
 pub use environment::*;
 pub use gpu::*;
+pub use judgement::*;
 pub use point::*;
 pub use reasoning::*;
 pub use run::*;

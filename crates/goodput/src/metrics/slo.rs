@@ -5,6 +5,7 @@ use indexmap::IndexMap;
 use report::stats::sort_values;
 use report::Stat;
 
+use super::judgement::{all_of, decided_by, judge_attainment, judge_percentile};
 use super::request_metrics;
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
@@ -99,8 +100,9 @@ pub fn percentile_with_failures(values: &[f64], failed: u64, p: f64) -> Option<f
 
 /// A point judged against the SLO from its trials' [`TrialSlo`]: per-trial
 /// attainment as `{median,min,max,n}`, and the pooled check (attainment with its
-/// 95% Wilson score interval; meets the SLO when attainment ≥ target, or in the
-/// percentile form when each bounded metric's p-th percentile is within its bound).
+/// 95% Wilson score interval; `meets` when the point estimate reaches the target,
+/// or in the percentile form when each bounded metric's p-th percentile is within
+/// its bound; and the judgement with its interval, [`super::judgement`]).
 pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck) {
     let per_trial = Stat::from_trials(trials.iter().map(TrialSlo::attainment));
     let good: u64 = trials.iter().map(|t| t.good).sum();
@@ -116,10 +118,11 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
     let attainment = (sent > 0).then(|| good as f64 / sent as f64);
     let ci = report::stats::wilson_interval(good, sent, report::stats::Z95);
     let mut percentiles_ms = IndexMap::new();
-    let (form, meets) = match slo.percentile {
+    let (form, meets, judgement) = match slo.percentile {
         None => (
             "attainment",
             attainment.is_some_and(|a| a >= target - 1e-12),
+            judge_attainment(good, sent, target),
         ),
         Some(p) => {
             let pool = |f: fn(&TrialSlo) -> &Vec<f64>| -> Vec<f64> {
@@ -127,6 +130,7 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
             };
             let mut ok = sent > 0;
             let no_answer: u64 = trials.iter().map(|t| t.no_answer).sum();
+            let mut parts = Vec::new();
             for (name, bound, values, slow) in [
                 ("ttft", slo.ttft_ms, pool(|t| &t.ttfts_ms), failed),
                 ("tpot", slo.tpot_ms, pool(|t| &t.tpots_ms), failed),
@@ -141,9 +145,10 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
                 let Some(b) = bound else { continue };
                 let v = percentile_with_failures(&values, slow, p);
                 ok &= v.is_some_and(|v| v <= b);
+                parts.push(judge_percentile(&values, slow, p, b));
                 percentiles_ms.insert(name.to_string(), v);
             }
-            ("percentile", ok)
+            ("percentile", ok, (sent > 0).then(|| all_of(parts)))
         }
     };
     let check = report::SloCheck {
@@ -155,6 +160,10 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
         target,
         form: form.into(),
         meets,
+        judgement,
+        decided_by: (form == "attainment")
+            .then(|| decided_by(good, sent, target))
+            .flatten(),
         misses,
         percentiles_ms,
     };

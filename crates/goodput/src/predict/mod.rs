@@ -252,6 +252,18 @@ pub(crate) fn run_trial(
         .map_or(timeout_s * f64::from(plan.requests_per_trial.max(1)), |d| {
             d.as_secs_f64()
         });
+    // With seeded noise, each trial draws its own (as a real engine's trials do).
+    let trial_config;
+    let config = match config.jitter {
+        Some(_) => {
+            trial_config = SimConfig {
+                seed: config.seed ^ sample.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                ..config.clone()
+            };
+            &trial_config
+        }
+        None => config,
+    };
     let every_s = plan.telemetry.interval_ms.max(1) as f64 / 1000.0;
     let traced = simulate_traced(config, &arrivals, &specs, CLIENT, horizon_s, Some(every_s));
     let records: Vec<RequestRecord> = traced

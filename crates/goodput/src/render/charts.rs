@@ -93,8 +93,12 @@ pub struct Strip {
     pub label: String,
     /// The engine's colour.
     pub color: RGBColor,
-    /// The x ranges where the engine's median request meets the SLO.
+    /// The x ranges where the engine's load levels meet the SLO.
     pub spans: Vec<(f64, f64)>,
+    /// The x ranges where the SLO judgement is undecided (drawn as outlines).
+    pub undecided: Vec<(f64, f64)>,
+    /// The engine's capacity from a search (the knee), marked across the plot.
+    pub knee: Option<f64>,
 }
 
 /// A chart: what the page shows and what plotters draws.
@@ -237,10 +241,30 @@ fn draw(chart: &Chart, x: Axis, (y0, y1): (f64, f64), out: &mut String) -> DrawR
     for s in &chart.series {
         draw_series(&mut c, s, chart.markers)?;
     }
+    for s in chart
+        .strips
+        .iter()
+        .filter(|s| s.knee.is_some_and(|k| x.lo <= k && k <= x.hi))
+    {
+        draw_knee(&mut c, s, (y0, y1))?;
+    }
     if !chart.strips.is_empty() {
         draw_strips(&chart.strips, x, &bottom)?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// An engine's capacity (the knee of its goodput curve): a dashed line up the plot
+/// in the engine's colour.
+fn draw_knee(c: &mut Plot<'_, '_>, s: &Strip, (y0, y1): (f64, f64)) -> DrawResult {
+    let Some(k) = s.knee else { return Ok(()) };
+    let dashes = 24;
+    let step = (y1 - y0) / f64::from(dashes);
+    c.draw_series((0..dashes).step_by(2).map(|i| {
+        let a = y0 + step * f64::from(i);
+        PathElement::new(vec![(k, a), (k, a + step)], s.color.stroke_width(2))
+    }))?;
     Ok(())
 }
 
@@ -328,7 +352,7 @@ where
         .build_cartesian_2d(x, 0.0..n)?;
     let muted = RGBColor(0x5b, 0x64, 0x73);
     area.draw(&Text::new(
-        "Median request meets the SLO:",
+        "Meets the SLO (outline: undecided):",
         ((MARGIN + Y_LABELS) as i32, 4),
         ("sans-serif", 16).into_font().color(&muted),
     ))?;
@@ -343,6 +367,12 @@ where
             c.draw_series(std::iter::once(Rectangle::new(
                 [(a.max(x0), mid - 0.32), (b.min(x1), mid + 0.32)],
                 s.color.filled(),
+            )))?;
+        }
+        for (a, b) in &s.undecided {
+            c.draw_series(std::iter::once(Rectangle::new(
+                [(a.max(x0), mid - 0.32), (b.min(x1), mid + 0.32)],
+                s.color.stroke_width(2),
             )))?;
         }
         let label: String = if s.label.chars().count() > 10 {

@@ -5,7 +5,6 @@
 use report::{Point, Report, Stat};
 
 use super::charts::{vs_load, Chart};
-use super::compare::{Better, Metric};
 use super::markdown::grid;
 use super::table::md_escape;
 use super::text::{align, num, stat_median, Cell, Line};
@@ -25,39 +24,11 @@ fn joules_per_token(p: &Point) -> &Stat {
         .map_or(&NO_STAT, |e| &e.joules_per_output_token)
 }
 
-fn usd_per_million_output(p: &Point) -> &Stat {
-    p.cost
-        .as_ref()
-        .map_or(&NO_STAT, |c| &c.usd_per_million_output_tokens)
-}
-
 fn usd_per_million_good(p: &Point) -> &Stat {
     p.cost
         .as_ref()
         .map_or(&NO_STAT, |c| &c.usd_per_million_good_tokens)
 }
-
-/// The rows `compare` adds, shown where either side has the figure.
-pub const METRICS: [Metric; 3] = [
-    Metric {
-        name: "J/output token",
-        get: joules_per_token,
-        better: Better::Lower,
-    },
-    Metric {
-        name: "$/M output tokens",
-        get: usd_per_million_output,
-        better: Better::Lower,
-    },
-    Metric {
-        name: GOOD_METRIC,
-        get: usd_per_million_good,
-        better: Better::Lower,
-    },
-];
-
-/// The compared cost that the SLO defines (left out between different SLOs).
-pub const GOOD_METRIC: &str = "$/M good tokens";
 
 fn money(v: f64) -> String {
     format!("${}", num(v))

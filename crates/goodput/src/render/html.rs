@@ -179,7 +179,7 @@ fn results_table(report: &Report) -> Markup {
             h2 { "Results" }
             p {
                 "Latencies in ms. Each value is the median over trials, with the min–max \
-                 over trials below it. Green: the median meets the SLO; red: it misses."
+                 over trials below it. " (super::table::JUDGEMENT_LEGEND)
             }
             div.table-wrap {
                 table.results {

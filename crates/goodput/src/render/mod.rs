@@ -20,6 +20,7 @@ pub mod cost;
 pub mod html;
 pub mod markdown;
 pub mod reasoning;
+pub mod rank;
 pub mod rows;
 pub mod table;
 pub mod text;

@@ -15,6 +15,8 @@ pub struct Row<'a> {
     pub point: Option<&'a Point>,
     /// Trials the point should have had (planned, or inferred from the other points).
     pub expected_trials: Option<u32>,
+    /// The point's SLO judgement (stored, or derived for an older report).
+    pub judgement: Option<report::Judgement>,
 }
 
 /// The rows of a report, engines in run order, points in report order.
@@ -27,6 +29,7 @@ pub fn rows(report: &Report) -> Vec<Row<'_>> {
                 result,
                 point: None,
                 expected_trials: None,
+                judgement: None,
             });
         }
         for p in &result.points {
@@ -35,6 +38,7 @@ pub fn rows(report: &Report) -> Vec<Row<'_>> {
                 result,
                 point: Some(p),
                 expected_trials: expected_trials(report, p),
+                judgement: crate::metrics::judgement::point_judgement(report, p),
             });
         }
     }
@@ -138,7 +142,7 @@ impl Row<'_> {
                 .and_then(|s| s.acceptance_rate)),
         );
         f.put("engine_error", json!(self.engine_error()));
-        put_slo(&mut f, p);
+        put_slo(&mut f, p, self.judgement);
         f.0
     }
 
@@ -234,7 +238,7 @@ fn put_gpu(f: &mut Fields, p: Option<&Point>) {
 }
 
 /// The SLO attainment, pooled (with its interval) and per trial, and the verdict.
-fn put_slo(f: &mut Fields, p: Option<&Point>) {
+fn put_slo(f: &mut Fields, p: Option<&Point>, judgement: Option<report::Judgement>) {
     let att = p.and_then(|p| p.attainment.as_ref());
     let check = p.and_then(|p| p.slo_check.as_ref());
     f.put("attainment", json!(check.and_then(|c| c.attainment)));
@@ -243,6 +247,7 @@ fn put_slo(f: &mut Fields, p: Option<&Point>) {
     f.put("attainment_trial_min", json!(att.and_then(|s| s.min)));
     f.put("attainment_trial_max", json!(att.and_then(|s| s.max)));
     f.put("meets_slo", json!(check.map(|c| c.meets)));
+    f.put("slo_judgement", json!(judgement.map(|j| j.as_str())));
 }
 
 /// The column names of [`Row::fields`], for a header when there are no rows.
@@ -260,6 +265,7 @@ pub fn field_names() -> Vec<String> {
         result: &engine,
         point: None,
         expected_trials: None,
+        judgement: None,
     };
     row.fields().into_iter().map(|(k, _)| k).collect()
 }

@@ -1,13 +1,14 @@
 //! The writers of the row model: aligned text, Markdown, CSV and JSON. Text and
 //! Markdown share [`display_cells`]; CSV and JSON share [`Row::fields`].
 
-use report::{Point, Report, Stat};
+use report::{Judgement, Point, Report, Stat};
 use serde_json::Value;
 
 use super::rows::{field_names, trials_with_results, within, Row};
 use super::text::{
     align, count, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style,
 };
+use crate::metrics::judgement::point_judgement;
 
 /// Column titles of the text, Markdown and HTML tables.
 pub const COLUMNS: [&str; 17] = [
@@ -96,22 +97,12 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
         _ => DisplayCell::text(row.completed().to_string(), Style::Plain),
     };
     let gp = &p.goodput_rps;
-    let mut goodput = DisplayCell::stat(
-        gp,
-        match gp.median {
-            Some(v) if v > 0.0 => Style::Good,
-            Some(_) => Style::Bad,
-            None => Style::Plain,
-        },
-    );
+    let mut goodput = DisplayCell::stat(gp, judgement_style(point_judgement(report, p)));
     if let Some(good) = row.good() {
         goodput.main = match super::verdict::point_attainment(p) {
             Some(a) => format!("{} ({good} good, {}%)", goodput.main, num(a * 100.0)),
             None => format!("{} ({good} good)", goodput.main),
         };
-        if good > 0 && goodput.style == Style::Bad {
-            goodput.style = Style::Warn;
-        }
     }
     let gpu = p.gpu.as_ref();
     let opt = |v: Option<String>| DisplayCell::text(v.unwrap_or_else(|| "-".into()), Style::Plain);
@@ -259,6 +250,22 @@ pub fn header_markdown(report: &Report) -> String {
 
 /// Columns of the first text table (latency), as indexes into [`COLUMNS`].
 const LATENCY_COLUMNS: [usize; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+/// What the colours say (the goodput cell shows the point's SLO judgement).
+pub const JUDGEMENT_LEGEND: &str = "Goodput: green meets the SLO, red fails it, yellow undecided \
+     (the 95% interval of the attainment straddles the target); latency medians: green within \
+     their bound, red beyond it.";
+
+/// The style of a point's SLO judgement: the one colour of `meets`, `fails`,
+/// `undecided` in every renderer.
+pub fn judgement_style(j: Option<Judgement>) -> Style {
+    match j {
+        Some(Judgement::Meets) => Style::Good,
+        Some(Judgement::Fails) => Style::Bad,
+        Some(Judgement::Undecided) => Style::Warn,
+        _ => Style::Plain,
+    }
+}
+
 /// Columns of the second text table (throughput and GPU).
 const THROUGHPUT_COLUMNS: [usize; 8] = [1, 10, 11, 12, 13, 14, 15, 16];
 
@@ -281,10 +288,7 @@ pub fn text_table(report: &Report, rows: &[Row], color: bool) -> String {
     out.push_str(&text_part(report, rows, &THROUGHPUT_COLUMNS, false, color));
     // The legend names colours, so it is printed only where there are any.
     if color {
-        out.push_str(&Style::Dim.paint(
-            "Green: the median meets the SLO (goodput above 0); red: it misses.",
-            color,
-        ));
+        out.push_str(&Style::Dim.paint(JUDGEMENT_LEGEND, color));
         out.push('\n');
     }
     out
@@ -477,7 +481,7 @@ mod tests {
         let text = include_str!("../../tests/render_fixtures/additive.json");
         let report = report::io::parse_report(text).expect("fixture parses");
         let rows = rows(&report);
-        let legend = "Green: the median meets the SLO";
+        let legend = "Goodput: green meets the SLO";
         assert!(text_table(&report, &rows, true).contains(legend));
         assert!(!text_table(&report, &rows, false).contains(legend));
     }

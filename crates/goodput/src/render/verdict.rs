@@ -7,31 +7,23 @@
 //! load levels only. It never claims more than the warnings allow: throttling,
 //! missing trials, failed engines and noisy probes are said beside the answer.
 
-use report::{Point, Report};
+use report::{Judgement, Point, Report};
+
+use crate::metrics::judgement::point_judgement;
 
 use super::table::slo_bounds_text;
 use super::text::num;
 use super::warnings::{warnings, WarningKind};
 
-/// Whether a point meets the SLO, as far as the report tells: its `slo_check` when
-/// present; otherwise the attainment from good and failed counts against the
-/// target; otherwise `false` when its goodput is zero in every trial (no request
-/// was good, as in the reference report); otherwise unknown.
+/// Whether a point meets the SLO: its one judgement
+/// ([`crate::metrics::judgement::point_judgement`]) as `Some(true)` (meets),
+/// `Some(false)` (fails), `None` (undecided, or not known).
 pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
-    if let Some(c) = &p.slo_check {
-        return Some(c.meets);
+    match point_judgement(report, p)? {
+        Judgement::Meets => Some(true),
+        Judgement::Fails => Some(false),
+        _ => None,
     }
-    let target = report
-        .slo
-        .attainment
-        .unwrap_or(crate::metrics::DEFAULT_ATTAINMENT);
-    if let Some(a) = counted_attainment(p) {
-        return Some(a >= target);
-    }
-    if zero_goodput(p) {
-        return Some(false);
-    }
-    None
 }
 
 /// Pooled attainment of a point, when known (from `slo_check`, else the counts;
@@ -205,8 +197,14 @@ fn from_capacity(report: &Report) -> Vec<String> {
         ""
     };
     let mut s = format!(
-        "{best} serves {slo} up to {}{plus}",
-        load_words(report, best_x)
+        "{best} serves {slo} up to {}{plus}{}",
+        load_words(report, best_x),
+        cap.interval.map_or(String::new(), |i| format!(
+            " (the crossing of the target lies at {}, 95% interval {}–{})",
+            num(i.estimate),
+            num(i.low),
+            num(i.high)
+        ))
     );
     if !others.is_empty() {
         s.push_str(&format!(" ({})", others.join("; ")));
@@ -239,12 +237,7 @@ fn lead(report: &Report, found: &[(&str, f64)]) -> Option<String> {
                 .filter(|f| f.1 == best_x)
                 .map(|f| f.0)
                 .collect();
-            let all = if tied.len() == report.capacity.len() && tied.len() > 2 {
-                "all "
-            } else {
-                ""
-            };
-            Some(format!("{} {all}tie at {}.", and_list(&tied), num(best_x)))
+            Some(super::rank::tie_break(report, &tied, best_x, and_list))
         }
         None => Some(format!("Best: {best}, the only engine that meets the SLO.")),
         _ => None,
@@ -265,13 +258,14 @@ fn measured_levels(report: &Report) -> Vec<String> {
     let mut out = Vec::new();
     // Each engine's largest measured load that meets the SLO.
     let mut passing: Vec<(&str, f64)> = Vec::new();
-    let mut any_known = false;
+    let (mut any_known, mut any_undecided) = (false, false);
     for (engine, result) in &report.load {
         if result.points.is_empty() {
             continue;
         }
         let levels = Levels::of(report, &result.points);
         any_known |= levels.judged();
+        any_undecided |= !levels.undecided.is_empty();
         out.push(levels.sentence(engine));
         if let Some(&x) = levels.yes.iter().max_by(|a, b| a.total_cmp(b)) {
             passing.push((engine, x));
@@ -281,9 +275,19 @@ fn measured_levels(report: &Report) -> Vec<String> {
     let head = match best_x {
         Some(x) => best_measured(report, &passing, x),
         None if any_known => {
-            // Nothing met the SLO anywhere: one sentence says it for every engine.
-            out.clear();
-            nothing_meets(report)
+            // Nothing met the SLO anywhere: one sentence says it for every engine
+            // (and the engines' own lines stay when some load is undecided).
+            if !any_undecided {
+                out.clear();
+                nothing_meets(report)
+            } else {
+                format!(
+                    "No engine is shown to meet the SLO ({}) at any measured load: where the \
+                     answer is undecided, too few requests were measured to tell either way \
+                     (more trials or requests per trial would decide it).",
+                    slo_words(report)
+                )
+            }
         }
         None => "The report does not say whether any request met the SLO.".to_string(),
     };
@@ -295,6 +299,7 @@ fn measured_levels(report: &Report) -> Vec<String> {
 struct Levels {
     yes: Vec<f64>,
     no: Vec<f64>,
+    undecided: Vec<f64>,
     unknown: Vec<f64>,
 }
 
@@ -303,13 +308,15 @@ impl Levels {
         let mut l = Levels {
             yes: Vec::new(),
             no: Vec::new(),
+            undecided: Vec::new(),
             unknown: Vec::new(),
         };
         for p in points {
-            match point_meets(report, p) {
-                Some(true) => l.yes.push(p.x),
-                Some(false) => l.no.push(p.x),
-                None => l.unknown.push(p.x),
+            match point_judgement(report, p) {
+                Some(Judgement::Meets) => l.yes.push(p.x),
+                Some(Judgement::Fails) => l.no.push(p.x),
+                Some(Judgement::Undecided) => l.undecided.push(p.x),
+                _ => l.unknown.push(p.x),
             }
         }
         l
@@ -317,7 +324,7 @@ impl Levels {
 
     /// Some load is known to meet the SLO or not.
     fn judged(&self) -> bool {
-        !(self.yes.is_empty() && self.no.is_empty())
+        !(self.yes.is_empty() && self.no.is_empty() && self.undecided.is_empty())
     }
 
     /// `ENGINE meets the SLO at x=1, 2, not at x=4 (unknown at x=8).`
@@ -327,8 +334,17 @@ impl Levels {
             (false, true) => format!("{engine} meets the SLO at every measured load (x={yes})"),
             (false, false) => format!("{engine} meets the SLO at x={yes}, not at x={no}"),
             (true, false) => format!("{engine} meets the SLO at no measured load (x={no})"),
+            (true, true) if !self.undecided.is_empty() => {
+                format!("{engine}: meets the SLO at no load level for sure")
+            }
             (true, true) => format!("{engine}: not known whether it meets the SLO"),
         };
+        if !self.undecided.is_empty() {
+            s.push_str(&format!(
+                "; undecided at x={} (the attainment's 95% interval straddles the target)",
+                xs(&self.undecided)
+            ));
+        }
         if self.judged() && !self.unknown.is_empty() {
             s.push_str(&format!(" (unknown at x={})", xs(&self.unknown)));
         }
@@ -353,9 +369,16 @@ fn best_measured(report: &Report, passing: &[(&str, f64)], best_x: f64) -> Strin
         [one] => format!("{one} serves"),
         _ => format!("{} each serve", and_list(&tied)),
     };
-    let tie = if tied.len() > 1 { "; they tie" } else { "" };
+    let tie = if tied.len() > 1 {
+        format!(
+            " {}",
+            super::rank::tie_break(report, &tied, best_x, and_list)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "At the measured loads, {who} {} up to {}{tie} (no capacity search: the largest load is between measured levels; `goodput search` finds it).",
+        "At the measured loads, {who} {} up to {} (no capacity search: the largest load is between measured levels; `goodput search` finds it).{tie}",
         slo_words(report),
         load_words(report, best_x)
     )

@@ -111,6 +111,10 @@ impl Probed<'_> {
             limited_by,
             note,
             cheapest_load: found.cheapest,
+            interval: pass.zip(fail).and_then(|(p, f)| {
+                let seed = crate::stats::row_seed(crate::stats::DEFAULT_SEED, &format!("{}", p.x));
+                crate::stats::capacity::interval(&probe(p), &probe(f), self.cfg.target, 2000, seed)
+            }),
         }
     }
 
@@ -165,6 +169,26 @@ fn unit(mode: LoadMode, x: f64) -> String {
         LoadMode::Rate => format!("{} requests/s", num(x)),
         LoadMode::Trace => format!("{}x the trace's speed", num(x)),
     }
+}
+
+/// A probe's trials as `(good, sent)`, for the capacity's interval: the per-trial
+/// details, else the per-trial counts.
+fn probe(p: &Point) -> crate::stats::capacity::Probe {
+    let trials: Vec<(u64, u64)> = if p.trials.is_empty() {
+        let good = p.good.clone().unwrap_or_default();
+        let failed = p.failed.clone().unwrap_or_default();
+        good.iter()
+            .zip(&p.completed)
+            .enumerate()
+            .map(|(i, (g, c))| (*g, c + failed.get(i).copied().unwrap_or(0)))
+            .collect()
+    } else {
+        p.trials
+            .iter()
+            .map(|t| (t.good, t.completed + t.failed))
+            .collect()
+    };
+    crate::stats::capacity::Probe { x: p.x, trials }
 }
 
 /// A point's measured SLO attainment.

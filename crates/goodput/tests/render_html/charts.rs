@@ -114,7 +114,7 @@ fn marker_xs(fig: ElementRef, color: &str) -> Vec<f64> {
         .collect()
 }
 
-fn color_of(fig: ElementRef, engine: &str) -> String {
+pub(super) fn color_of(fig: ElementRef, engine: &str) -> String {
     let li = fig
         .select(&sel("ul.legend li"))
         .find(|li| text(*li) == engine)
@@ -187,7 +187,7 @@ fn rate_axes_are_logarithmic_when_the_rates_span_twenty_times() {
 }
 
 /// The bars of the strip under a chart drawn in `color`: `(left, right, top)`.
-fn strip_bars(fig: ElementRef, color: &str) -> Vec<(f64, f64, f64)> {
+pub(super) fn strip_bars(fig: ElementRef, color: &str) -> Vec<(f64, f64, f64)> {
     fig.select(&sel("svg rect"))
         .filter(|r| {
             r.value()

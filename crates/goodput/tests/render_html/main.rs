@@ -9,6 +9,7 @@ use goodput::report::{self, Report};
 use scraper::{ElementRef, Html, Selector};
 use serde_json::Value;
 
+mod agree;
 mod charts;
 mod page;
 mod table;
@@ -86,7 +87,8 @@ fn shows(shown: &str, want: f64) -> bool {
     (got - want).abs() <= want.abs() * 5e-4 + 1e-9
 }
 
-/// Whether the median of a point's statistic meets `bound` (absent: met).
+/// Whether the median of a point's statistic meets `bound` (absent: met): the
+/// colour of a latency cell.
 fn meets(p: &Value, stat: &str, bound: &Value) -> bool {
     match bound.as_f64() {
         None => true,
@@ -94,11 +96,16 @@ fn meets(p: &Value, stat: &str, bound: &Value) -> bool {
     }
 }
 
+/// The point's one SLO judgement (the metrics layer's, stored or derived for an
+/// older report): what every renderer must show.
+fn judgement(v: &Value, p: &Value) -> Option<report::Judgement> {
+    let r = parse(&v.to_string());
+    let point: report::Point = serde_json::from_value(p.clone()).expect("point parses");
+    goodput::metrics::judgement::point_judgement(&r, &point)
+}
+
 fn meets_slo(v: &Value, p: &Value) -> bool {
-    let slo = &v["slo"];
-    meets(p, "median_ttft_ms", &slo["ttft_ms"])
-        && meets(p, "median_tpot_ms", &slo["tpot_ms"])
-        && (p.get("median_e2el_ms").is_none() || meets(p, "median_e2el_ms", &slo["e2el_ms"]))
+    judgement(v, p) == Some(report::Judgement::Meets)
 }
 
 /// A chart's x axis as read from its tick labels: `(value, pixel)` of each tick.

@@ -32,4 +32,8 @@ pub struct Capacity {
     /// good tokens cost least (the most good output tokens per second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cheapest_load: Option<f64>,
+    /// goodput addition: where between `passing` and `failing` the attainment
+    /// crosses the target, with its 95% bootstrap interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<super::CapacityInterval>,
 }

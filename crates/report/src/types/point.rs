@@ -228,8 +228,18 @@ pub struct SloCheck {
     /// `attainment` (good share ≥ target) or `percentile` (p-th percentiles within
     /// the bounds).
     pub form: String,
-    /// True when the point meets the SLO in that form.
+    /// True when the point estimate meets the SLO in that form (see `judgement`).
     pub meets: bool,
+    /// goodput addition: the point's one SLO judgement (`meets`, `fails`,
+    /// `undecided`), the estimate with its interval against the target; absent in
+    /// older reports (readers derive it from the counts the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<super::Judgement>,
+    /// goodput addition (attainment form): the fewest requests whose outcome, had it
+    /// gone the other way, would put the pooled attainment on the other side of the
+    /// target; 1 means one request decided whether the point meets the SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<u64>,
     /// Requests that missed each bound (`ttft`, `tpot`, `e2el`) or failed
     /// (`errors`), over all trials; a request may miss several bounds.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]

@@ -115,6 +115,23 @@ pub struct SimConfig {
     pub probe: bool,
     /// Faults injected into requests (first matching rule wins).
     pub faults: Vec<FaultRule>,
+    /// Seeded noise per step and per request ([`JitterConfig`]); none: the model is
+    /// exactly repeatable for a workload.
+    pub jitter: Option<JitterConfig>,
+}
+
+/// Seeded noise of the simulated engine (see `model/noise.rs`): log-normal factors
+/// of median 1. `step = 0.05` varies each step's duration by about 5%;
+/// `request = 0.1` each request's share of the work by about 10%.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JitterConfig {
+    /// Log-standard-deviation of each step's duration factor (0: none).
+    #[serde(default)]
+    pub step: f64,
+    /// Log-standard-deviation of each request's work factor (0: none).
+    #[serde(default)]
+    pub request: f64,
 }
 
 /// A reasoning model: each chat request's first `tokens` (drawn per request) are
@@ -255,6 +272,7 @@ impl Default for SimConfig {
             schedule: None,
             probe: false,
             faults: Vec::new(),
+            jitter: None,
         }
     }
 }

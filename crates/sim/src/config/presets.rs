@@ -69,6 +69,7 @@ fn vllm_fast_b() -> SimConfig {
         schedule: None,
         probe: false,
         faults: Vec::new(),
+        jitter: None,
     }
 }
 

@@ -75,6 +75,10 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
         ms("schedule.ttft_ms", s.ttft_ms)?;
         ms("schedule.itl_ms", s.itl_ms)?;
     }
+    if let Some(j) = &c.jitter {
+        float_range("jitter.step", j.step, 0.0, false, 1.0)?;
+        float_range("jitter.request", j.request, 0.0, false, 1.0)?;
+    }
     for (i, rule) in c.faults.iter().enumerate() {
         int_range(&format!("faults[{i}].every"), rule.every, 1, u64::MAX)?;
     }

@@ -39,6 +39,8 @@ struct Req {
     blocks: u32,
     acceptance: f64,
     rng: StdRng,
+    /// The request's work factor (seeded noise; 1 without jitter).
+    work: f64,
     prompt_counted: bool,
     /// Chained hashes of the prompt's full blocks (prefix caching).
     prefix: Vec<u64>,
@@ -91,6 +93,7 @@ pub struct Engine {
     gpu: Gpu,
     counters: Counters,
     prefix_cache: super::prefix::PrefixCache,
+    noise: super::noise::Noise,
 }
 
 impl Engine {
@@ -117,6 +120,7 @@ impl Engine {
             gpu: Gpu::new(config.thermal.clone()),
             counters: Counters::default(),
             prefix_cache: super::prefix::PrefixCache::new(total_blocks as usize),
+            noise: super::noise::Noise::new(config.jitter.as_ref(), config.seed),
         }
     }
 
@@ -130,7 +134,8 @@ impl Engine {
     /// another request are not prefilled again. It joins the waiting queue at
     /// once (no front-end time; see [`Engine::arrive`]).
     pub fn add_request_with_prefix(&mut self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>) {
-        let r = self.new_req(id, spec, prefix);
+        let mut r = self.new_req(id, spec, prefix);
+        r.work = self.noise.request_factor();
         self.waiting.push_back(r);
     }
 
@@ -140,8 +145,9 @@ impl Engine {
     /// (a step starting at or after that time can schedule it). Without a
     /// front-end time it joins the waiting queue at once.
     pub fn arrive(&mut self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>, at: f64) {
-        let r = self.new_req(id, spec, prefix);
-        let ms = self.config.frontend_ms;
+        let mut r = self.new_req(id, spec, prefix);
+        r.work = self.noise.request_factor();
+        let ms = self.config.frontend_ms * r.work;
         if ms <= 0.0 || !ms.is_finite() {
             self.waiting.push_back(r);
             return;
@@ -185,6 +191,7 @@ impl Engine {
             blocks: 0,
             acceptance,
             rng,
+            work: 1.0,
             prompt_counted: false,
             prefix,
         }
@@ -381,16 +388,19 @@ impl Engine {
             let Some(r) = self.running.iter().find(|r| r.id == s.id) else {
                 continue;
             };
+            let work = |n: u64| (n as f64 * r.work).round() as u64;
             if s.decode {
                 load.decode_seqs += 1;
                 load.draft_tokens += u64::from(s.drafts);
             } else if s.tokens > 0 {
-                load.prefill_tokens += u64::from(s.tokens);
+                load.prefill_tokens += work(u64::from(s.tokens));
                 load.prefill_seqs += 1;
             }
-            load.kv_tokens += u64::from(r.computed.saturating_add(s.tokens).min(self.kv_cap));
+            load.kv_tokens += work(u64::from(
+                r.computed.saturating_add(s.tokens).min(self.kv_cap),
+            ));
         }
-        let duration = self.cost.duration_s(&load, self.gpu.slowdown());
+        let duration = self.cost.duration_s(&load, self.gpu.slowdown()) * self.noise.step_factor();
         let end = now + duration;
         self.gpu.advance(end, true);
         let events = self.apply(&batch);

@@ -15,6 +15,7 @@ pub mod closed_loop;
 pub mod cost;
 pub mod engine;
 pub mod gpu;
+pub mod noise;
 pub mod prefix;
 pub mod virtual_time;
 

@@ -1,37 +1,33 @@
 //! The report's charts: throughput and goodput against load with the SLO strips,
 //! TTFT and TPOT distributions, GPU telemetry over the run.
 
-use report::{Point, Report};
+use report::{Judgement, Point, Report};
+
+use crate::metrics::judgement::point_judgement;
 
 use super::*;
-use crate::render::rows::within;
 use crate::render::text::{num, x_label};
 
-/// True when the median request meets every SLO bound at this point.
+/// True when the point's SLO judgement is `meets` (the one judgement every
+/// renderer shows, [`crate::metrics::judgement`]).
 pub fn meets_slo(report: &Report, p: &Point) -> bool {
-    let slo = &report.slo;
-    let e2el_ok = match (slo.e2el_ms, &p.median_e2el_ms) {
-        (Some(b), Some(s)) => within(s.median, Some(b)).unwrap_or(true),
-        _ => true,
-    };
-    let ttfat_ok = slo.ttfat_ms.is_none()
-        || within(crate::render::reasoning::median_ttfat(p), slo.ttfat_ms) == Some(true);
-    within(p.median_ttft_ms.median, slo.ttft_ms) == Some(true)
-        && within(p.median_tpot_ms.median, slo.tpot_ms) == Some(true)
-        && e2el_ok
-        && ttfat_ok
+    point_judgement(report, p) == Some(Judgement::Meets)
 }
 
-/// The x ranges where an engine meets the SLO at the median, merged where they
-/// touch: each meeting point covers halfway (on `scale`) to its neighbours, and a
+/// The x ranges where an engine's SLO judgement is `want`, merged where they
+/// touch: each such point covers halfway (on `scale`) to its neighbours, and a
 /// point at either end 4% of `data`, the span of all engines' load levels.
 pub fn slo_spans(
     report: &Report,
     points: &[Point],
     scale: Scale,
     data: (f64, f64),
+    want: Judgement,
 ) -> Vec<(f64, f64)> {
-    let mut xs: Vec<(f64, bool)> = points.iter().map(|p| (p.x, meets_slo(report, p))).collect();
+    let mut xs: Vec<(f64, bool)> = points
+        .iter()
+        .map(|p| (p.x, point_judgement(report, p) == Some(want)))
+        .collect();
     xs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let end = |x: f64, dir: f64| {
         if data.1 > data.0 {
@@ -99,16 +95,21 @@ pub fn vs_load(
         strips.push(Strip {
             label: engine.clone(),
             color,
-            spans: slo_spans(report, &result.points, x_scale, data),
+            spans: slo_spans(report, &result.points, x_scale, data, Judgement::Meets),
+            undecided: slo_spans(report, &result.points, x_scale, data, Judgement::Undecided),
+            knee: report.capacity.get(engine).and_then(|c| c.max_load),
         });
         series.extend(stat_series(engine, color, &result.points, get));
     }
     let mut note = "Median over trials, whiskers min–max. Under the plot, one row per \
-                    engine: a bar in the engine's colour where its median request meets \
-                    the SLO (each load level covers halfway to its neighbours)."
+                    engine: a bar in the engine's colour where the load level meets the \
+                    SLO (its attainment's 95% interval clears the target), an outline \
+                    where it is undecided (the interval straddles the target); each load \
+                    level covers halfway to its neighbours. A dashed line marks each \
+                    engine's capacity from a search (the knee)."
         .to_string();
     if strips.iter().all(|s| s.spans.is_empty()) {
-        note.push_str(" No engine meets the SLO at the median at any load level.");
+        note.push_str(" No engine meets the SLO at any load level.");
     }
     if x_scale.log {
         note.push_str(&format!(

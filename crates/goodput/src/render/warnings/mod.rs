@@ -4,6 +4,7 @@
 //!
 //! [`rules`] and [`load`] hold the rules; this file the types, the list and its text.
 
+pub mod judgement;
 pub mod load;
 pub mod rules;
 pub mod server;
@@ -44,6 +45,8 @@ pub enum WarningKind {
     FewRequestsForP99,
     /// No request met the SLO.
     GoodputZero,
+    /// One request's outcome decided whether the point meets the SLO.
+    DecidedByOne,
     /// Fewer requests were in flight than the concurrency x names.
     LoadNotReached,
     /// The requests in flight need more tokens than the KV pool holds.
@@ -73,6 +76,7 @@ impl WarningKind {
             WarningKind::FailedRequests => "Failed requests",
             WarningKind::FewRequestsForP99 => "p99 from too few requests",
             WarningKind::GoodputZero => "No request met the SLO",
+            WarningKind::DecidedByOne => "One request decided this point",
             WarningKind::LoadNotReached => "Load level not reached",
             WarningKind::KvPoolOverflow => "Load does not fit the KV pool",
             WarningKind::ClientLag => "Client could not keep up",
@@ -109,6 +113,10 @@ impl WarningKind {
                  percentile; it swings from run to run."
             }
             WarningKind::GoodputZero => "at this load the configuration does not serve the SLO.",
+            WarningKind::DecidedByOne => {
+                "whether this load level meets the SLO rests on a single request: another \
+                 run may well say the opposite."
+            }
             WarningKind::LoadNotReached => {
                 "the server saw less load than x says: the latencies and throughput belong \
                  to the load that was in flight."
@@ -173,6 +181,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 failed_requests(p),
                 few_requests(p),
                 goodput_zero(report, p),
+                judgement::decided_by_one(report, p),
                 load_not_reached(report, p),
                 kv_overflow(report, result, p),
                 client_lag(p),

@@ -1,0 +1,46 @@
+//! The cost of one `compare`: a report of three engines at ten load levels (three
+//! trials of 32 requests each), with its requests, compared within itself (two
+//! candidates against the first: 140 rows, each a hierarchical bootstrap of 1000
+//! resamples). Target: well under a second. Run with
+//!
+//! ```sh
+//! cargo bench -p goodput --bench compare_speed
+//! ```
+
+use std::time::Instant;
+
+use goodput::compare::simulated::noisy_engine;
+use goodput::compare::{compare, Input, Options};
+use goodput::profile::{Overrides, Profile};
+
+fn main() {
+    let mut text = String::from(
+        "name = \"speed\"\n[slo]\nttft_ms = 200\ntpot_ms = 25\n[load]\nmode = \"concurrency\"\n\
+         points = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nrequests_per_trial = 32\ntrials = 3\n\
+         warmup_requests = 0\nseed = 1\n[workload]\ninput_tokens = 512\noutput_tokens = 64\n",
+    );
+    for e in ["a", "b", "c"] {
+        text.push_str(&format!(
+            "[engines.{e}]\nkind = \"sim\"\npreset = \"vllm-fast-b\"\n"
+        ));
+    }
+    let plan = Profile::parse(&text, "speed")
+        .and_then(|p| p.into_plan("speed", &Overrides::default()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (sweep, records) = goodput::predict::predict_sweep(&plan, &noisy_engine(1, 1.0));
+    let input = Input::with_records("speed.json", sweep.report(&plan), &records);
+    let runs = 5;
+    let mut best = f64::INFINITY;
+    let mut rows = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let c = compare(std::slice::from_ref(&input), &Options::default());
+        best = best.min(t.elapsed().as_secs_f64());
+        rows = c.rows.len();
+    }
+    println!(
+        "compare, 3 engines x 10 load levels ({rows} rows, {} requests): best of {runs} {:.0} ms (target: well under 1000 ms)",
+        records.len(),
+        best * 1000.0
+    );
+}
