@@ -16,7 +16,7 @@ ttft_ms = 500
 tpot_ms = 50
 [load]
 points = [1, 3]
-requests_per_trial = 6
+requests_per_trial = 12
 trials = 3
 warmup_requests = 1
 request_timeout_s = 30
