@@ -18,12 +18,14 @@ mod capacity;
 mod environment;
 mod gpu;
 mod point;
+mod prediction;
 mod run;
 
 pub use capacity::*;
 pub use environment::*;
 pub use gpu::*;
 pub use point::*;
+pub use prediction::*;
 pub use run::*;
 
 /// Version tag written in [`RunInfo::schema`].

@@ -12,7 +12,9 @@
 //! starts on an idle engine with a cool GPU.
 
 pub mod command;
+pub mod interval;
 pub mod search;
+pub mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -103,6 +105,7 @@ pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Res
     }
     let (sweep, records) = predict_sweep(plan, &model.config);
     let mut report = finish_report(plan, model, &sweep);
+    interval::annotate(plan, &model.config, &mut report);
     if let Some(run) = report.run.as_mut() {
         run.requests_file = rec_path
             .file_name()
@@ -211,6 +214,35 @@ pub(crate) fn run_trial(
     x: f64,
     t: u32,
 ) -> Vec<RequestRecord> {
+    let records = trial_records(plan, config, engine, pi, x, t);
+    let metrics = trial_metrics(&records, &plan.slo);
+    let info = TrialInfo {
+        index: t,
+        status: RunStatus::Complete,
+        duration_s: metrics.duration_s,
+        completed: metrics.completed,
+        failed: metrics.failed,
+        good: metrics.good,
+        ..Default::default()
+    };
+    let state = TrialState {
+        slo: trial_slo(&records, &plan.slo),
+        metrics,
+        info,
+    };
+    sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
+    records
+}
+
+/// Trial `t` at load `x` (the `pi`-th point's request stream) on the model: its records.
+pub(crate) fn trial_records(
+    plan: &Plan,
+    config: &SimConfig,
+    engine: &str,
+    pi: u64,
+    x: f64,
+    t: u32,
+) -> Vec<RequestRecord> {
     let sample = pi << 32 | u64::from(t);
     let specs = request_specs(plan, sample);
     let arrivals = match plan.mode {
@@ -246,29 +278,11 @@ pub(crate) fn run_trial(
             d.as_secs_f64()
         });
     let out = simulate(config, &arrivals, &specs, CLIENT, horizon_s);
-    let records: Vec<RequestRecord> = out
-        .iter()
+    out.iter()
         .zip(&specs)
         .enumerate()
         .map(|(i, (v, s))| to_record(engine, x, t, i as u32, v, s, timeout_s))
-        .collect();
-    let metrics = trial_metrics(&records, &plan.slo);
-    let info = TrialInfo {
-        index: t,
-        status: RunStatus::Complete,
-        duration_s: metrics.duration_s,
-        completed: metrics.completed,
-        failed: metrics.failed,
-        good: metrics.good,
-        ..Default::default()
-    };
-    let state = TrialState {
-        slo: trial_slo(&records, &plan.slo),
-        metrics,
-        info,
-    };
-    sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
-    records
+        .collect()
 }
 
 fn ns(s: f64) -> u64 {

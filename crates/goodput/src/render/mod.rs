@@ -17,6 +17,7 @@ pub mod charts;
 pub mod compare;
 pub mod html;
 pub mod markdown;
+pub mod predicted;
 pub mod rows;
 pub mod table;
 pub mod text;
@@ -99,10 +100,11 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out.push_str(&table::header_text(report));
             out.push('\n');
             out.push_str(&table::text_table(report, &rows, color));
-            let t = turns::turns_text(report);
-            if !t.is_empty() {
-                out.push('\n');
-                out.push_str(&t);
+            for t in [turns::turns_text(report), predicted::intervals_text(report)] {
+                if !t.is_empty() {
+                    out.push('\n');
+                    out.push_str(&t);
+                }
             }
             let w = warnings_text(report, color);
             if !w.is_empty() {
@@ -119,10 +121,11 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 table::md_escape(&verdict::verdict(report).join(" "))
             ));
             out.push_str(&table::markdown_table(report, &rows));
-            let t = turns::turns_markdown(report);
-            if !t.is_empty() {
-                out.push('\n');
-                out.push_str(&t);
+            for t in [turns::turns_markdown(report), predicted::intervals_markdown(report)] {
+                if !t.is_empty() {
+                    out.push('\n');
+                    out.push_str(&t);
+                }
             }
             out.push('\n');
             out.push_str(&warnings::warnings_markdown(report));

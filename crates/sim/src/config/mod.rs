@@ -113,6 +113,11 @@ pub struct SimConfig {
     pub probe: bool,
     /// Faults injected into requests (first matching rule wins).
     pub faults: Vec<FaultRule>,
+    /// What `goodput fit` knew about these values (their errors, the loads they
+    /// were fitted at, what the engine stated): read by `goodput run --predict`
+    /// for its intervals, ignored by the simulator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit: Option<toml::Table>,
 }
 
 /// Speculative decoding: `num_speculative_tokens` drafts per decode step.
@@ -232,6 +237,7 @@ impl Default for SimConfig {
             schedule: None,
             probe: false,
             faults: Vec::new(),
+            fit: None,
         }
     }
 }

@@ -68,6 +68,7 @@ fn vllm_fast_b() -> SimConfig {
         schedule: None,
         probe: false,
         faults: Vec::new(),
+        fit: None,
     }
 }
 
