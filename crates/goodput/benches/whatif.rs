@@ -38,6 +38,7 @@ fn case(name: &str, truth: SimConfig, stated: bool) -> Case {
         held_out: vec![2.0, 6.0, 12.0, 16.0],
         stated,
         shape: (32, 3, 256, 48, 0.4),
+        noise: 0.03,
     }
 }
 
@@ -53,6 +54,14 @@ fn cases() -> Vec<Case> {
     };
     vec![
         case("plain, async", base(), true),
+        case(
+            "async, CPU-bound small steps (sched 16 ms)",
+            SimConfig {
+                sched_cpu_ms: 16.0,
+                ..base()
+            },
+            true,
+        ),
         case(
             "no async (CPU 3 ms a step)",
             SimConfig {

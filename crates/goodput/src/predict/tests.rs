@@ -135,6 +135,7 @@ fn a_hidden_engine_capped_at_five_is_predicted_beyond_the_measured_loads() {
         held_out: vec![8.0, 12.0],
         stated: true,
         shape: (24, 3, 200, 32, 0.3),
+        noise: 0.03,
     };
     let (fit, compared) = validate::run(&case).unwrap();
     assert_eq!(fit.config.max_num_seqs, 5, "{:?}", fit.params);
@@ -171,6 +172,7 @@ fn an_unstated_limit_the_loads_never_reached_is_said_and_widens_the_interval() {
         held_out: vec![3.0, 12.0],
         stated: false,
         shape: (24, 2, 200, 32, 0.3),
+        noise: 0.03,
     };
     let (_, compared) = validate::run(&case).unwrap();
     let (inside, beyond) = (&compared[0], &compared[1]);
@@ -194,9 +196,10 @@ fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
         held_out: vec![2.0, 8.0],
         stated: true,
         shape: (16, 2, 200, 16, 0.2),
+        noise: 0.03,
     };
     let measured = validate::plan(&case.fitted, case.shape).unwrap();
-    let (_, records) = predict_sweep(&measured, &truth);
+    let (_, records) = validate::measure(&measured, &truth, case.noise);
     let ctx = crate::fit::FitContext {
         engine: "e".into(),
         source: "m.json".into(),

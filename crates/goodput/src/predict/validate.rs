@@ -6,9 +6,14 @@
 //! compared with the truth measured there. Used by the `whatif` benchmark and by
 //! the tests; no sockets, no sleeping.
 
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, StandardNormal};
 use report::{Point, Report};
 
-use super::{finish_report, interval, predict_sweep, Model};
+use super::{finish_report, interval, predict_sweep, run_trial, Model};
+use crate::record::RequestRecord;
+use crate::run::Sweep;
 use crate::fit::{self, FitContext};
 use crate::plan::Plan;
 use crate::profile::{Overrides, Profile};
@@ -31,6 +36,50 @@ pub struct Case {
     /// Requests per trial, trials per point, prompt and output tokens, the
     /// lengths' spread (`range_ratio`).
     pub shape: (u32, u32, u32, u32, f64),
+    /// The machine's trial-to-trial noise: each measured trial runs the truth with
+    /// its costs scaled by `exp(N(0, noise))` (all together) and each by
+    /// `exp(N(0, noise / 2))` (alone).
+    pub noise: f64,
+}
+
+/// The measurement's seed: other requests (lengths) than the prediction's.
+const MEASURE_SEED: u64 = 0x6d65_6173_7572_6564;
+
+/// The truth of one measured trial: its costs moved by the machine's noise.
+fn jitter(truth: &SimConfig, noise: f64, rng: &mut StdRng) -> SimConfig {
+    let mut c = truth.clone();
+    let mut draw = |sd: f64| -> f64 {
+        let z: f64 = StandardNormal.sample(rng);
+        (z * sd).exp()
+    };
+    let all = draw(noise);
+    for v in [
+        &mut c.step_fixed_ms,
+        &mut c.per_prefill_token_ms,
+        &mut c.per_decode_seq_ms,
+        &mut c.per_kv_token_ms,
+        &mut c.sched_cpu_ms,
+        &mut c.frontend_ms,
+    ] {
+        *v *= all * draw(noise / 2.0);
+    }
+    c
+}
+
+/// The truth measured at the plan's loads, trial by trial, each trial on its own
+/// noisy machine, with requests of another seed than the prediction's.
+pub fn measure(plan: &Plan, truth: &SimConfig, noise: f64) -> (Sweep, Vec<RequestRecord>) {
+    let mut plan = plan.clone();
+    plan.seed ^= MEASURE_SEED;
+    let mut rng = StdRng::seed_from_u64(plan.seed);
+    let (mut sweep, mut records) = (Sweep::default(), Vec::new());
+    for (pi, &x) in plan.points.iter().enumerate() {
+        for t in 0..plan.trials {
+            let c = jitter(truth, noise, &mut rng);
+            records.extend(run_trial(&plan, &c, &mut sweep, "e", pi as u64, x, t));
+        }
+    }
+    (sweep, records)
 }
 
 /// One held-out point: the truth against the prediction.
@@ -128,11 +177,11 @@ fn values(p: &Point) -> [Option<f64>; 3] {
 /// Measures, fits, predicts and compares one case; the fit too, for its notes.
 pub fn run(case: &Case) -> Result<(fit::Fit, Vec<Compared>), String> {
     let measured = plan(&case.fitted, case.shape)?;
-    let (_, records) = predict_sweep(&measured, &case.truth);
+    let (_, records) = measure(&measured, &case.truth, case.noise);
     let f = fit::fit(&records, &context(case))?;
     let held = plan(&case.held_out, case.shape)?;
     let pred = predicted(&held, &f.config);
-    let (sweep, _) = predict_sweep(&held, &case.truth);
+    let (sweep, _) = measure(&held, &case.truth, case.noise);
     let truth = sweep.report(&held);
     let (lo, hi) = (
         case.fitted.iter().copied().fold(f64::INFINITY, f64::min),
