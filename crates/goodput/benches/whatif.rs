@@ -1,6 +1,8 @@
 //! What-if you can trust: hidden simulator configurations (different limits, async
 //! scheduling on and off, speculative decoding) measured in virtual time at a few
-//! loads, fitted from those records alone, predicted at held-out loads inside the
+//! loads (each trial on a noisy machine: costs scaled by `exp(N(0, 3%))`, with
+//! other requests than the prediction's), fitted from those records alone,
+//! predicted at held-out loads inside the
 //! fitted range and up to 2x beyond it, and compared with the truth
 //! ([`goodput::predict::validate`]). Prints per case the median error inside the
 //! range, the median error up to 2x beyond, and the coverage of the 90% intervals
@@ -71,8 +73,22 @@ fn cases() -> Vec<Case> {
             },
             true,
         ),
-        case("cap 10, stated", SimConfig { max_num_seqs: 10, ..base() }, true),
-        case("cap 10, unstated", SimConfig { max_num_seqs: 10, ..base() }, false),
+        case(
+            "cap 10, stated",
+            SimConfig {
+                max_num_seqs: 10,
+                ..base()
+            },
+            true,
+        ),
+        case(
+            "cap 10, unstated",
+            SimConfig {
+                max_num_seqs: 10,
+                ..base()
+            },
+            false,
+        ),
         case(
             "small KV pool (preemption)",
             SimConfig {

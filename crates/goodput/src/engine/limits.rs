@@ -43,16 +43,18 @@ fn put(into: &mut Limits, name: &str, value: Option<u64>, source: &str) {
 fn count(v: Option<&Value>) -> Option<u64> {
     let v = v?;
     v.as_u64()
-        .or_else(|| v.as_f64().filter(|f| f.is_finite() && *f >= 1.0).map(|f| f as u64))
+        .or_else(|| {
+            v.as_f64()
+                .filter(|f| f.is_finite() && *f >= 1.0)
+                .map(|f| f as u64)
+        })
         .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
 /// The first value of `key` anywhere in a JSON document (depth first).
 fn find<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     match v {
-        Value::Object(m) => m
-            .get(key)
-            .or_else(|| m.values().find_map(|x| find(x, key))),
+        Value::Object(m) => m.get(key).or_else(|| m.values().find_map(|x| find(x, key))),
         Value::Array(a) => a.iter().find_map(|x| find(x, key)),
         _ => None,
     }
@@ -62,7 +64,12 @@ fn find<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 pub fn from_sim_version(v: &Value) -> Limits {
     let mut out = Limits::new();
     for name in ["max_num_seqs", "max_num_batched_tokens", "block_size"] {
-        put(&mut out, name, count(v.pointer(&format!("/limits/{name}"))), "sim /version");
+        put(
+            &mut out,
+            name,
+            count(v.pointer(&format!("/limits/{name}"))),
+            "sim /version",
+        );
     }
     out
 }
@@ -99,7 +106,12 @@ pub fn from_vllm_metrics(text: &str) -> Limits {
     for s in prom::samples(text).filter(|s| s.name == "vllm:cache_config_info") {
         for name in ["max_num_seqs", "max_num_batched_tokens", "block_size"] {
             let v = s.label(name).and_then(|l| l.parse().ok());
-            put(&mut out, name, v, &format!("vllm /metrics cache_config_info {name}"));
+            put(
+                &mut out,
+                name,
+                v,
+                &format!("vllm /metrics cache_config_info {name}"),
+            );
         }
     }
     out
@@ -126,7 +138,10 @@ pub fn from_command(argv: &[String]) -> Limits {
             continue;
         };
         if let Some(n) = value.and_then(|v| v.parse::<u64>().ok()).filter(|n| *n > 0) {
-            last.insert(name, (n, format!("{flag} {n} on the engine's command line")));
+            last.insert(
+                name,
+                (n, format!("{flag} {n} on the engine's command line")),
+            );
         }
     }
     let mut out = Limits::new();
@@ -210,15 +225,20 @@ mod tests {
         let m = "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"183\"} 1.0\n";
         assert_eq!(from_vllm_metrics(m)["block_size"].value, 16);
         // Hostile answers give nothing, not a panic.
-        for bad in [serde_json::json!(null), serde_json::json!({"total_slots": -3}),
-            serde_json::json!({"limits": {"max_num_seqs": "many"}})] {
+        for bad in [
+            serde_json::json!(null),
+            serde_json::json!({"total_slots": -3}),
+            serde_json::json!({"limits": {"max_num_seqs": "many"}}),
+        ] {
             assert!(from_llama_props(&bad).is_empty() && from_sim_version(&bad).is_empty());
         }
     }
 
     #[test]
     fn the_last_flag_on_the_command_line_wins() {
-        let l = from_command(&argv("llama-server -m x.gguf -np 2 --parallel=6 --block-size 32"));
+        let l = from_command(&argv(
+            "llama-server -m x.gguf -np 2 --parallel=6 --block-size 32",
+        ));
         assert_eq!(l["max_num_seqs"].value, 6);
         assert!(l["max_num_seqs"].source.contains("--parallel 6"));
         assert_eq!(l["block_size"].value, 32);

@@ -80,7 +80,11 @@ pub fn build(
 ) -> Evidence {
     let mut ev = Evidence {
         mode: if ctx.rate_mode { "rate" } else { "concurrency" }.into(),
-        loads: residuals.iter().map(|r| r.x).filter(|x| x.is_finite()).collect(),
+        loads: residuals
+            .iter()
+            .map(|r| r.x)
+            .filter(|x| x.is_finite())
+            .collect(),
         max_batch_seen: max_batch,
         trial_spread: spread(trials),
         model_error: (0..METRICS.len())
@@ -142,7 +146,11 @@ fn spread(trials: &Trials<'_>) -> Vec<f64> {
                 ss += logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>();
                 dof += logs.len() - 1;
             }
-            finite(if dof > 0 { (ss / dof as f64).sqrt() } else { 0.0 })
+            finite(if dof > 0 {
+                (ss / dof as f64).sqrt()
+            } else {
+                0.0
+            })
         })
         .collect()
 }

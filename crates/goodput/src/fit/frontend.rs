@@ -110,4 +110,3 @@ pub(super) fn search_frontend(
     };
     Ok((param, best))
 }
-

@@ -31,7 +31,11 @@ pub fn slots_from_command(argv: &[String]) -> Option<(u32, String)> {
 
 /// `max_num_seqs`: the engine's own setting when known, else identified when the
 /// batch stayed below the requests in flight.
-pub(super) fn batch_limit(steps: &[Step], ctx: &FitContext, config: &mut SimConfig) -> Option<Param> {
+pub(super) fn batch_limit(
+    steps: &[Step],
+    ctx: &FitContext,
+    config: &mut SimConfig,
+) -> Option<Param> {
     if let Some((n, from)) = &ctx.max_num_seqs {
         config.max_num_seqs = (*n).min(65_536);
         return Some(Param {
@@ -63,7 +67,11 @@ pub(super) fn batch_limit(steps: &[Step], ctx: &FitContext, config: &mut SimConf
 }
 
 /// `kv_pool_tokens` (and `max_model_len`, which must fit in it).
-pub(super) fn kv_pool(ctx: &FitContext, records: &[&RequestRecord], config: &mut SimConfig) -> Param {
+pub(super) fn kv_pool(
+    ctx: &FitContext,
+    records: &[&RequestRecord],
+    config: &mut SimConfig,
+) -> Param {
     let longest = records
         .iter()
         .map(|r| r.prompt_tokens.unwrap_or(0) + r.completion_tokens.unwrap_or(0))
@@ -90,7 +98,6 @@ pub(super) fn kv_pool(ctx: &FitContext, records: &[&RequestRecord], config: &mut
         status,
     }
 }
-
 
 /// `max_num_batched_tokens` and `block_size` where the engine stated them (known),
 /// else left at the simulator's defaults (not listed: nothing was fitted).

@@ -3,8 +3,10 @@
 //! From the raw request records (every chunk's arrival, tokens, send and done
 //! times) the engine's steps are reconstructed ([`steps`]) and the step cost
 //! solved by robust least squares ([`solve`]). The rest of the configuration:
-//! - `max_num_seqs`: the engine's own limit when its command line says it
-//!   (llama.cpp's `-np`/`--parallel`, vLLM's `--max-num-seqs`); else the largest
+//! - `max_num_seqs`, `max_num_batched_tokens`, `block_size`: known where the
+//!   engine stated them (the report's `environment.engines.*.limits`, read by
+//!   [`crate::engine::limits`]; `max_num_seqs` also from an older report's command
+//!   line: llama.cpp's `-np`/`--parallel`, vLLM's `--max-num-seqs`); else the largest
 //!   batch seen, when requests waited beside it in a quarter of the steps or more
 //!   (else not identifiable: held at the prior, "at least N");
 //! - `kv_pool_tokens`: the report's detected KV pool (else held at the prior);
@@ -28,7 +30,9 @@
 //!
 //! Then the fitted model is run in virtual time on every measured load level with
 //! the measured requests' lengths, and the residuals per point (median TTFT, median
-//! TPOT, output throughput) say how well it fits ([`render`]).
+//! TPOT, output throughput) say how well it fits ([`render`]). What the fit knows
+//! of its own uncertainty goes into the file's `[fit]` table ([`evidence`]), from
+//! which `run --predict` draws its intervals.
 
 pub mod evidence;
 mod frontend;
@@ -199,7 +203,11 @@ pub(crate) struct Candidate {
 
 /// The step costs and the rest of the configuration when every request spends
 /// `frontend_ms` in the server's front-end, with the residuals of that model.
-pub(crate) fn fit_at(trials: &Trials<'_>, ctx: &FitContext, frontend_ms: f64) -> Result<Candidate, String> {
+pub(crate) fn fit_at(
+    trials: &Trials<'_>,
+    ctx: &FitContext,
+    frontend_ms: f64,
+) -> Result<Candidate, String> {
     let frontend_ns = (frontend_ms * 1e6).round().clamp(0.0, 1e15) as u64;
     let mut all: Vec<Step> = trials
         .values()

@@ -25,7 +25,10 @@ pub fn report_context(report: &report::Report, name: &str, source: String) -> Fi
         .iter()
         .filter_map(|p| p.spec_decode.as_ref().and_then(|s| s.acceptance_rate))
         .collect();
-    let env = report.environment.as_ref().and_then(|e| e.engines.get(name));
+    let env = report
+        .environment
+        .as_ref()
+        .and_then(|e| e.engines.get(name));
     let limits = env.map(|e| e.limits.clone()).unwrap_or_default();
     let slots = limits
         .get("max_num_seqs")

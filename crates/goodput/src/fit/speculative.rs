@@ -110,4 +110,3 @@ pub(super) fn speculative(
         },
     ]
 }
-

@@ -145,7 +145,7 @@ async fn confirm_search(
         "none (even the lowest load fails)".into(),
         render::text::num,
     );
-    let mut verdict = confirmation(knee, &decide, &meets, real_trials, blind_trials);
+    let mut verdict = confirmation(knee, &decide, meets, real_trials, blind_trials);
     if !unsure.is_empty() {
         let said: Vec<String> = unsure
             .iter()
@@ -157,7 +157,11 @@ async fn confirm_search(
             .collect();
         verdict.push_str(&format!(
             "; the predicted interval straddled the SLO at x = {}, measured: {}",
-            unsure.iter().map(|x| render::text::num(*x)).collect::<Vec<_>>().join(", "),
+            unsure
+                .iter()
+                .map(|x| render::text::num(*x))
+                .collect::<Vec<_>>()
+                .join(", "),
             said.join(", ")
         ));
     }

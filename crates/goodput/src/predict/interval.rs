@@ -82,7 +82,10 @@ pub fn extrapolation(plan: &Plan, ev: &Evidence, x: f64) -> Vec<String> {
     };
     let num = crate::render::text::num;
     if mode != ev.mode {
-        why.push(format!("fitted at {} loads, predicted at {mode} loads", ev.mode));
+        why.push(format!(
+            "fitted at {} loads, predicted at {mode} loads",
+            ev.mode
+        ));
     } else if x < lo * (1.0 - SAME_LOAD) || x > hi * (1.0 + SAME_LOAD) {
         why.push(format!(
             "load {} is outside the fitted range {}-{}",
@@ -137,10 +140,18 @@ fn perturb(config: &SimConfig, ev: &Evidence, x: f64, rng: &mut StdRng) -> SimCo
             _ => continue,
         };
         let moved = *field + z * se;
-        *field = if moved.is_finite() { moved.max(0.0) } else { *field };
+        *field = if moved.is_finite() {
+            moved.max(0.0)
+        } else {
+            *field
+        };
     }
     let seen = f64::from(ev.max_batch_seen.max(1));
-    let top = if ev.mode == "concurrency" { 2.0 * x } else { f64::from(config.max_num_seqs) };
+    let top = if ev.mode == "concurrency" {
+        2.0 * x
+    } else {
+        f64::from(config.max_num_seqs)
+    };
     if ev.unknown.contains_key("max_num_seqs") && top > seen {
         let u: f64 = rng.gen();
         let cap = (seen.ln() + u * (top.ln() - seen.ln())).exp().round();
@@ -179,7 +190,7 @@ fn bootstrap(
     x: f64,
     nominal: [Option<f64>; 3],
 ) -> PredictedInterval {
-    let mut rng = StdRng::seed_from_u64(plan.seed ^ x.to_bits().rotate_left(13) ^ 0x5eed_0f_f17);
+    let mut rng = StdRng::seed_from_u64(plan.seed ^ x.to_bits().rotate_left(13) ^ 0x0005_eed0_ff17);
     let sigma = noise(ev, plan, x);
     let mut draws: [Vec<f64>; 4] = Default::default();
     for b in 0..DRAWS {
@@ -189,7 +200,10 @@ fn bootstrap(
         let values = [m.median_ttft_ms, m.median_tpot_ms, m.output_throughput];
         for (i, v) in values.iter().enumerate() {
             let z: f64 = StandardNormal.sample(&mut rng);
-            if let Some(v) = v.map(|v| v * (z * sigma[i]).exp()).filter(|v| v.is_finite()) {
+            if let Some(v) = v
+                .map(|v| v * (z * sigma[i]).exp())
+                .filter(|v| v.is_finite())
+            {
                 draws[i].push(v);
             }
         }

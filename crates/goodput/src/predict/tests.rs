@@ -153,7 +153,10 @@ fn a_hidden_engine_capped_at_five_is_predicted_beyond_the_measured_loads() {
             );
         }
         // Beyond the measured loads: said so, whatever the error.
-        assert!(c.extrapolated && c.why[0].contains("outside the fitted range"), "{c:?}");
+        assert!(
+            c.extrapolated && c.why[0].contains("outside the fitted range"),
+            "{c:?}"
+        );
     }
 }
 
@@ -179,7 +182,10 @@ fn an_unstated_limit_the_loads_never_reached_is_said_and_widens_the_interval() {
     assert!(!inside.extrapolated, "{inside:?}");
     assert!(inside.errors().iter().all(|e| *e < 0.1), "{inside:?}");
     assert!(beyond.extrapolated, "{beyond:?}");
-    assert!(beyond.why.iter().any(|w| w.contains("max_num_seqs")), "{beyond:?}");
+    assert!(
+        beyond.why.iter().any(|w| w.contains("max_num_seqs")),
+        "{beyond:?}"
+    );
     // TTFT queues behind the cap the model did not know: the interval holds it.
     let (m, _, iv) = beyond.metrics[0];
     let [lo, hi] = iv.unwrap();
@@ -219,11 +225,17 @@ fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
     assert_eq!(back_report, r);
     let shown = crate::render::show(&r, crate::render::Format::Table, false);
     assert!(shown.contains("PREDICTED, with 90% intervals"), "{shown}");
-    assert!(shown.contains("EXTRAPOLATED: load 8 is outside the fitted range 1-4"), "{shown}");
+    assert!(
+        shown.contains("EXTRAPOLATED: load 8 is outside the fitted range 1-4"),
+        "{shown}"
+    );
     assert!(!shown.contains("At the measured loads"), "{shown}");
     let html = crate::render::html(&r);
     assert!(html.contains("id=\"intervals\""), "{html}");
     // A hand-written model file carries no evidence: no interval is invented.
     let plain = validate::predicted(&held, &truth);
-    assert!(plain.load["e"].points.iter().all(|p| p.predicted_interval.is_none()));
+    assert!(plain.load["e"]
+        .points
+        .iter()
+        .all(|p| p.predicted_interval.is_none()));
 }

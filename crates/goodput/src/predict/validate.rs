@@ -12,11 +12,11 @@ use rand_distr::{Distribution, StandardNormal};
 use report::{Point, Report};
 
 use super::{finish_report, interval, predict_sweep, run_trial, Model};
-use crate::record::RequestRecord;
-use crate::run::Sweep;
 use crate::fit::{self, FitContext};
 use crate::plan::Plan;
 use crate::profile::{Overrides, Profile};
+use crate::record::RequestRecord;
+use crate::run::Sweep;
 use goodput_sim::SimConfig;
 
 /// One hidden engine and where it is measured and predicted.
@@ -82,6 +82,9 @@ pub fn measure(plan: &Plan, truth: &SimConfig, noise: f64) -> (Sweep, Vec<Reques
     (sweep, records)
 }
 
+/// One metric of a held-out point: measured, predicted, the predicted interval.
+pub type Measured = (Option<f64>, Option<f64>, Option<[f64; 2]>);
+
 /// One held-out point: the truth against the prediction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compared {
@@ -94,7 +97,7 @@ pub struct Compared {
     /// Why (empty when not extrapolated).
     pub why: Vec<String>,
     /// Per metric ([`interval::NAMES`]): measured, predicted, interval.
-    pub metrics: Vec<(Option<f64>, Option<f64>, Option<[f64; 2]>)>,
+    pub metrics: Vec<Measured>,
 }
 
 impl Compared {
@@ -171,7 +174,11 @@ pub fn predicted(plan: &Plan, config: &SimConfig) -> Report {
 }
 
 fn values(p: &Point) -> [Option<f64>; 3] {
-    [p.median_ttft_ms.median, p.median_tpot_ms.median, p.output_throughput.median]
+    [
+        p.median_ttft_ms.median,
+        p.median_tpot_ms.median,
+        p.output_throughput.median,
+    ]
 }
 
 /// Measures, fits, predicts and compares one case; the fit too, for its notes.

@@ -121,7 +121,10 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 table::md_escape(&verdict::verdict(report).join(" "))
             ));
             out.push_str(&table::markdown_table(report, &rows));
-            for t in [turns::turns_markdown(report), predicted::intervals_markdown(report)] {
+            for t in [
+                turns::turns_markdown(report),
+                predicted::intervals_markdown(report),
+            ] {
                 if !t.is_empty() {
                     out.push('\n');
                     out.push_str(&t);

@@ -20,7 +20,11 @@ const COLUMNS: [&str; 6] = [
 
 fn cell(p: &Point, name: &str, value: Option<f64>) -> String {
     let v = value.map_or("-".into(), num);
-    match p.predicted_interval.as_ref().and_then(|i| i.metrics.get(name)) {
+    match p
+        .predicted_interval
+        .as_ref()
+        .and_then(|i| i.metrics.get(name))
+    {
         Some([lo, hi]) => format!("{v} [{}, {}]", num(*lo), num(*hi)),
         None => v,
     }
@@ -29,7 +33,11 @@ fn cell(p: &Point, name: &str, value: Option<f64>) -> String {
 fn cells(report: &Report) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for (engine, result) in &report.load {
-        for p in result.points.iter().filter(|p| p.predicted_interval.is_some()) {
+        for p in result
+            .points
+            .iter()
+            .filter(|p| p.predicted_interval.is_some())
+        {
             let why = p.predicted_interval.as_ref().map(|i| i.why.join("; "));
             rows.push(vec![
                 engine.clone(),
@@ -66,7 +74,9 @@ pub fn intervals_text(report: &Report) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut lines = vec![Line::Cells(COLUMNS.iter().map(|c| Cell::plain(*c)).collect())];
+    let mut lines = vec![Line::Cells(
+        COLUMNS.iter().map(|c| Cell::plain(*c)).collect(),
+    )];
     lines.extend(
         rows.into_iter()
             .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),

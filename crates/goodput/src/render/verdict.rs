@@ -123,7 +123,12 @@ fn extrapolated(report: &Report) -> Option<String> {
         .load
         .iter()
         .filter_map(|(engine, r)| {
-            let xs: Vec<f64> = r.points.iter().filter(|p| p.extrapolated).map(|p| p.x).collect();
+            let xs: Vec<f64> = r
+                .points
+                .iter()
+                .filter(|p| p.extrapolated)
+                .map(|p| p.x)
+                .collect();
             (!xs.is_empty()).then(|| format!("{engine} at x={}", self::xs(&xs)))
         })
         .collect();
