@@ -49,7 +49,9 @@ pub(super) fn frontend_evidence(trials: &Trials<'_>) -> Result<f64, String> {
 }
 
 /// Golden-section rounds of the front-end search.
-const FRONTEND_ROUNDS: usize = 8;
+const FRONTEND_ROUNDS: usize = 6;
+/// Intervals of the coarse scan before the golden-section search.
+const FRONTEND_GRID: usize = 6;
 /// A model within this of every measured median TTFT and TPOT has nothing a
 /// front-end time could improve.
 const FRONTEND_EXACT: f64 = 0.02;
@@ -74,7 +76,16 @@ pub(super) fn search_frontend(
     if !exact {
         let loss = |ms: f64| fit_at(trials, ctx, ms).map_or(f64::INFINITY, |c| c.loss);
         let phi = (5f64.sqrt() - 1.0) / 2.0;
-        let (mut lo, mut hi) = (0.0, max_ms);
+        // A coarse scan first: the loss need not be unimodal over the whole span
+        // (a step-cost refit can trade the front-end time for the prefill cost).
+        let grid: Vec<f64> = (0..=FRONTEND_GRID)
+            .map(|i| max_ms * i as f64 / FRONTEND_GRID as f64)
+            .collect();
+        let best_i = (1..FRONTEND_GRID)
+            .map(|i| (i, loss(grid[i])))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or(1, |b| b.0);
+        let (mut lo, mut hi) = (grid[best_i - 1], grid[best_i + 1]);
         let (mut a, mut b) = (hi - phi * (hi - lo), lo + phi * (hi - lo));
         let (mut la, mut lb) = (loss(a), loss(b));
         for _ in 0..FRONTEND_ROUNDS {
