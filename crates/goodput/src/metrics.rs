@@ -422,6 +422,8 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         trials: Vec::new(),
         attainment: None,
         slo_check: None,
+        predicted_interval: None,
+        extrapolated: false,
         extra: Default::default(),
         server: None,
         conversation: conversation_summary(trials),

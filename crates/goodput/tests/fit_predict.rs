@@ -105,6 +105,11 @@ fn measure_fit_serve_predict_compare() {
         out.contains("per_decode_seq_ms") && out.contains("Residuals per point"),
         "{out}"
     );
+    // The engine stated its batch limit (the simulator's /version): known, not fitted.
+    let env = report::read_report(&measured).unwrap().environment.unwrap();
+    let limit = &env.engines["e"].limits["max_num_seqs"];
+    assert_eq!((limit.value, limit.source.as_str()), (256, "sim /version"));
+    assert!(out.contains("known: sim /version"), "{out}");
     let config = goodput_sim::SimConfig::load(&fitted).unwrap();
     // Costs in wall-clock ms: the truth's divided by its time scale (4), loosely
     // (a real run on a shared machine).
@@ -153,6 +158,7 @@ fn measure_fit_serve_predict_compare() {
         "--quiet",
     ]);
     assert!(shown.contains("PREDICTED, not measured"), "{shown}");
+    assert!(shown.contains("PREDICTED, with 90% intervals"), "{shown}");
     let r = report::read_report(&predicted).unwrap();
     let pr = r.run.as_ref().unwrap().predicted.as_ref().unwrap();
     assert!(

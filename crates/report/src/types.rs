@@ -23,6 +23,7 @@ mod gpu;
 mod judgement;
 mod point;
 mod reasoning;
+mod prediction;
 mod run;
 
 pub use capacity::*;
@@ -32,6 +33,7 @@ pub use gpu::*;
 pub use judgement::*;
 pub use point::*;
 pub use reasoning::*;
+pub use prediction::*;
 pub use run::*;
 
 /// Version tag written in [`RunInfo::schema`].

@@ -203,6 +203,15 @@ async fn small_endpoints() {
         .as_str()
         .unwrap()
         .starts_with("goodput-sim "));
+    // What bounds queueing, as an engine states it (goodput's fit takes it as known).
+    for limit in [
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "kv_pool_tokens",
+        "block_size",
+    ] {
+        assert!(version["limits"][limit].as_u64().unwrap() >= 1, "{version}");
+    }
     let tok: Value = c
         .post(server.url("/tokenize"))
         .json(&json!({"prompt": "lorem ipsum, dolor"}))

@@ -30,6 +30,7 @@
 pub mod command;
 pub mod guard;
 pub mod kvpool;
+pub mod limits;
 pub mod logs;
 pub mod probe;
 pub mod process;
@@ -259,6 +260,8 @@ impl EngineHandle {
         self.env.kv_pool_tokens = self.kv_pool_tokens;
         self.env.model = Some(self.model.clone());
         self.env.version = self.probe().version(self.kind).await;
+        self.env.limits =
+            limits::detect(self.kind, &self.probe(), self.env.command.as_deref()).await;
         if self.kind == EngineKind::Sim {
             self.note_time_scale().await;
         }

@@ -47,7 +47,7 @@ pub enum Readiness {
 }
 
 impl<'a> Probe<'a> {
-    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+    pub(super) fn get(&self, path: &str) -> reqwest::RequestBuilder {
         let req = self
             .client
             .get(format!("{}{path}", self.base))

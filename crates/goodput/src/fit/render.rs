@@ -25,12 +25,18 @@ pub fn report_context(report: &report::Report, name: &str, source: String) -> Fi
         .iter()
         .filter_map(|p| p.spec_decode.as_ref().and_then(|s| s.acceptance_rate))
         .collect();
-    let slots = report
+    let env = report
         .environment
         .as_ref()
-        .and_then(|e| e.engines.get(name))
-        .and_then(|e| e.command.as_deref())
-        .and_then(super::slots_from_command);
+        .and_then(|e| e.engines.get(name));
+    let limits = env.map(|e| e.limits.clone()).unwrap_or_default();
+    let slots = limits
+        .get("max_num_seqs")
+        .map(|l| (l.value.min(65_536) as u32, l.source.clone()))
+        .or_else(|| {
+            env.and_then(|e| e.command.as_deref())
+                .and_then(super::slots_from_command)
+        });
     FitContext {
         engine: name.to_string(),
         source,
@@ -48,6 +54,7 @@ pub fn report_context(report: &report::Report, name: &str, source: String) -> Fi
                 .is_some_and(|t| t > 0.1)
         }),
         max_num_seqs: slots,
+        limits,
     }
 }
 

@@ -110,7 +110,11 @@ async fn confirm_search(
         },
     )?;
     let (knee, blind_trials) = super::search::knee(&pred, &name);
-    let points = probes(plan, knee);
+    let decide = probes(plan, knee);
+    // Points whose interval straddles the SLO: the model cannot say; the engine can.
+    let unsure = super::search::straddling(&pred, &name);
+    let mut points = decide.clone();
+    points.extend(unsure.iter().filter(|x| !decide.contains(x)));
     let mut real = plan.clone();
     real.search = None;
     real.points = points.clone();
@@ -141,7 +145,26 @@ async fn confirm_search(
         "none (even the lowest load fails)".into(),
         render::text::num,
     );
-    let verdict = confirmation(knee, &points, meets, real_trials, blind_trials);
+    let mut verdict = confirmation(knee, &decide, meets, real_trials, blind_trials);
+    if !unsure.is_empty() {
+        let said: Vec<String> = unsure
+            .iter()
+            .map(|x| match meets(*x) {
+                Some(true) => format!("x = {} meets", render::text::num(*x)),
+                Some(false) => format!("x = {} does not meet", render::text::num(*x)),
+                None => format!("x = {} was not judged", render::text::num(*x)),
+            })
+            .collect();
+        verdict.push_str(&format!(
+            "; the predicted interval straddled the SLO at x = {}, measured: {}",
+            unsure
+                .iter()
+                .map(|x| render::text::num(*x))
+                .collect::<Vec<_>>()
+                .join(", "),
+            said.join(", ")
+        ));
+    }
     let notice = format!(
         "search --predict: {name}: predicted knee {knee_text} ({} from {}); {verdict}",
         pred_path.display(),

@@ -17,7 +17,9 @@
 //! samples themselves are not kept).
 
 pub mod command;
+pub mod interval;
 pub mod search;
+pub mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -109,6 +111,7 @@ pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Res
     }
     let (sweep, records) = predict_sweep(plan, &model.config);
     let mut report = finish_report(plan, model, &sweep);
+    interval::annotate(plan, &model.config, &mut report);
     if let Some(run) = report.run.as_mut() {
         run.requests_file = rec_path
             .file_name()
@@ -218,6 +221,48 @@ pub(crate) fn run_trial(
     x: f64,
     t: u32,
 ) -> Vec<RequestRecord> {
+    let (records, energy) = trial_traced(plan, config, engine, pi, x, t);
+    let metrics = trial_metrics(&records, &plan.slo);
+    let info = TrialInfo {
+        index: t,
+        status: RunStatus::Complete,
+        duration_s: metrics.duration_s,
+        completed: metrics.completed,
+        failed: metrics.failed,
+        good: metrics.good,
+        energy,
+        ..Default::default()
+    };
+    let state = TrialState {
+        slo: trial_slo(&records, &plan.slo),
+        metrics,
+        info,
+    };
+    sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
+    records
+}
+
+/// Trial `t` at load `x` (the `pi`-th point's request stream) on the model: its records.
+pub(crate) fn trial_records(
+    plan: &Plan,
+    config: &SimConfig,
+    engine: &str,
+    pi: u64,
+    x: f64,
+    t: u32,
+) -> Vec<RequestRecord> {
+    trial_traced(plan, config, engine, pi, x, t).0
+}
+
+/// [`trial_records`], with the energy the model's GPU used over the trial.
+fn trial_traced(
+    plan: &Plan,
+    config: &SimConfig,
+    engine: &str,
+    pi: u64,
+    x: f64,
+    t: u32,
+) -> (Vec<RequestRecord>, Option<report::TrialEnergy>) {
     let sample = pi << 32 | u64::from(t);
     let specs = request_specs(plan, sample);
     let arrivals = match plan.mode {
@@ -266,31 +311,14 @@ pub(crate) fn run_trial(
     };
     let every_s = plan.telemetry.interval_ms.max(1) as f64 / 1000.0;
     let traced = simulate_traced(config, &arrivals, &specs, CLIENT, horizon_s, Some(every_s));
-    let records: Vec<RequestRecord> = traced
+    let records = traced
         .requests
         .iter()
         .zip(&specs)
         .enumerate()
         .map(|(i, (v, s))| to_record(engine, x, t, i as u32, v, s, timeout_s))
         .collect();
-    let metrics = trial_metrics(&records, &plan.slo);
-    let info = TrialInfo {
-        index: t,
-        status: RunStatus::Complete,
-        duration_s: metrics.duration_s,
-        completed: metrics.completed,
-        failed: metrics.failed,
-        good: metrics.good,
-        energy: model_energy(&traced.gpu),
-        ..Default::default()
-    };
-    let state = TrialState {
-        slo: trial_slo(&records, &plan.slo),
-        metrics,
-        info,
-    };
-    sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
-    records
+    (records, model_energy(&traced.gpu))
 }
 
 /// The trial's energy from the model GPU's samples (the power integral).

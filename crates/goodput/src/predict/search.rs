@@ -45,3 +45,22 @@ pub fn knee(report: &report::Report, engine: &str) -> (Option<f64>, u32) {
         .get(engine)
         .map_or((None, 0), |c| (c.max_load, c.trials))
 }
+
+/// The predicted loads of `engine` whose interval straddles the SLO (the model's
+/// uncertainty could flip their judgement), ascending.
+pub fn straddling(report: &report::Report, engine: &str) -> Vec<f64> {
+    let mut xs: Vec<f64> = report
+        .load
+        .get(engine)
+        .map(|e| {
+            e.points
+                .iter()
+                .filter(|p| super::interval::straddles(p))
+                .map(|p| p.x)
+                .collect()
+        })
+        .unwrap_or_default();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    xs
+}

@@ -1,4 +1,5 @@
 use super::*;
+use crate::predict::validate;
 use crate::profile::{Overrides, Profile};
 
 fn plan(extra: &str) -> Plan {
@@ -139,4 +140,131 @@ fn a_prediction_has_energy_and_cost_per_token() {
         let usd = c.usd_per_million_output_tokens.min.unwrap();
         assert!((usd - 2.0 / 3600.0 / thr * 1e6).abs() < 1e-9 * usd, "{usd}");
     }
+}
+
+/// The "done when": a hidden engine capped at 5 sequences, measured at
+/// x = 1, 2, 4 and predicted at x = 8 and 12: every predicted median within 15%
+/// of the later measurement, or the point flagged extrapolated with an interval
+/// that holds the measurement and is no wider than the predicted value.
+#[test]
+fn a_hidden_engine_capped_at_five_is_predicted_beyond_the_measured_loads() {
+    let truth = SimConfig {
+        max_num_seqs: 5,
+        step_fixed_ms: 15.0,
+        per_prefill_token_ms: 0.05,
+        per_decode_seq_ms: 1.5,
+        per_kv_token_ms: 0.000_5,
+        sched_cpu_ms: 0.0,
+        ..SimConfig::default()
+    };
+    let case = validate::Case {
+        name: "cap5".into(),
+        truth,
+        fitted: vec![1.0, 2.0, 4.0],
+        held_out: vec![8.0, 12.0],
+        stated: true,
+        shape: (24, 3, 200, 32, 0.3),
+        noise: 0.03,
+    };
+    let (fit, compared) = validate::run(&case).unwrap();
+    assert_eq!(fit.config.max_num_seqs, 5, "{:?}", fit.params);
+    assert_eq!(compared.len(), 2);
+    for c in &compared {
+        let (errors, hits) = (c.errors(), c.hits());
+        assert_eq!(errors.len(), 3, "{c:?}");
+        for (i, e) in errors.iter().enumerate() {
+            assert!(
+                *e <= 0.15 || (c.extrapolated && hits[i]),
+                "x = {}: {} off by {:.1}% ({c:?})",
+                c.x,
+                interval::NAMES[i],
+                e * 100.0
+            );
+        }
+        // Beyond the measured loads: said so, whatever the error.
+        assert!(
+            c.extrapolated && c.why[0].contains("outside the fitted range"),
+            "{c:?}"
+        );
+    }
+}
+
+/// The same engine when it does not state its limit: the loads that could reach
+/// the cap are flagged as depending on it, and their intervals hold the truth.
+#[test]
+fn an_unstated_limit_the_loads_never_reached_is_said_and_widens_the_interval() {
+    let truth = SimConfig {
+        max_num_seqs: 5,
+        ..config()
+    };
+    let case = validate::Case {
+        name: "cap5-unstated".into(),
+        truth,
+        fitted: vec![1.0, 2.0, 4.0],
+        held_out: vec![3.0, 12.0],
+        stated: false,
+        shape: (24, 2, 200, 32, 0.3),
+        noise: 0.03,
+    };
+    let (_, compared) = validate::run(&case).unwrap();
+    let (inside, beyond) = (&compared[0], &compared[1]);
+    assert!(!inside.extrapolated, "{inside:?}");
+    assert!(inside.errors().iter().all(|e| *e < 0.1), "{inside:?}");
+    assert!(beyond.extrapolated, "{beyond:?}");
+    assert!(
+        beyond.why.iter().any(|w| w.contains("max_num_seqs")),
+        "{beyond:?}"
+    );
+    // TTFT queues behind the cap the model did not know: the interval holds it.
+    let (m, _, iv) = beyond.metrics[0];
+    let [lo, hi] = iv.unwrap();
+    assert!(lo <= m.unwrap() && m.unwrap() <= hi, "{beyond:?}");
+}
+
+#[test]
+fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
+    let truth = config();
+    let case = validate::Case {
+        name: "plain".into(),
+        truth: truth.clone(),
+        fitted: vec![1.0, 4.0],
+        held_out: vec![2.0, 8.0],
+        stated: true,
+        shape: (16, 2, 200, 16, 0.2),
+        noise: 0.03,
+    };
+    let measured = validate::plan(&case.fitted, case.shape).unwrap();
+    let (_, records) = validate::measure(&measured, &truth, case.noise);
+    let ctx = crate::fit::FitContext {
+        engine: "e".into(),
+        source: "m.json".into(),
+        ..Default::default()
+    };
+    let fit = crate::fit::fit(&records, &ctx).unwrap();
+    // The evidence travels in the fitted file and back.
+    let text = crate::fit::render::toml_text(&fit).unwrap();
+    assert!(text.contains("[fit]"), "{text}");
+    let back: SimConfig = toml::from_str(&text).unwrap();
+    assert_eq!(back.fit, fit.config.fit);
+    let held = validate::plan(&case.held_out, case.shape).unwrap();
+    let r = validate::predicted(&held, &back);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains("\"predicted_interval\"") && json.contains("\"extrapolated\":true"));
+    let back_report: report::Report = serde_json::from_str(&json).unwrap();
+    assert_eq!(back_report, r);
+    let shown = crate::render::show(&r, crate::render::Format::Table, false);
+    assert!(shown.contains("PREDICTED, with 90% intervals"), "{shown}");
+    assert!(
+        shown.contains("EXTRAPOLATED: load 8 is outside the fitted range 1-4"),
+        "{shown}"
+    );
+    assert!(!shown.contains("At the measured loads"), "{shown}");
+    let html = crate::render::html(&r);
+    assert!(html.contains("id=\"intervals\""), "{html}");
+    // A hand-written model file carries no evidence: no interval is invented.
+    let plain = validate::predicted(&held, &truth);
+    assert!(plain.load["e"]
+        .points
+        .iter()
+        .all(|p| p.predicted_interval.is_none()));
 }

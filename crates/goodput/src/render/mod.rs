@@ -21,6 +21,7 @@ pub mod html;
 pub mod markdown;
 pub mod reasoning;
 pub mod rank;
+pub mod predicted;
 pub mod rows;
 pub mod table;
 pub mod text;
@@ -103,7 +104,11 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out.push_str(&table::header_text(report));
             out.push('\n');
             out.push_str(&table::text_table(report, &rows, color));
-            for t in [turns::turns_text(report), reasoning::reasoning_text(report)] {
+            for t in [
+                turns::turns_text(report),
+                reasoning::reasoning_text(report),
+                predicted::intervals_text(report),
+            ] {
                 if !t.is_empty() {
                     out.push('\n');
                     out.push_str(&t);
@@ -131,6 +136,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             for t in [
                 turns::turns_markdown(report),
                 reasoning::reasoning_markdown(report),
+                predicted::intervals_markdown(report),
             ] {
                 if !t.is_empty() {
                     out.push('\n');

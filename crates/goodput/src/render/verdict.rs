@@ -99,9 +99,38 @@ pub fn verdict(report: &Report) -> Vec<String> {
     out.extend(server_reasons(report));
     out.extend(caveats(report));
     if let Some(p) = report.run.as_ref().and_then(|r| r.predicted.as_ref()) {
+        // Nothing of a predicted report was measured.
+        out = out
+            .into_iter()
+            .map(|s| s.replace("measured load", "predicted load"))
+            .collect();
         out.insert(0, predicted(p));
+        out.extend(extrapolated(report));
     }
     out
+}
+
+/// `Extrapolated (trust less): e at x=8, 12; ...` for a predicted report.
+fn extrapolated(report: &Report) -> Option<String> {
+    let parts: Vec<String> = report
+        .load
+        .iter()
+        .filter_map(|(engine, r)| {
+            let xs: Vec<f64> = r
+                .points
+                .iter()
+                .filter(|p| p.extrapolated)
+                .map(|p| p.x)
+                .collect();
+            (!xs.is_empty()).then(|| format!("{engine} at x={}", self::xs(&xs)))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "EXTRAPOLATED, trust less: {} (beyond what the fit measured or could identify; the intervals say how far).",
+            parts.join("; ")
+        )
+    })
 }
 
 /// The sentence that says a report was predicted, not measured.

@@ -117,6 +117,11 @@ pub struct EngineEnv {
     /// goodput addition, in a merged report: the GPUs that machine had.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<GpuInfo>,
+    /// goodput addition: what bounds the engine's queueing, as the engine states
+    /// it (`max_num_seqs`, `max_num_batched_tokens`, `block_size`), with where
+    /// each was read; `goodput fit` takes these as known.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub limits: IndexMap<String, crate::StatedLimit>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

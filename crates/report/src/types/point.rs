@@ -121,6 +121,14 @@ pub struct Point {
     /// the requests missed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo_check: Option<SloCheck>,
+    /// goodput addition (predicted reports): the range each metric is expected in,
+    /// 90% by default (see [`crate::PredictedInterval`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_interval: Option<crate::PredictedInterval>,
+    /// goodput addition (predicted reports): the point is extrapolated (its
+    /// interval's `why` says how); trust its figures less.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub extrapolated: bool,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -118,6 +118,11 @@ pub struct SimConfig {
     /// Seeded noise per step and per request ([`JitterConfig`]); none: the model is
     /// exactly repeatable for a workload.
     pub jitter: Option<JitterConfig>,
+    /// What `goodput fit` knew about these values (their errors, the loads they
+    /// were fitted at, what the engine stated): read by `goodput run --predict`
+    /// for its intervals, ignored by the simulator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fit: Option<toml::Table>,
 }
 
 /// Seeded noise of the simulated engine (see `model/noise.rs`): log-normal factors
@@ -273,6 +278,7 @@ impl Default for SimConfig {
             probe: false,
             faults: Vec::new(),
             jitter: None,
+            fit: None,
         }
     }
 }

@@ -70,6 +70,7 @@ fn vllm_fast_b() -> SimConfig {
         probe: false,
         faults: Vec::new(),
         jitter: None,
+        fit: None,
     }
 }
 

@@ -52,11 +52,20 @@ pub(super) async fn models(State(state): State<SimState>) -> Json<serde_json::Va
 }
 
 /// `GET /version`: vLLM's shape, plus `time_scale` (how many times faster than the
-/// modelled GPU the simulator runs), so that a client can say so beside results.
+/// modelled GPU the simulator runs), so that a client can say so beside results,
+/// and `limits`: what bounds the engine's queueing, as an engine states it (read
+/// by `goodput run`, taken as known by `goodput fit`).
 pub(super) async fn version(State(state): State<SimState>) -> Json<serde_json::Value> {
+    let c = &state.inner.config;
     Json(json!({
         "version": concat!("goodput-sim ", env!("CARGO_PKG_VERSION")),
-        "time_scale": state.inner.config.time_scale,
+        "time_scale": c.time_scale,
+        "limits": {
+            "max_num_seqs": c.max_num_seqs,
+            "max_num_batched_tokens": c.max_num_batched_tokens,
+            "kv_pool_tokens": c.kv_capacity_tokens(),
+            "block_size": c.block_size,
+        },
     }))
 }
 
