@@ -16,6 +16,8 @@
 //! - [`shard`]: a plan cut into slices for several machines, and shard reports merged.
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
+//! - [`peers`]: peers' result files (vLLM, GuideLLM, AIPerf) read as reports, and
+//!   vLLM's format written.
 //! - [`environment`]: what ran where.
 //! - [`dates`]: the one date formatter.
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
@@ -33,6 +35,7 @@ pub mod environment;
 pub mod fit;
 pub mod load;
 pub mod metrics;
+pub mod peers;
 pub mod plan;
 pub mod predict;
 pub mod profile;

@@ -114,6 +114,7 @@ impl Profile {
         let workload_description = describe(&self.workload, &workload, spec.requests_per_trial);
         check_telemetry(&check, &self.telemetry)?;
         check_server_metrics(&check, &self.server_metrics)?;
+        let profile_toml = resolved_toml(&self, &spec, &slo, &ov.engines);
         let engines = select_engines(&check, self.engines, &ov.engines)?;
         let search = ov
             .search
@@ -144,8 +145,25 @@ impl Profile {
             workload_description,
             search,
             server_metrics: self.server_metrics,
+            profile_toml,
         })
     }
+}
+
+/// The profile with the overrides applied, as TOML (`None` if it does not serialise).
+fn resolved_toml(
+    profile: &Profile,
+    load: &crate::profile::LoadSpec,
+    slo: &SloSpec,
+    only: &[String],
+) -> Option<String> {
+    let mut p = profile.clone();
+    p.load = load.clone();
+    p.slo = slo.clone();
+    if !only.is_empty() {
+        p.engines.retain(|name, _| only.contains(name));
+    }
+    toml::to_string(&p).ok()
 }
 
 /// `--slo` replaces the bounds; the attainment target and form stay the profile's.

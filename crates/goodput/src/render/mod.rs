@@ -17,6 +17,7 @@ pub mod charts;
 pub mod compare;
 pub mod html;
 pub mod markdown;
+pub mod ran;
 pub mod rows;
 pub mod table;
 pub mod text;

@@ -1,0 +1,133 @@
+//! What ran and what was seen, for the header of `show` and the HTML page: the
+//! workload (kind, lengths, source file and its hash), and the prefix-cache hit
+//! share and speculative acceptance the engine reported beside what the workload
+//! expected.
+
+use report::Report;
+use serde_json::Value;
+
+use super::text::num;
+
+/// `(label, value)` header lines: the workload, then what each engine was seen to do.
+pub fn ran_lines(report: &Report) -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    if let Some(w) = report.run.as_ref().map(|r| &r.workload).filter(|w| w.is_object()) {
+        if let Some(text) = workload_text(w) {
+            lines.push(("workload".to_string(), text));
+        }
+    }
+    lines.extend(seen_lines(report));
+    lines
+}
+
+fn pct(v: f64) -> String {
+    format!("{}%", num((v * 1000.0).round() / 10.0))
+}
+
+/// `synthetic (random text): 1024 prompt tokens, 128 out` and the like.
+pub fn workload_text(w: &Value) -> Option<String> {
+    let kind = w.get("kind").and_then(Value::as_str).unwrap_or("synthetic");
+    let n = |k: &str| w.get(k).and_then(Value::as_u64);
+    let mut parts: Vec<String> = Vec::new();
+    match kind {
+        "synthetic" => {
+            let style = w.get("text").and_then(Value::as_str).unwrap_or("random");
+            parts.push(format!("synthetic ({style} text)"));
+            if let Some(i) = n("input_tokens") {
+                parts.push(format!("{i} prompt tokens"));
+            }
+        }
+        "prefix" => {
+            parts.push("prefix".into());
+            if let (Some(g), Some(p), Some(s)) = (n("groups"), n("prefix_tokens"), n("suffix_tokens")) {
+                parts.push(format!("{g} groups of {p} shared + {s} own prompt tokens"));
+            }
+        }
+        "conversation" => {
+            parts.push("conversation".into());
+            if let (Some(t), Some(i)) = (n("turns"), n("input_tokens")) {
+                parts.push(format!("{t} turns of {i} tokens"));
+            }
+        }
+        other => parts.push(other.to_string()),
+    }
+    if let Some(o) = n("output_tokens") {
+        parts.push(format!("{o} out"));
+    }
+    if let Some(r) = w.get("range_ratio").and_then(Value::as_f64).filter(|r| *r > 0.0) {
+        parts.push(format!("lengths ±{}", pct(r)));
+    }
+    let facts = w.get("facts");
+    let fact = |k: &str| facts.and_then(|f| f.get(k));
+    let file = w.get("path").or_else(|| fact("file")).and_then(Value::as_str);
+    if let Some(f) = file {
+        let mut s = format!("from {f}");
+        if let Some(h) = fact("sha256").and_then(Value::as_str) {
+            s.push_str(&format!(" (sha256 {})", h.get(..12).unwrap_or(h)));
+        }
+        parts.push(s);
+    }
+    for (k, what) in [("prompts", "prompts"), ("requests", "requests"), ("sessions", "sessions")] {
+        if let Some(c) = fact(k).and_then(Value::as_u64) {
+            parts.push(format!("{c} {what}"));
+        }
+    }
+    Some(parts.join(", "))
+}
+
+/// `a–b` of the values, or `a` when they are one.
+fn span(mut v: Vec<f64>) -> Option<String> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let (lo, hi) = (*v.first()?, *v.last()?);
+    Some(if pct(lo) == pct(hi) { pct(lo) } else { format!("{}–{}", pct(lo), pct(hi)) })
+}
+
+/// Per engine: the prefix-cache hit share and the speculative acceptance measured
+/// (over its load levels), beside the workload's expected hit share.
+fn seen_lines(report: &Report) -> Vec<(String, String)> {
+    let expected = report
+        .run
+        .as_ref()
+        .and_then(|r| r.workload.get("facts"))
+        .and_then(|f| f.get("expected_prefix_hit_share"))
+        .and_then(Value::as_f64);
+    let mut lines = Vec::new();
+    for (name, e) in &report.load {
+        let hits: Vec<f64> = e
+            .points
+            .iter()
+            .filter_map(|p| p.server.as_ref()?.prefix_cache_hit_share)
+            .collect();
+        let accepted: Vec<f64> = e
+            .points
+            .iter()
+            .filter_map(|p| {
+                p.spec_decode
+                    .as_ref()
+                    .and_then(|s| s.acceptance_rate)
+                    .or_else(|| p.server.as_ref()?.spec_acceptance)
+            })
+            .collect();
+        let mut seen = Vec::new();
+        match (span(hits), expected) {
+            (Some(h), Some(x)) => seen.push(format!(
+                "prefix-cache hits {h} measured (the workload expects {})",
+                pct(x)
+            )),
+            (Some(h), None) => seen.push(format!("prefix-cache hits {h} measured")),
+            (None, Some(x)) => seen.push(format!(
+                "prefix-cache hits not reported by the engine (the workload expects {})",
+                pct(x)
+            )),
+            (None, None) => {}
+        }
+        if let Some(a) = span(accepted) {
+            seen.push(format!("speculative acceptance {a} measured"));
+        }
+        if !seen.is_empty() {
+            lines.push((format!("seen ({name})"), seen.join("; ")));
+        }
+    }
+    lines
+}
