@@ -324,7 +324,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare { reports } => {
             let mut loaded = Vec::new();
             for p in &reports {
-                loaded.push((p.display().to_string(), crate::peers::read(p)?));
+                loaded.push((p.display().to_string(), crate::peers::read_noting(p)?));
             }
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             print_out(&render::compare(&loaded, color))

@@ -50,7 +50,7 @@ pub fn resolve(path: Option<&Path>, peer: &PeerArgs, levels: bool) -> anyhow::Re
         path: origin.clone(),
         message: e.to_string().trim_end().to_string(),
     })?;
-    let filled = fill_defaults(&mut doc, path, &origin, url.is_some())?;
+    let filled = fill_defaults(&mut doc, path, &origin, peer)?;
     if let Some(dir) = path.and_then(Path::parent) {
         relative_to(&mut doc, dir);
     }
@@ -138,15 +138,16 @@ fn fill_defaults(
     doc: &mut Table,
     path: Option<&Path>,
     origin: &str,
-    has_url: bool,
+    peer: &PeerArgs,
 ) -> anyhow::Result<Vec<&'static str>> {
+    let has_url = peer.target_url().is_some();
     let mut filled = Vec::new();
     let mut problems = Vec::new();
     if !doc.contains_key("name") {
         let stem = path
             .and_then(Path::file_stem)
             .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "url".to_string());
+            .unwrap_or_else(|| engine_name(peer.model.as_deref()));
         doc.insert("name".into(), Value::String(stem));
         filled.push("name");
     }

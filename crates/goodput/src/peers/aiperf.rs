@@ -51,8 +51,13 @@ fn per_request(dir: Option<&Path>) -> Option<(Vec<f64>, Vec<f64>)> {
     let (mut ttfts, mut tpots) = (Vec::new(), Vec::new());
     for line in BufReader::new(file.take(MAX_JSONL_BYTES)).lines() {
         let Ok(line) = line else { break };
-        let Ok(r) = serde_json::from_str::<Value>(&line) else { continue };
-        let m = |k: &str| r.pointer(&format!("/metrics/{k}/value")).and_then(Value::as_f64);
+        let Ok(r) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let m = |k: &str| {
+            r.pointer(&format!("/metrics/{k}/value"))
+                .and_then(Value::as_f64)
+        };
         if r.get("error").is_some_and(|e| !e.is_null()) {
             continue;
         }
@@ -120,7 +125,10 @@ pub fn convert(v: &Value, dir: Option<&Path>) -> anyhow::Result<report::Report> 
         .pointer("/input_config/models/items/0/name")
         .and_then(Value::as_str)
         .unwrap_or("aiperf");
-    let version = v.get("aiperf_version").and_then(Value::as_str).unwrap_or("?");
+    let version = v
+        .get("aiperf_version")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
     Ok(peer_report(PeerRun {
         tool: format!("AIPerf {version}"),
         engine: model.rsplit('/').next().unwrap_or(model).to_string(),

@@ -43,7 +43,10 @@ fn level(b: &Value) -> (&'static str, f64) {
 fn point(b: &Value, quantiles: &[f64]) -> Point {
     let stat = |name: &str, field: &str| one(dist(b, name, field));
     let ms = |name: &str, field: &str| dist(b, name, field).map(|s| one(Some(s * 1000.0)));
-    let count = |k: &str| b.pointer(&format!("/metrics/request_totals/{k}")).and_then(Value::as_f64);
+    let count = |k: &str| {
+        b.pointer(&format!("/metrics/request_totals/{k}"))
+            .and_then(Value::as_f64)
+    };
     let completed = count("successful").unwrap_or(0.0) as u64;
     let failed = (count("errored").unwrap_or(0.0) + count("incomplete").unwrap_or(0.0)) as u64;
     let reqs = b.pointer("/requests/successful").and_then(Value::as_array);
@@ -61,7 +64,9 @@ fn point(b: &Value, quantiles: &[f64]) -> Point {
         p99_ttft_ms: stat("time_to_first_token_ms", "percentiles/p99"),
         median_tpot_ms: stat("inter_token_latency_ms", "median"),
         p99_tpot_ms: stat("inter_token_latency_ms", "percentiles/p99"),
-        goodput_rps: one(b.pointer("/metrics/request_goodput").and_then(Value::as_f64)),
+        goodput_rps: one(b
+            .pointer("/metrics/request_goodput")
+            .and_then(Value::as_f64)),
         request_throughput: stat("requests_per_second", "mean"),
         completed: vec![completed],
         failed: Some(vec![failed]),
@@ -93,7 +98,11 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
         .ok_or_else(|| anyhow::anyhow!("`benchmarks` is empty: no load level finished"))?;
     let quantiles = report::default_quantiles();
     let modes: Vec<&str> = benchmarks.iter().map(|b| level(b).0).collect();
-    let mode = if modes.iter().all(|m| *m == "concurrency") { "concurrency" } else { "rate" };
+    let mode = if modes.iter().all(|m| *m == "concurrency") {
+        "concurrency"
+    } else {
+        "rate"
+    };
     let mut notices = vec![
         "TPOT is GuideLLM's inter_token_latency_ms ((latency - TTFT) / (tokens - 1)); GuideLLM's own TPOT counts the first token".to_string(),
         "no per-chunk gaps: ITL is not in the file".to_string(),
@@ -108,7 +117,9 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
             p.x = p.request_throughput.median.unwrap_or(0.0);
             notices.push(format!(
                 "a {} level is placed at the request rate it reached ({:.3}/s)",
-                b.pointer("/config/strategy/type_").and_then(Value::as_str).unwrap_or("?"),
+                b.pointer("/config/strategy/type_")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
                 p.x
             ));
         }
@@ -124,7 +135,12 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
         .pointer("/metadata/guidellm_version")
         .and_then(Value::as_str)
         .unwrap_or("?");
-    let requests = points.iter().flat_map(|p| &p.completed).max().copied().unwrap_or(0) as u32;
+    let requests = points
+        .iter()
+        .flat_map(|p| &p.completed)
+        .max()
+        .copied()
+        .unwrap_or(0) as u32;
     Ok(peer_report(PeerRun {
         tool: format!("GuideLLM {version}"),
         engine: model.rsplit('/').next().unwrap_or(model).to_string(),

@@ -20,8 +20,28 @@ pub mod guidellm;
 pub mod vllm;
 pub mod vllm_write;
 
-/// Reads a goodput report, or a peer's result file converted into one. The notices
-/// of a converted file are also printed to stderr, once.
+/// [`read`], printing a converted file's notices to stderr (for `compare`, whose
+/// table has no room for them; `show` and the HTML page print them in their header).
+pub fn read_noting(path: &Path) -> anyhow::Result<Report> {
+    let r = read(path)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let notices: &[String] = r.run.as_ref().map_or(&[], |run| &run.notices);
+    if notices
+        .first()
+        .is_some_and(|n| n.starts_with("converted from"))
+    {
+        for n in notices {
+            eprintln!("note: {name}: {n}");
+        }
+    }
+    Ok(r)
+}
+
+/// Reads a goodput report, or a peer's result file converted into one (its
+/// `run.notices` say which tool wrote it and what it lacks).
 pub fn read(path: &Path) -> anyhow::Result<Report> {
     let text = read_bounded(path)?;
     let value: Value = match serde_json::from_str(&text) {
@@ -29,10 +49,6 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
         // Not JSON at all: the report reader's error names the line and column.
         Err(_) => return Ok(report::read_report(path)?),
     };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let converted = if vllm::is_vllm(&value) {
         Some(vllm::convert(&value).with_context(|| format!("{}: a vLLM result", path.display()))?)
     } else if guidellm::is_guidellm(&value) {
@@ -49,12 +65,7 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
         None
     };
     match converted {
-        Some(r) => {
-            for n in r.run.iter().flat_map(|run| &run.notices) {
-                eprintln!("note: {name}: {n}");
-            }
-            Ok(r)
-        }
+        Some(r) => Ok(r),
         None => Ok(report::read_report(path)?),
     }
 }

@@ -11,7 +11,12 @@ use super::text::num;
 /// `(label, value)` header lines: the workload, then what each engine was seen to do.
 pub fn ran_lines(report: &Report) -> Vec<(String, String)> {
     let mut lines = Vec::new();
-    if let Some(w) = report.run.as_ref().map(|r| &r.workload).filter(|w| w.is_object()) {
+    if let Some(w) = report
+        .run
+        .as_ref()
+        .map(|r| &r.workload)
+        .filter(|w| w.is_object())
+    {
         if let Some(text) = workload_text(w) {
             lines.push(("workload".to_string(), text));
         }
@@ -26,6 +31,12 @@ fn pct(v: f64) -> String {
 
 /// `synthetic (random text): 1024 prompt tokens, 128 out` and the like.
 pub fn workload_text(w: &Value) -> Option<String> {
+    if let Some(tool) = w.get("tool").and_then(Value::as_str) {
+        // A peer's result file: its settings, as far as the file says them.
+        return Some(format!(
+            "as {tool} ran it (its settings: `show --format json`, run.workload)"
+        ));
+    }
     let kind = w.get("kind").and_then(Value::as_str).unwrap_or("synthetic");
     let n = |k: &str| w.get(k).and_then(Value::as_u64);
     let mut parts: Vec<String> = Vec::new();
@@ -39,7 +50,9 @@ pub fn workload_text(w: &Value) -> Option<String> {
         }
         "prefix" => {
             parts.push("prefix".into());
-            if let (Some(g), Some(p), Some(s)) = (n("groups"), n("prefix_tokens"), n("suffix_tokens")) {
+            if let (Some(g), Some(p), Some(s)) =
+                (n("groups"), n("prefix_tokens"), n("suffix_tokens"))
+            {
                 parts.push(format!("{g} groups of {p} shared + {s} own prompt tokens"));
             }
         }
@@ -54,12 +67,19 @@ pub fn workload_text(w: &Value) -> Option<String> {
     if let Some(o) = n("output_tokens") {
         parts.push(format!("{o} out"));
     }
-    if let Some(r) = w.get("range_ratio").and_then(Value::as_f64).filter(|r| *r > 0.0) {
+    if let Some(r) = w
+        .get("range_ratio")
+        .and_then(Value::as_f64)
+        .filter(|r| *r > 0.0)
+    {
         parts.push(format!("lengths ±{}", pct(r)));
     }
     let facts = w.get("facts");
     let fact = |k: &str| facts.and_then(|f| f.get(k));
-    let file = w.get("path").or_else(|| fact("file")).and_then(Value::as_str);
+    let file = w
+        .get("path")
+        .or_else(|| fact("file"))
+        .and_then(Value::as_str);
     if let Some(f) = file {
         let mut s = format!("from {f}");
         if let Some(h) = fact("sha256").and_then(Value::as_str) {
@@ -67,7 +87,11 @@ pub fn workload_text(w: &Value) -> Option<String> {
         }
         parts.push(s);
     }
-    for (k, what) in [("prompts", "prompts"), ("requests", "requests"), ("sessions", "sessions")] {
+    for (k, what) in [
+        ("prompts", "prompts"),
+        ("requests", "requests"),
+        ("sessions", "sessions"),
+    ] {
         if let Some(c) = fact(k).and_then(Value::as_u64) {
             parts.push(format!("{c} {what}"));
         }
@@ -80,7 +104,11 @@ fn span(mut v: Vec<f64>) -> Option<String> {
     v.retain(|x| x.is_finite());
     v.sort_by(f64::total_cmp);
     let (lo, hi) = (*v.first()?, *v.last()?);
-    Some(if pct(lo) == pct(hi) { pct(lo) } else { format!("{}–{}", pct(lo), pct(hi)) })
+    Some(if pct(lo) == pct(hi) {
+        pct(lo)
+    } else {
+        format!("{}–{}", pct(lo), pct(hi))
+    })
 }
 
 /// Per engine: the prefix-cache hit share and the speculative acceptance measured
