@@ -118,3 +118,32 @@ fn a_profile_without_engines_and_no_url_says_what_is_missing_once() {
         .code(2)
         .stderr(contains("no [engines.NAME] table").and(contains("--url")));
 }
+
+#[test]
+fn compare_reads_the_three_peers_files_and_keeps_their_figures() {
+    let fixture = |rel: &str| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/peers")
+            .join(rel)
+            .display()
+            .to_string()
+    };
+    let vllm = fixture("vllm/detailed.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&vllm).expect("fixture")).expect("JSON");
+    let median_ttft = format!("{:.2}", v["median_ttft_ms"].as_f64().expect("a figure"));
+    goodput()
+        .args(["compare", &vllm])
+        .arg(fixture("guidellm/benchmarks.json"))
+        .arg(fixture("aiperf/profile_export_aiperf.json"))
+        .assert()
+        .success()
+        .stdout(contains(median_ttft.as_str()))
+        .stdout(contains("Not compared").not())
+        .stderr(contains("converted from GuideLLM 0.8.1"));
+    goodput()
+        .args(["show", &vllm])
+        .assert()
+        .success()
+        .stdout(contains(median_ttft.as_str()).and(contains("vllm bench serve")));
+}

@@ -124,7 +124,9 @@ pub(crate) struct PeerRun {
     pub requests: u32,
     /// What the file does not hold, or holds differently.
     pub notices: Vec<String>,
-    /// The peer's own settings, kept in `run.workload`.
+    /// The peer's own settings, kept as `run.peer` (not `run.workload`: the tools
+    /// describe their prompts differently, and `compare` refuses reports whose
+    /// workload descriptions differ).
     pub workload: Value,
 }
 
@@ -135,6 +137,8 @@ pub(crate) fn peer_report(run: PeerRun) -> Report {
         run.tool
     )];
     notices.extend(run.notices);
+    let mut extra = Map::new();
+    extra.insert("peer".into(), run.workload);
     let mut load = indexmap::IndexMap::new();
     load.insert(
         run.engine,
@@ -165,8 +169,8 @@ pub(crate) fn peer_report(run: PeerRun) -> Report {
             load_mode: run.mode.into(),
             planned_trials: 1,
             requests_per_trial: run.requests,
-            workload: run.workload,
             notices,
+            extra,
             ..Default::default()
         }),
         capacity: indexmap::IndexMap::new(),

@@ -11,12 +11,11 @@ use super::text::num;
 /// `(label, value)` header lines: the workload, then what each engine was seen to do.
 pub fn ran_lines(report: &Report) -> Vec<(String, String)> {
     let mut lines = Vec::new();
-    if let Some(w) = report
-        .run
-        .as_ref()
-        .map(|r| &r.workload)
-        .filter(|w| w.is_object())
-    {
+    let run = report.run.as_ref();
+    let peer = run
+        .and_then(|r| r.extra.get("peer"))
+        .filter(|w| w.is_object());
+    if let Some(w) = peer.or(run.map(|r| &r.workload).filter(|w| w.is_object())) {
         if let Some(text) = workload_text(w) {
             lines.push(("workload".to_string(), text));
         }
@@ -34,7 +33,7 @@ pub fn workload_text(w: &Value) -> Option<String> {
     if let Some(tool) = w.get("tool").and_then(Value::as_str) {
         // A peer's result file: its settings, as far as the file says them.
         return Some(format!(
-            "as {tool} ran it (its settings: the report's run.workload)"
+            "as {tool} ran it (its settings: the report's run.peer)"
         ));
     }
     let kind = w.get("kind").and_then(Value::as_str).unwrap_or("synthetic");
@@ -191,6 +190,7 @@ mod tests {
     fn measured_prefix_hits_and_acceptance_stand_beside_the_expected() {
         let mut r = peer_report();
         if let Some(run) = r.run.as_mut() {
+            run.extra.clear();
             run.workload = json!({"kind": "prefix", "facts": {"expected_prefix_hit_share": 0.8}});
         }
         let p = &mut r.load[0].points[0];
