@@ -263,3 +263,20 @@ fn result_json(
     );
     Value::Object(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    #[test]
+    fn figures_follow_numpys_rules_as_vllms_do() {
+        // np.mean, np.median, np.std (population), np.percentile (linear) of [4, 1, 3, 2].
+        let (mean, median, std, ps) = describe(&[4.0, 1.0, 3.0, 2.0], &[50.0, 99.0]);
+        assert_eq!((mean, median), (2.5, 2.5));
+        assert!((std - 1.25f64.sqrt()).abs() < 1e-12);
+        assert_eq!(ps[0], (50.0, 2.5));
+        assert!((ps[1].1 - 3.97).abs() < 1e-12);
+        // vLLM's `np.mean(values or 0)`: zeros for no value.
+        assert_eq!(describe(&[], &[99.0]).3, vec![(99.0, 0.0)]);
+    }
+}

@@ -241,6 +241,10 @@ fn the_quick_profile_says_its_milliseconds_are_ten_times_short() {
     let p = plan(&[]).expect("the quick profile");
     let info = crate::run::plan_info(&p);
     assert_eq!(info.notices.len(), 3, "{:?}", info.notices);
-    assert!(info.notices[0].contains("--time-scale 10"), "{:?}", info.notices);
+    assert!(
+        info.notices[0].contains("--time-scale 10"),
+        "{:?}",
+        info.notices
+    );
     assert!(info.profile.is_some_and(|t| t.contains("quick-sim")));
 }
