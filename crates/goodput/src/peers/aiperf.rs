@@ -139,6 +139,8 @@ pub fn convert(v: &Value, dir: Option<&Path>) -> anyhow::Result<report::Report> 
         workload: json!({
             "tool": format!("AIPerf {version}"),
             "endpoint": v.pointer("/input_config/endpoint"),
+            "input_tokens": v.pointer("/input_config/datasets/0/prompts/isl/mean"),
+            "output_tokens": v.pointer("/input_config/datasets/0/prompts/osl/mean"),
             "datasets": v.pointer("/input_config/datasets"),
             "cli_command": v.pointer("/run_info/cli_command"),
         }),

@@ -152,6 +152,8 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
             "tool": format!("GuideLLM {version}"),
             "target": backend.and_then(|b| b.get("target")),
             "request_format": backend.and_then(|b| b.get("request_format")),
+            "input_tokens": v.pointer("/config/spec/data/0/prompt_tokens"),
+            "output_tokens": v.pointer("/config/spec/data/0/output_tokens"),
             "data": v.pointer("/config/spec/data"),
         }),
     }))

@@ -110,6 +110,11 @@ fn guidellms_benchmarks_keep_its_figures_under_goodputs_names() {
     assert_eq!(p.completed, vec![20]);
     assert_eq!(p.ttft_quantiles_ms.len(), 51);
     assert_eq!(p.median_itl_ms.n, 0, "GuideLLM has no per-chunk gaps");
+    let header = crate::render::table::header_text(&r);
+    assert!(
+        header.contains("as GuideLLM 0.8.1 ran it: 64 prompt tokens, 16 out"),
+        "{header}"
+    );
 }
 
 #[test]

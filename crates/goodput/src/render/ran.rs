@@ -32,8 +32,13 @@ fn pct(v: f64) -> String {
 pub fn workload_text(w: &Value) -> Option<String> {
     if let Some(tool) = w.get("tool").and_then(Value::as_str) {
         // A peer's result file: its settings, as far as the file says them.
+        let n = |k: &str| w.get(k).and_then(Value::as_f64).map(num);
+        let lengths = match (n("input_tokens"), n("output_tokens")) {
+            (Some(i), Some(o)) => format!(": {i} prompt tokens, {o} out"),
+            _ => String::new(),
+        };
         return Some(format!(
-            "as {tool} ran it (its settings: the report's run.peer)"
+            "as {tool} ran it{lengths} (its settings: the report's run.peer)"
         ));
     }
     let kind = w.get("kind").and_then(Value::as_str).unwrap_or("synthetic");
