@@ -415,7 +415,8 @@ fn tokenizer_file(p: &Path) -> PathBuf {
     }
 }
 
-/// The run's header line for tables filled with defaults.
+/// The run's header line for tables filled with defaults (what ran, flags applied,
+/// is in the header's `workload` line and the report's `run.profile`).
 pub fn filled_note(origin: &str, filled: &[&str]) -> String {
     let tables: Vec<String> = filled
         .iter()
@@ -426,18 +427,8 @@ pub fn filled_note(origin: &str, filled: &[&str]) -> String {
         return format!("{origin}: no `name`: named after the file");
     }
     format!(
-        "{origin}: no {} given: using the defaults ({}); the report records the whole profile (`run.profile`)",
-        tables.join(", "),
-        filled
-            .iter()
-            .filter_map(|t| match *t {
-                "slo" => Some("SLO TTFT <= 1000 ms, TPOT <= 100 ms"),
-                "load" => Some("concurrency 1, 4, 16 with 100 requests each"),
-                "workload" => Some("random prompts of 1024 tokens, 128 out"),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
+        "{origin}: no {} given: filled with goodput's defaults (docs/peers.md), then the flags applied; the profile as run is in the report's `run.profile`",
+        tables.join(", ")
     )
 }
 
