@@ -10,10 +10,19 @@ use crate::profile::{parse_points, parse_slo, Overrides, Profile};
 use crate::render::{self, Format};
 use crate::run::{run, RunOptions};
 
+mod peer;
+mod peer_output;
+mod resolve;
+mod suggest;
+
+pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};
+pub use resolve::{DEFAULT_LOAD, DEFAULT_SLO, DEFAULT_WORKLOAD};
+pub use suggest::{parse_or_exit, peer_hint};
+
 /// The profile `goodput run` uses when given none: the three simulator presets
 /// modelled on the reference report, on an unthrottled clock, ten times faster than
 /// real time.
-pub const QUICK_PROFILE: &str = include_str!("../../../examples/quick.toml");
+pub const QUICK_PROFILE: &str = include_str!("cli/quick.toml");
 
 /// goodput: which LLM serving configuration meets your latency SLO, and at what load.
 #[derive(Debug, Parser)]
@@ -222,6 +231,9 @@ pub struct CommonArgs {
     /// grows with threads; a benchmark on one core uses 1.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub client_threads: Option<u32>,
+    /// A running server instead of a profile's engines, and vLLM's spellings.
+    #[command(flatten)]
+    pub peer: PeerArgs,
 }
 
 /// `goodput search`.
@@ -334,7 +346,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Sim(args) => sim_command(args).await,
         Command::EngineGuard { argv } => Ok(crate::engine::guard::run(&argv)),
         Command::Show { report, format } => {
-            let r = report::read_report(&report)?;
+            let r = crate::peers::read(&report)?;
             let color = format == Format::Table
                 && std::io::stdout().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none();
@@ -362,7 +374,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             print_out(&render::compare::compare_text(&loaded, &opts, color))
         }
         Command::Report { report, output } => {
-            let r = report::read_report(&report)?;
+            let r = crate::peers::read(&report)?;
             let out = output.unwrap_or_else(|| report.with_extension("html"));
             crate::redact::write_file(&out, &render::html(&r))?;
             eprintln!("wrote {}", out.display());
@@ -395,7 +407,8 @@ async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 
 /// The plan `goodput run` would run with these flags (before any `--shard`).
 pub(crate) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
-    let (profile, origin) = load_profile(&args.profile)?;
+    let levels = args.levels.concurrency.is_some() || args.levels.rate.is_some();
+    let (profile, origin) = load_profile(&args.profile, &args.common, levels)?;
     let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
     let overrides = Overrides {
         concurrency: args
@@ -452,18 +465,20 @@ impl TrialArgs {
     }
 }
 
-fn load_profile(path: &Option<PathBuf>) -> anyhow::Result<(Profile, String)> {
-    Ok(match path {
-        Some(p) => (Profile::load(p)?, p.display().to_string()),
-        None => (
-            Profile::parse(QUICK_PROFILE, "built-in quick profile")?,
-            "built-in quick profile".to_string(),
-        ),
-    })
+fn load_profile(
+    path: &Option<PathBuf>,
+    flags: &CommonArgs,
+    levels: bool,
+) -> anyhow::Result<(Profile, String)> {
+    let r = resolve::resolve(path.as_deref(), &flags.peer, levels)?;
+    if !r.filled.is_empty() && !flags.quiet {
+        eprintln!("{}", resolve::filled_note(&r.origin, &r.filled));
+    }
+    Ok((r.profile, r.origin))
 }
 
 async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
-    let (profile, origin) = load_profile(&args.profile)?;
+    let (profile, origin) = load_profile(&args.profile, &args.common, false)?;
     let overrides = Overrides {
         search: Some(crate::profile::SearchSpec {
             min: args.min,
@@ -531,8 +546,10 @@ async fn execute(
         shard,
         ttft_includes_connect: flags.ttft_includes_connect,
     };
+    peer_output::header(plan, flags);
     crate::engine::install_cleanup_hooks();
     let (report, outcome) = run(plan, &opts).await?;
+    peer_output::save_result(&report, output, &flags.peer)?;
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     print_out(&render::show(&report, Format::Table, color))?;
     // The answer again, last, where the eye lands when the run ends.

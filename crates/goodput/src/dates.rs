@@ -23,6 +23,14 @@ pub fn utc_now_minute() -> String {
     utc_minute(now)
 }
 
+/// `YYYYMMDD-HHMMSS` of now, UTC (the `date` of a vLLM result file).
+pub fn compact_now() -> String {
+    let fmt = format_description!("[year][month][day]-[hour][minute][second]");
+    OffsetDateTime::now_utc()
+        .format(&fmt)
+        .unwrap_or_else(|_| "19700101-000000".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

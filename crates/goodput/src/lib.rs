@@ -20,6 +20,8 @@
 //! - [`compare`]: the data of a comparison (from reports and their requests files)
 //!   and its decisions, which [`render`] shows.
 //! - [`render`]: show, compare, HTML, warnings; reads reports only.
+//! - [`peers`]: peers' result files (vLLM, GuideLLM, AIPerf) read as reports, and
+//!   vLLM's format written.
 //! - [`environment`]: what ran where.
 //! - [`dates`]: the one date formatter.
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
@@ -39,6 +41,7 @@ pub mod files;
 pub mod fit;
 pub mod load;
 pub mod metrics;
+pub mod peers;
 pub mod plan;
 pub mod predict;
 pub mod profile;

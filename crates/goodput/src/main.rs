@@ -1,9 +1,7 @@
 //! `goodput`: parse, call the library, print the error chain, choose the exit code.
 
-use clap::Parser;
-
 fn main() {
-    let cli = goodput::cli::Cli::parse();
+    let cli = goodput::cli::parse_or_exit();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = cli.runtime_threads() {
         builder.worker_threads(n);

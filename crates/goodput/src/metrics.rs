@@ -1,6 +1,6 @@
 //! Every metric, derived from [`RequestRecord`]s in one place. Pure: no clock, no I/O.
 //!
-//! Definitions (also in README.md, "Metrics"):
+//! Definitions (also in docs/report.md, "Metrics"):
 //! - **TTFT** = first content-bearing chunk − send time. The send time is taken once
 //!   the request has a connection, so a connection opened for it (its `connect`, a
 //!   raw fact not summarised here) is not in TTFT, unless the run asked for

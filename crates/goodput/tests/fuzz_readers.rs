@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 const REFERENCE: &str = include_str!("../../../tests/data/l4-gpu1-vllm.json");
-const PROFILE: &str = include_str!("../../../examples/quick.toml");
+const PROFILE: &str = include_str!("../src/cli/quick.toml");
 
 fn mutate(base: &str, edits: &[(usize, u8)]) -> String {
     let mut b = base.as_bytes().to_vec();

@@ -88,8 +88,8 @@ fn measuring_the_fixed_schedule_recovers_its_ttft_and_itl() {
     );
     assert!(dir.path("r.html").exists());
     assert!(
-        dir.path("fixed.log").exists(),
-        "engine log beside the report"
+        dir.path("r.logs/fixed.log").exists(),
+        "engine log beside the report, in REPORT.logs/"
     );
     // `show` reads it back.
     goodput()

@@ -16,6 +16,11 @@ fn outputs_of(dir: &std::path::Path, stdout: &[u8], stderr: &[u8]) -> Vec<(Strin
         ("stderr".to_string(), stderr.to_vec()),
     ];
     for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.path().is_dir() {
+            // REPORT.logs/: the engine logs.
+            all.extend(outputs_of(&e.path(), &[], &[]).into_iter().skip(2));
+            continue;
+        }
         all.push((
             e.path().display().to_string(),
             std::fs::read(e.path()).unwrap(),

@@ -62,8 +62,9 @@ pub fn requests_file(path: &Path, report: &Report) -> PathBuf {
 }
 
 /// Reads the report at `path` and, when it is there, its requests file.
-pub fn load(path: &Path) -> Result<Input, report::ReportError> {
-    let report = report::read_report(path)?;
+pub fn load(path: &Path) -> anyhow::Result<Input> {
+    // A goodput report, or a peer's result file converted (vLLM, GuideLLM, AIPerf).
+    let report = crate::peers::read_noting(path)?;
     let label = path.display().to_string();
     let file = requests_file(path, &report);
     if !file.exists() {

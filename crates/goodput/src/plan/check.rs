@@ -115,6 +115,7 @@ impl Profile {
         let workload_description = describe(&self.workload, &workload, spec.requests_per_trial);
         check_telemetry(&check, &self.telemetry)?;
         check_server_metrics(&check, &self.server_metrics)?;
+        let profile_toml = resolved_toml(&self, &spec, &slo, &ov.engines);
         let mut engines = select_engines(&check, self.engines, &ov.engines)?;
         super::price::apply_prices(&mut engines, &ov.usd_per_hour)
             .map_err(|m| check.bad("usd_per_hour", m))?;
@@ -148,6 +149,7 @@ impl Profile {
             workload_description,
             search,
             server_metrics: self.server_metrics,
+            profile_toml,
         })
     }
 }
@@ -205,6 +207,22 @@ fn check_plan_size(
         )),
         _ => Ok(()),
     }
+}
+
+/// The profile with the overrides applied, as TOML (`None` if it does not serialise).
+fn resolved_toml(
+    profile: &Profile,
+    load: &crate::profile::LoadSpec,
+    slo: &SloSpec,
+    only: &[String],
+) -> Option<String> {
+    let mut p = profile.clone();
+    p.load = load.clone();
+    p.slo = slo.clone();
+    if !only.is_empty() {
+        p.engines.retain(|name, _| only.contains(name));
+    }
+    toml::to_string(&p).ok()
 }
 
 /// `--slo` replaces the bounds; the attainment target and form stay the profile's.

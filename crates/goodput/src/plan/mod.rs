@@ -66,6 +66,9 @@ pub struct Plan {
     pub search: Option<crate::search::SearchConfig>,
     /// The engine's `/metrics`, sampled during every trial.
     pub server_metrics: crate::server_metrics::ServerMetricsSpec,
+    /// The profile as run, flags applied (TOML), for the report: running it again
+    /// repeats the run.
+    pub profile_toml: Option<String>,
 }
 
 /// The validated workload.

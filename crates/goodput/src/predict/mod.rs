@@ -174,6 +174,8 @@ pub fn finish_report(plan: &Plan, model: &Model, sweep: &Sweep) -> Report {
             fitted_from: model.fitted_from.clone(),
             method: "virtual time: the simulator's engine model, no sockets, no sleeping".into(),
         }),
+        // Virtual time: no engine ran at a --time-scale, so its notice does not apply.
+        notices: Vec::new(),
         ..crate::run::plan_info(plan)
     });
     report

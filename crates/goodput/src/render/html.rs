@@ -44,6 +44,14 @@ pub fn html(report: &Report) -> String {
                 main {
                     header {
                         h1 { (title) }
+                        @if let Some(p) = report.run.as_ref().and_then(|r| r.predicted.as_ref()) {
+                            p.predicted {
+                                strong { "PREDICTED, not measured." }
+                                " Every figure on this page comes from the simulator's engine model run in virtual time ("
+                                (p.engine_config)
+                                "), not from requests to an engine."
+                            }
+                        }
                         dl.meta {
                             @for (k, v) in header_lines(report).iter().skip(1) {
                                 dt { (k) } dd { (v) }

@@ -22,6 +22,7 @@ pub mod markdown;
 pub mod reasoning;
 pub mod rank;
 pub mod predicted;
+pub mod ran;
 pub mod rows;
 pub mod table;
 pub mod text;

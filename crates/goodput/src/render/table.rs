@@ -181,6 +181,7 @@ pub fn header_lines(report: &Report) -> Vec<(String, String)> {
         ("SLO".to_string(), slo_text),
         ("load".to_string(), load_mode_text(report)),
     ];
+    lines.extend(super::ran::ran_lines(report));
     if let Some(run) = &report.run {
         let status = serde_json::to_value(run.status)
             .ok()

@@ -217,17 +217,24 @@ fn stop_on_signal(stop_tx: watch::Sender<bool>) -> tokio::task::JoinHandle<&'sta
     })
 }
 
-/// Where launched engines log (beside the report) and what they are started with.
+/// Where launched engines log (`REPORT.logs/` beside the report, never the current
+/// folder) and what they are started with.
 fn engine_context(opts: &RunOptions, client: &reqwest::Client) -> EngineContext {
     EngineContext {
-        log_dir: opts
-            .output
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        log_dir: logs_dir(&opts.output),
         goodput_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("goodput")),
         client: client.clone(),
     }
+}
+
+/// The folder of a report's engine logs: `r.json` -> `r.logs/`, beside it.
+pub fn logs_dir(report: &Path) -> PathBuf {
+    let name = report
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "goodput-report.json".into());
+    let stem = name.strip_suffix(".json").unwrap_or(&name);
+    report.with_file_name(format!("{stem}.logs"))
 }
 
 /// Every engine of the plan in order, until the run is stopped.
@@ -350,8 +357,29 @@ pub(crate) fn plan_info(plan: &Plan) -> RunInfo {
         seed: plan.seed,
         workload: plan.workload_description.clone(),
         fingerprints: plan.fingerprints(),
+        profile: plan.profile_toml.clone(),
+        notices: time_scale_notices(plan),
         ..Default::default()
     }
+}
+
+/// A notice per simulator engine run faster than real time (`--time-scale N`): its
+/// milliseconds, and the SLO's, are wall-clock, N times shorter than the modelled
+/// GPU's.
+fn time_scale_notices(plan: &Plan) -> Vec<String> {
+    plan.engines
+        .iter()
+        .filter(|(_, e)| e.effective_kind() == crate::profile::EngineKind::Sim)
+        .filter_map(|(name, e)| {
+            let at = e.args.iter().position(|a| a == "--time-scale")?;
+            let scale: f64 = e.args.get(at + 1)?.parse().ok()?;
+            (scale.is_finite() && scale > 0.0 && scale != 1.0).then(|| {
+                format!(
+                    "{name}: the simulator ran at --time-scale {scale}: every millisecond here, the SLO's included, is wall-clock; on the modelled GPU each is {scale} times longer"
+                )
+            })
+        })
+        .collect()
 }
 
 /// The report's `run` section as the run starts.

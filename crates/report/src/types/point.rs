@@ -9,7 +9,7 @@ use super::{is_zero, GpuSample, GpuSummary, RunStatus};
 use crate::stats::Stat;
 
 /// One load level of one engine, summarised over its trials.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Point {
     /// Load level: concurrency (closed loop) or requests/s (open loop).
     pub x: f64,

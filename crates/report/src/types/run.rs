@@ -65,6 +65,10 @@ pub struct RunInfo {
     /// is one of N clients sharing one load (`goodput run --load-shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_shard: Option<crate::LoadShardInfo>,
+    /// goodput addition: the profile as run, every flag applied and every default
+    /// filled (TOML): `goodput run` on it repeats the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

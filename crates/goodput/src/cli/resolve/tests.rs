@@ -1,0 +1,250 @@
+use clap::Parser;
+
+use crate::cli::{run_plan, Cli, Command, RunArgs};
+use crate::plan::Workload;
+use crate::profile::LoadMode;
+
+fn run_args(args: &[&str]) -> RunArgs {
+    let mut argv = vec!["goodput", "run"];
+    argv.extend_from_slice(args);
+    match Cli::try_parse_from(argv).expect("flags parse").command {
+        Command::Run(a) => a,
+        _ => unreachable!("a run"),
+    }
+}
+
+fn plan(args: &[&str]) -> anyhow::Result<crate::plan::Plan> {
+    run_plan(&run_args(args))
+}
+
+#[test]
+fn a_url_alone_runs_with_vllm_like_defaults() {
+    let p = plan(&["--url", "http://127.0.0.1:9/"]).expect("a plan");
+    assert_eq!(p.slo.ttft_ms, Some(1000.0));
+    assert_eq!(p.slo.tpot_ms, Some(100.0));
+    assert_eq!(p.mode, LoadMode::Concurrency);
+    assert_eq!(p.points, [1.0, 4.0, 16.0]);
+    assert!(matches!(
+        p.workload,
+        Workload::Synthetic {
+            input_tokens: 1024,
+            output_tokens: 128,
+            ..
+        }
+    ));
+    let (name, e) = p.engines.first().expect("one engine");
+    assert_eq!(name, "server");
+    assert_eq!(e.url.as_deref(), Some("http://127.0.0.1:9"));
+    let toml = p.profile_toml.expect("the resolved profile");
+    assert!(toml.contains("http://127.0.0.1:9"), "{toml}");
+}
+
+#[test]
+fn the_issues_command_maps_every_vllm_flag() {
+    let p = plan(&[
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "org/tiny-llama",
+        "--max-concurrency",
+        "2",
+        "--num-prompts",
+        "20",
+        "--random-input-len",
+        "64",
+        "--random-output-len",
+        "16",
+        "--goodput",
+        "ttft:1000",
+        "tpot:100",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--num-warmups",
+        "0",
+        "--seed",
+        "7",
+    ])
+    .expect("a plan");
+    assert_eq!(
+        (p.mode, p.points.clone()),
+        (LoadMode::Concurrency, vec![2.0])
+    );
+    assert_eq!(
+        (p.requests_per_trial, p.warmup_requests, p.seed),
+        (20, 0, 7)
+    );
+    assert!(matches!(
+        p.workload,
+        Workload::Synthetic {
+            input_tokens: 64,
+            output_tokens: 16,
+            ..
+        }
+    ));
+    let (name, e) = p.engines.first().expect("one engine");
+    assert_eq!(name, "tiny-llama");
+    assert_eq!(e.model.as_deref(), Some("org/tiny-llama"));
+    assert_eq!(e.api, crate::profile::Api::Chat);
+}
+
+#[test]
+fn a_request_rate_is_the_open_loop_and_inf_is_everything_at_once() {
+    let p = plan(&[
+        "--port",
+        "9",
+        "--request-rate",
+        "2.5",
+        "--max-concurrency",
+        "3",
+        "--burstiness",
+        "0.5",
+    ])
+    .expect("a plan");
+    assert_eq!((p.mode, p.points.clone()), (LoadMode::Rate, vec![2.5]));
+    assert_eq!((p.max_concurrency, p.burstiness), (Some(3), 0.5));
+    assert_eq!(p.engines[0].url.as_deref(), Some("http://127.0.0.1:9"));
+    let p = plan(&[
+        "--url",
+        "http://h:1",
+        "--request-rate",
+        "inf",
+        "--num-prompts",
+        "12",
+    ])
+    .expect("a plan");
+    assert_eq!(
+        (p.mode, p.points.clone()),
+        (LoadMode::Concurrency, vec![12.0])
+    );
+}
+
+#[test]
+fn a_profile_and_flags_mix_and_missing_tables_take_defaults() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, "[workload]\ninput_tokens = 32\noutput_tokens = 8\n").expect("write");
+    let p = plan(&[
+        path.to_str().unwrap_or_default(),
+        "--url",
+        "http://127.0.0.1:9",
+        "--num-prompts",
+        "5",
+    ])
+    .expect("a plan");
+    assert_eq!(p.name, "p");
+    assert!(matches!(
+        p.workload,
+        Workload::Synthetic {
+            input_tokens: 32,
+            ..
+        }
+    ));
+    assert_eq!(p.requests_per_trial, 5);
+    assert_eq!(p.slo.ttft_ms, Some(1000.0));
+}
+
+#[test]
+fn every_missing_or_malformed_table_is_reported_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, "slo = 3\nload = \"x\"\n").expect("write");
+    let e = plan(&[path.to_str().unwrap_or_default()])
+        .expect_err("refused")
+        .to_string();
+    for part in [
+        "`slo` must be a table",
+        "`load` must be a table",
+        "no [engines.NAME] table",
+        "--url",
+    ] {
+        assert!(e.contains(part), "{part} in {e}");
+    }
+}
+
+#[test]
+fn flags_that_cannot_map_are_refused_with_the_reason() {
+    for (args, says) in [
+        (
+            vec!["--url", "http://h:1", "--temperature", "0.7"],
+            "greedily",
+        ),
+        (
+            vec!["--url", "http://h:1", "--endpoint", "/v1/embeddings"],
+            "/v1/completions",
+        ),
+        (
+            vec![
+                "--url",
+                "http://h:1",
+                "--concurrency",
+                "2",
+                "--max-concurrency",
+                "2",
+            ],
+            "one spelling",
+        ),
+        (
+            vec!["--url", "http://h:1", "--metric-percentiles", "99,101"],
+            "101",
+        ),
+        (
+            vec![
+                "--url",
+                "http://h:1",
+                "--percentile-metrics",
+                "ttft,goodput",
+            ],
+            "goodput",
+        ),
+        (
+            vec!["--url", "http://h:1", "--goodput", "ttft:-1"],
+            "--goodput",
+        ),
+    ] {
+        let e = plan(&args).expect_err("refused").to_string();
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn vllm_datasets_map_onto_goodputs_workloads() {
+    let p = plan(&[
+        "--url",
+        "http://h:1",
+        "--random-prefix-len",
+        "100",
+        "--random-input-len",
+        "50",
+    ])
+    .expect("a plan");
+    match p.workload {
+        Workload::Prefix(w) => {
+            assert_eq!((w.groups, w.prefix_tokens, w.suffix_tokens), (1, 100, 50))
+        }
+        other => panic!("not a prefix workload: {other:?}"),
+    }
+    let p = plan(&["--url", "http://h:1", "--dataset-name", "prefix_repetition"]).expect("a plan");
+    assert!(matches!(p.workload, Workload::Prefix(ref w) if w.groups == 10));
+    let e = plan(&["--url", "http://h:1", "--dataset-name", "custom"]).expect_err("needs a path");
+    assert!(e.to_string().contains("workload.path"), "{e}");
+}
+
+#[test]
+fn without_a_url_or_profile_the_quick_profile_runs_as_before() {
+    let p = plan(&[]).expect("the quick profile");
+    assert_eq!(p.name, "quick-sim");
+    assert_eq!(p.engines.len(), 3);
+}
+
+#[test]
+fn the_quick_profile_says_its_milliseconds_are_ten_times_short() {
+    let p = plan(&[]).expect("the quick profile");
+    let info = crate::run::plan_info(&p);
+    assert_eq!(info.notices.len(), 3, "{:?}", info.notices);
+    assert!(
+        info.notices[0].contains("--time-scale 10"),
+        "{:?}",
+        info.notices
+    );
+    assert!(info.profile.is_some_and(|t| t.contains("quick-sim")));
+}

@@ -1,0 +1,183 @@
+//! Peers' result files, read into goodput's report model so that `show`, `compare`
+//! and `report` work on them: `vllm bench serve --save-result` ([`vllm`]),
+//! GuideLLM's `benchmarks.json` ([`guidellm`]) and AIPerf's
+//! `profile_export_aiperf.json` ([`aiperf`]); and vLLM's format written from a
+//! goodput run ([`vllm_write`]).
+//!
+//! A converted report carries the peer's own figures exactly (its medians and p99s,
+//! not goodput's recomputation), the quantile grids from its per-request data where
+//! the file has them, and `run.notices` saying which tool wrote it and what it lacks.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::Context;
+use report::{EngineResult, Point, Report, RunInfo, Slo, Stat};
+use serde_json::{Map, Value};
+
+pub mod aiperf;
+pub mod guidellm;
+pub mod vllm;
+pub mod vllm_write;
+
+/// [`read`], printing a converted file's notices to stderr (for `compare`, whose
+/// table has no room for them; `show` and the HTML page print them in their header).
+pub fn read_noting(path: &Path) -> anyhow::Result<Report> {
+    let r = read(path)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let notices: &[String] = r.run.as_ref().map_or(&[], |run| &run.notices);
+    if notices
+        .first()
+        .is_some_and(|n| n.starts_with("converted from"))
+    {
+        for n in notices {
+            eprintln!("note: {name}: {n}");
+        }
+    }
+    Ok(r)
+}
+
+/// Reads a goodput report, or a peer's result file converted into one (its
+/// `run.notices` say which tool wrote it and what it lacks).
+pub fn read(path: &Path) -> anyhow::Result<Report> {
+    let text = read_bounded(path)?;
+    let value: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        // Not JSON at all: the report reader's error names the line and column.
+        Err(_) => return Ok(report::read_report(path)?),
+    };
+    let converted = if vllm::is_vllm(&value) {
+        Some(vllm::convert(&value).with_context(|| format!("{}: a vLLM result", path.display()))?)
+    } else if guidellm::is_guidellm(&value) {
+        Some(
+            guidellm::convert(&value)
+                .with_context(|| format!("{}: a GuideLLM result", path.display()))?,
+        )
+    } else if aiperf::is_aiperf(&value) {
+        Some(
+            aiperf::convert(&value, path.parent())
+                .with_context(|| format!("{}: an AIPerf result", path.display()))?,
+        )
+    } else {
+        None
+    };
+    match converted {
+        Some(r) => Ok(r),
+        None => Ok(report::read_report(path)?),
+    }
+}
+
+/// The file's text, refused beyond the report size limit.
+fn read_bounded(path: &Path) -> anyhow::Result<String> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut text = String::new();
+    file.take(report::io::MAX_REPORT_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if text.len() as u64 > report::io::MAX_REPORT_BYTES {
+        anyhow::bail!(
+            "{}: larger than the {}-byte limit for a report",
+            path.display(),
+            report::io::MAX_REPORT_BYTES
+        );
+    }
+    Ok(text)
+}
+
+/// One figure as a `{median,min,max,n}` of one trial (`n = 0` when absent).
+pub(crate) fn one(v: Option<f64>) -> Stat {
+    Stat::from_trials([v.filter(|x| x.is_finite())])
+}
+
+/// A number field of a JSON object.
+pub(crate) fn num(obj: &Value, key: &str) -> Option<f64> {
+    obj.get(key).and_then(Value::as_f64)
+}
+
+/// The pooled quantile grid of per-request values ("lower" rule, as goodput's own).
+pub(crate) fn grid(mut values: Vec<f64>, quantiles: &[f64]) -> Vec<f64> {
+    report::stats::sort_values(&mut values);
+    if values.is_empty() {
+        return Vec::new();
+    }
+    quantiles
+        .iter()
+        .filter_map(|&q| report::stats::quantile_lower(&values, q))
+        .collect()
+}
+
+/// What a peer's file says about one load level, and what it lacks.
+pub(crate) struct PeerRun {
+    /// The tool, e.g. `vllm bench serve 0.32.0`.
+    pub tool: String,
+    /// The engine's name in the report (the model).
+    pub engine: String,
+    /// `concurrency` or `rate`.
+    pub mode: &'static str,
+    /// Its load levels.
+    pub points: Vec<Point>,
+    /// Requests per load level (the most any level sent).
+    pub requests: u32,
+    /// What the file does not hold, or holds differently.
+    pub notices: Vec<String>,
+    /// The peer's own settings, kept as `run.peer` (not `run.workload`: the tools
+    /// describe their prompts differently, and `compare` refuses reports whose
+    /// workload descriptions differ).
+    pub workload: Value,
+}
+
+/// The report of a converted peer file.
+pub(crate) fn peer_report(run: PeerRun) -> Report {
+    let mut notices = vec![format!(
+        "converted from {}'s result file; figures are the tool's own",
+        run.tool
+    )];
+    notices.extend(run.notices);
+    let mut extra = Map::new();
+    extra.insert("peer".into(), run.workload);
+    let mut load = indexmap::IndexMap::new();
+    load.insert(
+        run.engine,
+        EngineResult {
+            kv_pool_tokens: None,
+            points: run.points,
+            kv_pool_source: None,
+            error: None,
+            restarts: Vec::new(),
+            extra: Map::new(),
+        },
+    );
+    Report {
+        profile: run.tool.clone(),
+        slo: Slo {
+            ttft_ms: None,
+            tpot_ms: None,
+            e2el_ms: None,
+            ttfat_ms: None,
+            attainment: None,
+            percentile: None,
+            extra: Map::new(),
+        },
+        environment: None,
+        quantiles: report::default_quantiles(),
+        load,
+        run: Some(RunInfo {
+            schema: report::SCHEMA.into(),
+            load_mode: run.mode.into(),
+            planned_trials: 1,
+            requests_per_trial: run.requests,
+            notices,
+            extra,
+            ..Default::default()
+        }),
+        capacity: indexmap::IndexMap::new(),
+        extra: Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
