@@ -81,7 +81,10 @@ static PATTERNS: LazyLock<[(Regex, &'static str); 3]> = LazyLock::new(|| {
             "${1} ***",
         ),
         // User information of a URL.
-        (re(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@".into()), "${1}***@"),
+        (
+            re(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@".into()),
+            "${1}***@",
+        ),
         // `--api-key X`, `--api-key=X`, `--hf-token X`, `HF_TOKEN=X`.
         (
             re(format!(
@@ -152,7 +155,10 @@ mod tests {
             text(r#"{"error":"bad key","authorization":"Bearer zzzz9999"}"#),
             r#"{"error":"bad key","authorization":"Bearer ***"}"#
         );
-        assert_eq!(text("--api-key abc123 --port 8000"), "--api-key *** --port 8000");
+        assert_eq!(
+            text("--api-key abc123 --port 8000"),
+            "--api-key *** --port 8000"
+        );
         assert_eq!(text("HF_TOKEN=hf_abcdef echo"), "HF_TOKEN=*** echo");
         assert_eq!(
             text("--max-num-batched-tokens 2048 tokens=5"),

@@ -57,8 +57,14 @@ mod tests {
     fn control_sequences_are_shown_not_obeyed_and_colours_kept() {
         let hostile = "HTTP 500: \x1b]0;pwned\x07\x1b[2J body\u{9b}";
         let shown = safe(hostile);
-        assert!(!shown.contains('\x1b') && !shown.contains('\x07'), "{shown:?}");
-        assert!(shown.contains("\\u{1b}]0;pwned\\u{7}\\u{1b}[2J body\\u{9b}"), "{shown}");
+        assert!(
+            !shown.contains('\x1b') && !shown.contains('\x07'),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains("\\u{1b}]0;pwned\\u{7}\\u{1b}[2J body\\u{9b}"),
+            "{shown}"
+        );
         let ours = "\x1b[32m1\x1b[0m\tok\n";
         assert_eq!(safe(ours), ours);
     }

@@ -18,7 +18,11 @@ fn an_a_a_comparison_finds_no_detectable_difference() {
     );
     // Seven metrics at four load levels, and the energy per token the engine
     // model's GPU gives at each (no price: no cost rows).
-    let energy = c.rows.iter().filter(|r| r.metric == "J/output token").count();
+    let energy = c
+        .rows
+        .iter()
+        .filter(|r| r.metric == "J/output token")
+        .count();
     assert_eq!((c.rows.len() - energy, energy), (28, 4), "{:#?}", c.rows);
     let significant: Vec<_> = c.rows.iter().filter(|r| r.significant).collect();
     assert!(significant.len() <= 1, "{significant:#?}");

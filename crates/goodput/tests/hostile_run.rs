@@ -85,7 +85,10 @@ async fn an_endless_model_list_fails_at_once_with_bounded_memory() {
     // Once, not again every 5 s until the ready timeout.
     assert!(fake.hits("/v1/models") <= 2, "{}", fake.hits("/v1/models"));
     // The server offered 512 MiB; goodput reads 4 MiB of it at most.
-    eprintln!("goodput's peak RSS against an endless /v1/models: {} MiB", rss >> 20);
+    eprintln!(
+        "goodput's peak RSS against an endless /v1/models: {} MiB",
+        rss >> 20
+    );
     assert!(rss < 96 << 20, "goodput reached {} MiB", rss >> 20);
 }
 
@@ -131,7 +134,11 @@ async fn a_server_that_never_answers_abandons_the_trial_after_three_timeouts() {
     let out = dir.path().join("r.json");
     let o = run(&p, &out, &["--no-html"]).await;
     assert!(o.status.code().is_some(), "{}", text(&o.stderr));
-    assert_eq!(fake.hits("/v1/completions"), 3, "one after another until three");
+    assert_eq!(
+        fake.hits("/v1/completions"),
+        3,
+        "one after another until three"
+    );
     let r = report::read_report(&out).unwrap();
     let p0 = &r.load["e"].points[0];
     assert_eq!(p0.errors.get("timeout"), Some(&3), "{:?}", p0.errors);
@@ -151,9 +158,15 @@ async fn a_lying_usage_block_without_max_tokens_is_bad_usage() {
     .await;
     let dir = tempfile::tempdir().unwrap();
     // A JSONL prompt without max_tokens: the request sets no limit.
-    std::fs::write(dir.path().join("w.jsonl"), "{\"prompt\": \"hello there\"}\n").unwrap();
-    let profile = fake_engine::profile(&fake.url, 3, 1, "", "")
-        .replace("input_tokens = 8\noutput_tokens = 4", "kind = \"jsonl\"\npath = \"w.jsonl\"");
+    std::fs::write(
+        dir.path().join("w.jsonl"),
+        "{\"prompt\": \"hello there\"}\n",
+    )
+    .unwrap();
+    let profile = fake_engine::profile(&fake.url, 3, 1, "", "").replace(
+        "input_tokens = 8\noutput_tokens = 4",
+        "kind = \"jsonl\"\npath = \"w.jsonl\"",
+    );
     let p = write_profile(dir.path(), &profile);
     let out = dir.path().join("r.json");
     let o = run(&p, &out, &["--no-html"]).await;
@@ -174,7 +187,10 @@ async fn terminal_escapes_from_a_server_are_shown_not_obeyed() {
     let p = write_profile(dir.path(), &fake_engine::profile(&fake.url, 2, 1, "", ""));
     let out = dir.path().join("r.json");
     let o = run(&p, &out, &["--no-html"]).await;
-    let shown = goodput().args(["show", out.to_str().unwrap()]).output().unwrap();
+    let shown = goodput()
+        .args(["show", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     for (what, bytes) in [
         ("run stdout", &o.stdout),
         ("run stderr", &o.stderr),
@@ -186,7 +202,11 @@ async fn terminal_escapes_from_a_server_are_shown_not_obeyed() {
             "{what} carries the server's control sequences: {t:?}"
         );
     }
-    assert!(text(&shown.stdout).contains("\\u{1b}]0;pwned"), "{}", text(&shown.stdout));
+    assert!(
+        text(&shown.stdout).contains("\\u{1b}]0;pwned"),
+        "{}",
+        text(&shown.stdout)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,7 +223,13 @@ async fn a_second_run_on_one_output_is_refused_naming_the_first() {
     );
     let out = dir.path().join("r.json");
     let mut first = goodput_child()
-        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap(), "--no-html"])
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--no-html",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -232,10 +258,19 @@ async fn two_signals_close_together_still_end_the_run_gracefully() {
     let fake = fake_engine::start(Behaviour::default()).await;
     let dir = tempfile::tempdir().unwrap();
     // A trial that takes a while: many requests, one at a time.
-    let p = write_profile(dir.path(), &fake_engine::profile(&fake.url, 5_000, 2, "", ""));
+    let p = write_profile(
+        dir.path(),
+        &fake_engine::profile(&fake.url, 5_000, 2, "", ""),
+    );
     let out = dir.path().join("r.json");
     let child = goodput_child()
-        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap(), "--no-html"])
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--no-html",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -316,9 +351,15 @@ async fn an_api_key_with_a_newline_fails_at_once() {
     );
     let out = dir.path().join("r.json");
     let mut cmd = goodput();
-    cmd.args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap(), "--no-html"])
-        .env("HOSTILE_TEST_KEY", "sk-abcdef123456\n")
-        .timeout(Duration::from_secs(60));
+    cmd.args([
+        "run",
+        p.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--no-html",
+    ])
+    .env("HOSTILE_TEST_KEY", "sk-abcdef123456\n")
+    .timeout(Duration::from_secs(60));
     let o = tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap();
@@ -343,7 +384,10 @@ async fn answers_shorter_than_the_exact_length_asked_are_counted_and_warned() {
     let short = r.load["e"].points[0].short_outputs.clone().unwrap();
     assert_eq!((short.requests, short.of), (3, 3));
     assert_eq!(short.finish_reasons.get("length"), Some(&3));
-    let shown = goodput().args(["show", out.to_str().unwrap()]).output().unwrap();
+    let shown = goodput()
+        .args(["show", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     let t = text(&shown.stdout);
     assert!(t.contains("Answers shorter than asked"), "{t}");
     assert!(t.contains("3 of 3 requests"), "{t}");
@@ -352,5 +396,12 @@ async fn answers_shorter_than_the_exact_length_asked_are_counted_and_warned() {
     let out = dir.path().join("r4.json");
     run(&p, &out, &["--no-html"]).await;
     let r = report::read_report(&out).unwrap();
-    assert_eq!(r.load["e"].points[0].short_outputs.clone().unwrap().requests, 0);
+    assert_eq!(
+        r.load["e"].points[0]
+            .short_outputs
+            .clone()
+            .unwrap()
+            .requests,
+        0
+    );
 }

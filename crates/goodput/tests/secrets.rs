@@ -159,8 +159,13 @@ api_key_env = "GOODPUT_TEST_API_KEY"
     // The secrets reached goodput: the echoing engine's log tail and the server's
     // error are in the report, redacted.
     let tail = r.load["echoes"].error.clone().unwrap().log_tail.join("\n");
-    assert!(tail.contains("token=***") && tail.contains("key ***"), "{tail}");
-    assert!(r.load["echoing-server"].points[0].errors.contains_key("http_401"));
+    assert!(
+        tail.contains("token=***") && tail.contains("key ***"),
+        "{tail}"
+    );
+    assert!(r.load["echoing-server"].points[0]
+        .errors
+        .contains_key("http_401"));
     // The engine's own log (`echoes.log`) is what the engine wrote, verbatim, for
     // whoever debugs it; everything goodput writes or prints is checked.
     let outputs: Vec<_> = outputs_of(dir.path(), &o.stdout, &o.stderr)

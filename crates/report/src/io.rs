@@ -91,8 +91,11 @@ pub fn read_report(path: &Path) -> Result<Report, ReportError> {
         });
     }
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_REPORT_BYTES + 1), &mut text)
-        .map_err(io)?;
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(file, MAX_REPORT_BYTES + 1),
+        &mut text,
+    )
+    .map_err(io)?;
     parse_report(&text).map_err(|error| ReportError::Parse {
         path: path.to_path_buf(),
         error,

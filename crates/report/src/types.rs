@@ -22,8 +22,8 @@ mod environment;
 mod gpu;
 mod judgement;
 mod point;
-mod reasoning;
 mod prediction;
+mod reasoning;
 mod run;
 
 pub use capacity::*;
@@ -32,8 +32,8 @@ pub use environment::*;
 pub use gpu::*;
 pub use judgement::*;
 pub use point::*;
-pub use reasoning::*;
 pub use prediction::*;
+pub use reasoning::*;
 pub use run::*;
 
 /// Version tag written in [`RunInfo::schema`].

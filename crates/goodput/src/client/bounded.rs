@@ -17,7 +17,9 @@ pub const MAX_PROBE_BYTES: usize = 4 << 20;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BodyError {
     /// The answer went on past the bound.
-    #[error("{what}: the answer is longer than {limit} bytes (goodput reads at most that much of it)")]
+    #[error(
+        "{what}: the answer is longer than {limit} bytes (goodput reads at most that much of it)"
+    )]
     TooLarge {
         /// The request, e.g. `GET http://127.0.0.1:8000/v1/models`.
         what: String,

@@ -159,7 +159,9 @@ pub async fn bounded_text(probe: &Probe<'_>, path: &str, max: usize) -> Option<S
         return None;
     }
     let what = format!("GET {}{path}", probe.base);
-    let body = crate::client::bounded::read_bounded(resp, max, &what).await.ok()?;
+    let body = crate::client::bounded::read_bounded(resp, max, &what)
+        .await
+        .ok()?;
     String::from_utf8(body.to_vec()).ok()
 }
 

@@ -182,10 +182,9 @@ pub fn plan_bytes(workload: &super::Workload, requests: u32) -> Option<u64> {
         W::Trace(t) => t.requests.iter().map(|r| u64::from(r.input_tokens)).max()?,
         _ => return None,
     };
-    Some(
-        u64::from(requests)
-            .saturating_mul(prompt_tokens.saturating_mul(PLAN_BYTES_PER_TOKEN) + PLAN_BYTES_PER_REQUEST),
-    )
+    Some(u64::from(requests).saturating_mul(
+        prompt_tokens.saturating_mul(PLAN_BYTES_PER_TOKEN) + PLAN_BYTES_PER_REQUEST,
+    ))
 }
 
 /// Refuses a plan whose trial would not fit [`MAX_PLAN_BYTES`], with the figure.

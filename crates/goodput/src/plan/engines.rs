@@ -80,7 +80,10 @@ fn check_launch(e: &EngineSpec) -> Result<(), (&'static str, String)> {
             ));
         }
     }
-    if e.model.as_ref().is_some_and(|m| m.len() > MAX_MODEL_ID_BYTES) {
+    if e.model
+        .as_ref()
+        .is_some_and(|m| m.len() > MAX_MODEL_ID_BYTES)
+    {
         return Err((
             "model",
             format!("is longer than {MAX_MODEL_ID_BYTES} bytes (it is sent in every request)"),

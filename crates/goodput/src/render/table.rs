@@ -469,7 +469,10 @@ mod tests {
 
     #[test]
     fn csv_cells_that_a_spreadsheet_would_run_are_neutralised() {
-        assert_eq!(csv_field(&Value::from("=HYPERLINK(\"x\")")), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(
+            csv_field(&Value::from("=HYPERLINK(\"x\")")),
+            "\"'=HYPERLINK(\"\"x\"\")\""
+        );
         assert_eq!(csv_field(&Value::from("@SUM(A1)")), "'@SUM(A1)");
         assert_eq!(csv_field(&Value::from("+cmd")), "'+cmd");
         assert_eq!(csv_field(&Value::from("-3.5")), "-3.5");

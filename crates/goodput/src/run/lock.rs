@@ -50,7 +50,9 @@ impl OutputLock {
                 .create(true)
                 .truncate(false)
                 .open(&path)
-                .map_err(|e| anyhow::anyhow!("cannot open the lock file {}: {e}", path.display()))?;
+                .map_err(|e| {
+                    anyhow::anyhow!("cannot open the lock file {}: {e}", path.display())
+                })?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(std::fs::TryLockError::WouldBlock) => {

@@ -311,7 +311,11 @@ async fn open<'a>(
             output.display(),
             crate::render::text::count(kept, "complete trial"),
             left,
-            if plan.search.is_some() { " at most" } else { "" }
+            if plan.search.is_some() {
+                " at most"
+            } else {
+                ""
+            }
         );
     }
     Ok(ctx)
@@ -329,8 +333,7 @@ fn reopen_records(
         text.push('\n');
     }
     // The error names the path itself.
-    crate::redact::write_file(rec_path, &text)
-        .context("cannot write the requests file")?;
+    crate::redact::write_file(rec_path, &text).context("cannot write the requests file")?;
     RecordsFile::open(rec_path).with_context(|| format!("cannot open {}", rec_path.display()))
 }
 

@@ -40,13 +40,16 @@ impl Progress {
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             // No estimate before a trial has ended: "about 0s left" would be a guess.
-            .with_key("left", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = if s.pos() == 0 {
-                    write!(w, "time left known after the first trial")
-                } else {
-                    write!(w, "about {:#} left", indicatif::HumanDuration(s.eta()))
-                };
-            })
+            .with_key(
+                "left",
+                |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = if s.pos() == 0 {
+                        write!(w, "time left known after the first trial")
+                    } else {
+                        write!(w, "about {:#} left", indicatif::HumanDuration(s.eta()))
+                    };
+                },
+            )
             .progress_chars("=> "),
         );
         if visible {

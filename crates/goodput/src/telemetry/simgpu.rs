@@ -114,9 +114,13 @@ async fn fetch(client: &reqwest::Client, url: &str) -> Result<SimGpu, String> {
         return Err(format!("GET {url}: HTTP {}", resp.status().as_u16()));
     }
     let what = format!("GET {url}");
-    crate::client::bounded::read_json::<SimGpu>(resp, crate::client::bounded::MAX_PROBE_BYTES, &what)
-        .await
-        .map_err(|e| e.to_string())
+    crate::client::bounded::read_json::<SimGpu>(
+        resp,
+        crate::client::bounded::MAX_PROBE_BYTES,
+        &what,
+    )
+    .await
+    .map_err(|e| e.to_string())
 }
 
 impl SimGpuSource {

@@ -230,9 +230,13 @@ pub async fn count_tokens(
         }
         let what = format!("POST {url}");
         let limit = crate::client::bounded::MAX_PROBE_BYTES;
-        let v = match crate::client::bounded::read_json::<serde_json::Value>(resp, limit, &what).await {
+        let v = match crate::client::bounded::read_json::<serde_json::Value>(resp, limit, &what)
+            .await
+        {
             Ok(v) => v,
-            Err(e @ crate::client::bounded::BodyError::TooLarge { .. }) => return Err(e.to_string()),
+            Err(e @ crate::client::bounded::BodyError::TooLarge { .. }) => {
+                return Err(e.to_string())
+            }
             Err(e) => {
                 why.push(e.to_string());
                 continue;
