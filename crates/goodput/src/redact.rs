@@ -72,7 +72,7 @@ static AUTHORIZATION: LazyLock<Regex> = LazyLock::new(|| {
         .expect("a valid static pattern")
 });
 
-static PATTERNS: LazyLock<[(Regex, &'static str); 3]> = LazyLock::new(|| {
+static PATTERNS: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
     let re = |p: String| Regex::new(&p).expect("a valid static pattern");
     let w = SECRET_WORD;
     [
@@ -85,10 +85,18 @@ static PATTERNS: LazyLock<[(Regex, &'static str); 3]> = LazyLock::new(|| {
             re(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@".into()),
             "${1}***@",
         ),
-        // `--api-key X`, `--api-key=X`, `--hf-token X`, `HF_TOKEN=X`.
+        // `--api-key X`, `--api-key=X`, `--hf-token X`: a flag, so a dash that starts
+        // a word (not the one in `2928-token`).
         (
             re(format!(
-                r#"(?i)((?:--?(?:[a-z0-9]+[-_])*{w}(?:[-_][a-z0-9]+)*(?:=|\s+))|(?:\b(?:[a-z0-9]+_)*{w}(?:_[a-z0-9]+)*=))[^\s"',;]+"#
+                r#"(?i)(^|[\s"'(\[,])(--?(?:[a-z0-9]+[-_])*{w}(?:[-_][a-z0-9]+)*(?:=|\s+))[^\s"',;]+"#
+            )),
+            "${1}${2}***",
+        ),
+        // `HF_TOKEN=X`, `api_key=X`.
+        (
+            re(format!(
+                r#"(?i)(\b(?:[a-z0-9]+_)*{w}(?:_[a-z0-9]+)*=)[^\s"',;]+"#
             )),
             "${1}***",
         ),
@@ -164,6 +172,12 @@ mod tests {
             text("--max-num-batched-tokens 2048 tokens=5"),
             "--max-num-batched-tokens 2048 tokens=5"
         );
+        assert_eq!(
+            text("more than the 2928-token KV pool; a 16-key table"),
+            "more than the 2928-token KV pool; a 16-key table"
+        );
+        assert_eq!(text("'--api-key', 'sk1234'"), "'--api-key', 'sk1234'");
+        assert_eq!(text("[\"--api-key=sk1234\"]"), "[\"--api-key=***\"]");
         assert!(matches!(text("nothing here"), Cow::Borrowed(_)));
     }
 }

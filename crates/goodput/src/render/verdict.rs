@@ -161,8 +161,12 @@ fn server_reasons(report: &Report) -> Vec<String> {
         if let (Some(share), Some(max)) = (s.waiting_share, s.max_waiting) {
             if share >= 0.2 && max >= 1.0 {
                 why.push(format!(
-                    "up to {} requests waited in the engine's queue ({}% of samples): TTFT there is queueing",
-                    num(max),
+                    "up to {} waited in the engine's queue ({}% of samples): TTFT there is queueing",
+                    if max == 1.0 {
+                        "1 request".to_string()
+                    } else {
+                        format!("{} requests", num(max))
+                    },
                     num((share * 100.0).round())
                 ));
             }
@@ -406,8 +410,18 @@ fn best_measured(report: &Report, passing: &[(&str, f64)], best_x: f64) -> Strin
     } else {
         String::new()
     };
+    let top = report
+        .load
+        .values()
+        .flat_map(|e| e.points.iter().map(|p| p.x))
+        .fold(0.0f64, f64::max);
+    let where_ = if best_x >= top {
+        "every measured level met it, so the largest load is above the highest one"
+    } else {
+        "the largest load is between measured levels"
+    };
     format!(
-        "At the measured loads, {who} {} up to {} (no capacity search: the largest load is between measured levels; `goodput search` finds it).{tie}",
+        "At the measured loads, {who} {} up to {} (no capacity search: {where_}; `goodput search` finds it).{tie}",
         slo_words(report),
         load_words(report, best_x)
     )
