@@ -84,7 +84,7 @@ pub fn resolve(path: Option<&Path>, peer: &PeerArgs, levels: bool) -> anyhow::Re
 }
 
 fn read(path: &Path) -> Result<String, ProfileError> {
-    std::fs::read_to_string(path).map_err(|error| ProfileError::Read {
+    crate::files::read_text(path).map_err(|error| ProfileError::Read {
         path: path.to_path_buf(),
         error,
     })

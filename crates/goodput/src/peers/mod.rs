@@ -72,8 +72,9 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
 
 /// The file's text, refused beyond the report size limit.
 fn read_bounded(path: &Path) -> anyhow::Result<String> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A device or a FIFO is refused before it is read (or waited on).
+    let file = crate::files::open_regular(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut text = String::new();
     file.take(report::io::MAX_REPORT_BYTES + 1)
         .read_to_string(&mut text)
