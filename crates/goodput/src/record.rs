@@ -332,3 +332,30 @@ pub fn records_path(report: &Path) -> PathBuf {
 fn is_zero(v: &u32) -> bool {
     *v == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_names_its_requests_file_only_beside_itself() {
+        let report = Path::new("/shards/shard-1.json");
+        assert_eq!(
+            named_records_path(report, "shard-1.requests.jsonl").unwrap(),
+            Path::new("/shards/shard-1.requests.jsonl")
+        );
+        for far in [
+            "/etc/passwd",
+            "../x.jsonl",
+            "sub/x.jsonl",
+            "..",
+            "/dev/zero",
+        ] {
+            let e = named_records_path(report, far).unwrap_err();
+            assert!(
+                e.contains("not a file name beside the report"),
+                "{far}: {e}"
+            );
+        }
+    }
+}

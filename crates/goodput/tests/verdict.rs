@@ -143,3 +143,22 @@ fn the_engines_own_metrics_say_why_a_load_fails() {
     let v = verdict(&report::io::parse_report(REFERENCE).unwrap()).join(" ");
     assert!(!v.contains("Why "), "{v}");
 }
+
+#[test]
+fn engines_the_run_never_reached_are_not_called_failed() {
+    let mut r = report::io::parse_report(REFERENCE).unwrap();
+    let names: Vec<String> = r.load.keys().cloned().collect();
+    for (name, kind) in names.iter().zip(["not_run", "launch"]) {
+        let e = r.load.get_mut(name).unwrap();
+        e.points.clear();
+        e.error = Some(report::EngineFailure {
+            kind: kind.into(),
+            message: format!("{kind} for the test"),
+            ..Default::default()
+        });
+    }
+    let v = verdict(&r).join(" ");
+    assert!(v.contains(&format!("{} did not run", names[0])), "{v}");
+    assert!(v.contains(&format!("{} failed", names[1])), "{v}");
+    assert!(!v.contains(&format!("{} failed", names[0])), "{v}");
+}

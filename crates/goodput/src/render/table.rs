@@ -84,6 +84,8 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
     let slo = &report.slo;
     let got = trials_with_results(p);
     let trials = match row.expected_trials {
+        // A search's confirmation trials go past the planned count: not "3/2".
+        Some(e) if got > e => DisplayCell::text(format!("{got} ({} extra)", got - e), Style::Plain),
         Some(e) => DisplayCell::text(
             format!("{got}/{e}"),
             if got < e { Style::Warn } else { Style::Plain },

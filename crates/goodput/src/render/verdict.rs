@@ -527,10 +527,30 @@ fn caveats(report: &Report) -> Vec<String> {
         ));
     }
     let failed = engines_with(WarningKind::EngineFailed);
-    if !failed.is_empty() {
+    let kind_of = |name: &str| {
+        report
+            .load
+            .get(name)
+            .and_then(|r| r.error.as_ref())
+            .map_or("", |e| e.kind.as_str())
+    };
+    // An engine the run never reached did not fail: say what happened to each.
+    let mut by_words: Vec<(&str, Vec<&str>)> = Vec::new();
+    for name in failed.iter().copied() {
+        let words = match kind_of(name) {
+            "not_run" => "did not run (the run ended before them)",
+            "interrupted" => "were interrupted while starting",
+            _ => "failed",
+        };
+        match by_words.iter_mut().find(|(w, _)| *w == words) {
+            Some((_, names)) => names.push(name),
+            None => by_words.push((words, vec![name])),
+        }
+    }
+    for (words, names) in by_words {
         out.push(format!(
-            "Not judged, or judged on partial results: {} failed (see the warnings).",
-            failed.join(", ")
+            "Not judged, or judged on partial results: {} {words} (see the warnings).",
+            names.join(", ")
         ));
     }
     out
