@@ -405,3 +405,39 @@ async fn answers_shorter_than_the_exact_length_asked_are_counted_and_warned() {
         0
     );
 }
+
+#[test]
+fn thread_counts_and_model_ids_beyond_reason_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_profile(
+        dir.path(),
+        &fake_engine::profile("http://127.0.0.1:9", 1, 1, "", ""),
+    );
+    let out = dir.path().join("r.json");
+    // No panic (exit 134): a usage error naming the flag.
+    let o = goodput()
+        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["--client-threads", "20000"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--client-threads"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A model id is sent in every request: one of 2 KB is refused with its key.
+    let long = "m".repeat(2048);
+    let p = write_profile(
+        dir.path(),
+        &fake_engine::profile("http://127.0.0.1:9", 1, 1, "", "")
+            .replace("model = \"m\"", &format!("model = \"{long}\"")),
+    );
+    let o = goodput()
+        .args(["run", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let e = text(&o.stderr);
+    assert!(e.contains("model") && e.contains("1024 bytes"), "{e}");
+}
