@@ -1,22 +1,25 @@
 //! The command line: parse, build a plan, call the library, choose the exit code.
 
 use std::io::{IsTerminal, Write};
-use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::profile::{parse_points, parse_slo, Overrides, Profile};
 use crate::render::{self, Format};
-use crate::run::{run, RunOptions};
 
 mod peer;
 mod peer_output;
 mod resolve;
+mod runs;
+mod sim;
 mod suggest;
 
 pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};
 pub use resolve::{DEFAULT_LOAD, DEFAULT_SLO, DEFAULT_WORKLOAD};
+pub(crate) use runs::run_plan;
+use runs::{run_command, search_command};
+use sim::sim_command;
+pub use sim::SimArgs;
 pub use suggest::{parse_or_exit, peer_hint};
 
 /// The profile `goodput run` uses when given none: the three simulator presets
@@ -284,47 +287,6 @@ pub enum ModeArg {
     Rate,
 }
 
-/// `goodput sim`.
-#[derive(Debug, Args)]
-pub struct SimArgs {
-    /// Engine configuration TOML.
-    #[arg(long, conflicts_with = "preset")]
-    pub config: Option<PathBuf>,
-    /// A built-in preset (vllm-fast-b, vllm-ngram, vllm-no-async, default, fixed).
-    #[arg(long)]
-    pub preset: Option<String>,
-    /// Address to bind; loopback unless told otherwise.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: IpAddr,
-    /// Port to listen on.
-    #[arg(long, default_value_t = 8000)]
-    pub port: u16,
-    /// Run simulated time this many times faster than real time.
-    #[arg(long)]
-    pub time_scale: Option<f64>,
-    /// Turn the thermal model off (steady boost clock).
-    #[arg(long)]
-    pub no_thermal: bool,
-    /// Add the timing probe to every chunk.
-    #[arg(long)]
-    pub probe: bool,
-    /// Seeded noise: `STEP` or `STEP,REQUEST`, the log-standard-deviations of
-    /// each step's duration and each request's work (0.05,0.1: about 5% and 10%).
-    #[arg(long, value_name = "STEP[,REQUEST]", value_parser = parse_jitter)]
-    pub jitter: Option<goodput_sim::config::JitterConfig>,
-    /// The simulator's seed (its noise and random draws).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Runtime threads (1: a single-threaded runtime, one core's worth); default:
-    /// one per CPU.
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-    /// Think before answering: about N reasoning tokens per chat request (± half),
-    /// streamed as `delta.reasoning` (the config's `[reasoning]`; docs/reasoning.md).
-    #[arg(long, value_name = "N")]
-    pub reasoning_tokens: Option<u32>,
-}
-
 impl Cli {
     /// Runtime threads the command asks for (`--client-threads`; `None`: one per CPU).
     pub fn runtime_threads(&self) -> Option<usize> {
@@ -400,222 +362,6 @@ fn print_out(text: &str) -> anyhow::Result<i32> {
     }
 }
 
-async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
-    let plan = run_plan(&args)?;
-    execute(&plan, &args.output, &args.common).await
-}
-
-/// The plan `goodput run` would run with these flags (before any `--shard`).
-pub(crate) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
-    let levels = args.levels.concurrency.is_some() || args.levels.rate.is_some();
-    let (profile, origin) = load_profile(&args.profile, &args.common, levels)?;
-    let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
-    let overrides = Overrides {
-        concurrency: args
-            .levels
-            .concurrency
-            .as_deref()
-            .map(parse_points)
-            .transpose()
-            .map_err(|e| usage(format!("--concurrency: {e}")))?,
-        rate: args
-            .levels
-            .rate
-            .as_deref()
-            .map(parse_points)
-            .transpose()
-            .map_err(|e| usage(format!("--rate: {e}")))?,
-        search: None,
-        mode: None,
-        ..args.common.overrides()?
-    };
-    Ok(profile.into_plan(&origin, &overrides)?)
-}
-
-impl CommonArgs {
-    /// The profile overrides these flags give (the rest left unset).
-    fn overrides(&self) -> anyhow::Result<Overrides> {
-        self.trial.overrides()
-    }
-}
-
-impl TrialArgs {
-    /// The profile overrides these flags give (the rest left unset).
-    fn overrides(&self) -> anyhow::Result<Overrides> {
-        let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
-        Ok(Overrides {
-            trials: self.trials,
-            requests: self.requests,
-            slo: self
-                .slo
-                .as_deref()
-                .map(parse_slo)
-                .transpose()
-                .map_err(|e| usage(format!("--slo: {e}")))?,
-            engines: self.engines.clone(),
-            seed: self.seed,
-            usd_per_hour: self
-                .usd_per_hour
-                .iter()
-                .map(|p| crate::plan::price::parse_usd_per_hour(p))
-                .collect::<Result<_, _>>()
-                .map_err(|e| usage(format!("--usd-per-hour: {e}")))?,
-            ..Default::default()
-        })
-    }
-}
-
-fn load_profile(
-    path: &Option<PathBuf>,
-    flags: &CommonArgs,
-    levels: bool,
-) -> anyhow::Result<(Profile, String)> {
-    let r = resolve::resolve(path.as_deref(), &flags.peer, levels)?;
-    if !r.filled.is_empty() && !flags.quiet {
-        eprintln!("{}", resolve::filled_note(&r.origin, &r.filled));
-    }
-    Ok((r.profile, r.origin))
-}
-
-async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
-    let (profile, origin) = load_profile(&args.profile, &args.common, false)?;
-    let overrides = Overrides {
-        search: Some(crate::profile::SearchSpec {
-            min: args.min,
-            max: args.max,
-            resolution: args.resolution,
-            attainment: args.attainment,
-            max_probes: args.max_probes,
-            max_trials_per_probe: args.max_trials_per_probe,
-            growth: None,
-            objective: args.objective,
-        }),
-        mode: args.mode.map(|m| match m {
-            ModeArg::Concurrency => crate::profile::LoadMode::Concurrency,
-            ModeArg::Rate => crate::profile::LoadMode::Rate,
-        }),
-        ..args.common.overrides()?
-    };
-    let plan = profile.into_plan(&origin, &overrides)?;
-    execute(&plan, &args.output, &args.common).await
-}
-
-/// Runs a plan (a sweep or a search), prints the table and the verdict, and
-/// returns the exit code.
-async fn execute(
-    plan: &crate::plan::Plan,
-    output: &std::path::Path,
-    flags: &CommonArgs,
-) -> anyhow::Result<i32> {
-    if let Some(engine_config) = &flags.predict {
-        return crate::predict::command::execute(plan, output, flags, engine_config).await;
-    }
-    let (quiet, no_html) = (flags.quiet, flags.no_html);
-    let sliced;
-    let (plan, shard) = match &flags.shard {
-        None => (plan, None),
-        Some(s) => {
-            let (i, n) = crate::shard::parse_shard(s)?;
-            let (p, info) = crate::shard::slice(plan, i, n)?;
-            sliced = p;
-            (&sliced, Some(info))
-        }
-    };
-    let load_shard = match &flags.load_shard {
-        None => None,
-        Some(s) => {
-            let (index, count) = crate::shard::parse_shard(s)
-                .map_err(|e| crate::UsageError(e.0.replacen("--shard", "--load-shard", 1)))?;
-            crate::shard::load::check(plan, index, count)?;
-            Some(crate::shard::load::LoadShare {
-                index,
-                count,
-                barrier: flags.load_barrier.clone(),
-            })
-        }
-    };
-    let opts = RunOptions {
-        load_shard,
-        output: output.to_path_buf(),
-        fresh: flags.fresh,
-        force: flags.force,
-        progress: !quiet && std::io::stderr().is_terminal(),
-        verbose: !quiet,
-        html: !no_html,
-        grace: std::time::Duration::from_secs(5),
-        shard,
-        ttft_includes_connect: flags.ttft_includes_connect,
-    };
-    peer_output::header(plan, flags);
-    crate::engine::install_cleanup_hooks();
-    let (report, outcome) = run(plan, &opts).await?;
-    peer_output::save_result(&report, output, &flags.peer)?;
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print_out(&render::show(&report, Format::Table, color))?;
-    // The answer again, last, where the eye lands when the run ends.
-    print_out(&format!("\n{}", render::verdict::verdict_text(&report)))?;
-    if !quiet {
-        let requests = crate::record::records_path(output);
-        eprintln!(
-            "report: {} (every request: {})",
-            output.display(),
-            requests.display()
-        );
-        if !no_html {
-            eprintln!("charts: {}", output.with_extension("html").display());
-        }
-    }
-    if let crate::run::Outcome::Interrupted(sig) = outcome {
-        eprintln!("interrupted by {sig}: the report holds what finished");
-    }
-    Ok(outcome.exit_code())
-}
-
-async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
-    let mut config = match (&args.config, &args.preset) {
-        (Some(path), _) => goodput_sim::SimConfig::load(path)?,
-        (None, Some(name)) => goodput_sim::preset(name).ok_or_else(|| {
-            anyhow::anyhow!(
-                "no preset `{name}`; presets: {}",
-                goodput_sim::PRESETS.join(", ")
-            )
-        })?,
-        (None, None) => goodput_sim::preset("default")
-            .ok_or_else(|| anyhow::anyhow!("the default preset is missing"))?,
-    };
-    if let Some(s) = args.time_scale {
-        config.time_scale = s;
-    }
-    if args.no_thermal {
-        config.thermal = None;
-    }
-    if args.probe {
-        config.probe = true;
-    }
-    if let Some(tokens) = args.reasoning_tokens {
-        config.reasoning = Some(goodput_sim::ReasoningConfig {
-            tokens,
-            spread: 0.5,
-        });
-    }
-    if let Some(j) = args.jitter {
-        config.jitter = Some(j);
-    }
-    if let Some(seed) = args.seed {
-        config.seed = seed;
-    }
-    config.validate()?;
-    let opts = goodput_sim::SimOptions {
-        config,
-        host: args.host,
-        port: args.port,
-        threads: args.threads,
-    };
-    // The simulator runs on a runtime of its own, sized by `--threads`.
-    tokio::task::spawn_blocking(move || goodput_sim::run_standalone(opts)).await??;
-    Ok(0)
-}
-
 /// `compare`'s output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CompareFormat {
@@ -635,17 +381,4 @@ fn parse_min_effect(s: &str) -> Result<f64, String> {
             "{s}: a share of the baseline in [0, 1), e.g. 0.02 for 2%"
         ))
     }
-}
-
-/// `--jitter STEP[,REQUEST]`.
-fn parse_jitter(s: &str) -> Result<goodput_sim::config::JitterConfig, String> {
-    let mut parts = s
-        .split(',')
-        .map(|p| p.trim().parse::<f64>().map_err(|e| format!("{p}: {e}")));
-    let step = parts.next().ok_or("empty")??;
-    let request = parts.next().transpose()?.unwrap_or(0.0);
-    if parts.next().is_some() {
-        return Err(format!("{s}: STEP or STEP,REQUEST"));
-    }
-    Ok(goodput_sim::config::JitterConfig { step, request })
 }
