@@ -7,7 +7,7 @@ use report::{Point, Report};
 
 use super::markdown::grid;
 use super::table::md_escape;
-use super::text::{align, num, Cell, Line};
+use super::text::{num, plain_table};
 
 const COLUMNS: [&str; 6] = [
     "engine",
@@ -74,14 +74,8 @@ pub fn intervals_text(report: &Report) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut lines = vec![Line::Cells(
-        COLUMNS.iter().map(|c| Cell::plain(*c)).collect(),
-    )];
-    lines.extend(
-        rows.into_iter()
-            .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),
-    );
-    format!("{}:\n{}", title(report), align(&lines, &[], false))
+    let table = plain_table(&COLUMNS, rows);
+    format!("{}:\n{}", title(report), table)
 }
 
 /// The Markdown section; empty when no point has an interval.

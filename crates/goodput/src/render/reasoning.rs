@@ -7,7 +7,7 @@ use report::{Point, ReasoningSummary, Report, Stat};
 
 use super::markdown::grid;
 use super::table::md_escape;
-use super::text::{align, num, Cell, Line};
+use super::text::{num, plain_table};
 use super::warnings::WarningKind;
 
 /// The point's median TTFAT per trial; a point without reasoning answered from its
@@ -79,14 +79,8 @@ pub fn reasoning_text(report: &Report) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut lines = vec![Line::Cells(
-        COLUMNS.iter().map(|c| Cell::plain(*c)).collect(),
-    )];
-    lines.extend(
-        rows.into_iter()
-            .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),
-    );
-    format!("{TITLE}:\n{}", align(&lines, &[], false))
+    let table = plain_table(&COLUMNS, rows);
+    format!("{TITLE}:\n{}", table)
 }
 
 /// The table in Markdown; empty when no point streamed reasoning.

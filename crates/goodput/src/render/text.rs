@@ -138,6 +138,19 @@ pub enum Line {
     Note(Cell),
 }
 
+/// A plain table: a header of `columns`, then `rows`, laid out by [`align`]
+/// (the sections below the main table: turns, reasoning, prediction intervals).
+pub fn plain_table(columns: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut lines = vec![Line::Cells(
+        columns.iter().map(|c| Cell::plain(*c)).collect(),
+    )];
+    lines.extend(
+        rows.into_iter()
+            .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),
+    );
+    align(&lines, &[], false)
+}
+
 /// Lays out `lines` in columns separated by two spaces. Column 0 is left-aligned
 /// (and so are the columns in `left`), the others right-aligned. Widths count
 /// characters, so colour codes and `–` do not break alignment.

@@ -6,7 +6,7 @@ use report::{ConversationSummary, Report};
 
 use super::markdown::grid;
 use super::table::md_escape;
-use super::text::{align, num, Cell, Line};
+use super::text::{num, plain_table};
 
 const COLUMNS: [&str; 8] = [
     "engine",
@@ -78,15 +78,9 @@ pub fn turns_text(report: &Report) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut lines = vec![Line::Cells(
-        COLUMNS.iter().map(|c| Cell::plain(*c)).collect(),
-    )];
-    lines.extend(
-        rows.into_iter()
-            .map(|r| Line::Cells(r.into_iter().map(Cell::plain).collect())),
-    );
+    let table = plain_table(&COLUMNS, rows);
     let mut out = String::from("Per turn (conversations; all trials pooled):\n");
-    out.push_str(&align(&lines, &[], false));
+    out.push_str(&table);
     for n in cut_notes(report) {
         out.push_str(&format!("{n}\n"));
     }
