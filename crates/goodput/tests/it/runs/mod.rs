@@ -1,0 +1,8 @@
+//! Whole runs of the binary: the sweep, resume after a kill, capacity search, fit and
+//! what-if prediction, cost and energy.
+
+mod cost_energy;
+mod fit_predict;
+mod resume;
+mod run_sim;
+mod search;
