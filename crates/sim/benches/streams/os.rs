@@ -26,6 +26,7 @@ pub(crate) fn raise_fd_limit() {
 pub(crate) fn pin_thread(cpu: usize) {
     // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes inside it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit inside the set it is given (cpu < CPU_SETSIZE).
     unsafe { libc::CPU_SET(cpu, &mut set) };
     // SAFETY: pid 0 is the calling thread; a valid set of the size passed.
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };

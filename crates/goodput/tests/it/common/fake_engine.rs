@@ -208,9 +208,11 @@ pub async fn run_measured(mut cmd: std::process::Command) -> (Option<i32>, u64) 
     let pid = child.id() as libc::pid_t;
     tokio::task::spawn_blocking(move || {
         let mut status = 0;
-        // SAFETY: wait4 writes the status and the struct it is given.
+        // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+        // SAFETY: wait4 writes only the status and the struct it is given, both live.
+        let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        assert_eq!(waited, pid);
         drop(child);
         let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
         (code, (usage.ru_maxrss.max(0) as u64) << 10)
