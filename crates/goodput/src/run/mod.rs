@@ -15,10 +15,12 @@ macro_rules! say {
 }
 
 mod capacity;
+pub(crate) mod drive;
 mod gpu_release;
 pub mod lock;
 mod output;
 mod progress;
+pub(crate) mod schedule;
 mod state;
 mod trials;
 

@@ -5,6 +5,7 @@
 use anyhow::Context;
 use report::{RunStatus, TrialInfo};
 
+use super::drive::{drive, AfterDeath, At, Backend, Ran};
 use super::gpu_release::SweepEngine;
 use super::state::PointKey;
 use super::{Ctx, TrialState};
@@ -34,7 +35,7 @@ pub(crate) async fn run_engine(
     name: &str,
     spec: &EngineSpec,
     engine_ctx: &EngineContext,
-    mut handle: SweepEngine,
+    handle: SweepEngine,
     tel: &telemetry::Telemetry,
 ) -> anyhow::Result<Option<SweepEngine>> {
     note_sources(ctx, name, &handle, tel);
@@ -43,100 +44,92 @@ pub(crate) async fn run_engine(
         return Ok(Some(handle));
     }
     note_connect_in_ttft(ctx);
-    let mut target = target_of(ctx, &handle);
-    let mut restarts = 0u32;
-    let mut attempt = 0u32;
-    let mut last: Option<(u64, u32)> = None;
-    while !ctx.stopped() {
-        let Some((level, x, t)) = next_trial(ctx, name) else {
-            break;
+    let target = target_of(ctx, &handle);
+    let plan = ctx.plan;
+    let whole = ctx.opts.shard.as_ref().map(|s| s.plan_points.clone());
+    let mut http = Http {
+        ctx,
+        spec,
+        engine_ctx,
+        handle: Some(handle),
+        tel,
+        builder,
+        target,
+        restarts: 0,
+    };
+    drive(plan, name, whole.as_deref(), &mut http).await?;
+    Ok(http.handle)
+}
+
+/// The HTTP backend of the trial loop: a launched or reached engine, sent load by
+/// the load generator, its trials made durable in the run's files.
+struct Http<'c, 'a> {
+    ctx: &'c mut Ctx<'a>,
+    spec: &'c EngineSpec,
+    engine_ctx: &'c EngineContext,
+    /// The engine; `None` once a restart failed (the dead one is stopped).
+    handle: Option<SweepEngine>,
+    tel: &'c telemetry::Telemetry,
+    builder: Builder,
+    target: Target,
+    restarts: u32,
+}
+
+impl Backend for Http<'_, '_> {
+    fn sweep(&self) -> &super::Sweep {
+        &self.ctx.sweep
+    }
+
+    fn stopped(&self) -> bool {
+        self.ctx.stopped()
+    }
+
+    fn notice(&mut self, text: String) {
+        self.ctx.info.notices.push(text);
+    }
+
+    async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
+        let Some(handle) = self.handle.as_mut() else {
+            return Ok(Ran::NotStarted);
         };
-        // A trial that neither completed nor killed the engine is not run again
-        // (that would never end); the report shows it as partial.
-        if last == Some((x.to_bits(), t)) && attempt == 0 {
-            ctx.info.notices.push(format!(
-                "{name}: trial {} at x={x} did not complete and was not retried",
-                t + 1
-            ));
-            break;
-        }
-        last = Some((x.to_bits(), t));
-        let at = At {
-            name,
-            x,
-            t,
-            attempt,
-            lane: level << 32 | t as u64,
+        let ran = run_one(self.ctx, at, handle, self.tel, &self.builder, &self.target).await?;
+        Ok(ran)
+    }
+
+    async fn died(&mut self, at: &At<'_>, status: String) -> anyhow::Result<AfterDeath> {
+        let Some(handle) = self.handle.take() else {
+            return Ok(AfterDeath::Over);
         };
-        let Some(status) = run_one(ctx, &at, &mut handle, tel, &builder, &target).await? else {
-            attempt = 0;
-            continue;
-        };
-        let failure = death(ctx, &handle, &at, status);
-        if restarts >= spec.max_restarts {
-            ctx.sweep.engine(name).error = Some(failure);
-            ctx.save()?;
-            break;
+        let failure = death(self.ctx, &handle, at, status);
+        if self.restarts >= self.spec.max_restarts {
+            self.ctx.sweep.engine(at.name).error = Some(failure);
+            self.ctx.save()?;
+            self.handle = Some(handle);
+            return Ok(AfterDeath::Over);
         }
         // A restart the profile allows: recorded, and the trial runs again.
-        restarts += 1;
-        attempt += 1;
-        let Some(h) = restart(ctx, name, spec, engine_ctx, handle, failure, restarts).await? else {
-            return Ok(None);
+        self.restarts += 1;
+        let restarted = restart(
+            self.ctx,
+            at.name,
+            self.spec,
+            self.engine_ctx,
+            handle,
+            failure,
+            self.restarts,
+        )
+        .await?;
+        let Some(h) = restarted else {
+            return Ok(AfterDeath::Over);
         };
-        handle = h;
-        target = target_of(ctx, &handle);
-        ctx.save()?;
-    }
-    Ok(Some(handle))
-}
-
-/// Which trial runs: engine, load level, trial index, restart attempt, and the
-/// trial's lane of the seeded random draws (from the load level's number and the
-/// trial index, so the requests are the same on every engine).
-struct At<'a> {
-    name: &'a str,
-    x: f64,
-    t: u32,
-    attempt: u32,
-    lane: u64,
-}
-
-/// The next trial to run on `name`: `(level, x, trial index)`, or `None` when the
-/// engine's share is done. A plain run takes the plan's load levels in order; a
-/// search asks [`crate::search::next_step`] from what is measured so far, so a
-/// resumed search continues where it stopped. `level` numbers the load level for
-/// the request seeds (the grid's index, or for a search the load itself).
-fn next_trial(ctx: &Ctx<'_>, name: &str) -> Option<(u64, f64, u32)> {
-    let plan = ctx.plan;
-    let key = |x| PointKey::new(plan.mode, x);
-    let first_missing =
-        |x: f64, trials: u32| (0..trials).find(|&t| !ctx.sweep.is_complete(name, key(x), t));
-    // A shard's levels keep the whole plan's numbering, so that a sweep split over
-    // machines sends the requests one machine would have sent.
-    let level = |pi: usize, x: f64| {
-        let whole = ctx.opts.shard.as_ref().map(|s| &s.plan_points);
-        whole
-            .and_then(|ps| ps.iter().position(|&p| p == x))
-            .unwrap_or(pi) as u64
-    };
-    match &plan.search {
-        None => plan
-            .points
-            .iter()
-            .enumerate()
-            .find_map(|(pi, &x)| first_missing(x, plan.trials).map(|t| (level(pi, x), x, t))),
-        Some(cfg) => match crate::search::next_step(cfg, &ctx.sweep.observations(plan, name)) {
-            crate::search::Step::Done(_) => None,
-            crate::search::Step::Run { x, trials } => {
-                first_missing(x, trials).map(|t| ((x * 1000.0).round() as u64, x, t))
-            }
-        },
+        self.target = target_of(self.ctx, &h);
+        self.handle = Some(h);
+        self.ctx.save()?;
+        Ok(AfterDeath::Restarted)
     }
 }
 
 /// Runs one trial: cool the GPU, open connections, warm up, measure, record.
-/// Returns the engine's exit status if it died.
 async fn run_one(
     ctx: &mut Ctx<'_>,
     at: &At<'_>,
@@ -144,11 +137,11 @@ async fn run_one(
     tel: &telemetry::Telemetry,
     builder: &Builder,
     target: &Target,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Ran> {
     let trial_no = trial_no(ctx.plan, at.t);
     let Some(cooldown_wait_s) = cool_down(ctx, tel, at.x, &trial_no).await else {
         // Interrupted while the GPU cooled: the trial does not start.
-        return Ok(None);
+        return Ok(Ran::NotStarted);
     };
     let x_sent = match &ctx.opts.load_shard {
         Some(l) => load::share(ctx.plan.mode, at.x, l.index, l.count)?,
@@ -202,7 +195,7 @@ async fn run_one(
         energy: m.energy,
     };
     keep_trial(ctx, at, &trial_no, &m.records, metrics, info)?;
-    Ok(died)
+    Ok(died.map_or(Ran::Kept, Ran::Died))
 }
 
 /// A trial abandoned for requests that timed out in a row says so, with how many

@@ -17,6 +17,7 @@ pub(crate) fn cfg(mode: LoadMode, min: f64, max: f64) -> SearchConfig {
         max_probes: 16,
         base_trials: 1,
         max_trials_per_probe: 3,
+        width: None,
         growth: 2.0,
         objective: Default::default(),
     }
@@ -44,6 +45,7 @@ fn drive(cfg: &SearchConfig, requests: u64, good: impl Fn(f64, u32) -> u64) -> O
                     ci: wilson_interval(gs, sent, Z95),
                     meets: a >= cfg.target,
                     good_tokens_per_s: None,
+                    width: None,
                 }
             })
             .collect();
@@ -233,6 +235,7 @@ fn non_monotone_measurements_use_the_lowest_failure() {
         ci: None,
         meets,
         good_tokens_per_s: None,
+        width: None,
     };
     let c = cfg(LoadMode::Concurrency, 1.0, 64.0);
     let obs = [
@@ -277,6 +280,7 @@ fn drive_cost(cfg: &SearchConfig, capacity: f64, good: impl Fn(f64) -> f64) -> (
                 ci: None,
                 meets: x <= capacity,
                 good_tokens_per_s: Some(good(x)),
+                width: None,
             })
             .collect();
         match next_step(cfg, &obs) {
