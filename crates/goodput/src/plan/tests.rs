@@ -78,7 +78,7 @@ fn overrides_apply() {
     .unwrap();
     let ov = Overrides {
         rate: Some(vec![2.5]),
-        trials: Some(3),
+        trials: Some(crate::profile::TrialsSpec::Count(3)),
         requests: Some(9),
         slo: Some(crate::profile::parse_slo("ttft:1000,tpot:100,e2el:5000").unwrap()),
         engines: vec!["b".into()],
@@ -149,7 +149,7 @@ fn every_numeric_field_is_checked_with_its_key_and_line() {
 fn a_bad_value_from_a_flag_names_the_flag_not_a_line() {
     let prof = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\n"), "p").unwrap();
     let ov = Overrides {
-        trials: Some(0),
+        trials: Some(crate::profile::TrialsSpec::Count(0)),
         ..Default::default()
     };
     let e = prof.into_plan("p", &ov).unwrap_err().to_string();

@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use report::{Report, RunInfo, RunStatus};
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::client::http_client;
 use crate::engine::{self, EngineContext};
@@ -135,7 +135,8 @@ pub(crate) struct Ctx<'a> {
     gpus: Vec<report::GpuInfo>,
     /// Each engine's environment, in run order.
     engine_envs: indexmap::IndexMap<String, report::EngineEnv>,
-    stop: watch::Receiver<bool>,
+    /// The run's stop: the root of its cancellation tree ([`crate::stop`]).
+    stop: Stop,
     progress: progress::Progress,
     /// `engine 2/3 NAME`, for the progress display.
     engine_label: String,
@@ -159,11 +160,11 @@ impl Ctx<'_> {
     }
 
     fn stopped(&self) -> bool {
-        *self.stop.borrow()
+        self.stop.is_set()
     }
 
     fn stop(&self) -> Stop {
-        Stop::new(self.stop.clone())
+        self.stop.clone()
     }
 
     /// Rebuilds the environment from the GPUs and engines known so far.
@@ -193,11 +194,11 @@ impl Ctx<'_> {
 /// written, or holds data that must not be overwritten); engine and request
 /// failures are recorded in the report.
 pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outcome)> {
-    let (stop_tx, stop) = watch::channel(false);
+    let root = CancellationToken::new();
     let _one_run = lock::OutputLock::acquire(&opts.output)?;
-    let mut ctx = open(plan, opts, stop).await?;
+    let mut ctx = open(plan, opts, Stop::new(root.clone())).await?;
     // After the output is known to be ours: a signal from here on stops the run.
-    let signal = stop_on_signal(stop_tx);
+    let signal = stop_on_signal(root);
     let engine_ctx = engine_context(opts, &ctx.client);
     run_engines(&mut ctx, &engine_ctx).await?;
     ctx.progress.finish();
@@ -210,11 +211,12 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     finish(&mut ctx, interrupted)
 }
 
-/// Sets the stop flag on the first SIGINT or SIGTERM; the task ends with its name.
-fn stop_on_signal(stop_tx: watch::Sender<bool>) -> tokio::task::JoinHandle<&'static str> {
+/// Cancels the run's root token on the first SIGINT or SIGTERM; the task ends
+/// with its name.
+fn stop_on_signal(root: CancellationToken) -> tokio::task::JoinHandle<&'static str> {
     tokio::spawn(async move {
         let name = engine::shutdown_signal().await;
-        let _ = stop_tx.send(true);
+        root.cancel();
         name
     })
 }
@@ -254,11 +256,7 @@ async fn run_engines(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyhow::R
 
 /// Checks the output, restores a resumable run, opens the records file, and
 /// writes the first report (which proves the output writable before any load).
-async fn open<'a>(
-    plan: &'a Plan,
-    opts: &'a RunOptions,
-    stop: watch::Receiver<bool>,
-) -> anyhow::Result<Ctx<'a>> {
+async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::Result<Ctx<'a>> {
     let output = &opts.output;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)

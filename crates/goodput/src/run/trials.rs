@@ -155,8 +155,11 @@ async fn run_one(
         offsets,
         first,
     } = shard_requests(ctx, at, builder, x_sent)?;
+    // A load shard sends its share of the level, and its records carry the whole
+    // level and the whole trial's request indexes.
     let trial = Trial {
         x: x_sent,
+        first_index: first,
         ..trial_of(ctx, at, requests, ctx.plan.mode, offsets)
     };
     ctx.progress.phase(format!(
@@ -166,13 +169,7 @@ async fn run_one(
         point_label(ctx, at),
     ));
     let label = format!("{} x={} trial {trial_no}", at.name, at.x);
-    let mut m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
-    for r in &mut m.records {
-        r.attempt = at.attempt;
-        // A load shard's records carry the whole load level and trial indexes.
-        r.x = at.x;
-        r.index += first;
-    }
+    let m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
     let server = m.server.finish(&m.records).await;
     abandoned_notice(ctx, at, &m.records);
     let died = handle.exit_status();

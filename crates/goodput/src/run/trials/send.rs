@@ -32,7 +32,10 @@ pub(super) fn trial_of(
     Trial {
         engine: at.name.into(),
         x: at.x,
+        level: at.x,
         index: at.t,
+        attempt: at.attempt,
+        first_index: 0,
         mode,
         max_concurrency: plan.max_concurrency,
         offsets,
@@ -73,7 +76,7 @@ pub(super) async fn warm_up(
         ctx.client.clone(),
         target.clone(),
         warm,
-        ctx.stop.clone(),
+        &ctx.stop,
         Box::new(|_| {}),
     )
     .await;
@@ -140,14 +143,14 @@ pub(super) fn shard_requests(
     })
 }
 
-/// What a measured trial returned, before its records are stamped.
+/// What a measured trial returned.
 pub(super) struct Measured {
     pub(super) records: Vec<RequestRecord>,
     pub(super) gpu_samples: Vec<GpuSample>,
     pub(super) energy: Option<report::TrialEnergy>,
     pub(super) spec_before: Option<SpecCounters>,
     pub(super) spec_after: Option<SpecCounters>,
-    /// Still to be finished with the stamped records.
+    /// Still to be finished with the records.
     pub(super) server: ServerSampler,
 }
 
@@ -175,7 +178,7 @@ pub(super) async fn measure(
         sent: Some(sent),
         ..trial
     };
-    let (client, stop) = (ctx.client.clone(), ctx.stop.clone());
+    let (client, stop) = (ctx.client.clone(), &ctx.stop);
     let records = match conversations {
         Some(c) => run_conversation_trial(client, target.clone(), trial, c, stop, on_record).await,
         None => run_trial(client, target.clone(), trial, stop, on_record).await,
