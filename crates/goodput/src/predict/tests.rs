@@ -268,3 +268,47 @@ fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
         .iter()
         .all(|p| p.predicted_interval.is_none()));
 }
+
+#[test]
+fn explore_adaptive() {
+    for tpot in [12, 13, 14, 15, 16, 17, 18] {
+        let text = format!(
+            r#"name = "p"
+[slo]
+ttft_ms = 1000
+tpot_ms = {tpot}
+[load]
+mode = "concurrency"
+points = [1]
+requests_per_trial = 20
+trials = 10
+request_timeout_s = 30
+[workload]
+input_tokens = 200
+output_tokens = 16
+[engines.e]
+kind = "sim"
+preset = "default"
+"#
+        );
+        let p = Profile::parse(&text, "test")
+            .unwrap()
+            .into_plan("test", &Overrides::default())
+            .unwrap();
+        let c = SimConfig {
+            jitter: Some(goodput_sim::config::JitterConfig {
+                step: 0.0,
+                request: 0.3,
+            }),
+            ..config()
+        };
+        let (sweep, _) = predict_sweep(&p, &c);
+        let r = sweep.report(&p);
+        let pt = &r.load["e"].points[0];
+        eprintln!(
+            "tpot {tpot}: good {:?} check {:?}",
+            pt.good,
+            pt.slo_check.as_ref().map(|c| (c.attainment, c.judgement))
+        );
+    }
+}

@@ -10,7 +10,7 @@
 /// A status line on stderr (above the progress display), unless the run is quiet.
 macro_rules! say {
     ($ctx:expr, $($arg:tt)*) => {
-        if $ctx.opts.verbose { $ctx.progress.println(&format!($($arg)*)); }
+        if $ctx.run.opts.verbose { $ctx.progress.println(&format!($($arg)*)); }
     };
 }
 
@@ -123,10 +123,19 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-pub(crate) struct Ctx<'a> {
+/// What a run reads and never changes: the plan, how to run it, the HTTP client
+/// and the stop signal.
+pub(crate) struct Settings<'a> {
     plan: &'a Plan,
     opts: &'a RunOptions,
     client: reqwest::Client,
+    /// The run's stop: the root of its cancellation tree ([`crate::stop`]).
+    stop: Stop,
+}
+
+/// What a run has found so far, written as the report after every trial: the
+/// trials, their records, the run's section, and the environment seen.
+pub(crate) struct Journal {
     sweep: Sweep,
     records: RecordsFile,
     info: RunInfo,
@@ -135,8 +144,13 @@ pub(crate) struct Ctx<'a> {
     gpus: Vec<report::GpuInfo>,
     /// Each engine's environment, in run order.
     engine_envs: indexmap::IndexMap<String, report::EngineEnv>,
-    /// The run's stop: the root of its cancellation tree ([`crate::stop`]).
-    stop: Stop,
+}
+
+/// A run in progress: its settings (read-only), its journal (the results), and
+/// the terminal display.
+pub(crate) struct Ctx<'a> {
+    run: Settings<'a>,
+    journal: Journal,
     progress: progress::Progress,
     /// `engine 2/3 NAME`, for the progress display.
     engine_label: String,
@@ -144,37 +158,40 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn report(&self) -> Report {
-        let mut r = self.sweep.report(self.plan);
-        let mut info = self.info.clone();
+        let mut r = self.journal.sweep.report(self.run.plan);
+        let mut info = self.journal.info.clone();
         info.updated_unix_s = Some(unix_now());
         r.run = Some(info);
-        r.environment = Some(self.environment.clone());
-        r.capacity = capacity::capacities(self.plan, &self.sweep, &r);
+        r.environment = Some(self.journal.environment.clone());
+        r.capacity = capacity::capacities(self.run.plan, &self.journal.sweep, &r);
         r
     }
 
     fn save(&self) -> anyhow::Result<Report> {
         let r = self.report();
-        crate::redact::write_report(&self.opts.output, &r)?;
+        crate::redact::write_report(&self.run.opts.output, &r)?;
         Ok(r)
     }
 
     fn stopped(&self) -> bool {
-        self.stop.is_set()
+        self.run.stop.is_set()
     }
 
     fn stop(&self) -> Stop {
-        self.stop.clone()
+        self.run.stop.clone()
     }
 
     /// Rebuilds the environment from the GPUs and engines known so far.
     fn refresh_environment(&mut self) {
-        self.environment = crate::environment::capture(self.gpus.clone(), self.engine_envs.clone());
+        self.journal.environment = crate::environment::capture(
+            self.journal.gpus.clone(),
+            self.journal.engine_envs.clone(),
+        );
     }
 
     /// Records how prompt lengths were set on engine `name`.
     fn set_prompt_lengths(&mut self, name: &str, how: &str) {
-        if let Some(e) = self.engine_envs.get_mut(name) {
+        if let Some(e) = self.journal.engine_envs.get_mut(name) {
             e.prompt_lengths = Some(how.to_string());
         }
         self.refresh_environment();
@@ -183,8 +200,14 @@ impl Ctx<'_> {
     /// Adds a notice once (notices that differ only after a `(` count as one).
     fn notice_once(&mut self, n: String) {
         let head = n.split('(').next().unwrap_or(&n).to_string();
-        if !self.info.notices.iter().any(|m| m.starts_with(&head)) {
-            self.info.notices.push(n);
+        if !self
+            .journal
+            .info
+            .notices
+            .iter()
+            .any(|m| m.starts_with(&head))
+        {
+            self.journal.info.notices.push(n);
         }
     }
 }
@@ -199,7 +222,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     let mut ctx = open(plan, opts, Stop::new(root.clone())).await?;
     // After the output is known to be ours: a signal from here on stops the run.
     let signal = stop_on_signal(root);
-    let engine_ctx = engine_context(opts, &ctx.client);
+    let engine_ctx = engine_context(opts, &ctx.run.client);
     run_engines(&mut ctx, &engine_ctx).await?;
     ctx.progress.finish();
     let interrupted = if ctx.stopped() {
@@ -243,7 +266,7 @@ pub fn logs_dir(report: &Path) -> PathBuf {
 
 /// Every engine of the plan in order, until the run is stopped.
 async fn run_engines(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyhow::Result<()> {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     for (i, (name, spec)) in plan.engines.iter().enumerate() {
         if ctx.stopped() {
             break;
@@ -287,24 +310,28 @@ async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::R
         .unwrap_or_default();
     let progress = progress::Progress::new(opts.progress, trials_left(plan, &sweep));
     let mut ctx = Ctx {
-        plan,
-        opts,
-        client,
-        sweep,
-        records,
-        info: run_info(plan, opts, &rec_path),
-        environment: Default::default(),
-        gpus,
-        engine_envs,
-        stop,
+        run: Settings {
+            plan,
+            opts,
+            client,
+            stop,
+        },
+        journal: Journal {
+            sweep,
+            records,
+            info: run_info(plan, opts, &rec_path),
+            environment: Default::default(),
+            gpus,
+            engine_envs,
+        },
         progress,
         engine_label: String::new(),
     };
     ctx.refresh_environment();
     ctx.save().context("cannot write the report")?;
     if resumed {
-        let kept = ctx.sweep.complete_trials() as u64;
-        let left = trials_left(plan, &ctx.sweep);
+        let kept = ctx.journal.sweep.complete_trials() as u64;
+        let left = trials_left(plan, &ctx.journal.sweep);
         say!(
             ctx,
             "resuming {}: {} kept, {} to run{}",
@@ -427,8 +454,8 @@ async fn run_engine(
     spec: &crate::profile::EngineSpec,
     engine_ctx: &EngineContext,
 ) -> anyhow::Result<()> {
-    let plan = ctx.plan;
-    if ctx.sweep.engine_done(plan, name) {
+    let plan = ctx.run.plan;
+    if ctx.journal.sweep.engine_done(plan, name) {
         say!(ctx, "{name}: every trial already complete");
         return Ok(());
     }
@@ -446,7 +473,7 @@ async fn run_engine(
         Ok(h) => h,
         Err(f) => {
             say!(ctx, "{name}: {}", f.message);
-            ctx.sweep.engine(name).error = Some(f);
+            ctx.journal.sweep.engine(name).error = Some(f);
             ctx.save()?;
             return Ok(());
         }
@@ -462,22 +489,27 @@ async fn run_engine(
         ))
     );
     for n in &handle.notices {
-        ctx.info.notices.push(format!("{name}: {n}"));
+        ctx.journal.info.notices.push(format!("{name}: {n}"));
     }
-    ctx.engine_envs.insert(name.to_string(), handle.env.clone());
-    let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.client).await;
+    ctx.journal
+        .engine_envs
+        .insert(name.to_string(), handle.env.clone());
+    let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.run.client).await;
     if let Some(n) = notice {
         // One telemetry notice per run, not one per engine (they differ only in
         // the engine's port).
         ctx.notice_once(n);
     }
-    if ctx.gpus.is_empty() {
-        ctx.gpus = tel.gpus();
+    if ctx.journal.gpus.is_empty() {
+        ctx.journal.gpus = tel.gpus();
     }
     ctx.refresh_environment();
     if let Some(handle) = trials::run_engine(ctx, name, spec, engine_ctx, handle, &tel).await? {
         if let Err(f) = handle.stop().await {
-            ctx.info.notices.push(format!("{name}: {}", f.message));
+            ctx.journal
+                .info
+                .notices
+                .push(format!("{name}: {}", f.message));
         }
     }
     ctx.save()?;
@@ -490,11 +522,11 @@ fn finish(
     ctx: &mut Ctx<'_>,
     interrupted: Option<&'static str>,
 ) -> anyhow::Result<(Report, Outcome)> {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     if let Some(sig) = interrupted {
         for name in plan.engines.keys() {
-            if !ctx.sweep.engines.contains_key(name) {
-                ctx.sweep.engine(name).error = Some(report::EngineFailure {
+            if !ctx.journal.sweep.engines.contains_key(name) {
+                ctx.journal.sweep.engine(name).error = Some(report::EngineFailure {
                     kind: "not_run".into(),
                     message: format!(
                         "not run: the run was interrupted by {sig} before this engine started"
@@ -505,20 +537,20 @@ fn finish(
         }
     }
     let outcome = outcome(plan, &ctx.report(), interrupted);
-    ctx.info.status = if outcome == Outcome::Complete {
+    ctx.journal.info.status = if outcome == Outcome::Complete {
         RunStatus::Complete
     } else {
         RunStatus::Partial
     };
-    ctx.info.reason = match &outcome {
+    ctx.journal.info.reason = match &outcome {
         Outcome::Complete => None,
         Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
         Outcome::NothingSucceeded => Some("no request succeeded".into()),
         Outcome::Interrupted(sig) => Some(format!("interrupted by {sig}")),
     };
     let report = ctx.save()?;
-    if ctx.opts.html {
-        let html_path = ctx.opts.output.with_extension("html");
+    if ctx.run.opts.html {
+        let html_path = ctx.run.opts.output.with_extension("html");
         crate::redact::write_file(&html_path, &crate::render::html(&report))?;
     }
     Ok((report, outcome))

@@ -44,9 +44,9 @@ pub(crate) async fn run_engine(
         return Ok(Some(handle));
     }
     note_connect_in_ttft(ctx);
-    let target = target_of(ctx, &handle);
-    let plan = ctx.plan;
-    let whole = ctx.opts.shard.as_ref().map(|s| s.plan_points.clone());
+    let target = target_of(&ctx.run, &handle);
+    let plan = ctx.run.plan;
+    let whole = ctx.run.opts.shard.as_ref().map(|s| s.plan_points.clone());
     let mut http = Http {
         ctx,
         spec,
@@ -77,7 +77,7 @@ struct Http<'c, 'a> {
 
 impl Backend for Http<'_, '_> {
     fn sweep(&self) -> &super::Sweep {
-        &self.ctx.sweep
+        &self.ctx.journal.sweep
     }
 
     fn stopped(&self) -> bool {
@@ -85,7 +85,7 @@ impl Backend for Http<'_, '_> {
     }
 
     fn notice(&mut self, text: String) {
-        self.ctx.info.notices.push(text);
+        self.ctx.journal.info.notices.push(text);
     }
 
     async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
@@ -102,7 +102,7 @@ impl Backend for Http<'_, '_> {
         };
         let failure = death(self.ctx, &handle, at, status);
         if self.restarts >= self.spec.max_restarts {
-            self.ctx.sweep.engine(at.name).error = Some(failure);
+            self.ctx.journal.sweep.engine(at.name).error = Some(failure);
             self.ctx.save()?;
             self.handle = Some(handle);
             return Ok(AfterDeath::Over);
@@ -122,7 +122,7 @@ impl Backend for Http<'_, '_> {
         let Some(h) = restarted else {
             return Ok(AfterDeath::Over);
         };
-        self.target = target_of(self.ctx, &h);
+        self.target = target_of(&self.ctx.run, &h);
         self.handle = Some(h);
         self.ctx.save()?;
         Ok(AfterDeath::Restarted)
@@ -138,29 +138,29 @@ async fn run_one(
     builder: &Builder,
     target: &Target,
 ) -> anyhow::Result<Ran> {
-    let trial_no = trial_no(ctx.plan, at.t);
+    let trial_no = trial_no(ctx.run.plan, at.t);
     let Some(cooldown_wait_s) = cool_down(ctx, tel, at.x, &trial_no).await else {
         // Interrupted while the GPU cooled: the trial does not start.
         return Ok(Ran::NotStarted);
     };
-    let x_sent = match &ctx.opts.load_shard {
-        Some(l) => load::share(ctx.plan.mode, at.x, l.index, l.count)?,
+    let x_sent = match &ctx.run.opts.load_shard {
+        Some(l) => load::share(ctx.run.plan.mode, at.x, l.index, l.count)?,
         None => at.x,
     };
     preconnect(ctx, at.name, target, x_sent).await;
-    let warmup_server = warm_up(ctx, at, handle, builder, target).await;
+    let warmup_server = warm_up(&ctx.run, at, handle, builder, target).await;
     let TrialLoad {
         requests,
         conversations,
         offsets,
         first,
-    } = shard_requests(ctx, at, builder, x_sent)?;
+    } = shard_requests(&ctx.run, at, builder, x_sent)?;
     // A load shard sends its share of the level, and its records carry the whole
     // level and the whole trial's request indexes.
     let trial = Trial {
         x: x_sent,
         first_index: first,
-        ..trial_of(ctx, at, requests, ctx.plan.mode, offsets)
+        ..trial_of(&ctx.run, at, requests, ctx.run.plan.mode, offsets)
     };
     ctx.progress.phase(format!(
         "{}: x={} ({}) trial {trial_no}",
@@ -173,7 +173,7 @@ async fn run_one(
     let server = m.server.finish(&m.records).await;
     abandoned_notice(ctx, at, &m.records);
     let died = handle.exit_status();
-    let metrics = trial_metrics(&m.records, &ctx.plan.slo);
+    let metrics = trial_metrics(&m.records, &ctx.run.plan.slo);
     let (status, error) = status_of(died.as_deref(), ctx.stopped());
     let info = TrialInfo {
         index: at.t,
@@ -201,15 +201,15 @@ fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
     if !crate::load::was_abandoned(records) {
         return;
     }
-    let unsent = (ctx.plan.requests_per_trial as usize).saturating_sub(records.len());
-    ctx.info.notices.push(format!(
+    let unsent = (ctx.run.plan.requests_per_trial as usize).saturating_sub(records.len());
+    ctx.journal.info.notices.push(format!(
         "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
          request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
         at.name,
         at.x,
         at.t + 1,
         crate::load::TIMEOUTS_TO_ABANDON,
-        ctx.plan.request_timeout.as_secs()
+        ctx.run.plan.request_timeout.as_secs()
     ));
 }
 
@@ -231,7 +231,7 @@ async fn cool_down(
     x: f64,
     trial_no: &str,
 ) -> Option<Option<f64>> {
-    let Some(c) = &ctx.plan.telemetry.cooldown else {
+    let Some(c) = &ctx.run.plan.telemetry.cooldown else {
         return Some(None);
     };
     ctx.progress.phase(format!(
@@ -244,7 +244,7 @@ async fn cool_down(
 /// `point 2/5` of a plain run; `probe 3` of a search (its load levels so far,
 /// this one counted).
 fn point_label(ctx: &Ctx<'_>, at: &At<'_>) -> String {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     match &plan.search {
         None => format!(
             "point {}/{}",
@@ -252,7 +252,7 @@ fn point_label(ctx: &Ctx<'_>, at: &At<'_>) -> String {
             plan.points.len()
         ),
         Some(_) => {
-            let points = ctx.sweep.engines.get(at.name).map(|e| &e.points);
+            let points = ctx.journal.sweep.engines.get(at.name).map(|e| &e.points);
             let known = points.is_some_and(|p| p.contains_key(&PointKey::new(plan.mode, at.x)));
             format!(
                 "probe {}",
@@ -286,12 +286,13 @@ fn keep_trial(
     info: TrialInfo,
 ) -> anyhow::Result<()> {
     let name = at.name;
-    let slo = trial_slo(records, &ctx.plan.slo);
-    crate::server_metrics::notice(&mut ctx.info.notices, name, info.server.as_ref());
+    let slo = trial_slo(records, &ctx.run.plan.slo);
+    crate::server_metrics::notice(&mut ctx.journal.info.notices, name, info.server.as_ref());
     // Durable order: records first, then the report that refers to them.
-    ctx.records
+    ctx.journal
+        .records
         .append(records)
-        .with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
+        .with_context(|| format!("cannot append to {}", ctx.journal.records.path().display()))?;
     say!(
         ctx,
         "{name} x={} trial {trial_no}: {} ok, {} failed, {} good{}{}",
@@ -304,9 +305,9 @@ fn keep_trial(
         )),
         first_failure(records).unwrap_or_default()
     );
-    ctx.sweep.add_trial(
+    ctx.journal.sweep.add_trial(
         name,
-        PointKey::new(ctx.plan.mode, at.x),
+        PointKey::new(ctx.run.plan.mode, at.x),
         TrialState { metrics, info, slo },
     );
     ctx.progress.trial_done();
