@@ -3,7 +3,7 @@
 use super::*;
 use crate::profile::{Overrides, Profile, ProfileError};
 
-const BASE: &str = "name = \"t\"\n[slo]\nttft_ms = 100\ntpot_ms = 10\n[load]\npoints = [4, 1]\nrequests_per_trial = 3\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n";
+const BASE: &str = "name = \"t\"\n[slo]\nttft_ms = 100\ntpot_ms = 10\n[load]\npoints = [4, 1]\nrequests_per_trial = 3\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n[engines.e]\nurl = \"http://127.0.0.1:1\"\n";
 
 fn plan(extra: &str) -> Result<Plan, ProfileError> {
     Profile::parse(&format!("{BASE}{extra}"), "p.toml")?.into_plan("p.toml", &Overrides::default())
@@ -182,4 +182,60 @@ fn jsonl_requests_that_cannot_succeed_are_refused_with_their_line() {
             .to_string();
         assert!(e.contains("workload.path") && e.contains(needle), "{e}");
     }
+}
+
+#[test]
+fn auto_trials_have_a_budget_and_refuse_its_keys_with_a_count() {
+    use crate::profile::TrialsSpec;
+    use crate::search::trials::{AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH};
+    let text = |load: &str| {
+        format!(
+            "name = \"t\"\n[slo]\nttft_ms = 100\n[load]\npoints = [1]\nrequests_per_trial = 4\n{load}\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n[engines.e]\nurl = \"http://127.0.0.1:1\"\n"
+        )
+    };
+    let parse = |load: &str, ov: &Overrides| {
+        Profile::parse(&text(load), "p.toml")
+            .map_err(|e| e.to_string())
+            .and_then(|p| p.into_plan("p.toml", ov).map_err(|e| e.to_string()))
+    };
+    let p = parse("trials = \"auto\"", &Overrides::default()).unwrap();
+    assert_eq!(p.trials, AUTO_MIN_TRIALS);
+    let rule = p.adaptive.unwrap();
+    assert_eq!(
+        (rule.min, rule.max, rule.width),
+        (AUTO_MIN_TRIALS, AUTO_MAX_TRIALS, Some(AUTO_WIDTH))
+    );
+    let p = parse(
+        "trials = \"auto\"\nmin_trials = 3\nmax_trials = 4\ntrials_width = 0.1",
+        &Overrides::default(),
+    )
+    .unwrap();
+    let rule = p.adaptive.unwrap();
+    assert_eq!(
+        (p.trials, rule.min, rule.max, rule.width),
+        (3, 3, 4, Some(0.1))
+    );
+    // --trials auto over a profile's count.
+    let ov = Overrides {
+        trials: Some(TrialsSpec::Auto),
+        ..Default::default()
+    };
+    assert!(parse("trials = 3", &ov).unwrap().adaptive.is_some());
+    // A budget key beside a count would be ignored: refused, naming it and its line.
+    let e = parse("trials = 3\nmax_trials = 5", &Overrides::default()).unwrap_err();
+    assert!(
+        e.contains("load.max_trials") && e.contains("line 8") && e.contains("auto"),
+        "{e}"
+    );
+    let e = parse(
+        "trials = \"auto\"\nmin_trials = 5\nmax_trials = 4",
+        &Overrides::default(),
+    )
+    .unwrap_err();
+    assert!(e.contains("load.max_trials"), "{e}");
+    let e = parse("trials = \"many\"", &Overrides::default()).unwrap_err();
+    assert!(e.contains("auto"), "{e}");
+    assert_eq!("auto".parse::<TrialsSpec>(), Ok(TrialsSpec::Auto));
+    assert_eq!("4".parse::<TrialsSpec>(), Ok(TrialsSpec::Count(4)));
+    assert!("x".parse::<TrialsSpec>().is_err());
 }
