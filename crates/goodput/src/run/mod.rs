@@ -144,6 +144,9 @@ pub(crate) struct Journal {
     gpus: Vec<report::GpuInfo>,
     /// Each engine's environment, in run order.
     engine_envs: indexmap::IndexMap<String, report::EngineEnv>,
+    /// Facts of the workload learnt while running (a ShareGPT sample's counts),
+    /// shown in the report's `run.workload.facts`.
+    workload_facts: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A run in progress: its settings (read-only), its journal (the results), and
@@ -160,6 +163,13 @@ impl Ctx<'_> {
     fn report(&self) -> Report {
         let mut r = self.journal.sweep.report(self.run.plan);
         let mut info = self.journal.info.clone();
+        let facts = info
+            .workload
+            .get_mut("facts")
+            .and_then(|f| f.as_object_mut());
+        if let Some(f) = facts {
+            f.extend(self.journal.workload_facts.clone());
+        }
         info.updated_unix_s = Some(unix_now());
         r.run = Some(info);
         r.environment = Some(self.journal.environment.clone());
@@ -323,6 +333,7 @@ async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::R
             environment: Default::default(),
             gpus,
             engine_envs,
+            workload_facts: Default::default(),
         },
         progress,
         engine_label: String::new(),

@@ -11,8 +11,8 @@ use crate::telemetry;
 use crate::workload::{calibrate, Builder, Calibration};
 
 /// ShareGPT: the run's sample, taken on the first engine (counted by its
-/// `/tokenize` when it has one) and sent by every engine; the report's workload
-/// facts gain its counts. `false` (the engine's error recorded) when it fails.
+/// `/tokenize` when it has one) and sent by every engine; its counts join the
+/// journal's workload facts. `false` (the engine's error recorded) when it fails.
 pub(super) async fn sample_sharegpt(
     ctx: &mut Ctx<'_>,
     name: &str,
@@ -27,11 +27,9 @@ pub(super) async fn sample_sharegpt(
         .await;
     match sampled {
         Ok(s) => {
-            let facts = ctx.journal.info.workload.get_mut("facts");
-            if let (Some(f), serde_json::Value::Object(add)) =
-                (facts.and_then(|f| f.as_object_mut()), s.facts())
-            {
-                f.extend(add);
+            // A fact of the run, kept in the journal; the report's workload shows it.
+            if let serde_json::Value::Object(add) = s.facts() {
+                ctx.journal.workload_facts.extend(add);
             }
             if let Some(t) = &w.truncated {
                 ctx.notice_once(format!("workload: {}: {t}", w.path.display()));
