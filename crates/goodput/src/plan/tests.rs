@@ -3,7 +3,7 @@
 use super::*;
 use crate::profile::{Overrides, Profile, ProfileError};
 
-const BASE: &str = "name = \"t\"\n[slo]\nttft_ms = 100\ntpot_ms = 10\n[load]\npoints = [4, 1]\nrequests_per_trial = 3\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n[engines.e]\nurl = \"http://127.0.0.1:1\"\n";
+const BASE: &str = "name = \"t\"\n[slo]\nttft_ms = 100\ntpot_ms = 10\n[load]\npoints = [4, 1]\nrequests_per_trial = 3\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n";
 
 fn plan(extra: &str) -> Result<Plan, ProfileError> {
     Profile::parse(&format!("{BASE}{extra}"), "p.toml")?.into_plan("p.toml", &Overrides::default())

@@ -1,7 +1,8 @@
 //! A capacity search in virtual time: the same search ([`crate::search::next_step`])
-//! over predicted points, driven by the one trial loop ([`super::predict_sweep`]). Its answer is where `goodput search --predict` confirms
-//! on the real engine; the trials it took are what a blind search of a real engine
-//! that behaves like the model would have needed.
+//! over predicted points, driven by the one trial loop ([`super::predict_sweep`]).
+//! Its answer is where `goodput search --predict` confirms on the real engine; the
+//! trials it took are what a blind search of a real engine that behaves like the
+//! model would have needed.
 
 /// The predicted knee of `engine` and the trials the predicted search took.
 pub fn knee(report: &report::Report, engine: &str) -> (Option<f64>, u32) {

@@ -440,8 +440,9 @@ fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
     }
 }
 
-/// Trials still to run, for the progress estimate. A search does not know its trials
-/// ahead: about a bracket and a bisection.
+/// Trials still to run, for the progress estimate (adaptive trials count their
+/// minimum; the display grows past it). A search does not know its trials ahead:
+/// about a bracket and a bisection.
 fn trials_left(plan: &Plan, sweep: &Sweep) -> u64 {
     if let Some(s) = &plan.search {
         return (plan.engines.len() as u64) * u64::from(s.base_trials) * 8;
