@@ -116,3 +116,157 @@ pub(crate) fn without_waiting<F: std::future::Future>(f: F) -> Option<F::Output>
         std::task::Poll::Pending => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The loop over a scripted backend (hyperfine's mock executor): the order of
+    //! trials, restarts after a death, a trial that neither completed nor killed
+    //! the engine, and a stop.
+
+    use std::collections::VecDeque;
+
+    use report::{RunStatus, TrialInfo};
+
+    use super::*;
+    use crate::run::state::{PointKey, TrialState};
+
+    /// What the scripted engine does with the next trial.
+    #[derive(Clone, Copy)]
+    enum Does {
+        Completes,
+        StopsShort,
+        Dies,
+    }
+
+    struct Mock {
+        plan: Plan,
+        sweep: Sweep,
+        script: VecDeque<Does>,
+        /// `(x, t, attempt)` of every trial run.
+        ran: Vec<(f64, u32, u32)>,
+        notices: Vec<String>,
+        restarts_left: u32,
+        stop_after: usize,
+    }
+
+    impl Backend for Mock {
+        fn sweep(&self) -> &Sweep {
+            &self.sweep
+        }
+
+        fn stopped(&self) -> bool {
+            self.ran.len() >= self.stop_after
+        }
+
+        fn notice(&mut self, text: String) {
+            self.notices.push(text);
+        }
+
+        async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
+            self.ran.push((at.x, at.t, at.attempt));
+            let does = self.script.pop_front().unwrap_or(Does::Completes);
+            let status = match does {
+                Does::Completes => RunStatus::Complete,
+                Does::StopsShort | Does::Dies => RunStatus::Partial,
+            };
+            let state = TrialState {
+                metrics: Default::default(),
+                info: TrialInfo {
+                    index: at.t,
+                    attempt: at.attempt,
+                    status,
+                    ..Default::default()
+                },
+                slo: Default::default(),
+            };
+            self.sweep
+                .add_trial(at.name, PointKey::new(self.plan.mode, at.x), state);
+            Ok(match does {
+                Does::Dies => Ran::Died("signal 9".into()),
+                _ => Ran::Kept,
+            })
+        }
+
+        async fn died(&mut self, _: &At<'_>, _: String) -> anyhow::Result<AfterDeath> {
+            if self.restarts_left == 0 {
+                return Ok(AfterDeath::Over);
+            }
+            self.restarts_left -= 1;
+            Ok(AfterDeath::Restarted)
+        }
+    }
+
+    fn mock(script: &[Does], restarts_left: u32) -> Mock {
+        let text = "name = \"m\"\n[slo]\nttft_ms = 100\n[load]\npoints = [1, 2]\nrequests_per_trial = 4\ntrials = 2\n[workload]\ninput_tokens = 8\noutput_tokens = 4\n[engines.e]\nurl = \"http://127.0.0.1:1\"\n";
+        let plan = crate::profile::Profile::parse(text, "m.toml")
+            .unwrap()
+            .into_plan("m.toml", &Default::default())
+            .unwrap();
+        Mock {
+            plan,
+            sweep: Sweep::default(),
+            script: script.iter().copied().collect(),
+            ran: Vec::new(),
+            notices: Vec::new(),
+            restarts_left,
+            stop_after: usize::MAX,
+        }
+    }
+
+    fn run(m: &mut Mock) {
+        let plan = m.plan.clone();
+        without_waiting(drive(&plan, "e", None, m))
+            .expect("the mock never waits")
+            .unwrap();
+    }
+
+    #[test]
+    fn every_trial_runs_once_in_order() {
+        let mut m = mock(&[], 0);
+        run(&mut m);
+        assert_eq!(m.ran, [(1.0, 0, 0), (1.0, 1, 0), (2.0, 0, 0), (2.0, 1, 0)]);
+        assert!(m.notices.is_empty());
+    }
+
+    #[test]
+    fn a_death_restarts_the_engine_and_reruns_the_trial_as_the_next_attempt() {
+        let mut m = mock(&[Does::Completes, Does::Dies], 1);
+        run(&mut m);
+        assert_eq!(
+            m.ran,
+            [
+                (1.0, 0, 0),
+                (1.0, 1, 0),
+                (1.0, 1, 1),
+                (2.0, 0, 0),
+                (2.0, 1, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_death_past_the_restarts_allowed_ends_the_engine() {
+        let mut m = mock(&[Does::Completes, Does::Dies], 0);
+        run(&mut m);
+        assert_eq!(m.ran, [(1.0, 0, 0), (1.0, 1, 0)]);
+    }
+
+    #[test]
+    fn a_trial_that_stopped_short_is_not_run_again_and_says_so() {
+        let mut m = mock(&[Does::StopsShort, Does::StopsShort], 0);
+        run(&mut m);
+        assert_eq!(m.ran, [(1.0, 0, 0)]);
+        assert_eq!(
+            m.notices,
+            ["e: trial 1 at x=1 did not complete and was not retried"]
+        );
+    }
+
+    #[test]
+    fn a_stop_starts_no_new_trial() {
+        let mut m = mock(&[], 0);
+        m.stop_after = 3;
+        run(&mut m);
+        assert_eq!(m.ran.len(), 3);
+    }
+}
