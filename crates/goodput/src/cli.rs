@@ -167,9 +167,10 @@ pub struct LevelArgs {
 /// engines, with which seed (shared by `run`, `search` and the cluster jobs).
 #[derive(Debug, Args, Clone, Default)]
 pub struct TrialArgs {
-    /// Trials per load level.
-    #[arg(long)]
-    pub trials: Option<u32>,
+    /// Trials per load level: a number, or `auto` (adaptive: `[load] min_trials`
+    /// to `max_trials`, until each point is settled; docs/statistics.md).
+    #[arg(long, value_name = "N|auto")]
+    pub trials: Option<crate::profile::TrialsSpec>,
     /// Measured requests per trial.
     #[arg(long)]
     pub requests: Option<u32>,

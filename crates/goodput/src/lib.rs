@@ -11,10 +11,13 @@
 //! - [`metrics`]: every metric derived from records, in one place (pure).
 //! - [`telemetry`]: GPU samples beside each trial.
 //! - [`sampling`]: the loop of the background samplers (GPU, the engine's `/metrics`).
-//! - [`run`]: the sweep: engines x points x trials, writing the report after each trial.
+//! - [`run`]: the sweep: engines x points x trials, writing the report after each trial;
+//!   one trial loop over a backend (an HTTP engine, or the engine model in virtual
+//!   time for [`predict`]).
 //! - [`cluster`]: `goodput slurm` and `goodput k8s`: jobs that run the shards.
 //! - [`shard`]: a plan cut into slices for several machines, and shard reports merged.
-//! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
+//! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]), and
+//!   the one trial rule (adaptive trials, the search's confirmation trials).
 //! - [`stats`]: how sure we are: order-statistic intervals, the hierarchical
 //!   bootstrap, Welch's t, Holm's correction, the capacity's interval (pure, seeded).
 //! - [`compare`]: the data of a comparison (from reports and their requests files)
@@ -24,7 +27,8 @@
 //!   vLLM's format written.
 //! - [`environment`]: what ran where.
 //! - [`dates`]: the one date formatter.
-//! - [`stop`]: the run's stop signal; waits that end when it is given.
+//! - [`stop`]: the run's stop signal (the root cancellation token); waits that end
+//!   when it is given.
 //! - [`cli`]: the command line.
 //!
 //! The simulated engine lives beside it, in the `goodput-sim` crate; the client's own

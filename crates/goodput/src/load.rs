@@ -28,7 +28,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -36,6 +36,7 @@ use tokio_util::task::TaskTracker;
 use crate::client::{stream_request, Limits, Target};
 use crate::profile::LoadMode;
 use crate::record::{now_ns, ErrorKind, RequestRecord};
+use crate::stop::Stop;
 use crate::workload::conversation::Conversations;
 use crate::workload::Prepared;
 
@@ -62,10 +63,18 @@ pub fn arrival_offsets(rate: f64, burstiness: f64, n: usize, seed: u64) -> Vec<u
 pub struct Trial {
     /// Engine name (for records).
     pub engine: String,
-    /// Load level.
+    /// Load level sent.
     pub x: f64,
+    /// The load level the records carry: `x`, except in a load shard, which sends
+    /// its share `x` of the whole level.
+    pub level: f64,
     /// Trial index.
     pub index: u32,
+    /// The restart attempt the records carry (0 unless the engine was restarted).
+    pub attempt: u32,
+    /// The whole trial's index of the first request (a load shard sends a run of
+    /// the whole trial's requests, and its records carry their whole-trial index).
+    pub first_index: u32,
     /// Closed or open loop.
     pub mode: LoadMode,
     /// Open loop: cap on requests in flight.
@@ -88,13 +97,14 @@ pub struct Trial {
 pub type OnRecord = Box<dyn FnMut(&RequestRecord) + Send>;
 
 /// Runs a trial; returns every sent request's record, in index order.
-/// `stop` turning true stops the trial: nothing new is sent, in-flight requests get
-/// `trial.grace` to finish, then the rest are recorded as `cancelled`.
+/// `stop` (the run's token, [`crate::stop`]) cancelled stops the trial: nothing new
+/// is sent, in-flight requests get `trial.grace` to finish, then the rest are
+/// recorded as `cancelled`.
 pub async fn run_trial(
     client: reqwest::Client,
     target: Target,
     trial: Trial,
-    stop: watch::Receiver<bool>,
+    stop: &Stop,
     on_record: OnRecord,
 ) -> Vec<RequestRecord> {
     run(client, target, trial, None, stop, on_record).await
@@ -108,7 +118,7 @@ pub async fn run_conversation_trial(
     target: Target,
     trial: Trial,
     conversations: Conversations,
-    stop: watch::Receiver<bool>,
+    stop: &Stop,
     on_record: OnRecord,
 ) -> Vec<RequestRecord> {
     run(client, target, trial, Some(conversations), stop, on_record).await
@@ -119,15 +129,15 @@ async fn run(
     target: Target,
     trial: Trial,
     conversations: Option<Conversations>,
-    stop: watch::Receiver<bool>,
+    stop: &Stop,
     on_record: OnRecord,
 ) -> Vec<RequestRecord> {
-    // Two tokens: `cancel` abandons in-flight requests; its child `no_new` (also
-    // cancelled by it) only stops sending.
+    // Two tokens: `no_new`, a child of the run's stop, only stops sending;
+    // `cancel` abandons in-flight requests (after the grace, or at the trial
+    // timeout, which also sets `no_new`).
+    let no_new = stop.child();
     let cancel = CancellationToken::new();
-    let no_new = cancel.child_token();
     let forward = tokio::spawn(forward_stop(
-        stop,
         no_new.clone(),
         cancel.clone(),
         trial.timeout,
@@ -139,8 +149,10 @@ async fn run(
         target,
         limits: trial.limits,
         engine: trial.engine,
-        x: trial.x,
+        level: trial.level,
         trial: trial.index,
+        attempt: trial.attempt,
+        first_index: trial.first_index,
         requests: trial.requests,
         origin: now_ns(),
         origin_instant: Instant::now(),
@@ -320,11 +332,10 @@ async fn sleep_precisely(when: Instant) {
     }
 }
 
-/// Turns the run's stop signal and the trial timeout into the trial's two tokens:
-/// `no_new` (send nothing more) and, after the grace period, `cancel` (abandon
-/// in-flight requests). The trial timeout cancels at once.
+/// Turns the run's stop (through `no_new`, its child) and the trial timeout into
+/// the end of the trial: after a stop, `cancel` (abandon in-flight requests) once
+/// the grace period is over; at the timeout, both at once.
 async fn forward_stop(
-    mut stop: watch::Receiver<bool>,
     no_new: CancellationToken,
     cancel: CancellationToken,
     timeout: Option<Duration>,
@@ -337,12 +348,13 @@ async fn forward_stop(
         }
     };
     let stopped = tokio::select! {
-        _ = stop.wait_for(|s| *s) => true,
+        _ = no_new.cancelled() => true,
         _ = deadline => false,
     };
     if stopped {
-        no_new.cancel();
         tokio::time::sleep(grace).await;
+    } else {
+        no_new.cancel();
     }
     cancel.cancel();
 }
@@ -352,8 +364,10 @@ struct Shared {
     target: Target,
     limits: Limits,
     engine: String,
-    x: f64,
+    level: f64,
     trial: u32,
+    attempt: u32,
+    first_index: u32,
     requests: Vec<Prepared>,
     origin: u64,
     origin_instant: Instant,
@@ -447,7 +461,16 @@ impl Shared {
         req: &Prepared,
         keep_reply: bool,
     ) -> RequestRecord {
-        let mut rec = RequestRecord::new(&self.engine, self.x, self.trial, i, scheduled);
+        // Built with the values it keeps: the whole load level, the whole trial's
+        // index, the attempt.
+        let mut rec = RequestRecord::new(
+            &self.engine,
+            self.level,
+            self.trial,
+            self.first_index + i,
+            scheduled,
+        );
+        rec.attempt = self.attempt;
         req.asked.fill(&mut rec);
         if keep_reply {
             rec.reply = Some(String::new());
@@ -497,6 +520,7 @@ impl Shared {
             })
             .unwrap_or(0);
         if timeouts_after(before, rec) >= TIMEOUTS_TO_ABANDON {
+            self.no_new.cancel();
             self.cancel.cancel();
         }
     }

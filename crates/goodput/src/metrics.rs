@@ -424,6 +424,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         slo_check: None,
         predicted_interval: None,
         extrapolated: false,
+        trials_stopped: None,
         extra: Default::default(),
         server: None,
         conversation: conversation_summary(trials),

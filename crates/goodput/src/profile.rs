@@ -155,9 +155,21 @@ pub struct LoadSpec {
     /// window sets it, and a value given caps it).
     #[serde(default)]
     pub requests_per_trial: u32,
-    /// Trials per point.
+    /// Trials per point: a number, or `"auto"` (adaptive: from `min_trials` up to
+    /// `max_trials`, until the point's SLO judgement is decisive or its key metrics
+    /// settle within `trials_width`; docs/statistics.md).
     #[serde(default = "default_trials")]
-    pub trials: u32,
+    pub trials: TrialsSpec,
+    /// `trials = "auto"`: trials every point gets (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_trials: Option<u32>,
+    /// `trials = "auto"`: most trials at one point (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_trials: Option<u32>,
+    /// `trials = "auto"`: the relative half-width of the 95% interval of the median
+    /// TTFT and TPOT over trials that settles a point (default 0.02, ±2%).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials_width: Option<f64>,
     /// Requests sent before each trial, not measured (default 1: the first request
     /// after an engine starts is often far slower, compilation and cache warm-up,
     /// and would otherwise be one of the measured ones).
@@ -184,8 +196,80 @@ pub struct LoadSpec {
     pub trial_timeout_s: Option<f64>,
 }
 
-fn default_trials() -> u32 {
-    1
+fn default_trials() -> TrialsSpec {
+    TrialsSpec::Count(1)
+}
+
+/// `[load] trials` and `--trials`: a number of trials per point, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrialsSpec {
+    /// This many trials at every point.
+    Count(u32),
+    /// Adaptive trials (the `min_trials`, `max_trials` and `trials_width` keys).
+    Auto,
+}
+
+impl std::str::FromStr for TrialsSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<TrialsSpec, String> {
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return Ok(TrialsSpec::Auto);
+        }
+        s.trim()
+            .parse()
+            .map(TrialsSpec::Count)
+            .map_err(|_| format!("`{s}` is neither a number of trials nor `auto`"))
+    }
+}
+
+impl std::fmt::Display for TrialsSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrialsSpec::Count(n) => write!(f, "{n}"),
+            TrialsSpec::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+impl Serialize for TrialsSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TrialsSpec::Count(n) => s.serialize_u32(*n),
+            TrialsSpec::Auto => s.serialize_str("auto"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TrialsSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TrialsSpec, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = TrialsSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number of trials or \"auto\"")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<TrialsSpec, E> {
+                u32::try_from(v)
+                    .map(TrialsSpec::Count)
+                    .map_err(|_| E::custom(format!("{v} trials is out of range")))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<TrialsSpec, E> {
+                u32::try_from(v)
+                    .map(TrialsSpec::Count)
+                    .map_err(|_| E::custom(format!("{v} trials is out of range")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TrialsSpec, E> {
+                match v {
+                    "auto" => Ok(TrialsSpec::Auto),
+                    _ => Err(E::custom(format!(
+                        "\"{v}\" is neither a number of trials nor \"auto\""
+                    ))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 fn default_warmup() -> u32 {
     1
@@ -257,8 +341,8 @@ pub struct Overrides {
     pub concurrency: Option<Vec<f64>>,
     /// `--rate 2,8`.
     pub rate: Option<Vec<f64>>,
-    /// `--trials N`.
-    pub trials: Option<u32>,
+    /// `--trials N` or `--trials auto`.
+    pub trials: Option<TrialsSpec>,
     /// `--requests N`.
     pub requests: Option<u32>,
     /// `--slo ttft:1000,tpot:100[,e2el:5000][,ttfat:2000]`.

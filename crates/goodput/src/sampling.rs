@@ -1,13 +1,14 @@
 //! The loop of both background samplers beside a trial (the GPU's, in
 //! [`crate::telemetry`], and the engine's `/metrics`, in [`crate::server_metrics`]):
-//! one read per tick until the trial's end is signalled, or until reads have failed
+//! one read per tick until the trial's end is signalled (a cancellation token,
+//! the one kind of stop signal in goodput), or until reads have failed
 //! too often in a row.
 
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
 
 /// When a sampler reads.
 #[derive(Debug, Clone, Copy)]
@@ -21,11 +22,11 @@ pub struct Ticks {
 }
 
 /// Reads on every tick and hands each success to `keep` with its time, until
-/// `stop` fires (a read in flight is then dropped) or `max_failures` reads in a row
+/// `stop` is cancelled (a read in flight is then dropped) or `max_failures` reads in a row
 /// have failed. Returns the last error when it gave up, `None` when stopped.
 pub async fn sample_until_stopped<T, E, Fut>(
     ticks: Ticks,
-    mut stop: oneshot::Receiver<()>,
+    stop: CancellationToken,
     max_failures: u32,
     mut read: impl FnMut() -> Fut,
     mut keep: impl FnMut(f64, T),
@@ -38,12 +39,12 @@ where
     let mut failures = 0;
     loop {
         tokio::select! {
-            _ = &mut stop => return None,
+            _ = stop.cancelled() => return None,
             _ = tick.tick() => {}
         }
         let t_s = ticks.start.elapsed().as_secs_f64();
         let got = tokio::select! {
-            _ = &mut stop => return None,
+            _ = stop.cancelled() => return None,
             r = read() => r,
         };
         match got {

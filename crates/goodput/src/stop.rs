@@ -1,40 +1,57 @@
 //! The run's stop signal (Ctrl-C, SIGTERM), and waits that end as soon as it is set.
 //!
-//! Every wait of the sweep (an engine's readiness, the GPU cool-down, a trial)
-//! takes a [`Stop`], so that a signal ends it within a poll interval, never after
-//! its own timeout.
+//! One cancellation tree: the run holds the root [`CancellationToken`], cancelled
+//! on the first signal; each trial's load takes a child of it (`no_new`: nothing
+//! new is sent, [`crate::load`]), whose own partner token abandons what is still in
+//! flight after the grace period; the GPU and `/metrics` samplers beside a trial
+//! stop on tokens of their own ([`crate::sampling`]), cancelled when the trial's
+//! records are in (they keep reading through the grace period, which the records
+//! still cover). Every wait of the sweep (an engine's readiness, the GPU cool-down,
+//! a barrier, a trial) takes a [`Stop`], so that a signal ends it at once, never
+//! after its own timeout.
 
 use std::future::Future;
 
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
-/// A receiver of the run's stop signal.
+/// The run's stop signal: a token, cancelled to stop.
 #[derive(Debug, Clone)]
-pub struct Stop(watch::Receiver<bool>);
+pub struct Stop(CancellationToken);
 
 impl Stop {
-    /// Wraps a watch channel's receiver (`true` = stop).
-    pub fn new(rx: watch::Receiver<bool>) -> Stop {
-        Stop(rx)
+    /// A stop given when `token` is cancelled.
+    pub fn new(token: CancellationToken) -> Stop {
+        Stop(token)
     }
 
-    /// A stop that is never set (for callers without signals: tests, libraries).
+    /// A stop that is never given (for callers without signals: tests, libraries).
     pub fn never() -> Stop {
-        // One sender for the life of the program, never sent on: its receivers never
-        // see a closed channel (which `wait` would take for a stop).
-        static NEVER: std::sync::OnceLock<watch::Sender<bool>> = std::sync::OnceLock::new();
-        Stop(NEVER.get_or_init(|| watch::channel(false).0).subscribe())
+        Stop(CancellationToken::new())
+    }
+
+    /// A stop not given yet, that its holder gives with [`Stop::set`].
+    pub fn unset() -> Stop {
+        Stop(CancellationToken::new())
+    }
+
+    /// Gives the stop signal (to every clone and child).
+    pub fn set(&self) {
+        self.0.cancel();
     }
 
     /// True once the stop signal was given.
     pub fn is_set(&self) -> bool {
-        *self.0.borrow()
+        self.0.is_cancelled()
     }
 
-    /// Resolves when the stop signal is given (or its sender is gone).
+    /// Resolves when the stop signal is given.
     pub async fn wait(&self) {
-        let mut rx = self.0.clone();
-        let _ = rx.wait_for(|&s| s).await;
+        self.0.cancelled().await;
+    }
+
+    /// A child token: cancelled with the run's stop, or on its own.
+    pub fn child(&self) -> CancellationToken {
+        self.0.child_token()
     }
 
     /// Runs `f` until it finishes or the stop signal is given; `None` when stopped
@@ -57,8 +74,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_long_wait_ends_when_stopped() {
-        let (tx, rx) = watch::channel(false);
-        let stop = Stop::new(rx);
+        let root = CancellationToken::new();
+        let stop = Stop::new(root.clone());
+        let child = stop.child();
         let waiter = tokio::spawn({
             let stop = stop.clone();
             async move {
@@ -67,9 +85,10 @@ mod tests {
             }
         });
         tokio::time::sleep(Duration::from_secs(1)).await;
-        tx.send(true).unwrap();
+        root.cancel();
         assert_eq!(waiter.await.unwrap(), None);
         assert!(stop.is_set());
+        assert!(child.is_cancelled(), "a child stops with the run");
         assert_eq!(stop.until(async { 1 }).await, None, "already stopped");
     }
 

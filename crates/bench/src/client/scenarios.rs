@@ -8,7 +8,6 @@ use anyhow::Context;
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tokio::sync::watch;
 
 use super::figures::{RateFigures, StreamFigures, Usage};
 use crate::os::{cpu_time, load_average, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
@@ -17,6 +16,7 @@ use goodput::client::{http_client, Limits, SseLimits, Target};
 use goodput::load::{arrival_offsets, run_trial, Trial};
 use goodput::profile::LoadMode;
 use goodput::record::RequestRecord;
+use goodput::stop::Stop;
 use goodput::workload::Prepared;
 
 /// A closed-loop run: `streams` workers for `duration`, each request `tokens` long.
@@ -96,6 +96,7 @@ fn trial(
     Trial {
         engine: engine.into(),
         x,
+        level: x,
         index: 0,
         mode,
         max_concurrency: None,
@@ -105,6 +106,8 @@ fn trial(
         timeout: None,
         grace: Duration::from_secs(120),
         sent: None,
+        attempt: 0,
+        first_index: 0,
     }
 }
 
@@ -160,14 +163,12 @@ impl Session {
         t: Trial,
         stop_after: Option<Duration>,
     ) -> (Vec<RequestRecord>, Usage) {
-        // The sender must outlive the trial: a closed stop channel counts as "stop".
-        let (stop_tx, stop) = watch::channel(false);
-        let stop_tx = std::sync::Arc::new(stop_tx);
+        let stop = Stop::unset();
         let timer = stop_after.map(|d| {
-            let stop_tx = stop_tx.clone();
+            let stop = stop.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(d).await;
-                let _ = stop_tx.send(true);
+                stop.set();
             })
         });
         let peak = RssPeak::start(Duration::from_millis(50));
@@ -176,7 +177,7 @@ impl Session {
         let (sim0, machine0, wall0, cpu0) =
             (sim_cpu(), machine_cpu_time(), Instant::now(), cpu_time());
         let (client, target) = (self.client.clone(), self.target.clone());
-        let records = run_trial(client, target, t, stop, Box::new(|_| {})).await;
+        let records = run_trial(client, target, t, &stop, Box::new(|_| {})).await;
         let cpu = cpu_time().saturating_sub(cpu0);
         let wall = wall0.elapsed();
         let sim_cpu = sim_cpu().zip(sim0).map(|(b, a)| b.saturating_sub(a));
@@ -188,7 +189,6 @@ impl Session {
         if let Some(t) = timer {
             t.abort();
         }
-        drop(stop_tx);
         let usage = Usage {
             cpu,
             rss_delta,

@@ -125,7 +125,8 @@ impl Profile {
             .as_ref()
             .map(|flags| {
                 let table = self.search.clone().unwrap_or_default();
-                check_search(&check, &table, flags, &spec, self.load.mode, &slo)
+                let trials = (load.trials, load.adaptive);
+                check_search(&check, &table, flags, &spec, trials, self.load.mode, &slo)
             })
             .transpose()?;
         Ok(Plan {
@@ -135,7 +136,8 @@ impl Profile {
             mode: spec.mode,
             points: load.points,
             requests_per_trial: spec.requests_per_trial,
-            trials: spec.trials,
+            trials: load.trials,
+            adaptive: load.adaptive,
             warmup_requests: spec.warmup_requests,
             request_timeout: load.request_timeout,
             stall_timeout: load.stall_timeout,

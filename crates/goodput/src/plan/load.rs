@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use crate::profile::{LoadMode, LoadSpec, Overrides, ProfileError};
+use crate::profile::{LoadMode, LoadSpec, Overrides, ProfileError, TrialsSpec};
+use crate::search::trials::TrialRule;
 
 use super::check::Checker;
 
@@ -12,6 +13,10 @@ pub(super) struct CheckedLoad {
     pub request_timeout: Duration,
     pub stall_timeout: Option<Duration>,
     pub trial_timeout: Option<Duration>,
+    /// Trials every point gets (`trials = N`, or `min_trials` with `auto`).
+    pub trials: u32,
+    /// `trials = "auto"`: the rule that adds trials to a point.
+    pub adaptive: Option<TrialRule>,
 }
 
 /// Requests per trial: the profile's (required), or in trace mode the trace's
@@ -69,7 +74,7 @@ pub(super) fn check_load(
         load.requests_per_trial,
         1..=10_000_000,
     )?;
-    check.count("load.trials", load.trials, 1..=1000)?;
+    let (trials, adaptive) = check_trials(check, load)?;
     check.count("load.warmup_requests", load.warmup_requests, 0..=1_000_000)?;
     let optional = |field: &str, v: Option<f64>| v.map(|v| check.seconds(field, v)).transpose();
     let request_timeout = check.seconds("load.request_timeout_s", load.request_timeout_s)?;
@@ -89,7 +94,60 @@ pub(super) fn check_load(
         request_timeout,
         stall_timeout,
         trial_timeout,
+        trials,
+        adaptive,
     })
+}
+
+/// `trials`: a count, or `auto` with its budget and width (keys refused with a
+/// count, where they would be silently ignored).
+fn check_trials(
+    check: &Checker,
+    load: &LoadSpec,
+) -> Result<(u32, Option<TrialRule>), ProfileError> {
+    use crate::search::trials::{AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH};
+    match load.trials {
+        TrialsSpec::Count(n) => {
+            let given = [
+                ("load.min_trials", load.min_trials.is_some()),
+                ("load.max_trials", load.max_trials.is_some()),
+                ("load.trials_width", load.trials_width.is_some()),
+            ];
+            if let Some((key, _)) = given.iter().find(|(_, set)| *set) {
+                return Err(check.bad(
+                    key,
+                    format!("applies to `trials = \"auto\"` only (trials is {n})"),
+                ));
+            }
+            Ok((check.count("load.trials", n, 1..=1000)?, None))
+        }
+        TrialsSpec::Auto => {
+            let min = check.count(
+                "load.min_trials",
+                load.min_trials.unwrap_or(AUTO_MIN_TRIALS),
+                1..=1000,
+            )?;
+            let max = check.count(
+                "load.max_trials",
+                load.max_trials.unwrap_or(AUTO_MAX_TRIALS.max(min)),
+                u64::from(min)..=1000,
+            )?;
+            let width = check.number(
+                "load.trials_width",
+                load.trials_width.unwrap_or(AUTO_WIDTH),
+                1e-9..=10.0,
+                "a share of the mean",
+            )?;
+            Ok((
+                min,
+                Some(TrialRule {
+                    min,
+                    max,
+                    width: Some(width),
+                }),
+            ))
+        }
+    }
 }
 
 impl LoadSpec {

@@ -37,8 +37,11 @@ pub struct Plan {
     pub points: Vec<f64>,
     /// Measured requests per trial.
     pub requests_per_trial: u32,
-    /// Trials per point.
+    /// Trials per point (with `trials = "auto"`, the minimum every point gets).
     pub trials: u32,
+    /// `trials = "auto"`: the rule that adds trials to a point until it is settled
+    /// ([`crate::search::trials`]); `None` with a fixed count.
+    pub adaptive: Option<crate::search::trials::TrialRule>,
     /// Unmeasured requests before each trial.
     pub warmup_requests: u32,
     /// Whole-request timeout.

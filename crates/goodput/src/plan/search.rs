@@ -3,6 +3,7 @@
 use crate::profile::{LoadMode, LoadSpec, ProfileError, SearchSpec, SloSpec};
 
 use super::check::Checker;
+use crate::search::trials::TrialRule;
 
 /// The `[search]` table (with its flags) checked against the load mode.
 pub(super) fn check_search(
@@ -10,9 +11,11 @@ pub(super) fn check_search(
     table: &SearchSpec,
     flags: &SearchSpec,
     load: &LoadSpec,
+    trials: (u32, Option<TrialRule>),
     profile_mode: LoadMode,
     slo: &SloSpec,
 ) -> Result<crate::search::SearchConfig, ProfileError> {
+    let (base_trials, adaptive) = trials;
     let s = table.overridden_by(flags);
     let mode = load.mode;
     check_bounds_unit(check, table, flags, mode, profile_mode)?;
@@ -30,8 +33,9 @@ pub(super) fn check_search(
     let max_probes = check.count("search.max_probes", s.max_probes.unwrap_or(16), 1..=1000)?;
     let max_trials_per_probe = check.count(
         "search.max_trials_per_probe",
-        s.max_trials_per_probe.unwrap_or(load.trials + 2),
-        load.trials as u64..=1000,
+        s.max_trials_per_probe
+            .unwrap_or(adaptive.map_or(base_trials + 2, |r| r.max)),
+        u64::from(base_trials)..=1000,
     )?;
     let growth = check.number(
         "search.growth",
@@ -46,8 +50,9 @@ pub(super) fn check_search(
         resolution,
         target,
         max_probes,
-        base_trials: load.trials,
+        base_trials,
         max_trials_per_probe,
+        width: adaptive.and_then(|r| r.width),
         growth,
         objective: s.objective.unwrap_or_default(),
     })

@@ -78,7 +78,7 @@ fn overrides_apply() {
     .unwrap();
     let ov = Overrides {
         rate: Some(vec![2.5]),
-        trials: Some(3),
+        trials: Some(crate::profile::TrialsSpec::Count(3)),
         requests: Some(9),
         slo: Some(crate::profile::parse_slo("ttft:1000,tpot:100,e2el:5000").unwrap()),
         engines: vec!["b".into()],
@@ -149,7 +149,7 @@ fn every_numeric_field_is_checked_with_its_key_and_line() {
 fn a_bad_value_from_a_flag_names_the_flag_not_a_line() {
     let prof = Profile::parse(&format!("{BASE}[engines.a]\nurl = \"http://x\"\n"), "p").unwrap();
     let ov = Overrides {
-        trials: Some(0),
+        trials: Some(crate::profile::TrialsSpec::Count(0)),
         ..Default::default()
     };
     let e = prof.into_plan("p", &ov).unwrap_err().to_string();
@@ -182,4 +182,60 @@ fn jsonl_requests_that_cannot_succeed_are_refused_with_their_line() {
             .to_string();
         assert!(e.contains("workload.path") && e.contains(needle), "{e}");
     }
+}
+
+#[test]
+fn auto_trials_have_a_budget_and_refuse_its_keys_with_a_count() {
+    use crate::profile::TrialsSpec;
+    use crate::search::trials::{AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH};
+    let text = |load: &str| {
+        format!(
+            "name = \"t\"\n[slo]\nttft_ms = 100\n[load]\npoints = [1]\nrequests_per_trial = 4\n{load}\n[workload]\ninput_tokens = 10\noutput_tokens = 5\n[engines.e]\nurl = \"http://127.0.0.1:1\"\n"
+        )
+    };
+    let parse = |load: &str, ov: &Overrides| {
+        Profile::parse(&text(load), "p.toml")
+            .map_err(|e| e.to_string())
+            .and_then(|p| p.into_plan("p.toml", ov).map_err(|e| e.to_string()))
+    };
+    let p = parse("trials = \"auto\"", &Overrides::default()).unwrap();
+    assert_eq!(p.trials, AUTO_MIN_TRIALS);
+    let rule = p.adaptive.unwrap();
+    assert_eq!(
+        (rule.min, rule.max, rule.width),
+        (AUTO_MIN_TRIALS, AUTO_MAX_TRIALS, Some(AUTO_WIDTH))
+    );
+    let p = parse(
+        "trials = \"auto\"\nmin_trials = 3\nmax_trials = 4\ntrials_width = 0.1",
+        &Overrides::default(),
+    )
+    .unwrap();
+    let rule = p.adaptive.unwrap();
+    assert_eq!(
+        (p.trials, rule.min, rule.max, rule.width),
+        (3, 3, 4, Some(0.1))
+    );
+    // --trials auto over a profile's count.
+    let ov = Overrides {
+        trials: Some(TrialsSpec::Auto),
+        ..Default::default()
+    };
+    assert!(parse("trials = 3", &ov).unwrap().adaptive.is_some());
+    // A budget key beside a count would be ignored: refused, naming it and its line.
+    let e = parse("trials = 3\nmax_trials = 5", &Overrides::default()).unwrap_err();
+    assert!(
+        e.contains("load.max_trials") && e.contains("line 8") && e.contains("auto"),
+        "{e}"
+    );
+    let e = parse(
+        "trials = \"auto\"\nmin_trials = 5\nmax_trials = 4",
+        &Overrides::default(),
+    )
+    .unwrap_err();
+    assert!(e.contains("load.max_trials"), "{e}");
+    let e = parse("trials = \"many\"", &Overrides::default()).unwrap_err();
+    assert!(e.contains("auto"), "{e}");
+    assert_eq!("auto".parse::<TrialsSpec>(), Ok(TrialsSpec::Auto));
+    assert_eq!("4".parse::<TrialsSpec>(), Ok(TrialsSpec::Count(4)));
+    assert!("x".parse::<TrialsSpec>().is_err());
 }

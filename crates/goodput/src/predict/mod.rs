@@ -34,6 +34,8 @@ use crate::metrics::{trial_metrics, trial_slo};
 use crate::plan::Plan;
 use crate::profile::LoadMode;
 use crate::record::{records_path, Chunk, ErrorKind, RequestRecord};
+use crate::run::drive::{drive, without_waiting, AfterDeath, At, Backend, Ran};
+use crate::run::schedule::Next;
 use crate::run::{PointKey, Sweep, TrialState};
 use crate::workload::Builder;
 
@@ -109,13 +111,19 @@ pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Res
             .into());
         }
     }
-    let (sweep, records) = predict_sweep(plan, &model.config);
+    let Virtual {
+        sweep,
+        records,
+        notices,
+        ..
+    } = predict_all(plan, &model.config);
     let mut report = finish_report(plan, model, &sweep);
     interval::annotate(plan, &model.config, &mut report);
     if let Some(run) = report.run.as_mut() {
         run.requests_file = rec_path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
+        run.notices.extend(notices);
     }
     let mut text = String::new();
     for r in &records {
@@ -132,26 +140,75 @@ pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Res
     Ok(report)
 }
 
-/// The sweep of every engine on the model, and every request record, in virtual time.
+/// The sweep of every engine on the model, and every request record, in virtual time
+/// (for benchmarks and `compare`'s simulated A/B; [`predict`] also keeps the
+/// loop's notices, which a model that never fails does not give).
 pub fn predict_sweep(plan: &Plan, config: &SimConfig) -> (Sweep, Vec<RequestRecord>) {
-    let mut sweep = Sweep::default();
-    let mut records = Vec::new();
+    let model = predict_all(plan, config);
+    (model.sweep, model.records)
+}
+
+/// Every engine of the plan driven through the trial loop on the model.
+fn predict_all<'a>(plan: &'a Plan, config: &'a SimConfig) -> Virtual<'a> {
+    let mut model = Virtual {
+        plan,
+        config,
+        sweep: Sweep::default(),
+        records: Vec::new(),
+        notices: Vec::new(),
+    };
     for name in plan.engines.keys() {
-        let st = sweep.engine(name);
+        let st = model.sweep.engine(name);
         st.kv_pool_tokens = Some(config.kv_capacity_tokens());
         st.kv_pool_source = Some("predicted".into());
-        match &plan.search {
-            None => {
-                for (pi, &x) in plan.points.iter().enumerate() {
-                    for t in 0..plan.trials {
-                        records.extend(run_trial(plan, config, &mut sweep, name, pi as u64, x, t));
-                    }
-                }
-            }
-            Some(_) => records.extend(search::run(plan, config, &mut sweep, name)),
+        // The loop a measured run drives, over the model: its load levels, or its
+        // capacity search, each with the trials a measured run would take.
+        match without_waiting(drive(plan, name, None, &mut model)) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => model
+                .notices
+                .push(format!("{name}: prediction stopped: {e:#}")),
+            None => model.notices.push(format!(
+                "{name}: prediction stopped: its trial loop waited, which the model never does"
+            )),
         }
     }
-    (sweep, records)
+    model
+}
+
+/// The trial loop's backend in virtual time: each trial on the engine model
+/// ([`trial_traced`]), kept in the sweep with its records.
+struct Virtual<'a> {
+    plan: &'a Plan,
+    config: &'a SimConfig,
+    sweep: Sweep,
+    records: Vec<RequestRecord>,
+    notices: Vec<String>,
+}
+
+impl Backend for Virtual<'_> {
+    fn sweep(&self) -> &Sweep {
+        &self.sweep
+    }
+
+    fn stopped(&self) -> bool {
+        false
+    }
+
+    fn notice(&mut self, text: String) {
+        self.notices.push(text);
+    }
+
+    async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
+        let recs = keep_trial(self.plan, self.config, &mut self.sweep, at);
+        self.records.extend(recs);
+        Ok(Ran::Kept)
+    }
+
+    async fn died(&mut self, _: &At<'_>, _: String) -> anyhow::Result<AfterDeath> {
+        // The model does not die.
+        Ok(AfterDeath::Over)
+    }
 }
 
 /// The report of a predicted sweep, marked predicted.
@@ -213,7 +270,8 @@ pub fn request_specs(plan: &Plan, sample: u64) -> Vec<RequestSpec> {
         .collect()
 }
 
-/// Runs trial `t` at load `x` on the model and adds it to the sweep; returns its records.
+/// Runs trial `t` at load `x` (the `pi`-th point's request stream) on the model and
+/// adds it to the sweep; returns its records.
 pub(crate) fn run_trial(
     plan: &Plan,
     config: &SimConfig,
@@ -223,10 +281,21 @@ pub(crate) fn run_trial(
     x: f64,
     t: u32,
 ) -> Vec<RequestRecord> {
-    let (records, energy) = trial_traced(plan, config, engine, pi, x, t);
+    let at = At::new(engine, Next { level: pi, x, t }, 0);
+    keep_trial(plan, config, sweep, &at)
+}
+
+/// Trial `at` on the model, kept in the sweep; returns its records.
+fn keep_trial(
+    plan: &Plan,
+    config: &SimConfig,
+    sweep: &mut Sweep,
+    at: &At<'_>,
+) -> Vec<RequestRecord> {
+    let (records, energy) = trial_at(plan, config, at);
     let metrics = trial_metrics(&records, &plan.slo);
     let info = TrialInfo {
-        index: t,
+        index: at.t,
         status: RunStatus::Complete,
         duration_s: metrics.duration_s,
         completed: metrics.completed,
@@ -240,7 +309,7 @@ pub(crate) fn run_trial(
         metrics,
         info,
     };
-    sweep.add_trial(engine, PointKey::new(plan.mode, x), state);
+    sweep.add_trial(at.name, PointKey::new(plan.mode, at.x), state);
     records
 }
 
@@ -253,19 +322,18 @@ pub(crate) fn trial_records(
     x: f64,
     t: u32,
 ) -> Vec<RequestRecord> {
-    trial_traced(plan, config, engine, pi, x, t).0
+    trial_at(plan, config, &At::new(engine, Next { level: pi, x, t }, 0)).0
 }
 
-/// [`trial_records`], with the energy the model's GPU used over the trial.
-fn trial_traced(
+/// The records of trial `at` on the model, with the energy the model's GPU used
+/// over it.
+fn trial_at(
     plan: &Plan,
     config: &SimConfig,
-    engine: &str,
-    pi: u64,
-    x: f64,
-    t: u32,
+    at: &At<'_>,
 ) -> (Vec<RequestRecord>, Option<report::TrialEnergy>) {
-    let sample = pi << 32 | u64::from(t);
+    let (engine, x, t) = (at.name, at.x, at.t);
+    let sample = at.lane;
     let specs = request_specs(plan, sample);
     let arrivals = match plan.mode {
         LoadMode::Concurrency => Arrivals::Closed {

@@ -1,42 +1,8 @@
 //! A capacity search in virtual time: the same search ([`crate::search::next_step`])
-//! over predicted points. Its answer is where `goodput search --predict` confirms
-//! on the real engine; the trials it took are what a blind search of a real engine
-//! that behaves like the model would have needed.
-
-use goodput_sim::SimConfig;
-
-use crate::plan::Plan;
-use crate::record::RequestRecord;
-use crate::run::{PointKey, Sweep};
-use crate::search::{next_step, Step};
-
-/// Most trials one predicted search may run (the search bounds itself; this bounds a bug).
-const MAX_TRIALS: u32 = 10_000;
-
-/// Runs the plan's search on `engine` in virtual time; returns every record.
-pub(crate) fn run(
-    plan: &Plan,
-    config: &SimConfig,
-    sweep: &mut Sweep,
-    engine: &str,
-) -> Vec<RequestRecord> {
-    let mut records = Vec::new();
-    let Some(cfg) = &plan.search else {
-        return records;
-    };
-    for _ in 0..MAX_TRIALS {
-        let Step::Run { x, trials } = next_step(cfg, &sweep.observations(plan, engine)) else {
-            break;
-        };
-        let have =
-            (0..trials).find(|&t| !sweep.is_complete(engine, PointKey::new(plan.mode, x), t));
-        let Some(t) = have else { break };
-        // The request stream of a search probe, as the real runner numbers it.
-        let pi = (x * 1000.0).round() as u64;
-        records.extend(super::run_trial(plan, config, sweep, engine, pi, x, t));
-    }
-    records
-}
+//! over predicted points, driven by the one trial loop ([`super::predict_sweep`]).
+//! Its answer is where `goodput search --predict` confirms on the real engine; the
+//! trials it took are what a blind search of a real engine that behaves like the
+//! model would have needed.
 
 /// The predicted knee of `engine` and the trials the predicted search took.
 pub fn knee(report: &report::Report, engine: &str) -> (Option<f64>, u32) {

@@ -268,3 +268,125 @@ fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
         .iter()
         .all(|p| p.predicted_interval.is_none()));
 }
+
+/// `trials = "auto"` from 2 to `max_trials` trials at concurrency 1 and 8, TPOT bound `tpot`
+/// ms, on a model whose step time varies (log-sd 0.3): TPOT at concurrency 1 is
+/// about 11 ms, so 13 ms puts the point near the 90% target (93% of requests good).
+fn adaptive(tpot: u32, max_trials: u32, extra: &str) -> report::Report {
+    let text = format!(
+        r#"name = "auto"
+[slo]
+ttft_ms = 1000
+tpot_ms = {tpot}
+[load]
+mode = "concurrency"
+points = [1, 8]
+requests_per_trial = 20
+trials = "auto"
+min_trials = 2
+max_trials = {max_trials}
+request_timeout_s = 30
+{extra}
+[workload]
+input_tokens = 200
+output_tokens = 16
+[engines.e]
+kind = "sim"
+preset = "default"
+"#
+    );
+    let p = Profile::parse(&text, "test")
+        .unwrap()
+        .into_plan("test", &Overrides::default())
+        .unwrap();
+    let noisy = SimConfig {
+        jitter: Some(goodput_sim::config::JitterConfig {
+            step: 0.3,
+            request: 0.0,
+        }),
+        ..config()
+    };
+    let (sweep, _) = predict_sweep(&p, &noisy);
+    sweep.report(&p)
+}
+
+/// Trials, the stop reason and the judgement of the point at `x`.
+fn settled(
+    r: &report::Report,
+    x: f64,
+) -> (
+    usize,
+    Option<report::TrialsStopped>,
+    Option<report::Judgement>,
+) {
+    let p = r.load["e"].points.iter().find(|p| p.x == x).unwrap();
+    let j = p.slo_check.as_ref().and_then(|c| c.judgement);
+    (p.trials.len(), p.trials_stopped, j)
+}
+
+#[test]
+fn adaptive_trials_stop_a_clear_point_at_the_minimum() {
+    use report::{Judgement, TrialsStopped};
+    // Every request within 20 ms at concurrency 1: 40 of 40 good meets the 90%
+    // target outright after the two trials every point gets.
+    let r = adaptive(20, 6, "");
+    assert_eq!(
+        settled(&r, 1.0),
+        (2, Some(TrialsStopped::Decisive), Some(Judgement::Meets))
+    );
+    // And a point that clearly fails stops there too.
+    let r = adaptive(13, 6, "");
+    assert_eq!(
+        settled(&r, 8.0),
+        (2, Some(TrialsStopped::Decisive), Some(Judgement::Fails))
+    );
+}
+
+#[test]
+fn adaptive_trials_add_trials_near_the_target_until_decisive() {
+    use report::TrialsStopped;
+    // Near the target, and with a width no interval reaches: trials are added
+    // while the judgement is undecided, here until it is decided.
+    let r = adaptive(13, 6, "trials_width = 0.000001");
+    let (trials, why, _) = settled(&r, 1.0);
+    assert!((3..=6).contains(&trials), "more than the minimum: {trials}");
+    assert_eq!(why, Some(TrialsStopped::Decisive));
+    // Every added trial is complete and numbered on.
+    let p = r.load["e"].points.iter().find(|p| p.x == 1.0).unwrap();
+    let idx: Vec<u32> = p.trials.iter().map(|t| t.index).collect();
+    assert_eq!(idx, (0..trials as u32).collect::<Vec<_>>());
+    assert_eq!(p.status, Some(report::RunStatus::Complete));
+}
+
+#[test]
+fn adaptive_trials_stop_at_the_budget_and_say_so() {
+    use report::{Judgement, TrialsStopped};
+    // The same point with a budget of 3 trials: still undecided when it is spent.
+    let r = adaptive(13, 3, "trials_width = 0.000001");
+    assert_eq!(
+        settled(&r, 1.0),
+        (3, Some(TrialsStopped::Budget), Some(Judgement::Undecided))
+    );
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains(r#""trials_stopped":"budget""#), "{json}");
+}
+
+#[test]
+fn adaptive_trials_stop_once_the_key_metrics_are_narrow() {
+    use report::TrialsStopped;
+    // The same undecided point with a width its two trials already meet.
+    let r = adaptive(13, 6, "trials_width = 1.0");
+    assert_eq!(settled(&r, 1.0).0, 2);
+    assert_eq!(settled(&r, 1.0).1, Some(TrialsStopped::Narrow));
+}
+
+#[test]
+fn a_fixed_trial_count_records_no_stop_reason() {
+    let r = predict_sweep(&plan(""), &config()).0.report(&plan(""));
+    assert!(r.load["e"]
+        .points
+        .iter()
+        .all(|p| p.trials_stopped.is_none()));
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(!json.contains("trials_stopped"));
+}

@@ -10,15 +10,17 @@
 /// A status line on stderr (above the progress display), unless the run is quiet.
 macro_rules! say {
     ($ctx:expr, $($arg:tt)*) => {
-        if $ctx.opts.verbose { $ctx.progress.println(&format!($($arg)*)); }
+        if $ctx.run.opts.verbose { $ctx.progress.println(&format!($($arg)*)); }
     };
 }
 
 mod capacity;
+pub(crate) mod drive;
 mod gpu_release;
 pub mod lock;
 mod output;
 mod progress;
+pub(crate) mod schedule;
 mod state;
 mod trials;
 
@@ -27,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use report::{Report, RunInfo, RunStatus};
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::client::http_client;
 use crate::engine::{self, EngineContext};
@@ -121,10 +123,19 @@ fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-pub(crate) struct Ctx<'a> {
+/// What a run reads and never changes: the plan, how to run it, the HTTP client
+/// and the stop signal.
+pub(crate) struct Settings<'a> {
     plan: &'a Plan,
     opts: &'a RunOptions,
     client: reqwest::Client,
+    /// The run's stop: the root of its cancellation tree ([`crate::stop`]).
+    stop: Stop,
+}
+
+/// What a run has found so far, written as the report after every trial: the
+/// trials, their records, the run's section, and the environment seen.
+pub(crate) struct Journal {
     sweep: Sweep,
     records: RecordsFile,
     info: RunInfo,
@@ -133,7 +144,16 @@ pub(crate) struct Ctx<'a> {
     gpus: Vec<report::GpuInfo>,
     /// Each engine's environment, in run order.
     engine_envs: indexmap::IndexMap<String, report::EngineEnv>,
-    stop: watch::Receiver<bool>,
+    /// Facts of the workload learnt while running (a ShareGPT sample's counts),
+    /// shown in the report's `run.workload.facts`.
+    workload_facts: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A run in progress: its settings (read-only), its journal (the results), and
+/// the terminal display.
+pub(crate) struct Ctx<'a> {
+    run: Settings<'a>,
+    journal: Journal,
     progress: progress::Progress,
     /// `engine 2/3 NAME`, for the progress display.
     engine_label: String,
@@ -141,37 +161,47 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn report(&self) -> Report {
-        let mut r = self.sweep.report(self.plan);
-        let mut info = self.info.clone();
+        let mut r = self.journal.sweep.report(self.run.plan);
+        let mut info = self.journal.info.clone();
+        let facts = info
+            .workload
+            .get_mut("facts")
+            .and_then(|f| f.as_object_mut());
+        if let Some(f) = facts {
+            f.extend(self.journal.workload_facts.clone());
+        }
         info.updated_unix_s = Some(unix_now());
         r.run = Some(info);
-        r.environment = Some(self.environment.clone());
-        r.capacity = capacity::capacities(self.plan, &self.sweep, &r);
+        r.environment = Some(self.journal.environment.clone());
+        r.capacity = capacity::capacities(self.run.plan, &self.journal.sweep, &r);
         r
     }
 
     fn save(&self) -> anyhow::Result<Report> {
         let r = self.report();
-        crate::redact::write_report(&self.opts.output, &r)?;
+        crate::redact::write_report(&self.run.opts.output, &r)?;
         Ok(r)
     }
 
     fn stopped(&self) -> bool {
-        *self.stop.borrow()
+        self.run.stop.is_set()
     }
 
     fn stop(&self) -> Stop {
-        Stop::new(self.stop.clone())
+        self.run.stop.clone()
     }
 
     /// Rebuilds the environment from the GPUs and engines known so far.
     fn refresh_environment(&mut self) {
-        self.environment = crate::environment::capture(self.gpus.clone(), self.engine_envs.clone());
+        self.journal.environment = crate::environment::capture(
+            self.journal.gpus.clone(),
+            self.journal.engine_envs.clone(),
+        );
     }
 
     /// Records how prompt lengths were set on engine `name`.
     fn set_prompt_lengths(&mut self, name: &str, how: &str) {
-        if let Some(e) = self.engine_envs.get_mut(name) {
+        if let Some(e) = self.journal.engine_envs.get_mut(name) {
             e.prompt_lengths = Some(how.to_string());
         }
         self.refresh_environment();
@@ -180,8 +210,14 @@ impl Ctx<'_> {
     /// Adds a notice once (notices that differ only after a `(` count as one).
     fn notice_once(&mut self, n: String) {
         let head = n.split('(').next().unwrap_or(&n).to_string();
-        if !self.info.notices.iter().any(|m| m.starts_with(&head)) {
-            self.info.notices.push(n);
+        if !self
+            .journal
+            .info
+            .notices
+            .iter()
+            .any(|m| m.starts_with(&head))
+        {
+            self.journal.info.notices.push(n);
         }
     }
 }
@@ -191,12 +227,12 @@ impl Ctx<'_> {
 /// written, or holds data that must not be overwritten); engine and request
 /// failures are recorded in the report.
 pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outcome)> {
-    let (stop_tx, stop) = watch::channel(false);
+    let root = CancellationToken::new();
     let _one_run = lock::OutputLock::acquire(&opts.output)?;
-    let mut ctx = open(plan, opts, stop).await?;
+    let mut ctx = open(plan, opts, Stop::new(root.clone())).await?;
     // After the output is known to be ours: a signal from here on stops the run.
-    let signal = stop_on_signal(stop_tx);
-    let engine_ctx = engine_context(opts, &ctx.client);
+    let signal = stop_on_signal(root);
+    let engine_ctx = engine_context(opts, &ctx.run.client);
     run_engines(&mut ctx, &engine_ctx).await?;
     ctx.progress.finish();
     let interrupted = if ctx.stopped() {
@@ -208,11 +244,12 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     finish(&mut ctx, interrupted)
 }
 
-/// Sets the stop flag on the first SIGINT or SIGTERM; the task ends with its name.
-fn stop_on_signal(stop_tx: watch::Sender<bool>) -> tokio::task::JoinHandle<&'static str> {
+/// Cancels the run's root token on the first SIGINT or SIGTERM; the task ends
+/// with its name.
+fn stop_on_signal(root: CancellationToken) -> tokio::task::JoinHandle<&'static str> {
     tokio::spawn(async move {
         let name = engine::shutdown_signal().await;
-        let _ = stop_tx.send(true);
+        root.cancel();
         name
     })
 }
@@ -239,7 +276,7 @@ pub fn logs_dir(report: &Path) -> PathBuf {
 
 /// Every engine of the plan in order, until the run is stopped.
 async fn run_engines(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyhow::Result<()> {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     for (i, (name, spec)) in plan.engines.iter().enumerate() {
         if ctx.stopped() {
             break;
@@ -252,11 +289,7 @@ async fn run_engines(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyhow::R
 
 /// Checks the output, restores a resumable run, opens the records file, and
 /// writes the first report (which proves the output writable before any load).
-async fn open<'a>(
-    plan: &'a Plan,
-    opts: &'a RunOptions,
-    stop: watch::Receiver<bool>,
-) -> anyhow::Result<Ctx<'a>> {
+async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::Result<Ctx<'a>> {
     let output = &opts.output;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -287,24 +320,29 @@ async fn open<'a>(
         .unwrap_or_default();
     let progress = progress::Progress::new(opts.progress, trials_left(plan, &sweep));
     let mut ctx = Ctx {
-        plan,
-        opts,
-        client,
-        sweep,
-        records,
-        info: run_info(plan, opts, &rec_path),
-        environment: Default::default(),
-        gpus,
-        engine_envs,
-        stop,
+        run: Settings {
+            plan,
+            opts,
+            client,
+            stop,
+        },
+        journal: Journal {
+            sweep,
+            records,
+            info: run_info(plan, opts, &rec_path),
+            environment: Default::default(),
+            gpus,
+            engine_envs,
+            workload_facts: Default::default(),
+        },
         progress,
         engine_label: String::new(),
     };
     ctx.refresh_environment();
     ctx.save().context("cannot write the report")?;
     if resumed {
-        let kept = ctx.sweep.complete_trials() as u64;
-        let left = trials_left(plan, &ctx.sweep);
+        let kept = ctx.journal.sweep.complete_trials() as u64;
+        let left = trials_left(plan, &ctx.journal.sweep);
         say!(
             ctx,
             "resuming {}: {} kept, {} to run{}",
@@ -402,8 +440,9 @@ fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
     }
 }
 
-/// Trials still to run, for the progress estimate. A search does not know its trials
-/// ahead: about a bracket and a bisection.
+/// Trials still to run, for the progress estimate (adaptive trials count their
+/// minimum; the display grows past it). A search does not know its trials ahead:
+/// about a bracket and a bisection.
 fn trials_left(plan: &Plan, sweep: &Sweep) -> u64 {
     if let Some(s) = &plan.search {
         return (plan.engines.len() as u64) * u64::from(s.base_trials) * 8;
@@ -427,8 +466,8 @@ async fn run_engine(
     spec: &crate::profile::EngineSpec,
     engine_ctx: &EngineContext,
 ) -> anyhow::Result<()> {
-    let plan = ctx.plan;
-    if ctx.sweep.engine_done(plan, name) {
+    let plan = ctx.run.plan;
+    if ctx.journal.sweep.engine_done(plan, name) {
         say!(ctx, "{name}: every trial already complete");
         return Ok(());
     }
@@ -446,7 +485,7 @@ async fn run_engine(
         Ok(h) => h,
         Err(f) => {
             say!(ctx, "{name}: {}", f.message);
-            ctx.sweep.engine(name).error = Some(f);
+            ctx.journal.sweep.engine(name).error = Some(f);
             ctx.save()?;
             return Ok(());
         }
@@ -462,22 +501,27 @@ async fn run_engine(
         ))
     );
     for n in &handle.notices {
-        ctx.info.notices.push(format!("{name}: {n}"));
+        ctx.journal.info.notices.push(format!("{name}: {n}"));
     }
-    ctx.engine_envs.insert(name.to_string(), handle.env.clone());
-    let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.client).await;
+    ctx.journal
+        .engine_envs
+        .insert(name.to_string(), handle.env.clone());
+    let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.run.client).await;
     if let Some(n) = notice {
         // One telemetry notice per run, not one per engine (they differ only in
         // the engine's port).
         ctx.notice_once(n);
     }
-    if ctx.gpus.is_empty() {
-        ctx.gpus = tel.gpus();
+    if ctx.journal.gpus.is_empty() {
+        ctx.journal.gpus = tel.gpus();
     }
     ctx.refresh_environment();
     if let Some(handle) = trials::run_engine(ctx, name, spec, engine_ctx, handle, &tel).await? {
         if let Err(f) = handle.stop().await {
-            ctx.info.notices.push(format!("{name}: {}", f.message));
+            ctx.journal
+                .info
+                .notices
+                .push(format!("{name}: {}", f.message));
         }
     }
     ctx.save()?;
@@ -490,11 +534,11 @@ fn finish(
     ctx: &mut Ctx<'_>,
     interrupted: Option<&'static str>,
 ) -> anyhow::Result<(Report, Outcome)> {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     if let Some(sig) = interrupted {
         for name in plan.engines.keys() {
-            if !ctx.sweep.engines.contains_key(name) {
-                ctx.sweep.engine(name).error = Some(report::EngineFailure {
+            if !ctx.journal.sweep.engines.contains_key(name) {
+                ctx.journal.sweep.engine(name).error = Some(report::EngineFailure {
                     kind: "not_run".into(),
                     message: format!(
                         "not run: the run was interrupted by {sig} before this engine started"
@@ -505,20 +549,20 @@ fn finish(
         }
     }
     let outcome = outcome(plan, &ctx.report(), interrupted);
-    ctx.info.status = if outcome == Outcome::Complete {
+    ctx.journal.info.status = if outcome == Outcome::Complete {
         RunStatus::Complete
     } else {
         RunStatus::Partial
     };
-    ctx.info.reason = match &outcome {
+    ctx.journal.info.reason = match &outcome {
         Outcome::Complete => None,
         Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
         Outcome::NothingSucceeded => Some("no request succeeded".into()),
         Outcome::Interrupted(sig) => Some(format!("interrupted by {sig}")),
     };
     let report = ctx.save()?;
-    if ctx.opts.html {
-        let html_path = ctx.opts.output.with_extension("html");
+    if ctx.run.opts.html {
+        let html_path = ctx.run.opts.output.with_extension("html");
         crate::redact::write_file(&html_path, &crate::render::html(&report))?;
     }
     Ok((report, outcome))

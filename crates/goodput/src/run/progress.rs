@@ -69,6 +69,12 @@ impl Progress {
 
     /// One more trial finished.
     pub fn trial_done(&self) {
+        // Adaptive trials and a search's confirmations go past the estimate.
+        if let Some(len) = self.overall.length() {
+            if self.overall.position() >= len {
+                self.overall.inc_length(1);
+            }
+        }
         self.overall.inc(1);
     }
 

@@ -4,12 +4,16 @@
 use std::collections::BTreeMap;
 
 use indexmap::IndexMap;
-use report::{EngineFailure, EngineResult, Report, RunStatus, SpecDecode, TrialInfo};
+use report::{
+    EngineFailure, EngineResult, Judgement, Report, RunStatus, SpecDecode, TrialInfo, TrialsStopped,
+};
 
 use crate::metrics::{point_slo, point_summary, trial_metrics, trial_slo, TrialMetrics, TrialSlo};
 use crate::plan::Plan;
 use crate::profile::LoadMode;
 use crate::record::RequestRecord;
+use crate::search::trials::Settled;
+use crate::search::Obs;
 use crate::telemetry;
 
 /// One finished (or failed) trial.
@@ -96,18 +100,10 @@ impl Sweep {
             .is_some_and(|s| s.info.status == RunStatus::Complete)
     }
 
-    /// True when every planned trial of `engine` is complete (for a search: when
+    /// True when every trial `engine` is to run is complete (for a search: when
     /// the search over its measured points is over).
     pub fn engine_done(&self, plan: &Plan, engine: &str) -> bool {
-        if let Some(cfg) = &plan.search {
-            return matches!(
-                crate::search::next_step(cfg, &self.observations(plan, engine)),
-                crate::search::Step::Done(_)
-            );
-        }
-        plan.points.iter().all(|&x| {
-            (0..plan.trials).all(|t| self.is_complete(engine, PointKey::new(plan.mode, x), t))
-        })
+        super::schedule::next_trial(plan, self, engine, None).is_none()
     }
 
     /// What a search has measured on `engine`: one observation per load level
@@ -119,26 +115,25 @@ impl Sweep {
         e.points
             .iter()
             .filter(|(k, _)| k.mode == plan.mode)
-            .map(|(k, trials)| {
-                let complete = || {
-                    trials
-                        .values()
-                        .filter(|t| t.info.status == RunStatus::Complete)
-                };
-                let slos: Vec<TrialSlo> = complete().map(|t| t.slo.clone()).collect();
-                let (_, c) = point_slo(&slos, &plan.slo);
-                let good =
-                    complete().map(|t| crate::metrics::cost::good_output_throughput(&t.metrics));
-                crate::search::Obs {
-                    x: k.x(),
-                    trials: slos.len() as u32,
-                    attainment: c.attainment,
-                    ci: c.ci_low.zip(c.ci_high),
-                    meets: c.meets,
-                    good_tokens_per_s: report::Stat::from_trials(good).median,
-                }
-            })
+            .map(|(k, trials)| observation(plan, k.x(), trials).0)
             .collect()
+    }
+
+    /// What the trial rule reads of `engine`'s point `x`: its complete trials,
+    /// whether its SLO judgement is decisive, and its key metrics' width.
+    pub fn settled(&self, plan: &Plan, engine: &str, x: f64) -> Settled {
+        let trials = self
+            .engines
+            .get(engine)
+            .and_then(|e| e.points.get(&PointKey::new(plan.mode, x)));
+        match trials {
+            Some(t) => observation(plan, x, t).1,
+            None => Settled {
+                trials: 0,
+                decisive: false,
+                width: None,
+            },
+        }
     }
 
     /// Records a finished trial.
@@ -190,6 +185,7 @@ impl Sweep {
                     done.iter().filter_map(|t| t.info.server.as_ref()),
                 );
                 energy_and_cost(&mut p, plan, name, &done);
+                p.trials_stopped = trials_stopped(plan, x, trials);
                 points.push(p);
             }
             load.insert(
@@ -283,6 +279,65 @@ impl Sweep {
             }
         }
         (sweep, kept)
+    }
+}
+
+/// A load level's observation (complete trials only) for the search, and what the
+/// trial rule reads of it (the decisive judgement is the report's).
+fn observation(plan: &Plan, x: f64, trials: &BTreeMap<u32, TrialState>) -> (Obs, Settled) {
+    let done: Vec<&TrialState> = trials
+        .values()
+        .filter(|t| t.info.status == RunStatus::Complete)
+        .collect();
+    let slos: Vec<TrialSlo> = done.iter().map(|t| t.slo.clone()).collect();
+    let (_, c) = point_slo(&slos, &plan.slo);
+    let good = done
+        .iter()
+        .map(|t| crate::metrics::cost::good_output_throughput(&t.metrics));
+    let width = key_metrics_width(&done);
+    let obs = Obs {
+        x,
+        trials: slos.len() as u32,
+        attainment: c.attainment,
+        ci: c.ci_low.zip(c.ci_high),
+        meets: c.meets,
+        good_tokens_per_s: report::Stat::from_trials(good).median,
+        width,
+    };
+    let settled = Settled {
+        trials: obs.trials,
+        decisive: matches!(c.judgement, Some(Judgement::Meets | Judgement::Fails)),
+        width,
+    };
+    (obs, settled)
+}
+
+/// The wider of the relative 95% intervals of the per-trial median TTFT and median
+/// TPOT ([`crate::stats::spread`]); `None` when neither is known.
+fn key_metrics_width(done: &[&TrialState]) -> Option<f64> {
+    let of = |f: fn(&TrialMetrics) -> Option<f64>| {
+        let v: Vec<f64> = done.iter().filter_map(|t| f(&t.metrics)).collect();
+        crate::stats::spread::relative_half_width(&v)
+    };
+    [of(|m| m.median_ttft_ms), of(|m| m.median_tpot_ms)]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max)
+}
+
+/// Why an adaptive point got no more trials (`None` with a fixed count, or while
+/// it is still to get one). A search's probes are confirmed by the search's own
+/// budget ([`crate::search::SearchConfig::rule`]).
+fn trials_stopped(
+    plan: &Plan,
+    x: f64,
+    trials: &BTreeMap<u32, TrialState>,
+) -> Option<TrialsStopped> {
+    let rule = plan.adaptive?;
+    let (obs, settled) = observation(plan, x, trials);
+    match &plan.search {
+        Some(cfg) => cfg.rule().stopped(obs.settled(cfg.target)),
+        None => rule.stopped(settled),
     }
 }
 

@@ -5,6 +5,7 @@
 use anyhow::Context;
 use report::{RunStatus, TrialInfo};
 
+use super::drive::{drive, AfterDeath, At, Backend, Ran};
 use super::gpu_release::SweepEngine;
 use super::state::PointKey;
 use super::{Ctx, TrialState};
@@ -34,7 +35,7 @@ pub(crate) async fn run_engine(
     name: &str,
     spec: &EngineSpec,
     engine_ctx: &EngineContext,
-    mut handle: SweepEngine,
+    handle: SweepEngine,
     tel: &telemetry::Telemetry,
 ) -> anyhow::Result<Option<SweepEngine>> {
     note_sources(ctx, name, &handle, tel);
@@ -43,100 +44,92 @@ pub(crate) async fn run_engine(
         return Ok(Some(handle));
     }
     note_connect_in_ttft(ctx);
-    let mut target = target_of(ctx, &handle);
-    let mut restarts = 0u32;
-    let mut attempt = 0u32;
-    let mut last: Option<(u64, u32)> = None;
-    while !ctx.stopped() {
-        let Some((level, x, t)) = next_trial(ctx, name) else {
-            break;
+    let target = target_of(&ctx.run, &handle);
+    let plan = ctx.run.plan;
+    let whole = ctx.run.opts.shard.as_ref().map(|s| s.plan_points.clone());
+    let mut http = Http {
+        ctx,
+        spec,
+        engine_ctx,
+        handle: Some(handle),
+        tel,
+        builder,
+        target,
+        restarts: 0,
+    };
+    drive(plan, name, whole.as_deref(), &mut http).await?;
+    Ok(http.handle)
+}
+
+/// The HTTP backend of the trial loop: a launched or reached engine, sent load by
+/// the load generator, its trials made durable in the run's files.
+struct Http<'c, 'a> {
+    ctx: &'c mut Ctx<'a>,
+    spec: &'c EngineSpec,
+    engine_ctx: &'c EngineContext,
+    /// The engine; `None` once a restart failed (the dead one is stopped).
+    handle: Option<SweepEngine>,
+    tel: &'c telemetry::Telemetry,
+    builder: Builder,
+    target: Target,
+    restarts: u32,
+}
+
+impl Backend for Http<'_, '_> {
+    fn sweep(&self) -> &super::Sweep {
+        &self.ctx.journal.sweep
+    }
+
+    fn stopped(&self) -> bool {
+        self.ctx.stopped()
+    }
+
+    fn notice(&mut self, text: String) {
+        self.ctx.journal.info.notices.push(text);
+    }
+
+    async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
+        let Some(handle) = self.handle.as_mut() else {
+            return Ok(Ran::NotStarted);
         };
-        // A trial that neither completed nor killed the engine is not run again
-        // (that would never end); the report shows it as partial.
-        if last == Some((x.to_bits(), t)) && attempt == 0 {
-            ctx.info.notices.push(format!(
-                "{name}: trial {} at x={x} did not complete and was not retried",
-                t + 1
-            ));
-            break;
-        }
-        last = Some((x.to_bits(), t));
-        let at = At {
-            name,
-            x,
-            t,
-            attempt,
-            lane: level << 32 | t as u64,
+        let ran = run_one(self.ctx, at, handle, self.tel, &self.builder, &self.target).await?;
+        Ok(ran)
+    }
+
+    async fn died(&mut self, at: &At<'_>, status: String) -> anyhow::Result<AfterDeath> {
+        let Some(handle) = self.handle.take() else {
+            return Ok(AfterDeath::Over);
         };
-        let Some(status) = run_one(ctx, &at, &mut handle, tel, &builder, &target).await? else {
-            attempt = 0;
-            continue;
-        };
-        let failure = death(ctx, &handle, &at, status);
-        if restarts >= spec.max_restarts {
-            ctx.sweep.engine(name).error = Some(failure);
-            ctx.save()?;
-            break;
+        let failure = death(self.ctx, &handle, at, status);
+        if self.restarts >= self.spec.max_restarts {
+            self.ctx.journal.sweep.engine(at.name).error = Some(failure);
+            self.ctx.save()?;
+            self.handle = Some(handle);
+            return Ok(AfterDeath::Over);
         }
         // A restart the profile allows: recorded, and the trial runs again.
-        restarts += 1;
-        attempt += 1;
-        let Some(h) = restart(ctx, name, spec, engine_ctx, handle, failure, restarts).await? else {
-            return Ok(None);
+        self.restarts += 1;
+        let restarted = restart(
+            self.ctx,
+            at.name,
+            self.spec,
+            self.engine_ctx,
+            handle,
+            failure,
+            self.restarts,
+        )
+        .await?;
+        let Some(h) = restarted else {
+            return Ok(AfterDeath::Over);
         };
-        handle = h;
-        target = target_of(ctx, &handle);
-        ctx.save()?;
-    }
-    Ok(Some(handle))
-}
-
-/// Which trial runs: engine, load level, trial index, restart attempt, and the
-/// trial's lane of the seeded random draws (from the load level's number and the
-/// trial index, so the requests are the same on every engine).
-struct At<'a> {
-    name: &'a str,
-    x: f64,
-    t: u32,
-    attempt: u32,
-    lane: u64,
-}
-
-/// The next trial to run on `name`: `(level, x, trial index)`, or `None` when the
-/// engine's share is done. A plain run takes the plan's load levels in order; a
-/// search asks [`crate::search::next_step`] from what is measured so far, so a
-/// resumed search continues where it stopped. `level` numbers the load level for
-/// the request seeds (the grid's index, or for a search the load itself).
-fn next_trial(ctx: &Ctx<'_>, name: &str) -> Option<(u64, f64, u32)> {
-    let plan = ctx.plan;
-    let key = |x| PointKey::new(plan.mode, x);
-    let first_missing =
-        |x: f64, trials: u32| (0..trials).find(|&t| !ctx.sweep.is_complete(name, key(x), t));
-    // A shard's levels keep the whole plan's numbering, so that a sweep split over
-    // machines sends the requests one machine would have sent.
-    let level = |pi: usize, x: f64| {
-        let whole = ctx.opts.shard.as_ref().map(|s| &s.plan_points);
-        whole
-            .and_then(|ps| ps.iter().position(|&p| p == x))
-            .unwrap_or(pi) as u64
-    };
-    match &plan.search {
-        None => plan
-            .points
-            .iter()
-            .enumerate()
-            .find_map(|(pi, &x)| first_missing(x, plan.trials).map(|t| (level(pi, x), x, t))),
-        Some(cfg) => match crate::search::next_step(cfg, &ctx.sweep.observations(plan, name)) {
-            crate::search::Step::Done(_) => None,
-            crate::search::Step::Run { x, trials } => {
-                first_missing(x, trials).map(|t| ((x * 1000.0).round() as u64, x, t))
-            }
-        },
+        self.target = target_of(&self.ctx.run, &h);
+        self.handle = Some(h);
+        self.ctx.save()?;
+        Ok(AfterDeath::Restarted)
     }
 }
 
 /// Runs one trial: cool the GPU, open connections, warm up, measure, record.
-/// Returns the engine's exit status if it died.
 async fn run_one(
     ctx: &mut Ctx<'_>,
     at: &At<'_>,
@@ -144,27 +137,30 @@ async fn run_one(
     tel: &telemetry::Telemetry,
     builder: &Builder,
     target: &Target,
-) -> anyhow::Result<Option<String>> {
-    let trial_no = trial_no(ctx.plan, at.t);
+) -> anyhow::Result<Ran> {
+    let trial_no = trial_no(ctx.run.plan, at.t);
     let Some(cooldown_wait_s) = cool_down(ctx, tel, at.x, &trial_no).await else {
         // Interrupted while the GPU cooled: the trial does not start.
-        return Ok(None);
+        return Ok(Ran::NotStarted);
     };
-    let x_sent = match &ctx.opts.load_shard {
-        Some(l) => load::share(ctx.plan.mode, at.x, l.index, l.count)?,
+    let x_sent = match &ctx.run.opts.load_shard {
+        Some(l) => load::share(ctx.run.plan.mode, at.x, l.index, l.count)?,
         None => at.x,
     };
     preconnect(ctx, at.name, target, x_sent).await;
-    let warmup_server = warm_up(ctx, at, handle, builder, target).await;
+    let warmup_server = warm_up(&ctx.run, at, handle, builder, target).await;
     let TrialLoad {
         requests,
         conversations,
         offsets,
         first,
-    } = shard_requests(ctx, at, builder, x_sent)?;
+    } = shard_requests(&ctx.run, at, builder, x_sent)?;
+    // A load shard sends its share of the level, and its records carry the whole
+    // level and the whole trial's request indexes.
     let trial = Trial {
         x: x_sent,
-        ..trial_of(ctx, at, requests, ctx.plan.mode, offsets)
+        first_index: first,
+        ..trial_of(&ctx.run, at, requests, ctx.run.plan.mode, offsets)
     };
     ctx.progress.phase(format!(
         "{}: x={} ({}) trial {trial_no}",
@@ -173,17 +169,11 @@ async fn run_one(
         point_label(ctx, at),
     ));
     let label = format!("{} x={} trial {trial_no}", at.name, at.x);
-    let mut m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
-    for r in &mut m.records {
-        r.attempt = at.attempt;
-        // A load shard's records carry the whole load level and trial indexes.
-        r.x = at.x;
-        r.index += first;
-    }
+    let m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
     let server = m.server.finish(&m.records).await;
     abandoned_notice(ctx, at, &m.records);
     let died = handle.exit_status();
-    let metrics = trial_metrics(&m.records, &ctx.plan.slo);
+    let metrics = trial_metrics(&m.records, &ctx.run.plan.slo);
     let (status, error) = status_of(died.as_deref(), ctx.stopped());
     let info = TrialInfo {
         index: at.t,
@@ -202,7 +192,7 @@ async fn run_one(
         energy: m.energy,
     };
     keep_trial(ctx, at, &trial_no, &m.records, metrics, info)?;
-    Ok(died)
+    Ok(died.map_or(Ran::Kept, Ran::Died))
 }
 
 /// A trial abandoned for requests that timed out in a row says so, with how many
@@ -211,15 +201,15 @@ fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
     if !crate::load::was_abandoned(records) {
         return;
     }
-    let unsent = (ctx.plan.requests_per_trial as usize).saturating_sub(records.len());
-    ctx.info.notices.push(format!(
+    let unsent = (ctx.run.plan.requests_per_trial as usize).saturating_sub(records.len());
+    ctx.journal.info.notices.push(format!(
         "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
          request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
         at.name,
         at.x,
         at.t + 1,
         crate::load::TIMEOUTS_TO_ABANDON,
-        ctx.plan.request_timeout.as_secs()
+        ctx.run.plan.request_timeout.as_secs()
     ));
 }
 
@@ -241,7 +231,7 @@ async fn cool_down(
     x: f64,
     trial_no: &str,
 ) -> Option<Option<f64>> {
-    let Some(c) = &ctx.plan.telemetry.cooldown else {
+    let Some(c) = &ctx.run.plan.telemetry.cooldown else {
         return Some(None);
     };
     ctx.progress.phase(format!(
@@ -254,7 +244,7 @@ async fn cool_down(
 /// `point 2/5` of a plain run; `probe 3` of a search (its load levels so far,
 /// this one counted).
 fn point_label(ctx: &Ctx<'_>, at: &At<'_>) -> String {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     match &plan.search {
         None => format!(
             "point {}/{}",
@@ -262,7 +252,7 @@ fn point_label(ctx: &Ctx<'_>, at: &At<'_>) -> String {
             plan.points.len()
         ),
         Some(_) => {
-            let points = ctx.sweep.engines.get(at.name).map(|e| &e.points);
+            let points = ctx.journal.sweep.engines.get(at.name).map(|e| &e.points);
             let known = points.is_some_and(|p| p.contains_key(&PointKey::new(plan.mode, at.x)));
             format!(
                 "probe {}",
@@ -296,12 +286,13 @@ fn keep_trial(
     info: TrialInfo,
 ) -> anyhow::Result<()> {
     let name = at.name;
-    let slo = trial_slo(records, &ctx.plan.slo);
-    crate::server_metrics::notice(&mut ctx.info.notices, name, info.server.as_ref());
+    let slo = trial_slo(records, &ctx.run.plan.slo);
+    crate::server_metrics::notice(&mut ctx.journal.info.notices, name, info.server.as_ref());
     // Durable order: records first, then the report that refers to them.
-    ctx.records
+    ctx.journal
+        .records
         .append(records)
-        .with_context(|| format!("cannot append to {}", ctx.records.path().display()))?;
+        .with_context(|| format!("cannot append to {}", ctx.journal.records.path().display()))?;
     say!(
         ctx,
         "{name} x={} trial {trial_no}: {} ok, {} failed, {} good{}{}",
@@ -314,9 +305,9 @@ fn keep_trial(
         )),
         first_failure(records).unwrap_or_default()
     );
-    ctx.sweep.add_trial(
+    ctx.journal.sweep.add_trial(
         name,
-        PointKey::new(ctx.plan.mode, at.x),
+        PointKey::new(ctx.run.plan.mode, at.x),
         TrialState { metrics, info, slo },
     );
     ctx.progress.trial_done();

@@ -17,9 +17,12 @@
 //!    the midpoint. Concurrency narrows to adjacent integers, rate to
 //!    `f − p ≤ resolution × p`.
 //! 3. **Confirm**: the two probes that decide the answer (`p` and `f`) get more
-//!    trials, up to `max_trials_per_probe`, while the 95% Wilson interval of their
-//!    pooled attainment straddles the target. If a decision flips, narrowing goes on;
-//!    if the interval still straddles after the last trial, the result says so.
+//!    trials by the one trial rule ([`trials::TrialRule`], the rule of adaptive
+//!    trials): while the 95% Wilson interval of their pooled attainment straddles
+//!    the target, up to `max_trials_per_probe` (and with `trials = "auto"`, until
+//!    their key metrics' interval is narrow enough). If a decision flips, narrowing
+//!    goes on; if the interval still straddles after the last trial, the result
+//!    says so.
 //!
 //! With the cost objective ([`cost`]), the search then looks below the capacity
 //! for the load whose good tokens cost least.
@@ -31,6 +34,7 @@
 pub mod cost;
 #[cfg(test)]
 pub(crate) mod tests;
+pub mod trials;
 
 pub use cost::Objective;
 
@@ -56,6 +60,9 @@ pub struct SearchConfig {
     pub base_trials: u32,
     /// Most trials at one probe.
     pub max_trials_per_probe: u32,
+    /// `trials = "auto"`: the relative width of the key metrics' interval that
+    /// settles a deciding probe ([`trials::TrialRule::width`]); `None` otherwise.
+    pub width: Option<f64>,
     /// Growth factor while bracketing (> 1).
     pub growth: f64,
     /// What the search looks for.
@@ -78,6 +85,9 @@ pub struct Obs {
     /// Median over trials of the output tokens of good requests per second (the
     /// cost objective's measure); `None` when unknown.
     pub good_tokens_per_s: Option<f64>,
+    /// Relative half-width of the 95% interval of the per-trial median TTFT and
+    /// TPOT (the wider), [`crate::stats::spread`]; `None` under two trials.
+    pub width: Option<f64>,
 }
 
 impl Obs {
@@ -85,6 +95,15 @@ impl Obs {
     /// change the decision.
     pub fn straddles(&self, target: f64) -> bool {
         self.ci.is_some_and(|(lo, hi)| lo < target && target < hi)
+    }
+
+    /// What the trial rule reads of this probe, judged against `target`.
+    pub fn settled(&self, target: f64) -> trials::Settled {
+        trials::Settled {
+            trials: self.trials,
+            decisive: !self.straddles(target),
+            width: self.width,
+        }
     }
 }
 
@@ -145,6 +164,16 @@ fn round_rate(x: f64) -> f64 {
 }
 
 impl SearchConfig {
+    /// The trial rule of the deciding probes: from the base trials up to
+    /// `max_trials_per_probe`.
+    pub fn rule(&self) -> trials::TrialRule {
+        trials::TrialRule {
+            min: self.base_trials,
+            max: self.max_trials_per_probe,
+            width: self.width,
+        }
+    }
+
     fn snap(&self, x: f64) -> f64 {
         let x = x.clamp(self.min, self.max);
         match self.mode {
@@ -237,10 +266,10 @@ impl<'a> Bracket<'a> {
     }
 
     /// The search is over for `reason`, once the deciding probes are confirmed:
-    /// while one's interval straddles the target, it gets another trial.
+    /// while the trial rule gives one another trial, it gets it.
     fn done(&self, cfg: &SearchConfig, reason: Reason, deciding: &[&Obs]) -> Step {
         for o in deciding {
-            if o.straddles(cfg.target) && o.trials < cfg.max_trials_per_probe {
+            if cfg.rule().stopped(o.settled(cfg.target)).is_none() {
                 return Step::Run {
                     x: o.x,
                     trials: o.trials + 1,

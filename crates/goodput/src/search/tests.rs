@@ -17,6 +17,7 @@ pub(crate) fn cfg(mode: LoadMode, min: f64, max: f64) -> SearchConfig {
         max_probes: 16,
         base_trials: 1,
         max_trials_per_probe: 3,
+        width: None,
         growth: 2.0,
         objective: Default::default(),
     }
@@ -44,6 +45,7 @@ fn drive(cfg: &SearchConfig, requests: u64, good: impl Fn(f64, u32) -> u64) -> O
                     ci: wilson_interval(gs, sent, Z95),
                     meets: a >= cfg.target,
                     good_tokens_per_s: None,
+                    width: None,
                 }
             })
             .collect();
@@ -233,6 +235,7 @@ fn non_monotone_measurements_use_the_lowest_failure() {
         ci: None,
         meets,
         good_tokens_per_s: None,
+        width: None,
     };
     let c = cfg(LoadMode::Concurrency, 1.0, 64.0);
     let obs = [
@@ -277,6 +280,7 @@ fn drive_cost(cfg: &SearchConfig, capacity: f64, good: impl Fn(f64) -> f64) -> (
                 ci: None,
                 meets: x <= capacity,
                 good_tokens_per_s: Some(good(x)),
+                width: None,
             })
             .collect();
         match next_step(cfg, &obs) {
@@ -313,4 +317,40 @@ fn the_cost_objective_finds_the_cheapest_load_below_capacity() {
     assert_eq!(drive_cost(&c, 0.5, |x| x).1.cheapest, None);
     let capacity_only = cfg(LoadMode::Concurrency, 1.0, 64.0);
     assert_eq!(drive_cost(&capacity_only, 13.0, |x| -x).1.cheapest, None);
+}
+
+#[test]
+fn confirmation_trials_follow_the_one_trial_rule() {
+    // A passing probe whose interval straddles the target, next to a clear fail.
+    let o = |x: f64, meets: bool, ci: (f64, f64)| Obs {
+        x,
+        trials: 1,
+        attainment: Some(if meets { 0.92 } else { 0.1 }),
+        ci: Some(ci),
+        meets,
+        good_tokens_per_s: None,
+        width: Some(0.01),
+    };
+    let obs = [o(3.0, true, (0.8, 0.97)), o(4.0, false, (0.02, 0.3))];
+    let c = cfg(LoadMode::Concurrency, 3.0, 64.0);
+    // Fixed trials: the straddling probe gets another trial.
+    assert_eq!(next_step(&c, &obs), Step::Run { x: 3.0, trials: 2 });
+    // `trials = "auto"`: its key metrics are already narrower than 2%: settled.
+    let auto = SearchConfig {
+        width: Some(0.02),
+        ..c.clone()
+    };
+    assert!(matches!(next_step(&auto, &obs), Step::Done(_)));
+    // At the budget, it stops and the result says the probe is noisy.
+    let spent = [
+        Obs {
+            trials: 3,
+            ..obs[0].clone()
+        },
+        obs[1].clone(),
+    ];
+    let Step::Done(found) = next_step(&c, &spent) else {
+        panic!("the budget ends the confirmation");
+    };
+    assert_eq!(found.noisy, vec![3.0]);
 }

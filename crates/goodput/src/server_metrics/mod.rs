@@ -26,9 +26,9 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use report::{ServerCounts, ServerSample, ServerTrial};
 use serde::{Deserialize, Serialize};
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::record::RequestRecord;
 use crate::sampling::{sample_until_stopped, Ticks};
@@ -121,7 +121,8 @@ pub struct ServerSampler {
     catalogue: &'static Catalogue,
     first: Option<Snapshot>,
     start: Instant,
-    stop: Option<oneshot::Sender<()>>,
+    /// Cancelled when the trial's sampling ends.
+    stop: CancellationToken,
     task: Option<JoinHandle<()>>,
     shared: Arc<Mutex<Shared>>,
 }
@@ -144,7 +145,7 @@ impl ServerSampler {
             catalogue: &catalogue::GENERIC,
             first: None,
             start: Instant::now(),
-            stop: None,
+            stop: CancellationToken::new(),
             task: None,
             shared: Arc::new(Mutex::new(Shared {
                 stride: 1,
@@ -171,8 +172,6 @@ impl ServerSampler {
         }
         s.first = Some(first);
         s.start = Instant::now();
-        let (tx, rx) = oneshot::channel();
-        s.stop = Some(tx);
         s.task = Some(tokio::spawn(sample_loop(
             s.client.clone(),
             s.url.clone(),
@@ -180,7 +179,7 @@ impl ServerSampler {
             s.timeout(),
             s.catalogue,
             s.start,
-            rx,
+            s.stop.clone(),
             s.shared.clone(),
         )));
         s
@@ -211,9 +210,7 @@ impl ServerSampler {
         if !self.spec.enabled {
             return None;
         }
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.stop.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
@@ -384,7 +381,7 @@ async fn sample_loop(
     timeout: Duration,
     c: &'static Catalogue,
     start: Instant,
-    stop: oneshot::Receiver<()>,
+    stop: CancellationToken,
     shared: Arc<Mutex<Shared>>,
 ) {
     let interval = Duration::from_millis(spec.interval_ms.max(1));

@@ -19,6 +19,8 @@
 //!   controlling the chance of any false "better"/"worse" in the table at 5%.
 //! - [`capacity`]: the interval of a search's capacity from a bootstrap over the
 //!   bracketing probes' trials.
+//! - [`spread`]: Student's t interval of a mean over trials, as a share of the
+//!   mean: how settled a point's per-trial medians are (adaptive trials).
 //!
 //! docs/statistics.md says what each interval means and how `compare` decides.
 
@@ -26,6 +28,7 @@ pub mod bootstrap;
 pub mod capacity;
 pub mod multiple;
 pub mod order;
+pub mod spread;
 pub mod welch;
 
 /// The confidence level of every interval goodput reports.

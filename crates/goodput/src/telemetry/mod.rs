@@ -31,9 +31,9 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use report::{GpuInfo, GpuSample, TrialEnergy};
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::profile::{CooldownSpec, TelemetrySpec};
 use crate::sampling::{sample_until_stopped, Ticks};
@@ -261,17 +261,22 @@ impl Telemetry {
         let samples = Arc::new(Mutex::new(Taken::default()));
         let Some(source) = self.source.clone() else {
             return TrialSampler {
-                stop: None,
+                stop: CancellationToken::new(),
                 task: None,
                 samples,
                 source: None,
             };
         };
-        let (stop_tx, stop_rx) = oneshot::channel();
+        let stop = CancellationToken::new();
         let name = source.name();
-        let task = tokio::spawn(sample_loop(source, self.interval, stop_rx, samples.clone()));
+        let task = tokio::spawn(sample_loop(
+            source,
+            self.interval,
+            stop.clone(),
+            samples.clone(),
+        ));
         TrialSampler {
-            stop: Some(stop_tx),
+            stop,
             task: Some(task),
             samples,
             source: Some(name),
@@ -336,7 +341,7 @@ fn read_timeout(interval: Duration) -> Duration {
 async fn sample_loop(
     source: Arc<dyn GpuSource>,
     interval: Duration,
-    stop: oneshot::Receiver<()>,
+    stop: CancellationToken,
     samples: Arc<Mutex<Taken>>,
 ) {
     let start = Instant::now();
@@ -371,7 +376,8 @@ struct Taken {
 /// Samples of one trial, taken in the background.
 #[derive(Debug)]
 pub struct TrialSampler {
-    stop: Option<oneshot::Sender<()>>,
+    /// Cancelled when the trial's samples are taken.
+    stop: CancellationToken,
     task: Option<JoinHandle<()>>,
     samples: Arc<Mutex<Taken>>,
     source: Option<&'static str>,
@@ -386,9 +392,7 @@ impl TrialSampler {
 
     /// Stops sampling; the samples taken and the trial's GPU energy (see [`energy`]).
     pub async fn finish_with_energy(mut self) -> (Vec<GpuSample>, Option<TrialEnergy>) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.stop.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }

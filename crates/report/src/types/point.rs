@@ -129,6 +129,10 @@ pub struct Point {
     /// interval's `why` says how); trust its figures less.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub extrapolated: bool,
+    /// goodput addition (`trials = "auto"`): why the point got no more trials
+    /// (`decisive`, `narrow` or `budget`); absent with a fixed trial count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials_stopped: Option<TrialsStopped>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -324,4 +328,34 @@ pub struct TrialInfo {
     /// The GPU energy measured over the trial (see [`super::TrialEnergy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<super::TrialEnergy>,
+}
+
+/// goodput addition: why adaptive trials (`trials = "auto"`) stopped at a point:
+/// the rule is in docs/statistics.md ("Adaptive trials").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialsStopped {
+    /// The point's SLO judgement is `meets` or `fails`: more trials would not
+    /// change the answer.
+    Decisive,
+    /// The interval of the point's key metrics (median TTFT and TPOT over trials)
+    /// is narrower than the target width.
+    Narrow,
+    /// The most trials allowed ran, and neither of the above holds.
+    Budget,
+    /// A word this version does not know (a newer report).
+    #[serde(other)]
+    Unknown,
+}
+
+impl TrialsStopped {
+    /// The word as written in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialsStopped::Decisive => "decisive",
+            TrialsStopped::Narrow => "narrow",
+            TrialsStopped::Budget => "budget",
+            TrialsStopped::Unknown => "unknown",
+        }
+    }
 }

@@ -47,9 +47,12 @@ pub(super) async fn restart(
     failure: EngineFailure,
     restarts: u32,
 ) -> anyhow::Result<Option<SweepEngine>> {
-    ctx.sweep.engine(name).restarts.push(failure);
+    ctx.journal.sweep.engine(name).restarts.push(failure);
     if let Err(f) = dead.stop().await {
-        ctx.info.notices.push(format!("{name}: {}", f.message));
+        ctx.journal
+            .info
+            .notices
+            .push(format!("{name}: {}", f.message));
     }
     say!(
         ctx,
@@ -59,7 +62,7 @@ pub(super) async fn restart(
     match gpu_release::start(name, spec, engine_ctx, &Stop::never()).await {
         Ok(h) => Ok(Some(h)),
         Err(f) => {
-            ctx.sweep.engine(name).error = Some(f);
+            ctx.journal.sweep.engine(name).error = Some(f);
             ctx.save()?;
             Ok(None)
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use report::{GpuSample, ServerTrial, SpecDecode};
 
-use super::super::Ctx;
+use super::super::{Ctx, Settings};
 use super::At;
 use crate::client::{Limits, SseLimits, Target};
 use crate::engine::{EngineHandle, SpecCounters};
@@ -22,17 +22,20 @@ use crate::workload::{Builder, Prepared};
 
 /// A trial of `requests` at the trial's load level, with the plan's limits.
 pub(super) fn trial_of(
-    ctx: &Ctx<'_>,
+    run: &Settings<'_>,
     at: &At<'_>,
     requests: Vec<Prepared>,
     mode: LoadMode,
     offsets: Vec<u64>,
 ) -> Trial {
-    let plan = ctx.plan;
+    let plan = run.plan;
     Trial {
         engine: at.name.into(),
         x: at.x,
+        level: at.x,
         index: at.t,
+        attempt: at.attempt,
+        first_index: 0,
         mode,
         max_concurrency: plan.max_concurrency,
         offsets,
@@ -43,7 +46,7 @@ pub(super) fn trial_of(
             sse: SseLimits::default(),
         },
         timeout: plan.trial_timeout,
-        grace: ctx.opts.grace,
+        grace: run.opts.grace,
         sent: None,
     }
 }
@@ -51,29 +54,29 @@ pub(super) fn trial_of(
 /// The plan's warm-up requests (a closed loop, not recorded), when it has any;
 /// returns what the server's metrics said over them.
 pub(super) async fn warm_up(
-    ctx: &Ctx<'_>,
+    run: &Settings<'_>,
     at: &At<'_>,
     handle: &EngineHandle,
     builder: &Builder,
     target: &Target,
 ) -> Option<ServerTrial> {
-    let plan = ctx.plan;
+    let plan = run.plan;
     if plan.warmup_requests == 0 {
         return None;
     }
-    let sampler = start_server_sampler(ctx, handle).await;
+    let sampler = start_server_sampler(run, handle).await;
     let warm = trial_of(
-        ctx,
+        run,
         at,
         builder.build(plan.warmup_requests, plan.seed, u64::MAX - at.lane),
         LoadMode::Concurrency,
         Vec::new(),
     );
     let warm_records = run_trial(
-        ctx.client.clone(),
+        run.client.clone(),
         target.clone(),
         warm,
-        ctx.stop.clone(),
+        &run.stop,
         Box::new(|_| {}),
     )
     .await;
@@ -94,22 +97,22 @@ pub(super) struct TrialLoad {
 /// or the trace's), and the whole trial's index of the first: a load shard sends
 /// its run of the whole trial's requests at its share of x.
 pub(super) fn shard_requests(
-    ctx: &Ctx<'_>,
+    run: &Settings<'_>,
     at: &At<'_>,
     builder: &Builder,
     x_sent: f64,
 ) -> anyhow::Result<TrialLoad> {
-    let plan = ctx.plan;
+    let plan = run.plan;
     // A conversation trial's bodies are made from its sessions as the replies come.
     let conversations = builder.conversations(plan.requests_per_trial, plan.seed, at.lane);
-    if conversations.is_some() && ctx.opts.load_shard.is_some() {
+    if conversations.is_some() && run.opts.load_shard.is_some() {
         anyhow::bail!("a conversation workload cannot be split over load shards yet");
     }
     let mut requests = match conversations {
         Some(_) => Vec::new(),
         None => builder.build(plan.requests_per_trial, plan.seed, at.lane),
     };
-    let (first, seed) = match &ctx.opts.load_shard {
+    let (first, seed) = match &run.opts.load_shard {
         None => (0, plan.seed),
         Some(l) => {
             let (first, len) = load::split(requests.len() as u64, l.index, l.count);
@@ -140,14 +143,14 @@ pub(super) fn shard_requests(
     })
 }
 
-/// What a measured trial returned, before its records are stamped.
+/// What a measured trial returned.
 pub(super) struct Measured {
     pub(super) records: Vec<RequestRecord>,
     pub(super) gpu_samples: Vec<GpuSample>,
     pub(super) energy: Option<report::TrialEnergy>,
     pub(super) spec_before: Option<SpecCounters>,
     pub(super) spec_after: Option<SpecCounters>,
-    /// Still to be finished with the stamped records.
+    /// Still to be finished with the records.
     pub(super) server: ServerSampler,
 }
 
@@ -162,20 +165,20 @@ pub(super) async fn measure(
     (trial, conversations): (Trial, Option<Conversations>),
     label: String,
 ) -> Measured {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     let sent = Arc::new(AtomicU64::new(0));
     let (bar, on_record) =
         ctx.progress
             .trial_bar(label, plan.requests_per_trial as u64, sent.clone());
     let spec_before = spec_counters(ctx, handle).await;
-    let server = start_server_sampler(ctx, handle).await;
+    let server = start_server_sampler(&ctx.run, handle).await;
     start_together(ctx, at).await;
     let sampler = tel.start_trial();
     let trial = Trial {
         sent: Some(sent),
         ..trial
     };
-    let (client, stop) = (ctx.client.clone(), ctx.stop.clone());
+    let (client, stop) = (ctx.run.client.clone(), &ctx.run.stop);
     let records = match conversations {
         Some(c) => run_conversation_trial(client, target.clone(), trial, c, stop, on_record).await,
         None => run_trial(client, target.clone(), trial, stop, on_record).await,
@@ -196,16 +199,16 @@ pub(super) async fn measure(
 /// The trial's sampler of the engine's `/metrics`: the profile's, or a disabled
 /// one once a first scrape has failed in this run (that trial's notice says why),
 /// so a `/metrics` that hangs costs one scrape timeout per run, not two per trial.
-async fn start_server_sampler(ctx: &Ctx<'_>, handle: &EngineHandle) -> ServerSampler {
-    let spec = &ctx.plan.server_metrics;
+async fn start_server_sampler(run: &Settings<'_>, handle: &EngineHandle) -> ServerSampler {
+    let spec = &run.plan.server_metrics;
     if handle.metrics_given_up() {
         let off = crate::server_metrics::ServerMetricsSpec {
             enabled: false,
             ..spec.clone()
         };
-        return ServerSampler::start(&ctx.client, &handle.base_url, &off).await;
+        return ServerSampler::start(&run.client, &handle.base_url, &off).await;
     }
-    let sampler = ServerSampler::start(&ctx.client, &handle.base_url, spec).await;
+    let sampler = ServerSampler::start(&run.client, &handle.base_url, spec).await;
     if sampler.first_failed() {
         handle.give_up_metrics();
     }
@@ -216,13 +219,13 @@ async fn start_server_sampler(ctx: &Ctx<'_>, handle: &EngineHandle) -> ServerSam
 /// disabled (then `/metrics` is not asked at all); a scrape that fails is a notice,
 /// once, and the engine's `/metrics` is not asked for them again.
 async fn spec_counters(ctx: &mut Ctx<'_>, handle: &EngineHandle) -> Option<SpecCounters> {
-    if !ctx.plan.server_metrics.enabled {
+    if !ctx.run.plan.server_metrics.enabled {
         return None;
     }
     match handle.scrape_spec_counters().await {
         Ok(c) => c,
         Err(why) => {
-            ctx.info.notices.push(format!(
+            ctx.journal.info.notices.push(format!(
                 "{}: speculative-decoding counters: {why}; /metrics is not asked again this run (neither for them nor for the server metrics)",
                 handle.name
             ));
@@ -257,7 +260,7 @@ pub(super) fn spec_decode(
 /// trial's request count. A failure is a notice: requests then connect as they go,
 /// and each records its `connect` time.
 pub(super) async fn preconnect(ctx: &mut Ctx<'_>, name: &str, target: &Target, x: f64) {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     let mut n = x.ceil().max(1.0) as usize;
     if let Some(c) = plan.max_concurrency {
         n = n.min(c as usize);
@@ -269,7 +272,7 @@ pub(super) async fn preconnect(ctx: &mut Ctx<'_>, name: &str, target: &Target, x
         .await
         .unwrap_or(Ok(()))
     {
-        ctx.info.notices.push(format!(
+        ctx.journal.info.notices.push(format!(
             "{name}: x={x}: could not open {n} connections before the trial ({e}); \
              requests opened their own (see each record's `connect`)"
         ));
@@ -287,7 +290,7 @@ pub(super) async fn start_together(ctx: &mut Ctx<'_>, at: &At<'_>) {
         attempt,
         ..
     } = *at;
-    let Some(l) = ctx.opts.load_shard.clone() else {
+    let Some(l) = ctx.run.opts.load_shard.clone() else {
         return;
     };
     let Some(dir) = &l.barrier else {
@@ -308,7 +311,7 @@ pub(super) async fn start_together(ctx: &mut Ctx<'_>, at: &At<'_>) {
         .until(load::barrier(dir, &key, l.index, l.count))
         .await;
     if let Some(Err(why)) = waited {
-        ctx.info.notices.push(format!(
+        ctx.journal.info.notices.push(format!(
             "{name}: x={x} trial {}: {why}; it started alone",
             t + 1
         ));

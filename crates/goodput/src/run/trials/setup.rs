@@ -4,34 +4,32 @@
 use report::EngineFailure;
 
 use super::super::gpu_release::SweepEngine;
-use super::super::Ctx;
+use super::super::{Ctx, Settings};
 use crate::client::Target;
 use crate::engine::EngineHandle;
 use crate::telemetry;
 use crate::workload::{calibrate, Builder, Calibration};
 
 /// ShareGPT: the run's sample, taken on the first engine (counted by its
-/// `/tokenize` when it has one) and sent by every engine; the report's workload
-/// facts gain its counts. `false` (the engine's error recorded) when it fails.
+/// `/tokenize` when it has one) and sent by every engine; its counts join the
+/// journal's workload facts. `false` (the engine's error recorded) when it fails.
 pub(super) async fn sample_sharegpt(
     ctx: &mut Ctx<'_>,
     name: &str,
     handle: &SweepEngine,
 ) -> anyhow::Result<bool> {
-    let plan = ctx.plan;
+    let plan = ctx.run.plan;
     let crate::plan::Workload::ShareGpt(w) = &plan.workload else {
         return Ok(true);
     };
     let sampled = w
-        .sample_on(&ctx.client, &handle.base_url, &handle.model, plan.seed)
+        .sample_on(&ctx.run.client, &handle.base_url, &handle.model, plan.seed)
         .await;
     match sampled {
         Ok(s) => {
-            let facts = ctx.info.workload.get_mut("facts");
-            if let (Some(f), serde_json::Value::Object(add)) =
-                (facts.and_then(|f| f.as_object_mut()), s.facts())
-            {
-                f.extend(add);
+            // A fact of the run, kept in the journal; the report's workload shows it.
+            if let serde_json::Value::Object(add) = s.facts() {
+                ctx.journal.workload_facts.extend(add);
             }
             if let Some(t) = &w.truncated {
                 ctx.notice_once(format!("workload: {}: {t}", w.path.display()));
@@ -40,7 +38,7 @@ pub(super) async fn sample_sharegpt(
         }
         Err(why) => {
             say!(ctx, "{name}: sampling ShareGPT failed: {why}");
-            ctx.sweep.engine(name).error = Some(EngineFailure {
+            ctx.journal.sweep.engine(name).error = Some(EngineFailure {
                 kind: "workload".into(),
                 message: format!("sampling ShareGPT: {why}"),
                 exit_status: None,
@@ -59,7 +57,7 @@ pub(super) fn note_sources(
     handle: &SweepEngine,
     tel: &telemetry::Telemetry,
 ) {
-    let st = ctx.sweep.engine(name);
+    let st = ctx.journal.sweep.engine(name);
     st.kv_pool_tokens = handle.kv_pool_tokens;
     st.kv_pool_source = handle.kv_pool_source.clone();
     st.telemetry_source = tel.source_name().map(str::to_string);
@@ -73,25 +71,26 @@ pub(super) async fn request_builder(
     handle: &SweepEngine,
 ) -> Builder {
     let mut builder = Builder {
-        workload: ctx.plan.workload.clone(),
+        workload: ctx.run.plan.workload.clone(),
         model: handle.model.clone(),
         api: handle.api,
         tokens_per_word: 1.0,
         chat_fields: ctx
+            .run
             .plan
             .engines
             .get(name)
             .map(crate::plan::chat_fields)
             .unwrap_or_default(),
     };
-    match calibrate(&builder, &ctx.client, &handle.base_url).await {
+    match calibrate(&builder, &ctx.run.client, &handle.base_url).await {
         Calibration::NotAsked => {}
         Calibration::Calibrated(tpw) => {
             builder.tokens_per_word = tpw;
             ctx.set_prompt_lengths(name, "tokenize");
         }
         Calibration::Failed(why) => {
-            ctx.info.notices.push(format!(
+            ctx.journal.info.notices.push(format!(
                 "{name}: prompt lengths are uncalibrated: calibrate = true, but {why}; \
                  input_tokens assume one token per word, so real prompt lengths differ"
             ));
@@ -101,7 +100,7 @@ pub(super) async fn request_builder(
     crate::workload::conversation::set_engine_context(
         &mut builder,
         handle.max_model_len,
-        &mut ctx.info.notices,
+        &mut ctx.journal.info.notices,
         name,
     );
     builder
@@ -109,21 +108,21 @@ pub(super) async fn request_builder(
 
 /// One notice per run when TTFT counts connection set-up.
 pub(super) fn note_connect_in_ttft(ctx: &mut Ctx<'_>) {
-    if ctx.opts.ttft_includes_connect {
+    if ctx.run.opts.ttft_includes_connect {
         let note = "TTFT includes connection set-up where a request opened a new \
                     connection (--ttft-includes-connect)";
-        if !ctx.info.notices.iter().any(|n| n == note) {
-            ctx.info.notices.push(note.to_string());
+        if !ctx.journal.info.notices.iter().any(|n| n == note) {
+            ctx.journal.info.notices.push(note.to_string());
         }
     }
 }
 
 /// Where the load goes: the engine's endpoint for its API.
-pub(super) fn target_of(ctx: &Ctx<'_>, handle: &EngineHandle) -> Target {
+pub(super) fn target_of(run: &Settings<'_>, handle: &EngineHandle) -> Target {
     Target::new(
         &handle.base_url,
         handle.api.path(),
         handle.api_key.as_deref(),
     )
-    .with_connect_in_ttft(ctx.opts.ttft_includes_connect)
+    .with_connect_in_ttft(run.opts.ttft_includes_connect)
 }

@@ -21,6 +21,7 @@ pub fn trial(
     Trial {
         engine: "r".into(),
         x,
+        level: x,
         index: 0,
         mode,
         max_concurrency: None,
@@ -34,5 +35,7 @@ pub fn trial(
         timeout: Some(timeout),
         grace: Duration::from_secs(1),
         sent: None,
+        attempt: 0,
+        first_index: 0,
     }
 }

@@ -46,13 +46,13 @@ async fn converse(url: &str, plan: &goodput::plan::Plan, x: f64) -> Vec<RequestR
         _ => Vec::new(),
     };
     let trial = common::trial::trial(x, plan.mode, offsets, Vec::new(), Duration::from_secs(60));
-    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let stop = goodput::stop::Stop::never();
     let records = run_conversation_trial(
         goodput::client::http_client(16).unwrap(),
         Target::new(url, "/v1/chat/completions", None),
         trial,
         conversations,
-        rx,
+        &stop,
         Box::new(|_| {}),
     )
     .await;

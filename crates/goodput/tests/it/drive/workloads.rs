@@ -80,13 +80,13 @@ async fn replay(
         requests,
         Duration::from_secs(30),
     );
-    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let stop = goodput::stop::Stop::never();
     let client = goodput::client::http_client(16).unwrap();
     run_trial(
         client,
         Target::new(url, "/v1/completions", None),
         trial,
-        rx,
+        &stop,
         Box::new(|_| {}),
     )
     .await

@@ -184,3 +184,33 @@ fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
     let shown = common::cli::text(&o.stdout);
     assert!(shown.to_lowercase().contains("keep up"), "{shown}");
 }
+
+#[test]
+fn trials_auto_stops_a_clear_point_at_the_minimum_and_says_why() {
+    // `--trials auto` over the profile's count: 40 of 40 good requests in the two
+    // trials every point gets already meet the 90% target outright.
+    let profile = FIXED
+        .replace("points = [1, 4]", "points = [4]")
+        .replace("requests_per_trial = 8", "requests_per_trial = 20")
+        .replace("ttft_ms = 500", "ttft_ms = 5000")
+        .replace("tpot_ms = 50", "tpot_ms = 500");
+    let dir = Scratch::new();
+    dir.run(&profile, &["--quiet", "--trials", "auto"])
+        .assert()
+        .success();
+    let r = dir.report();
+    let p = &r.load["fixed"].points[0];
+    assert_eq!(p.trials.len(), 2, "the minimum");
+    assert_eq!(p.trials_stopped, Some(report::TrialsStopped::Decisive));
+    assert_eq!(
+        p.slo_check.as_ref().and_then(|c| c.judgement),
+        Some(report::Judgement::Meets)
+    );
+    let run = r.run.as_ref().unwrap();
+    assert_eq!(run.status, report::RunStatus::Complete);
+    assert!(run
+        .profile
+        .as_deref()
+        .unwrap_or("")
+        .contains("trials = \"auto\""));
+}
