@@ -168,7 +168,7 @@ pub(crate) fn peer_report(run: PeerRun) -> Report {
         load,
         run: Some(RunInfo {
             schema: report::SCHEMA.into(),
-            load_mode: run.mode.into(),
+            load_mode: report::LoadMode::from_word(run.mode),
             planned_trials: 1,
             requests_per_trial: run.requests,
             notices,

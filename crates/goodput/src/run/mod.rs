@@ -353,7 +353,7 @@ fn max_streams(plan: &Plan) -> usize {
 pub(crate) fn plan_info(plan: &Plan) -> RunInfo {
     RunInfo {
         schema: report::SCHEMA.into(),
-        load_mode: plan.mode.name().into(),
+        load_mode: plan.mode.into(),
         planned_trials: plan.trials,
         requests_per_trial: plan.requests_per_trial,
         warmup_requests: plan.warmup_requests,
@@ -495,7 +495,7 @@ fn finish(
         for name in plan.engines.keys() {
             if !ctx.sweep.engines.contains_key(name) {
                 ctx.sweep.engine(name).error = Some(report::EngineFailure {
-                    kind: "not_run".into(),
+                    kind: report::FailureKind::NotRun,
                     message: format!(
                         "not run: the run was interrupted by {sig} before this engine started"
                     ),

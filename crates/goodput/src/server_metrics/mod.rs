@@ -34,7 +34,8 @@ use crate::record::RequestRecord;
 use crate::sampling::{sample_until_stopped, Ticks};
 pub use catalogue::Catalogue;
 pub use scrape::{Kind, ScrapeError, Snapshot};
-pub use summary::{cross_check, summarize, Mismatch};
+pub use report::server::{cross_check, Mismatch};
+pub use summary::summarize;
 
 /// Consecutive failed scrapes after which a trial's sampler stops.
 const MAX_CONSECUTIVE_FAILURES: u32 = 5;

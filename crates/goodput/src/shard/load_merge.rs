@@ -178,7 +178,7 @@ fn pooled(reports: &[&Report], files: &[&Path], records: &[RequestRecord]) -> Re
     let open_loop = base
         .run
         .as_ref()
-        .is_some_and(|r| r.load_mode != "concurrency");
+        .is_some_and(|r| r.load_mode != report::LoadMode::Concurrency);
     for (name, e) in &mut out.load {
         for p in &mut e.points {
             *p = pooled_point(

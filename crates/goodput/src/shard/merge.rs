@@ -334,7 +334,7 @@ fn not_merged(name: &str, index: u32, count: u32) -> EngineResult {
         points: Vec::new(),
         kv_pool_source: None,
         error: Some(EngineFailure {
-            kind: "not_run".into(),
+            kind: report::FailureKind::NotRun,
             message: format!(
                 "not run: {name} is in shard {index}/{count}, whose report was not merged"
             ),

@@ -235,7 +235,7 @@ pub struct SloCheck {
     pub target: f64,
     /// `attainment` (good share ≥ target) or `percentile` (p-th percentiles within
     /// the bounds).
-    pub form: String,
+    pub form: super::SloForm,
     /// True when the point estimate meets the SLO in that form (see `judgement`).
     pub meets: bool,
     /// goodput addition: the point's one SLO judgement (`meets`, `fails`,

@@ -18,7 +18,7 @@ pub struct RunInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `concurrency` (x = requests in flight) or `rate` (x = requests per second).
-    pub load_mode: String,
+    pub load_mode: super::LoadMode,
     /// Trials planned per load point.
     pub planned_trials: u32,
     /// Measured requests per trial.

@@ -1,7 +1,7 @@
 //! An engine's set-up before its first trial: the ShareGPT sample, where its KV
 //! pool and telemetry come from, its request builder and its load target.
 
-use report::EngineFailure;
+use report::{EngineFailure, FailureKind};
 
 use super::super::gpu_release::SweepEngine;
 use super::super::Ctx;
@@ -41,10 +41,9 @@ pub(super) async fn sample_sharegpt(
         Err(why) => {
             say!(ctx, "{name}: sampling ShareGPT failed: {why}");
             ctx.sweep.engine(name).error = Some(EngineFailure {
-                kind: "workload".into(),
+                kind: FailureKind::Workload,
                 message: format!("sampling ShareGPT: {why}"),
-                exit_status: None,
-                log_tail: Vec::new(),
+                ..Default::default()
             });
             ctx.save()?;
             Ok(false)

@@ -16,6 +16,10 @@ use super::table::{display_cells, header_lines, COLUMNS};
 use super::text::Style;
 use super::warnings::{grouped, warnings, Group};
 
+/// Marker in every HTML page goodput writes (`<meta name="generator" ...>`); an
+/// `.html` without it is someone else's file (`run` overwrites only pages with it).
+pub const HTML_GENERATOR: &str = "<meta name=\"generator\" content=\"goodput\">";
+
 const STYLE: &str = include_str!("html/style.css");
 
 /// Records script errors into the page, so a headless browser's DOM dump shows them.
@@ -34,7 +38,7 @@ pub fn html(report: &Report) -> String {
         html lang="en" {
             head {
                 meta charset="utf-8";
-                (PreEscaped(crate::run::HTML_GENERATOR))
+                (PreEscaped(HTML_GENERATOR))
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) }
                 style { (PreEscaped(STYLE)) }

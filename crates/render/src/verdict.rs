@@ -7,16 +7,16 @@
 //! load levels only. It never claims more than the warnings allow: throttling,
 //! missing trials, failed engines and noisy probes are said beside the answer.
 
-use report::{Judgement, Point, Report};
+use report::{FailureKind, Judgement, Limit, LoadMode, Point, Report};
 
-use crate::metrics::judgement::point_judgement;
+use report::slo::point_judgement;
 
 use super::table::slo_bounds_text;
 use super::text::num;
 use super::warnings::{warnings, WarningKind};
 
 /// Whether a point meets the SLO: its one judgement
-/// ([`crate::metrics::judgement::point_judgement`]) as `Some(true)` (meets),
+/// ([`report::slo::point_judgement`]) as `Some(true)` (meets),
 /// `Some(false)` (fails), `None` (undecided, or not known).
 pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
     match point_judgement(report, p)? {
@@ -53,8 +53,11 @@ fn zero_goodput(p: &Point) -> bool {
 }
 
 fn is_rate(report: &Report) -> bool {
-    report.run.as_ref().is_some_and(|r| r.load_mode == "rate")
-        || report.capacity.values().any(|c| c.mode == "rate")
+    report
+        .run
+        .as_ref()
+        .is_some_and(|r| r.load_mode == LoadMode::Rate)
+        || report.capacity.values().any(|c| c.mode == LoadMode::Rate)
 }
 
 fn load_words(report: &Report, x: f64) -> String {
@@ -78,7 +81,7 @@ pub fn slo_words(report: &Report) -> String {
             let a = report
                 .slo
                 .attainment
-                .unwrap_or(crate::metrics::DEFAULT_ATTAINMENT);
+                .unwrap_or(report::slo::DEFAULT_ATTAINMENT);
             if a >= 1.0 {
                 format!("{bounds} for every request")
             } else {
@@ -224,10 +227,18 @@ fn from_capacity(report: &Report) -> Vec<String> {
         })
         .collect();
     let cap = &report.capacity[best];
-    let plus = if cap.limited_by == "max" {
-        " (the search's max; it may serve more)"
-    } else {
-        ""
+    let plus = match cap.limited_by {
+        Limit::Max => " (the search's max; it may serve more)",
+        Limit::Ttft
+        | Limit::Tpot
+        | Limit::E2el
+        | Limit::Ttfat
+        | Limit::NoAnswer
+        | Limit::Errors
+        | Limit::Slo
+        | Limit::MaxProbes
+        | Limit::Engine
+        | Limit::Unknown(_) => "",
     };
     let mut s = format!(
         "{best} serves {slo} up to {}{plus}{}",
@@ -248,7 +259,19 @@ fn from_capacity(report: &Report) -> Vec<String> {
         out.extend(lead(report, &found));
     }
     for (e, c) in &report.capacity {
-        if c.note.contains("noise") || c.limited_by == "max_probes" || c.limited_by == "engine" {
+        let weak = match c.limited_by {
+            Limit::MaxProbes | Limit::Engine => true,
+            Limit::Ttft
+            | Limit::Tpot
+            | Limit::E2el
+            | Limit::Ttfat
+            | Limit::NoAnswer
+            | Limit::Errors
+            | Limit::Slo
+            | Limit::Max
+            | Limit::Unknown(_) => false,
+        };
+        if c.noisy || weak {
             out.push(format!("{e}: {}.", c.note));
         }
     }
@@ -458,7 +481,7 @@ fn why_missed(report: &Report) -> String {
         (
             "TTFAT",
             slo.ttfat_ms,
-            crate::render::reasoning::median_ttfat,
+            crate::reasoning::median_ttfat,
         ),
     ] {
         let Some(b) = bound else { continue };
@@ -532,15 +555,25 @@ fn caveats(report: &Report) -> Vec<String> {
             .load
             .get(name)
             .and_then(|r| r.error.as_ref())
-            .map_or("", |e| e.kind.as_str())
+            .map(|e| &e.kind)
     };
     // An engine the run never reached did not fail: say what happened to each.
     let mut by_words: Vec<(&str, Vec<&str>)> = Vec::new();
     for name in failed.iter().copied() {
         let words = match kind_of(name) {
-            "not_run" => "did not run (the run ended before them)",
-            "interrupted" => "were interrupted while starting",
-            _ => "failed",
+            Some(FailureKind::NotRun) => "did not run (the run ended before them)",
+            Some(FailureKind::Interrupted) => "were interrupted while starting",
+            Some(
+                FailureKind::Launch
+                | FailureKind::Unreachable
+                | FailureKind::ReadyTimeout
+                | FailureKind::Exited
+                | FailureKind::DiedDuringTrial
+                | FailureKind::Stop
+                | FailureKind::Workload
+                | FailureKind::Unknown(_),
+            )
+            | None => "failed",
         };
         match by_words.iter_mut().find(|(w, _)| *w == words) {
             Some((_, names)) => names.push(name),

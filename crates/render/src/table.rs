@@ -1,14 +1,14 @@
 //! The writers of the row model: aligned text, Markdown, CSV and JSON. Text and
 //! Markdown share [`display_cells`]; CSV and JSON share [`Row::fields`].
 
-use report::{Judgement, Point, Report, Stat};
+use report::{Judgement, LoadMode, Point, Report, Stat};
 use serde_json::Value;
 
 use super::rows::{field_names, trials_with_results, within, Row};
 use super::text::{
     align, count, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style,
 };
-use crate::metrics::judgement::point_judgement;
+use report::slo::point_judgement;
 
 /// Column titles of the text, Markdown and HTML tables.
 pub const COLUMNS: [&str; 17] = [
@@ -218,16 +218,16 @@ pub fn load_mode_text(report: &Report) -> String {
         .run
         .as_ref()
         .is_some_and(|r| r.workload.get("kind").and_then(|k| k.as_str()) == Some("conversation"));
-    match report.run.as_ref().map(|r| r.load_mode.as_str()) {
-        Some("concurrency") if sessions => {
+    match report.run.as_ref().map(|r| &r.load_mode) {
+        Some(LoadMode::Concurrency) if sessions => {
             "concurrency (x = conversation sessions in progress, closed loop)".into()
         }
-        Some("rate") if sessions => {
+        Some(LoadMode::Rate) if sessions => {
             "rate (x = conversation sessions started per second, open loop)".into()
         }
-        Some("concurrency") => "concurrency (x = requests in flight, closed loop)".into(),
-        Some("rate") => "rate (x = requests per second, open loop)".into(),
-        Some(other) => other.to_string(),
+        Some(LoadMode::Concurrency) => "concurrency (x = requests in flight, closed loop)".into(),
+        Some(LoadMode::Rate) => "rate (x = requests per second, open loop)".into(),
+        Some(other @ (LoadMode::Trace | LoadMode::Unknown(_))) => other.to_string(),
         None => "not recorded (reference format: x is closed-loop concurrency)".into(),
     }
 }
@@ -467,7 +467,7 @@ pub fn stat_text(s: &Stat) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::rows::rows;
+    use crate::rows::rows;
 
     #[test]
     fn csv_cells_that_a_spreadsheet_would_run_are_neutralised() {
@@ -484,7 +484,7 @@ mod tests {
 
     #[test]
     fn the_colour_legend_is_printed_only_in_colour() {
-        let text = include_str!("../../tests/render_fixtures/additive.json");
+        let text = include_str!("../../goodput/tests/render_fixtures/additive.json");
         let report = report::io::parse_report(text).expect("fixture parses");
         let rows = rows(&report);
         let legend = "Goodput: green meets the SLO";

@@ -270,7 +270,7 @@ fn warnings_title(ws: &[Warning]) -> String {
     let kinds = grouped(ws).len();
     format!(
         "Warnings: {}, {} in all",
-        crate::render::text::count(kinds as u64, "kind"),
+        crate::text::count(kinds as u64, "kind"),
         ws.len()
     )
 }

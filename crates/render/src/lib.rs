@@ -1,12 +1,18 @@
 //! Rendering reports for people: `show`, `compare`, the HTML page, exports and
-//! warnings. Reads [`report::Report`] values only; knows nothing about how they were
-//! measured.
+//! warnings. Reads [`report::Report`] values (and a [`report::compare::Comparison`])
+//! only, so it works on any report file, the reference included; knows nothing
+//! about how they were measured, and depends on no goodput crate but the report.
 //!
 //! # Layout
 //! - [`rows`]: one row per engine x load level, the model every tabular format shares.
 //! - [`table`]: the writers of that model: text table, Markdown, CSV, JSON.
 //! - [`markdown`]: Markdown tables (the report's and the benchmarks').
-//! - [`compare`]: two reports (or the engines of one report) side by side.
+//! - [`compare`]: a comparison (computed by goodput's `compare`) shown.
+//! - [`rank`]: the verdict's ranking of engines whose capacities tie.
+//! - [`ran`]: what ran and was seen (workload, prefix hits, acceptance).
+//! - [`predicted`]: a predicted report's intervals.
+//! - [`reasoning`]: the reasoning table.
+//! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
 //! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
@@ -17,6 +23,7 @@
 pub mod charts;
 pub mod compare;
 pub mod cost;
+pub mod dates;
 pub mod html;
 pub mod markdown;
 pub mod predicted;
@@ -33,12 +40,11 @@ pub mod warnings;
 use std::fmt;
 use std::str::FromStr;
 
-pub use compare::compare;
 pub use html::html;
 pub use warnings::{warnings_text, Warning, WarningKind};
 
 /// Output format of [`show`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Aligned text table for a terminal, followed by the warnings.
     Table,

@@ -1,12 +1,12 @@
 //! The warning rules, one function per rule: each looks at one point (or engine)
 //! and returns what it found, or `None`.
 
-use report::{EngineResult, Point, Report, RunStatus};
+use report::{EngineResult, FailureKind, Point, Report, RunStatus};
 
 use super::{Warning, WarningKind, CLOCK_SHARE_LIMIT, MIN_REQUESTS_FOR_P99, THERMAL_SHARE_LIMIT};
-use crate::metrics::{is_outlier, median_and_mad};
-use crate::render::rows::{expected_trials, planned_trials, total, trials_with_results};
-use crate::render::text::{fixed, num};
+use report::outlier::{is_outlier, median_and_mad};
+use crate::rows::{expected_trials, planned_trials, total, trials_with_results};
+use crate::text::{fixed, num};
 
 /// What a rule found: the kind, the message and the advice.
 pub type Found = Option<(WarningKind, String, String)>;
@@ -24,28 +24,33 @@ pub fn engine_failed(engine: &str, result: &EngineResult) -> Option<Warning> {
     // A message that names the cause found in the log (engine::EngineHandle::explain)
     // needs no last line, which is often a warning printed after the cause.
     let last = e.log_tail.iter().rev().find(|l| !l.trim().is_empty());
-    if let Some(last) = last.filter(|_| !e.message.contains("; cause: ")) {
+    if let Some(last) = last.filter(|_| e.cause.is_empty()) {
         message.push_str(&format!("; last log line: {}", last.trim()));
     }
-    let advice = match e.kind.as_str() {
+    let advice = match e.kind {
         // A server goodput did not launch: it has no log here and no GPU of ours.
-        "unreachable" => {
+        FailureKind::Unreachable => {
             "Check that the server is running and reachable from this machine \
                           (address, port, firewall, API key), then rerun this engine."
         }
-        "interrupted" => {
+        FailureKind::Interrupted => {
             "The run was interrupted while this engine was starting: rerun \
                           into the same output to resume the run."
         }
-        "not_run" => {
+        FailureKind::NotRun => {
             "The run was interrupted before this engine started: rerun into the \
                       same output to run it (finished engines are kept)."
         }
-        "launch" => {
+        FailureKind::Launch => {
             "Fix the engine's command line in the profile (program path, arguments, \
                      environment), then rerun this engine."
         }
-        _ => {
+        FailureKind::ReadyTimeout
+        | FailureKind::Exited
+        | FailureKind::DiedDuringTrial
+        | FailureKind::Stop
+        | FailureKind::Workload
+        | FailureKind::Unknown(_) => {
             "Read the engine's log (its log file is named in the environment), fix the \
               command line or free the GPU memory it needs, and rerun this engine."
         }
@@ -288,7 +293,7 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
         ratio_text("TPOT", p.median_tpot_ms.median, slo.tpot_ms),
         ratio_text(
             "TTFAT",
-            crate::render::reasoning::median_ttfat(p),
+            crate::reasoning::median_ttfat(p),
             slo.ttfat_ms,
         ),
     ]
@@ -392,7 +397,7 @@ fn outlier_list(p: &Point) -> Vec<FarOut> {
             .collect();
     }
     let requests: u64 = p.completed.iter().sum();
-    if requests < crate::metrics::OUTLIER_MIN_REQUESTS as u64 {
+    if requests < report::outlier::OUTLIER_MIN_REQUESTS as u64 {
         return Vec::new();
     }
     let mut grid: Vec<f64> = p.ttft_quantiles_ms.clone();
@@ -444,7 +449,7 @@ pub fn outliers(p: &Point) -> Found {
     requests.dedup();
     if requests.len() > 1 {
         let more = requests.len() - 1;
-        let plus = if list.len() >= crate::metrics::OUTLIER_MAX_LISTED {
+        let plus = if list.len() >= report::outlier::OUTLIER_MAX_LISTED {
             " or more"
         } else {
             ""
