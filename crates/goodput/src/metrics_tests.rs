@@ -317,14 +317,14 @@ fn percentile_form_judges_the_pth_percentile_with_failures_as_slowest() {
     s.percentile = Some(80.0);
     let t = trial_slo(&records, &s);
     let (_, check) = point_slo(std::slice::from_ref(&t), &s);
-    assert_eq!(check.form, "percentile");
+    assert_eq!(check.form, report::SloForm::Percentile);
     // Nearest rank: p80 of 10 values is the 8th, 80 ms <= 85 ms.
     assert_eq!(check.percentiles_ms["ttft"], Some(80.0));
     assert!(check.meets);
     // The attainment form on the same requests: 8 of 10 good is below 0.9.
     s.percentile = None;
     let (_, check) = point_slo(std::slice::from_ref(&trial_slo(&records, &s)), &s);
-    assert_eq!(check.form, "attainment");
+    assert_eq!(check.form, report::SloForm::Attainment);
     assert_eq!(check.attainment, Some(0.8));
     assert!(!check.meets);
     // p90 is the 9th value, 90 ms: over the bound.

@@ -211,7 +211,7 @@ fn resume_refuses_a_report_of_another_plan_and_names_what_differs() {
     let o = run(&p, &out, &["--rate", "1", "--fresh"]);
     assert!(o.status.success(), "--fresh: {}", stderr(&o));
     let r = report::read_report(&out).unwrap();
-    assert_eq!(r.run.unwrap().load_mode, "rate");
+    assert_eq!(r.run.unwrap().load_mode, report::LoadMode::Rate);
 }
 
 #[test]
@@ -283,7 +283,7 @@ preset = "fixed"
         .error
         .as_ref()
         .expect("the engine is recorded");
-    assert_eq!(never.kind, "interrupted", "{never:?}");
+    assert_eq!(never.kind, report::FailureKind::Interrupted, "{never:?}");
     let later = r.load.get("later").and_then(|e| e.error.as_ref());
     assert_eq!(
         later.map(|e| e.kind.as_str()),
