@@ -253,7 +253,7 @@ fn profile_section(report: &Report) -> Markup {
 }
 
 /// The run info as a key/value table, with its Unix times as UTC dates and its
-/// notices one per list item.
+/// notices one per list item (their text).
 fn run_html(run: &serde_json::Map<String, Value>) -> Markup {
     html! {
         table.kv {
@@ -261,7 +261,7 @@ fn run_html(run: &serde_json::Map<String, Value>) -> Markup {
                 @match (k.as_str(), v) {
                     ("notices", Value::Array(items)) => tr {
                         th { (k) }
-                        td { ul.notices { @for n in items { li { (json_html(n)) } } } }
+                        td { ul.notices { @for n in items { li { (json_html(n.get("text").unwrap_or(n))) } } } }
                     },
                     (_, Value::Number(n)) if k.ends_with("_unix_s") => tr {
                         th { (k.trim_end_matches("_unix_s")) }

@@ -206,7 +206,7 @@ pub fn header_lines(report: &Report) -> Vec<(String, String)> {
         }
         lines.push(("run".to_string(), s));
         for n in &run.notices {
-            lines.push(("notice".to_string(), n.clone()));
+            lines.push(("notice".to_string(), n.text.clone()));
         }
     }
     lines

@@ -478,11 +478,7 @@ fn why_missed(report: &Report) -> String {
             (|p: &Point| p.median_ttft_ms.median) as fn(&Point) -> Option<f64>,
         ),
         ("TPOT", slo.tpot_ms, |p: &Point| p.median_tpot_ms.median),
-        (
-            "TTFAT",
-            slo.ttfat_ms,
-            crate::reasoning::median_ttfat,
-        ),
+        ("TTFAT", slo.ttfat_ms, crate::reasoning::median_ttfat),
     ] {
         let Some(b) = bound else { continue };
         let ratios: Vec<f64> = report

@@ -339,4 +339,3 @@ pub fn summary_values(m: &Metric, p: &Point) -> (Vec<f64>, bool) {
         _ => (Vec::new(), true),
     }
 }
-

@@ -37,4 +37,3 @@ pub fn is_outlier(v: f64, median: f64, mad: f64) -> bool {
         && v >= OUTLIER_MIN_RATIO * median;
     median > 0.0 && (far || v > OUTLIER_DOMINANT_RATIO * median)
 }
-

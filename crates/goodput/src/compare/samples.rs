@@ -20,7 +20,9 @@ use crate::profile::SloSpec;
 use crate::record::RequestRecord;
 use crate::stats::bootstrap::Trial;
 
-pub use report::compare::{summary_values, Better, Metric, Statistic, Value, METRICS, TTFAT_METRIC};
+pub use report::compare::{
+    summary_values, Better, Metric, Statistic, Value, METRICS, TTFAT_METRIC,
+};
 
 /// One trial's requests as `compare` needs them.
 #[derive(Debug, Clone, Default)]

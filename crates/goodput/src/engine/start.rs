@@ -180,7 +180,10 @@ impl EngineHandle {
         let process =
             EngineProcess::spawn(&run, &spec.env, spec.cwd.as_deref(), &log_path, &header)
                 .map_err(|e| {
-                    let mut f = failure(FailureKind::Launch, format!("cannot start `{}`: {e}", argv[0]));
+                    let mut f = failure(
+                        FailureKind::Launch,
+                        format!("cannot start `{}`: {e}", argv[0]),
+                    );
                     f.log_tail = section.tail(FAILURE_LOG_LINES);
                     f
                 })?;

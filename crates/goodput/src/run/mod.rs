@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use report::{Report, RunInfo, RunStatus};
+use report::{Notice, NoticeKind, Report, RunInfo, RunStatus};
 use tokio::sync::watch;
 
 use crate::client::http_client;
@@ -177,12 +177,9 @@ impl Ctx<'_> {
         self.refresh_environment();
     }
 
-    /// Adds a notice once (notices that differ only after a `(` count as one).
-    fn notice_once(&mut self, n: String) {
-        let head = n.split('(').next().unwrap_or(&n).to_string();
-        if !self.info.notices.iter().any(|m| m.starts_with(&head)) {
-            self.info.notices.push(n);
-        }
+    /// Adds a notice unless one of its kind about its engine is there already.
+    fn notice_once(&mut self, n: Notice) {
+        self.info.notice_once(n);
     }
 }
 
@@ -369,7 +366,7 @@ pub(crate) fn plan_info(plan: &Plan) -> RunInfo {
 /// A notice per simulator engine run faster than real time (`--time-scale N`): its
 /// milliseconds, and the SLO's, are wall-clock, N times shorter than the modelled
 /// GPU's.
-fn time_scale_notices(plan: &Plan) -> Vec<String> {
+fn time_scale_notices(plan: &Plan) -> Vec<Notice> {
     plan.engines
         .iter()
         .filter(|(_, e)| e.effective_kind() == crate::profile::EngineKind::Sim)
@@ -377,9 +374,9 @@ fn time_scale_notices(plan: &Plan) -> Vec<String> {
             let at = e.args.iter().position(|a| a == "--time-scale")?;
             let scale: f64 = e.args.get(at + 1)?.parse().ok()?;
             (scale.is_finite() && scale > 0.0 && scale != 1.0).then(|| {
-                format!(
+                Notice::engine(NoticeKind::TimeScale, name, format!(
                     "{name}: the simulator ran at --time-scale {scale}: every millisecond here, the SLO's included, is wall-clock; on the modelled GPU each is {scale} times longer"
-                )
+                ))
             })
         })
         .collect()
@@ -462,14 +459,18 @@ async fn run_engine(
         ))
     );
     for n in &handle.notices {
-        ctx.info.notices.push(format!("{name}: {n}"));
+        ctx.info.notices.push(Notice::engine(
+            NoticeKind::Engine,
+            name,
+            format!("{name}: {n}"),
+        ));
     }
     ctx.engine_envs.insert(name.to_string(), handle.env.clone());
     let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.client).await;
     if let Some(n) = notice {
         // One telemetry notice per run, not one per engine (they differ only in
         // the engine's port).
-        ctx.notice_once(n);
+        ctx.notice_once(Notice::new(NoticeKind::Telemetry, n));
     }
     if ctx.gpus.is_empty() {
         ctx.gpus = tel.gpus();
@@ -477,7 +478,11 @@ async fn run_engine(
     ctx.refresh_environment();
     if let Some(handle) = trials::run_engine(ctx, name, spec, engine_ctx, handle, &tel).await? {
         if let Err(f) = handle.stop().await {
-            ctx.info.notices.push(format!("{name}: {}", f.message));
+            ctx.info.notices.push(Notice::engine(
+                NoticeKind::EngineStop,
+                name,
+                format!("{name}: {}", f.message),
+            ));
         }
     }
     ctx.save()?;

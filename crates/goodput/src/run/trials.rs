@@ -3,7 +3,7 @@
 //! of recorded restarts.
 
 use anyhow::Context;
-use report::{RunStatus, TrialInfo};
+use report::{Notice, NoticeKind, RunStatus, TrialInfo};
 
 use super::gpu_release::SweepEngine;
 use super::state::PointKey;
@@ -54,9 +54,13 @@ pub(crate) async fn run_engine(
         // A trial that neither completed nor killed the engine is not run again
         // (that would never end); the report shows it as partial.
         if last == Some((x.to_bits(), t)) && attempt == 0 {
-            ctx.info.notices.push(format!(
-                "{name}: trial {} at x={x} did not complete and was not retried",
-                t + 1
+            ctx.info.notices.push(Notice::engine(
+                NoticeKind::NotRetried,
+                name,
+                format!(
+                    "{name}: trial {} at x={x} did not complete and was not retried",
+                    t + 1
+                ),
             ));
             break;
         }
@@ -212,14 +216,18 @@ fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
         return;
     }
     let unsent = (ctx.plan.requests_per_trial as usize).saturating_sub(records.len());
-    ctx.info.notices.push(format!(
-        "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
-         request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
+    ctx.info.notices.push(Notice::engine(
+        NoticeKind::Abandoned,
         at.name,
-        at.x,
-        at.t + 1,
-        crate::load::TIMEOUTS_TO_ABANDON,
-        ctx.plan.request_timeout.as_secs()
+        format!(
+            "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
+         request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
+            at.name,
+            at.x,
+            at.t + 1,
+            crate::load::TIMEOUTS_TO_ABANDON,
+            ctx.plan.request_timeout.as_secs()
+        ),
     ));
 }
 
@@ -297,7 +305,7 @@ fn keep_trial(
 ) -> anyhow::Result<()> {
     let name = at.name;
     let slo = trial_slo(records, &ctx.plan.slo);
-    crate::server_metrics::notice(&mut ctx.info.notices, name, info.server.as_ref());
+    crate::server_metrics::notice(&mut ctx.info, name, info.server.as_ref());
     // Durable order: records first, then the report that refers to them.
     ctx.records
         .append(records)

@@ -45,4 +45,3 @@ pub fn row_seed(seed: u64, key: &str) -> u64 {
     }
     h
 }
-

@@ -4,9 +4,9 @@ use report::{Point, Report};
 
 use super::rules::Found;
 use super::WarningKind;
-use report::slo::{decided_by, point_counts, point_judgement};
-use report::slo::DEFAULT_ATTAINMENT;
 use crate::text::num;
+use report::slo::DEFAULT_ATTAINMENT;
+use report::slo::{decided_by, point_counts, point_judgement};
 
 /// Requests in all that would put the attainment's 95% interval clear of the
 /// target, at the attainment measured (`None` when it sits on the target).

@@ -4,9 +4,9 @@
 use report::{EngineResult, FailureKind, Point, Report, RunStatus};
 
 use super::{Warning, WarningKind, CLOCK_SHARE_LIMIT, MIN_REQUESTS_FOR_P99, THERMAL_SHARE_LIMIT};
-use report::outlier::{is_outlier, median_and_mad};
 use crate::rows::{expected_trials, planned_trials, total, trials_with_results};
 use crate::text::{fixed, num};
+use report::outlier::{is_outlier, median_and_mad};
 
 /// What a rule found: the kind, the message and the advice.
 pub type Found = Option<(WarningKind, String, String)>;
@@ -291,11 +291,7 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
     let mut missed: Vec<String> = [
         ratio_text("TTFT", p.median_ttft_ms.median, slo.ttft_ms),
         ratio_text("TPOT", p.median_tpot_ms.median, slo.tpot_ms),
-        ratio_text(
-            "TTFAT",
-            crate::reasoning::median_ttfat(p),
-            slo.ttfat_ms,
-        ),
+        ratio_text("TTFAT", crate::reasoning::median_ttfat(p), slo.ttfat_ms),
     ]
     .into_iter()
     .flatten()

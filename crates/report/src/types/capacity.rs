@@ -103,9 +103,15 @@ mod tests {
             "limited_by": "ttft (noisy)", "note": "meets the SLO at 4 requests/s"
         }))
         .unwrap();
-        assert_eq!((c.mode.clone(), c.limited_by.clone(), c.noisy), (LoadMode::Rate, Limit::Ttft, true));
+        assert_eq!(
+            (c.mode.clone(), c.limited_by.clone(), c.noisy),
+            (LoadMode::Rate, Limit::Ttft, true)
+        );
         let v = serde_json::to_value(&c).unwrap();
-        assert_eq!((v["limited_by"].as_str(), v["noisy"].as_bool()), (Some("ttft"), Some(true)));
+        assert_eq!(
+            (v["limited_by"].as_str(), v["noisy"].as_bool()),
+            (Some("ttft"), Some(true))
+        );
         let again: Capacity = serde_json::from_value(v).unwrap();
         assert_eq!(again, c);
         let newer: Capacity = serde_json::from_value(serde_json::json!({
@@ -117,7 +123,10 @@ mod tests {
         assert_eq!(newer.limited_by, Limit::Unknown("memory".into()));
         assert!(!newer.noisy);
         let v = serde_json::to_value(&newer).unwrap();
-        assert_eq!((v["mode"].as_str(), v["limited_by"].as_str()), (Some("sessions"), Some("memory")));
+        assert_eq!(
+            (v["mode"].as_str(), v["limited_by"].as_str()),
+            (Some("sessions"), Some("memory"))
+        );
         assert!(v.get("noisy").is_none());
     }
 }

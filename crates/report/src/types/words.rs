@@ -139,6 +139,51 @@ words! {
     }
 }
 
+words! {
+    /// What a notice is about ([`crate::Notice::kind`]).
+    NoticeKind {
+        /// Anything else, and every notice of a report written before notices
+        /// had kinds.
+        Other => "other",
+        /// Which tool wrote a converted peer's result file (the first notice).
+        Converted => "converted",
+        /// What a converted peer's result file lacks or measures differently.
+        Peer => "peer",
+        /// The simulator ran at a `--time-scale` other than 1.
+        TimeScale => "time_scale",
+        /// What the engine's launch found (the KV pool, served models).
+        Engine => "engine",
+        /// An engine could not be stopped cleanly, or its GPU memory was not released.
+        EngineStop => "engine_stop",
+        /// Where GPU telemetry came from, or why there is none (once per run).
+        Telemetry => "telemetry",
+        /// The engine's `/metrics` could not be read (once per engine).
+        ServerMetrics => "server_metrics",
+        /// The speculative-decoding counters could not be read.
+        SpecDecode => "spec_decode",
+        /// The workload file was cut short (once per run).
+        Workload => "workload",
+        /// Prompt lengths could not be calibrated against the engine's tokenizer.
+        PromptLengths => "prompt_lengths",
+        /// How conversation histories are cut to the context.
+        Context => "context",
+        /// TTFT counts connection set-up (`--ttft-includes-connect`; once per run).
+        TtftConnect => "ttft_connect",
+        /// Connections could not be opened before a trial.
+        Connections => "connections",
+        /// A load shard's trial started without waiting for the others.
+        LoadShard => "load_shard",
+        /// A trial was abandoned after requests in a row got no answer.
+        Abandoned => "abandoned",
+        /// A trial did not complete and was not retried.
+        NotRetried => "not_retried",
+        /// The report was merged from shards or load shards.
+        Merged => "merged",
+        /// A prediction's knee and verdict (`search --predict`).
+        Predicted => "predicted",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +205,50 @@ mod tests {
         assert_eq!(serde_json::to_string(&newer).unwrap(), "\"oom_killed\"");
         assert_eq!(LoadMode::default(), LoadMode::Concurrency);
         assert_eq!(SloForm::from_word("quantile").to_string(), "quantile");
+    }
+
+    #[test]
+    fn notices_read_as_objects_or_as_older_strings_and_keep_newer_kinds() {
+        let v = serde_json::json!([
+            "GPU telemetry from NVML",
+            {"kind": "abandoned", "engine": "a", "text": "a: x=1 trial 1: abandoned"},
+            {"kind": "newer_kind", "text": "t"}
+        ]);
+        let n: Vec<crate::Notice> = serde_json::from_value(v).unwrap();
+        assert_eq!(
+            n[0],
+            crate::Notice::new(NoticeKind::Other, "GPU telemetry from NVML")
+        );
+        assert_eq!(
+            n[1],
+            crate::Notice::engine(NoticeKind::Abandoned, "a", "a: x=1 trial 1: abandoned")
+        );
+        assert_eq!(n[2].kind, NoticeKind::Unknown("newer_kind".into()));
+        let back = serde_json::to_value(&n).unwrap();
+        assert_eq!(
+            back[0],
+            serde_json::json!({"kind": "other", "text": "GPU telemetry from NVML"})
+        );
+        assert_eq!(
+            back[2],
+            serde_json::json!({"kind": "newer_kind", "text": "t"})
+        );
+        let mut run = crate::RunInfo::default();
+        run.notice_once(crate::Notice::engine(
+            NoticeKind::ServerMetrics,
+            "a",
+            "a: server metrics: 1",
+        ));
+        run.notice_once(crate::Notice::engine(
+            NoticeKind::ServerMetrics,
+            "a",
+            "a: server metrics: 2",
+        ));
+        run.notice_once(crate::Notice::engine(
+            NoticeKind::ServerMetrics,
+            "b",
+            "b: server metrics: 1",
+        ));
+        assert_eq!(run.notices.len(), 2);
     }
 }

@@ -1,7 +1,7 @@
 //! An engine that died during a trial: its failure recorded, and the restart the
 //! profile allows.
 
-use report::{EngineFailure, FailureKind};
+use report::{EngineFailure, FailureKind, Notice, NoticeKind};
 
 use super::super::gpu_release::{self, SweepEngine};
 use super::super::Ctx;
@@ -49,7 +49,11 @@ pub(super) async fn restart(
 ) -> anyhow::Result<Option<SweepEngine>> {
     ctx.sweep.engine(name).restarts.push(failure);
     if let Err(f) = dead.stop().await {
-        ctx.info.notices.push(format!("{name}: {}", f.message));
+        ctx.info.notices.push(Notice::engine(
+            NoticeKind::EngineStop,
+            name,
+            format!("{name}: {}", f.message),
+        ));
     }
     say!(
         ctx,

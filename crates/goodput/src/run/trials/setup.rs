@@ -1,7 +1,7 @@
 //! An engine's set-up before its first trial: the ShareGPT sample, where its KV
 //! pool and telemetry come from, its request builder and its load target.
 
-use report::{EngineFailure, FailureKind};
+use report::{EngineFailure, FailureKind, Notice, NoticeKind};
 
 use super::super::gpu_release::SweepEngine;
 use super::super::Ctx;
@@ -34,7 +34,10 @@ pub(super) async fn sample_sharegpt(
                 f.extend(add);
             }
             if let Some(t) = &w.truncated {
-                ctx.notice_once(format!("workload: {}: {t}", w.path.display()));
+                ctx.notice_once(Notice::new(
+                    NoticeKind::Workload,
+                    format!("workload: {}: {t}", w.path.display()),
+                ));
             }
             Ok(true)
         }
@@ -90,9 +93,13 @@ pub(super) async fn request_builder(
             ctx.set_prompt_lengths(name, "tokenize");
         }
         Calibration::Failed(why) => {
-            ctx.info.notices.push(format!(
-                "{name}: prompt lengths are uncalibrated: calibrate = true, but {why}; \
-                 input_tokens assume one token per word, so real prompt lengths differ"
+            ctx.info.notices.push(Notice::engine(
+                NoticeKind::PromptLengths,
+                name,
+                format!(
+                    "{name}: prompt lengths are uncalibrated: calibrate = true, but {why}; \
+                     input_tokens assume one token per word, so real prompt lengths differ"
+                ),
             ));
             ctx.set_prompt_lengths(name, "uncalibrated");
         }
@@ -111,9 +118,7 @@ pub(super) fn note_connect_in_ttft(ctx: &mut Ctx<'_>) {
     if ctx.opts.ttft_includes_connect {
         let note = "TTFT includes connection set-up where a request opened a new \
                     connection (--ttft-includes-connect)";
-        if !ctx.info.notices.iter().any(|n| n == note) {
-            ctx.info.notices.push(note.to_string());
-        }
+        ctx.notice_once(Notice::new(NoticeKind::TtftConnect, note));
     }
 }
 

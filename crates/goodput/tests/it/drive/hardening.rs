@@ -352,13 +352,14 @@ args = ["--time-scale", "10"]
     assert!(
         notices
             .iter()
-            .any(|n| n.starts_with("notok: prompt lengths are uncalibrated")),
+            .any(|n| n.kind == report::NoticeKind::PromptLengths
+                && n.text.starts_with("notok: prompt lengths are uncalibrated")),
         "{notices:?}"
     );
     assert!(
         notices
             .iter()
-            .any(|n| n.starts_with("fast: ") && n.contains("10x faster")),
+            .any(|n| n.text.starts_with("fast: ") && n.text.contains("10x faster")),
         "{notices:?}"
     );
     let shown = String::from_utf8_lossy(&o.stdout);

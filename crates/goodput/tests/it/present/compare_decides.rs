@@ -6,7 +6,6 @@
 use goodput::compare::simulated::{ab, calibration_plan, noisy_engine, side};
 use goodput::compare::{Direction, Options};
 
-
 #[test]
 fn an_a_a_comparison_finds_no_detectable_difference() {
     let plan = calibration_plan(3, 32).unwrap();
