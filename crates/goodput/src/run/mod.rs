@@ -519,7 +519,7 @@ fn finish(
         Outcome::Complete => None,
         Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
         Outcome::NothingSucceeded => Some("no request succeeded".into()),
-        Outcome::Interrupted(sig) => Some(format!("interrupted by {sig}")),
+        Outcome::Interrupted(sig) => Some(format!("{} by {sig}", report::INTERRUPTED)),
     };
     let report = ctx.save()?;
     if ctx.opts.html {

@@ -288,7 +288,7 @@ fn status_of(died: Option<&str>, interrupted: bool) -> (RunStatus, Option<String
             RunStatus::Partial,
             Some(format!("the engine exited during the trial ({s})")),
         ),
-        (None, true) => (RunStatus::Partial, Some("interrupted".into())),
+        (None, true) => (RunStatus::Partial, Some(report::INTERRUPTED.into())),
         (None, false) => (RunStatus::Complete, None),
     }
 }

@@ -143,14 +143,8 @@ pub fn missing_trials(report: &Report, p: &Point) -> Found {
         }
     }
     // A deliberate interrupt is not a crash: say how to finish instead.
-    let interrupted = report
-        .run
-        .as_ref()
-        .and_then(|r| r.reason.as_deref())
-        .is_some_and(|r| r.starts_with("interrupted"))
-        || p.trials
-            .iter()
-            .any(|t| t.error.as_deref() == Some("interrupted"));
+    let interrupted = report.run.as_ref().is_some_and(|r| r.interrupted())
+        || p.trials.iter().any(|t| t.interrupted());
     let advice = if interrupted {
         "The run was interrupted: rerun into the same output to run the missing trials \
          (complete trials are kept)."

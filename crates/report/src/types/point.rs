@@ -283,6 +283,13 @@ pub struct SpecDecode {
     pub acceptance_rate: Option<f64>,
 }
 
+impl TrialInfo {
+    /// The trial was cut short by an interrupt (its `error` says so).
+    pub fn interrupted(&self) -> bool {
+        self.error.as_deref() == Some(super::INTERRUPTED)
+    }
+}
+
 /// goodput addition: what happened in one trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TrialInfo {

@@ -150,7 +150,18 @@ impl<'de> Deserialize<'de> for Notice {
     }
 }
 
+/// The word that starts the `reason` of an interrupted run (`interrupted by
+/// SIGINT`) and is the whole `error` of a trial the interrupt cut short.
+pub const INTERRUPTED: &str = "interrupted";
+
 impl RunInfo {
+    /// The run was interrupted (its `reason` says so).
+    pub fn interrupted(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(INTERRUPTED))
+    }
+
     /// Adds `n` unless a notice of its kind about its engine is there already.
     pub fn notice_once(&mut self, n: Notice) {
         if !self
