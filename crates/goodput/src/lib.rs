@@ -18,12 +18,13 @@
 //! - [`stats`]: how sure we are: order-statistic intervals, the hierarchical
 //!   bootstrap, Welch's t, Holm's correction, the capacity's interval (pure, seeded).
 //! - [`compare`]: the data of a comparison (from reports and their requests files)
-//!   and its decisions, which [`render`] shows.
-//! - [`render`]: show, compare, HTML, warnings; reads reports only.
+//!   and its decisions, a `report::compare::Comparison`, which [`render`] shows.
+//! - [`render`]: the `goodput-render` crate (show, compare, HTML, warnings, the
+//!   verdict), re-exported; it depends on the report crate alone.
 //! - [`peers`]: peers' result files (vLLM, GuideLLM, AIPerf) read as reports, and
 //!   vLLM's format written.
 //! - [`environment`]: what ran where.
-//! - [`dates`]: the one date formatter.
+//! - [`dates`]: the one date formatter (in `goodput-render`, re-exported).
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
 //! - [`cli`]: the command line.
 //!
