@@ -57,20 +57,9 @@ pub enum Format {
 }
 
 /// An unknown format name given to [`Format::from_str`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format `{0}` (expected table, markdown, csv or json)")]
 pub struct UnknownFormat(pub String);
-
-impl fmt::Display for UnknownFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown format `{}` (expected table, markdown, csv or json)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownFormat {}
 
 impl FromStr for Format {
     type Err = UnknownFormat;
