@@ -16,6 +16,8 @@
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
 //! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
+//! - [`point`]: what a point says (meets, attainment, TTFAT) and the SLO in words,
+//!   read once for every writer.
 //! - [`turns`]: the per-turn table of conversation workloads.
 //! - [`cost`]: energy and cost per token (table, verdict sentence, compare rows, charts).
 //! - [`text`]: number formatting, colour and column alignment for terminals.
@@ -26,6 +28,7 @@ pub mod cost;
 pub mod dates;
 pub mod html;
 pub mod markdown;
+pub mod point;
 pub mod predicted;
 pub mod ran;
 pub mod rank;
@@ -126,7 +129,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out.push('\n');
             out.push_str(&format!(
                 "**Verdict**: {}\n\n",
-                table::md_escape(&verdict::verdict(report).join(" "))
+                markdown::md_escape(&verdict::verdict(report).join(" "))
             ));
             out.push_str(&table::markdown_table(report, &rows));
             for t in [

@@ -4,6 +4,8 @@
 use report::{Judgement, LoadMode, Point, Report, Stat};
 use serde_json::Value;
 
+use super::markdown::md_escape;
+use super::point::slo_bounds_text;
 use super::rows::{field_names, trials_with_results, within, Row};
 use super::text::{
     align, count, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style,
@@ -101,7 +103,7 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
     let gp = &p.goodput_rps;
     let mut goodput = DisplayCell::stat(gp, judgement_style(point_judgement(report, p)));
     if let Some(good) = row.good() {
-        goodput.main = match super::verdict::point_attainment(p) {
+        goodput.main = match super::point::point_attainment(p) {
             Some(a) => format!("{} ({good} good, {}%)", goodput.main, num(a * 100.0)),
             None => format!("{} ({good} good)", goodput.main),
         };
@@ -151,25 +153,6 @@ fn x_text(p: &Point) -> String {
     match p.achieved_concurrency.as_ref().and_then(|s| s.median) {
         Some(c) => format!("{} ({} in flight)", num(p.x), fixed(c, 1)),
         None => num(p.x),
-    }
-}
-
-/// The SLO's bounds in words: `TTFT ≤ 1000 ms and TPOT ≤ 100 ms`; only the bounds
-/// that were given.
-pub fn slo_bounds_text(slo: &report::Slo) -> String {
-    let bounds: Vec<String> = [
-        ("TTFT", slo.ttft_ms),
-        ("TPOT", slo.tpot_ms),
-        ("E2E latency", slo.e2el_ms),
-        ("TTFAT", slo.ttfat_ms),
-    ]
-    .into_iter()
-    .filter_map(|(name, b)| b.map(|b| format!("{name} ≤ {} ms", num(b))))
-    .collect();
-    if bounds.is_empty() {
-        "no bound".into()
-    } else {
-        bounds.join(" and ")
     }
 }
 
@@ -353,22 +336,6 @@ fn failure_note(row: &Row) -> Cell {
         None => "  no results".to_string(),
     };
     Cell::styled(text, Style::Bad)
-}
-
-/// Escapes text for a Markdown table cell or line.
-pub fn md_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' | '\\' | '*' | '_' | '`' | '<' | '>' | '[' | ']' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// The Markdown table, one row per engine x load level, `median (min–max)` cells.

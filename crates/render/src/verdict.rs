@@ -11,46 +11,9 @@ use report::{FailureKind, Judgement, Limit, LoadMode, Point, Report};
 
 use report::slo::point_judgement;
 
-use super::table::slo_bounds_text;
+use super::point::{point_meets, slo_bounds_text};
 use super::text::num;
 use super::warnings::{warnings, WarningKind};
-
-/// Whether a point meets the SLO: its one judgement
-/// ([`report::slo::point_judgement`]) as `Some(true)` (meets),
-/// `Some(false)` (fails), `None` (undecided, or not known).
-pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
-    match point_judgement(report, p)? {
-        Judgement::Meets => Some(true),
-        Judgement::Fails => Some(false),
-        _ => None,
-    }
-}
-
-/// Pooled attainment of a point, when known (from `slo_check`, else the counts;
-/// 0 when goodput was zero in every trial).
-pub fn point_attainment(p: &Point) -> Option<f64> {
-    if let Some(a) = p.slo_check.as_ref().and_then(|c| c.attainment) {
-        return Some(a);
-    }
-    if let Some(a) = counted_attainment(p) {
-        return Some(a);
-    }
-    zero_goodput(p).then_some(0.0)
-}
-
-/// Good requests over those sent (completed and failed), from a point's counts;
-/// `None` without good counts or with nothing sent.
-fn counted_attainment(p: &Point) -> Option<f64> {
-    let good: u64 = p.good.as_ref()?.iter().sum();
-    let sent: u64 =
-        p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
-    (sent > 0).then(|| good as f64 / sent as f64)
-}
-
-/// Goodput was measured and zero in every trial.
-fn zero_goodput(p: &Point) -> bool {
-    p.goodput_rps.n > 0 && p.goodput_rps.max == Some(0.0)
-}
 
 fn is_rate(report: &Report) -> bool {
     report
@@ -478,7 +441,7 @@ fn why_missed(report: &Report) -> String {
             (|p: &Point| p.median_ttft_ms.median) as fn(&Point) -> Option<f64>,
         ),
         ("TPOT", slo.tpot_ms, |p: &Point| p.median_tpot_ms.median),
-        ("TTFAT", slo.ttfat_ms, crate::reasoning::median_ttfat),
+        ("TTFAT", slo.ttfat_ms, crate::point::median_ttfat),
     ] {
         let Some(b) = bound else { continue };
         let ratios: Vec<f64> = report

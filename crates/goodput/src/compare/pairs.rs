@@ -8,13 +8,13 @@
 //! and attainment (which the SLO defines) are left out and the other metrics are
 //! compared.
 
-use report::{EngineResult, Report};
+use report::{EngineResult, LoadMode, Report};
 
 use super::samples::{Requests, METRICS};
 use super::{row, test_metric, Input, Options, SideData};
 pub use report::compare::{Pair, Section};
 
-use crate::render::table::slo_bounds_text;
+use crate::render::point::slo_bounds_text;
 use crate::render::text::x_label;
 
 /// One side: a name for the rows, its engine's results, its requests.
@@ -90,12 +90,12 @@ fn within(input: &Input, opts: &Options) -> Section {
     s
 }
 
-/// What x means in a report: `concurrency` or `rate` (a report in the reference
-/// format records no mode; its x is closed-loop concurrency).
-fn load_mode(r: &Report) -> &str {
+/// What x means in a report (a report in the reference format records no mode;
+/// its x is closed-loop concurrency).
+fn load_mode(r: &Report) -> &LoadMode {
     r.run
         .as_ref()
-        .map_or("concurrency", |run| run.load_mode.as_str())
+        .map_or(&LoadMode::Concurrency, |run| &run.load_mode)
 }
 
 /// The workload as the report describes it, when it does.

@@ -117,8 +117,8 @@ pub(crate) struct PeerRun {
     pub tool: String,
     /// The engine's name in the report (the model).
     pub engine: String,
-    /// `concurrency` or `rate`.
-    pub mode: &'static str,
+    /// What its load levels count.
+    pub mode: report::LoadMode,
     /// Its load levels.
     pub points: Vec<Point>,
     /// Requests per load level (the most any level sent).
@@ -175,7 +175,7 @@ pub(crate) fn peer_report(run: PeerRun) -> Report {
         load,
         run: Some(RunInfo {
             schema: report::SCHEMA.into(),
-            load_mode: report::LoadMode::from_word(run.mode),
+            load_mode: run.mode,
             planned_trials: 1,
             requests_per_trial: run.requests,
             notices,

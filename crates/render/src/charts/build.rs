@@ -337,10 +337,30 @@ pub fn all(report: &Report) -> Vec<Chart> {
         distribution(report, false),
         distribution(report, true),
     ];
-    charts.extend(crate::cost::charts(report));
+    charts.extend(cost_charts(report));
     charts.extend(gpu_timeline(report, false));
     charts.extend(gpu_timeline(report, true));
     charts.extend(super::server::timelines(report));
     charts.retain(|c| !c.series.is_empty());
     charts
+}
+
+/// The HTML page's charts of cost and energy against load (those with data).
+fn cost_charts(report: &Report) -> Vec<Chart> {
+    vec![
+        vs_load(
+            report,
+            "cost",
+            "Cost per million good tokens vs load",
+            "US dollars per million good tokens",
+            crate::cost::usd_per_million_good,
+        ),
+        vs_load(
+            report,
+            "energy",
+            "Energy per output token vs load",
+            "joules per output token",
+            crate::cost::joules_per_token,
+        ),
+    ]
 }

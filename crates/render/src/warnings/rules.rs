@@ -285,7 +285,7 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
     let mut missed: Vec<String> = [
         ratio_text("TTFT", p.median_ttft_ms.median, slo.ttft_ms),
         ratio_text("TPOT", p.median_tpot_ms.median, slo.tpot_ms),
-        ratio_text("TTFAT", crate::reasoning::median_ttfat(p), slo.ttfat_ms),
+        ratio_text("TTFAT", crate::point::median_ttfat(p), slo.ttfat_ms),
     ]
     .into_iter()
     .flatten()
@@ -458,4 +458,19 @@ pub fn outliers(p: &Point) -> Found {
          machine."
             .into(),
     ))
+}
+
+/// Requests that reasoned and gave no answer: how many, and what to do.
+pub fn no_answer(p: &Point) -> Option<(WarningKind, String, String)> {
+    let n = p.reasoning.as_ref()?.no_answer_total();
+    let completed: u64 = p.completed.iter().sum();
+    (n > 0).then(|| {
+        (
+            WarningKind::NoAnswer,
+            format!("{n} of {completed} successful requests streamed reasoning and no answer"),
+            "Raise max_tokens (the workload's output_tokens) above what the model thinks, \
+             or lower reasoning_effort / turn thinking off (chat_template_kwargs)."
+                .into(),
+        )
+    })
 }
