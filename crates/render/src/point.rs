@@ -14,7 +14,7 @@ pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
     match point_judgement(report, p)? {
         Judgement::Meets => Some(true),
         Judgement::Fails => Some(false),
-        _ => None,
+        Judgement::Undecided | Judgement::Unknown => None,
     }
 }
 

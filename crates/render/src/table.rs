@@ -248,7 +248,7 @@ pub fn judgement_style(j: Option<Judgement>) -> Style {
         Some(Judgement::Meets) => Style::Good,
         Some(Judgement::Fails) => Style::Bad,
         Some(Judgement::Undecided) => Style::Warn,
-        _ => Style::Plain,
+        Some(Judgement::Unknown) | None => Style::Plain,
     }
 }
 

@@ -335,7 +335,7 @@ impl Levels {
                 Some(Judgement::Meets) => l.yes.push(p.x),
                 Some(Judgement::Fails) => l.no.push(p.x),
                 Some(Judgement::Undecided) => l.undecided.push(p.x),
-                _ => l.unknown.push(p.x),
+                Some(Judgement::Unknown) | None => l.unknown.push(p.x),
             }
         }
         l
