@@ -2,7 +2,7 @@
 //! of a point's pooled TTFT or E2EL distribution.
 
 use report::stats::sort_values;
-use report::Outlier;
+use report::{Outlier, OutlierMetric};
 
 use super::TrialMetrics;
 
@@ -17,7 +17,10 @@ pub use report::outlier::{
 pub fn outliers(trials: &[TrialMetrics]) -> Vec<Outlier> {
     let mut out = Vec::new();
     type Values = fn(&TrialMetrics) -> &Vec<f64>;
-    let per_metric: [(&str, Values); 2] = [("ttft", |t| &t.ttfts_ms), ("e2el", |t| &t.e2els_ms)];
+    let per_metric: [(OutlierMetric, Values); 2] = [
+        (OutlierMetric::Ttft, |t| &t.ttfts_ms),
+        (OutlierMetric::E2el, |t| &t.e2els_ms),
+    ];
     for (metric, values) in per_metric {
         let pooled: Vec<(f64, u32, u32)> = trials
             .iter()
@@ -40,7 +43,7 @@ pub fn outliers(trials: &[TrialMetrics]) -> Vec<Outlier> {
         for (v, trial, index) in pooled {
             if is_outlier(v, median, mad) {
                 out.push(Outlier {
-                    metric: metric.to_string(),
+                    metric: metric.clone(),
                     trial,
                     index,
                     value_ms: v,

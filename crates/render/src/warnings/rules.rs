@@ -1,7 +1,7 @@
 //! The warning rules, one function per rule: each looks at one point (or engine)
 //! and returns what it found, or `None`.
 
-use report::{EngineResult, FailureKind, Point, Report, RunStatus};
+use report::{EngineResult, FailureKind, OutlierMetric, Point, Report, RunStatus};
 
 use super::{Warning, WarningKind, CLOCK_SHARE_LIMIT, MIN_REQUESTS_FOR_P99, THERMAL_SHARE_LIMIT};
 use crate::rows::{expected_trials, planned_trials, total, trials_with_results};
@@ -372,10 +372,10 @@ fn outlier_list(p: &Point) -> Vec<FarOut> {
             .iter()
             .filter(|o| o.median_ms > 0.0 && o.value_ms.is_finite())
             .map(|o| {
-                let name = match o.metric.as_str() {
-                    "ttft" => "TTFT".to_string(),
-                    "e2el" => "E2E latency".to_string(),
-                    other => other.to_string(),
+                let name = match &o.metric {
+                    OutlierMetric::Ttft => "TTFT".to_string(),
+                    OutlierMetric::E2el => "E2E latency".to_string(),
+                    other @ OutlierMetric::Unknown(_) => other.to_string(),
                 };
                 FarOut {
                     metric: name,

@@ -204,7 +204,7 @@ pub struct TurnSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Outlier {
     /// `ttft` or `e2el`.
-    pub metric: String,
+    pub metric: super::OutlierMetric,
     /// Trial index (0-based).
     pub trial: u32,
     /// Request index within the trial (0: the first request after the warm-up).

@@ -140,6 +140,16 @@ words! {
 }
 
 words! {
+    /// The metric a request is an outlier in ([`crate::Outlier::metric`]).
+    OutlierMetric {
+        /// Time to first token.
+        Ttft => "ttft",
+        /// End-to-end latency.
+        E2el => "e2el",
+    }
+}
+
+words! {
     /// What a notice is about ([`crate::Notice::kind`]).
     NoticeKind {
         /// Anything else, and every notice of a report written before notices
