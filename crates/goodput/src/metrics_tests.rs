@@ -258,12 +258,17 @@ fn warm_trial(trial: u32, first: u64, base: u64) -> TrialMetrics {
 #[test]
 fn a_compiling_first_request_is_an_outlier_named_by_trial_and_index() {
     let o = outliers(&[warm_trial(0, 1191, 15), warm_trial(1, 16, 15)]);
-    let ttft: Vec<&Outlier> = o.iter().filter(|o| o.metric == report::OutlierMetric::Ttft).collect();
+    let ttft: Vec<&Outlier> = o
+        .iter()
+        .filter(|o| o.metric == report::OutlierMetric::Ttft)
+        .collect();
     assert_eq!(ttft.len(), 1, "{o:#?}");
     assert_eq!((ttft[0].trial, ttft[0].index), (0, 0));
     assert_eq!(ttft[0].value_ms, 1191.0);
     assert!(ttft[0].score.unwrap() > OUTLIER_SCORE);
-    assert!(o.iter().any(|o| o.metric == report::OutlierMetric::E2el && o.index == 0));
+    assert!(o
+        .iter()
+        .any(|o| o.metric == report::OutlierMetric::E2el && o.index == 0));
     let p = point_summary(1.0, &[warm_trial(0, 1191, 15)], &[0.5], false);
     assert!(!p.outliers.expect("checked").is_empty());
 }
@@ -302,7 +307,8 @@ fn one_request_ten_times_the_median_is_an_outlier_whatever_the_spread() {
     let t = trial_metrics(&recs, &slo(10_000.0, 100.0));
     let o = outliers(&[t]);
     assert!(
-        o.iter().any(|o| o.metric == report::OutlierMetric::Ttft && o.index == 9),
+        o.iter()
+            .any(|o| o.metric == report::OutlierMetric::Ttft && o.index == 9),
         "{o:#?}"
     );
 }
