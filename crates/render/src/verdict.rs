@@ -569,3 +569,36 @@ pub fn verdict_html(report: &Report) -> maud::Markup {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_noisy_capacity_says_its_note_and_a_newer_limit_reads_as_no_max() {
+        let text = include_str!("../../goodput/tests/render_fixtures/additive.json");
+        let mut r = report::io::parse_report(text).expect("fixture parses");
+        let name = r.load.keys().next().expect("an engine").clone();
+        let capacity = |limited_by: Limit, noisy: bool| report::Capacity {
+            mode: LoadMode::Concurrency,
+            max_load: Some(2.0),
+            passing: Some(2.0),
+            failing: Some(3.0),
+            probes: 3,
+            trials: 6,
+            limited_by,
+            noisy,
+            note: "the bracket is noisy".into(),
+            ..Default::default()
+        };
+        r.capacity
+            .insert(name.clone(), capacity(Limit::from_word("memory"), true));
+        let v = verdict(&r).join(" ");
+        assert!(v.contains(&format!("{name}: the bracket is noisy.")), "{v}");
+        assert!(!v.contains("the search's max"), "{v}");
+        r.capacity.insert(name.clone(), capacity(Limit::Max, false));
+        let v = verdict(&r).join(" ");
+        assert!(v.contains("the search's max"), "{v}");
+        assert!(!v.contains("the bracket is noisy"), "{v}");
+    }
+}

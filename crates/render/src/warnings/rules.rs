@@ -474,3 +474,55 @@ pub fn no_answer(p: &Point) -> Option<(WarningKind, String, String)> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> Report {
+        let text = include_str!("../../../goodput/tests/render_fixtures/additive.json");
+        report::io::parse_report(text).expect("fixture parses")
+    }
+
+    #[test]
+    fn a_failure_kind_this_version_does_not_know_is_shown_as_written() {
+        let mut r = fixture();
+        let e = &mut r.load[0];
+        e.error = Some(report::EngineFailure {
+            kind: FailureKind::from_word("oom_killed"),
+            message: "the engine was killed".into(),
+            log_tail: vec!["last words".into()],
+            ..Default::default()
+        });
+        let w = engine_failed("e", &r.load[0]).expect("a warning");
+        assert!(w.message.contains("(oom_killed)"), "{}", w.message);
+        assert!(
+            w.message.contains("last log line: last words"),
+            "{}",
+            w.message
+        );
+        assert!(
+            w.advice.starts_with("Read the engine's log"),
+            "{}",
+            w.advice
+        );
+        // A cause found in the log makes the last line needless.
+        let e = r.load[0].error.as_mut().unwrap();
+        e.cause = vec!["ValueError: bad".into()];
+        let w = engine_failed("e", &r.load[0]).expect("a warning");
+        assert!(!w.message.contains("last log line"), "{}", w.message);
+    }
+
+    #[test]
+    fn an_outlier_metric_this_version_does_not_know_is_named_as_written() {
+        let mut p = fixture().load[0].points[0].clone();
+        p.outliers = Some(vec![report::Outlier {
+            metric: OutlierMetric::from_word("itl"),
+            value_ms: 900.0,
+            median_ms: 10.0,
+            ..Default::default()
+        }]);
+        let list = outlier_list(&p);
+        assert_eq!(list[0].metric, "itl");
+    }
+}
