@@ -13,7 +13,7 @@
 
 use goodput::plan::Plan;
 use goodput::profile::{Overrides, Profile, SearchSpec};
-use goodput::render::verdict::point_meets;
+use goodput::render::point::point_meets;
 use goodput::run::{run, RunOptions};
 
 const PRESETS: &[&str] = &["vllm-fast-b", "vllm-ngram", "vllm-no-async", "default"];

@@ -53,7 +53,7 @@ pub enum Command {
         /// The report file.
         report: PathBuf,
         /// Output format.
-        #[arg(long, short, value_enum, default_value = "table")]
+        #[arg(long, short, default_value = "table")]
         format: Format,
     },
     /// Compare reports (or, given one, its engines against the first).
@@ -331,10 +331,10 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
                 ..Default::default()
             };
             if format == CompareFormat::Json {
-                return print_out(&render::compare::compare_json(&loaded, &opts));
+                return print_out(&crate::compare::json(&loaded, &opts));
             }
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            print_out(&render::compare::compare_text(&loaded, &opts, color))
+            print_out(&crate::compare::text(&loaded, &opts, color))
         }
         Command::Report { report, output } => {
             let r = crate::peers::read(&report)?;

@@ -21,12 +21,13 @@
 //! - [`stats`]: how sure we are: order-statistic intervals, the hierarchical
 //!   bootstrap, Welch's t, Holm's correction, the capacity's interval (pure, seeded).
 //! - [`compare`]: the data of a comparison (from reports and their requests files)
-//!   and its decisions, which [`render`] shows.
-//! - [`render`]: show, compare, HTML, warnings; reads reports only.
+//!   and its decisions, a `report::compare::Comparison`, which [`render`] shows.
+//! - [`render`]: the `goodput-render` crate (show, compare, HTML, warnings, the
+//!   verdict), re-exported; it depends on the report crate alone.
 //! - [`peers`]: peers' result files (vLLM, GuideLLM, AIPerf) read as reports, and
 //!   vLLM's format written.
 //! - [`environment`]: what ran where.
-//! - [`dates`]: the one date formatter.
+//! - [`dates`]: the one date formatter (in `goodput-render`, re-exported).
 //! - [`stop`]: the run's stop signal (the root cancellation token); waits that end
 //!   when it is given.
 //! - [`cli`]: the command line.
@@ -38,7 +39,7 @@ pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod compare;
-pub mod dates;
+pub use goodput_render::dates;
 pub mod engine;
 pub mod environment;
 pub mod files;
@@ -51,7 +52,7 @@ pub mod predict;
 pub mod profile;
 pub mod record;
 pub mod redact;
-pub mod render;
+pub use goodput_render as render;
 pub mod run;
 pub mod sampling;
 pub mod search;

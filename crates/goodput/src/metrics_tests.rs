@@ -258,12 +258,17 @@ fn warm_trial(trial: u32, first: u64, base: u64) -> TrialMetrics {
 #[test]
 fn a_compiling_first_request_is_an_outlier_named_by_trial_and_index() {
     let o = outliers(&[warm_trial(0, 1191, 15), warm_trial(1, 16, 15)]);
-    let ttft: Vec<&Outlier> = o.iter().filter(|o| o.metric == "ttft").collect();
+    let ttft: Vec<&Outlier> = o
+        .iter()
+        .filter(|o| o.metric == report::OutlierMetric::Ttft)
+        .collect();
     assert_eq!(ttft.len(), 1, "{o:#?}");
     assert_eq!((ttft[0].trial, ttft[0].index), (0, 0));
     assert_eq!(ttft[0].value_ms, 1191.0);
     assert!(ttft[0].score.unwrap() > OUTLIER_SCORE);
-    assert!(o.iter().any(|o| o.metric == "e2el" && o.index == 0));
+    assert!(o
+        .iter()
+        .any(|o| o.metric == report::OutlierMetric::E2el && o.index == 0));
     let p = point_summary(1.0, &[warm_trial(0, 1191, 15)], &[0.5], false);
     assert!(!p.outliers.expect("checked").is_empty());
 }
@@ -302,7 +307,8 @@ fn one_request_ten_times_the_median_is_an_outlier_whatever_the_spread() {
     let t = trial_metrics(&recs, &slo(10_000.0, 100.0));
     let o = outliers(&[t]);
     assert!(
-        o.iter().any(|o| o.metric == "ttft" && o.index == 9),
+        o.iter()
+            .any(|o| o.metric == report::OutlierMetric::Ttft && o.index == 9),
         "{o:#?}"
     );
 }
@@ -317,14 +323,14 @@ fn percentile_form_judges_the_pth_percentile_with_failures_as_slowest() {
     s.percentile = Some(80.0);
     let t = trial_slo(&records, &s);
     let (_, check) = point_slo(std::slice::from_ref(&t), &s);
-    assert_eq!(check.form, "percentile");
+    assert_eq!(check.form, report::SloForm::Percentile);
     // Nearest rank: p80 of 10 values is the 8th, 80 ms <= 85 ms.
     assert_eq!(check.percentiles_ms["ttft"], Some(80.0));
     assert!(check.meets);
     // The attainment form on the same requests: 8 of 10 good is below 0.9.
     s.percentile = None;
     let (_, check) = point_slo(std::slice::from_ref(&trial_slo(&records, &s)), &s);
-    assert_eq!(check.form, "attainment");
+    assert_eq!(check.form, report::SloForm::Attainment);
     assert_eq!(check.attainment, Some(0.8));
     assert!(!check.meets);
     // p90 is the 9th value, 90 ms: over the bound.

@@ -142,6 +142,17 @@ impl LoadMode {
     }
 }
 
+/// The report's word for a profile's mode.
+impl From<LoadMode> for report::LoadMode {
+    fn from(m: LoadMode) -> Self {
+        match m {
+            LoadMode::Concurrency => report::LoadMode::Concurrency,
+            LoadMode::Rate => report::LoadMode::Rate,
+            LoadMode::Trace => report::LoadMode::Trace,
+        }
+    }
+}
+
 /// `[load]`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

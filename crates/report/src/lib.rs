@@ -10,13 +10,21 @@
 //!
 //! # Layout
 //! - [`types`]: the report, field by field.
-//! - [`stats`]: `{median,min,max,n}` summaries and the two quantile rules.
+//! - [`stats`]: `{median,min,max,n}` summaries, the two quantile rules, and the
+//!   tests a renderer repeats on a report (Welch, Holm).
+//! - [`slo`]: a point's SLO judgement as the report holds it.
+//! - [`outlier`]: the outlier rule.
+//! - [`compare`]: a comparison's rows, sections and conclusion, and the metrics it tests.
+//! - [`server`]: the engine's own metrics, and their cross-check with the client's.
 //! - [`io`]: reading and atomic writing.
 //! - [`shard`]: a shard's slice of a plan, and a merged report's parts.
 
+pub mod compare;
 pub mod io;
+pub mod outlier;
 pub mod server;
 pub mod shard;
+pub mod slo;
 pub mod stats;
 pub mod types;
 

@@ -142,3 +142,71 @@ pub struct ServerSample {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_usage: Option<f64>,
 }
+
+/// Generated tokens may differ by this share of the client's count...
+pub const TOKEN_TOLERANCE_SHARE: f64 = 0.01;
+/// ...or by this many tokens, whichever is larger.
+pub const TOKEN_TOLERANCE_ABS: f64 = 2.0;
+
+/// The catalogues whose prompt-token counter counts every prompt token, cached
+/// ones included, so it can be checked against the `usage` the client saw
+/// (llama.cpp's counts only the tokens it evaluated; `generic` is unknown).
+pub const PROMPT_COUNTS_CACHED: [&str; 3] = ["vllm", "sglang", "tgi"];
+
+/// One count on which server and client disagree in a trial.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    /// `generation tokens`, `prompt tokens` or `requests finished`.
+    pub what: &'static str,
+    /// The server's count.
+    pub server: f64,
+    /// The client's count.
+    pub client: f64,
+}
+
+/// The counts of one trial on which the server and the client disagree beyond
+/// the tolerance: generated tokens (1 % or 2 tokens), prompt tokens (the same;
+/// only where the engine's counter includes cached tokens), finished requests
+/// (exact when no request failed; else between the successes and all requests).
+/// Nothing for a trial whose counters reset or that has no counts.
+pub fn cross_check(t: &ServerTrial, failed: u64) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    if t.counter_reset {
+        return out;
+    }
+    // Token counts: within 1 % or 2 tokens.
+    let mut tokens = |what, server: Option<f64>, client: Option<u64>| {
+        if let (Some(s), Some(c)) = (server, client.map(|c| c as f64)) {
+            if (s - c).abs() > (c * TOKEN_TOLERANCE_SHARE).max(TOKEN_TOLERANCE_ABS) {
+                out.push(Mismatch {
+                    what,
+                    server: s,
+                    client: c,
+                });
+            }
+        }
+    };
+    tokens(
+        "generation tokens",
+        t.counts.generation_tokens,
+        t.client_generation_tokens,
+    );
+    if PROMPT_COUNTS_CACHED.contains(&t.catalogue.as_str()) {
+        tokens(
+            "prompt tokens",
+            t.counts.prompt_tokens,
+            t.client_prompt_tokens,
+        );
+    }
+    if let (Some(s), Some(c)) = (t.counts.requests_finished, t.client_completed) {
+        let (lo, hi) = (c as f64, (c + failed) as f64);
+        if s < lo - 0.5 || s > hi + 0.5 {
+            out.push(Mismatch {
+                what: "requests finished",
+                server: s,
+                client: c as f64,
+            });
+        }
+    }
+    out
+}

@@ -25,6 +25,7 @@ mod point;
 mod prediction;
 mod reasoning;
 mod run;
+mod words;
 
 pub use capacity::*;
 pub use cost::*;
@@ -35,6 +36,7 @@ pub use point::*;
 pub use prediction::*;
 pub use reasoning::*;
 pub use run::*;
+pub use words::*;
 
 /// Version tag written in [`RunInfo::schema`].
 pub const SCHEMA: &str = "goodput-report/1";
@@ -138,10 +140,17 @@ pub struct EngineResult {
 /// goodput addition: why an engine produced no (or fewer) results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct EngineFailure {
-    /// `unreachable`, `launch`, `ready_timeout`, `exited`, `died_during_trial`.
-    pub kind: String,
-    /// Human-readable explanation.
+    /// What failed: `launch`, `unreachable`, `ready_timeout`, `exited`,
+    /// `interrupted`, `died_during_trial`, `stop`, `workload` or `not_run`
+    /// ([`FailureKind`]).
+    pub kind: FailureKind,
+    /// Human-readable explanation (with the cause and a hint, when the log
+    /// named one).
     pub message: String,
+    /// The lines of the engine's log that say why it failed (a Python
+    /// exception, not the warning printed after it), when it named any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cause: Vec<String>,
     /// Exit status of the engine process, when it exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<String>,

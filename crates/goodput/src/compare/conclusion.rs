@@ -6,6 +6,8 @@ use super::pairs::{Pair, Section};
 use super::{Direction, Options, Row};
 use crate::render::text::num;
 
+pub use report::compare::pct;
+
 /// The metrics a conclusion names first, most telling first.
 const PREFERENCE: [&str; 7] = [
     "goodput req/s",
@@ -16,16 +18,6 @@ const PREFERENCE: [&str; 7] = [
     "median ITL ms",
     "SLO attainment",
 ];
-
-/// `12%` or `1.5%` of a relative change's size.
-pub fn pct(v: f64) -> String {
-    let p = (v * 100.0).abs();
-    if p >= 10.0 {
-        format!("{p:.0}%")
-    } else {
-        format!("{p:.1}%").replace(".0%", "%")
-    }
-}
 
 fn metric_words(m: &str) -> &str {
     m.trim_end_matches(" ms")

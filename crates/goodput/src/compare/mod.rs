@@ -1,6 +1,7 @@
 //! `compare`: does one engine (or report) serve better than another, and is the
 //! difference beyond noise? Pure apart from [`load`], which reads a report and its
-//! requests file; [`crate::render::compare`] only shows the result.
+//! requests file. The result is a [`report::compare::Comparison`], which
+//! [`crate::render::compare`] only shows.
 //!
 //! Per load level and metric ([`samples::METRICS`]): the relative change of the
 //! candidate against the baseline with its 95% interval — the hierarchical
@@ -19,10 +20,10 @@ pub mod pairs;
 pub mod samples;
 pub mod simulated;
 
-use serde::Serialize;
-
 use crate::stats::{self, bootstrap, multiple, Change};
 use samples::{summary_values, Better, Metric, TrialRequests};
+
+pub use report::compare::{Comparison, Direction, Method, Row, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT};
 
 pub use load::{load, Input};
 
@@ -42,78 +43,12 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            min_effect: 0.02,
-            alpha: 0.05,
+            min_effect: DEFAULT_MIN_EFFECT,
+            alpha: DEFAULT_ALPHA,
             draws: bootstrap::DEFAULT_DRAWS,
             seed: stats::DEFAULT_SEED,
         }
     }
-}
-
-/// What a row says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Beyond noise and the threshold, the good way.
-    Better,
-    /// Beyond noise and the threshold, the bad way.
-    Worse,
-    /// Within noise, or smaller than the threshold.
-    NoDetectableDifference,
-    /// Not testable (a value missing, a zero baseline, one trial only).
-    Unknown,
-}
-
-/// How a row's interval was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// Hierarchical bootstrap over trials and requests.
-    Bootstrap,
-    /// Welch's t over per-trial values (no requests file).
-    Welch,
-    /// Nothing to test.
-    None,
-}
-
-/// One metric at one load level of one candidate against its baseline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
-    /// The candidate (engine; with its report when comparing reports).
-    pub engine: String,
-    /// The baseline it is compared with.
-    pub baseline: String,
-    /// Load level.
-    pub x: f64,
-    /// Metric name.
-    pub metric: &'static str,
-    /// The baseline's estimate.
-    pub baseline_value: Option<f64>,
-    /// The candidate's estimate.
-    pub candidate_value: Option<f64>,
-    /// Relative change, `candidate / baseline - 1`.
-    pub change: Option<f64>,
-    /// 95% interval of the relative change.
-    pub ci: Option<[f64; 2]>,
-    /// Better or worse, after the correction and the threshold.
-    pub significant: bool,
-    /// What the row says.
-    pub direction: Direction,
-    /// p-value of "no change", before correction.
-    pub p: Option<f64>,
-    /// Holm-adjusted p-value over the table.
-    pub p_adjusted: Option<f64>,
-    /// Trials per side that would detect the threshold (rows without a
-    /// detectable difference, when it can be said).
-    pub trials_needed: Option<u64>,
-    /// How the interval was made.
-    pub method: Method,
-    #[serde(skip)]
-    pub(crate) better: Option<Better>,
-    #[serde(skip)]
-    pub(crate) se: Option<f64>,
-    #[serde(skip)]
-    pub(crate) trials: usize,
 }
 
 /// One side of a pair at one load level: its requests, or its report's point.
@@ -221,21 +156,27 @@ pub fn row(
     }
 }
 
-/// A comparison: the conclusion, the sections (one per candidate report, or one
-/// for the engines of a report) and the rows of all of them, decided together.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Comparison {
-    /// The answer in one line.
-    pub conclusion: String,
-    /// Every row, decided over the whole table.
-    pub rows: Vec<Row>,
-    /// The correction applied over the rows.
-    pub correction: &'static str,
-    /// The practical threshold.
-    pub min_effect: f64,
-    /// Each part of the comparison: its title, notes, and its rows' range.
-    #[serde(skip)]
-    pub sections: Vec<pairs::Section>,
+/// Compares reports without their requests files (per-trial summaries only), with
+/// the default options, as text.
+pub fn reports_text(reports: &[(String, report::Report)], color: bool) -> String {
+    let inputs: Vec<Input> = reports
+        .iter()
+        .map(|(l, r)| Input::summaries_only(l.clone(), r.clone(), "no requests file given"))
+        .collect();
+    text(&inputs, &Options::default(), color)
+}
+
+/// The comparison of `inputs` as text ([`crate::render::compare::text`]).
+pub fn text(inputs: &[Input], opts: &Options, color: bool) -> String {
+    if inputs.is_empty() {
+        return "Nothing to compare: give at least one report.\n".into();
+    }
+    crate::render::compare::text(&compare(inputs, opts), color)
+}
+
+/// The comparison of `inputs` as JSON (`{"conclusion", "rows": [...]}`).
+pub fn json(inputs: &[Input], opts: &Options) -> String {
+    crate::render::compare::json(&compare(inputs, opts))
 }
 
 /// Compares `inputs`: with one, its engines against its first; with more, each

@@ -8,43 +8,14 @@
 //! and attainment (which the SLO defines) are left out and the other metrics are
 //! compared.
 
-use report::{Capacity, EngineResult, Report};
+use report::{EngineResult, LoadMode, Report};
 
 use super::samples::{Requests, METRICS};
-use super::{row, test_metric, Input, Options, Row, SideData};
-use crate::render::table::slo_bounds_text;
+use super::{row, test_metric, Input, Options, SideData};
+pub use report::compare::{Pair, Section};
+
+use crate::render::point::slo_bounds_text;
 use crate::render::text::x_label;
-
-/// One part of a comparison: a report against the baseline report, or the engines
-/// of one report against its first.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Section {
-    /// What is compared with what.
-    pub title: String,
-    /// Why it was not compared at all, when it was not.
-    pub refused: Option<String>,
-    /// What is missing or differs.
-    pub notes: Vec<String>,
-    /// Its rows (moved into the comparison's table, at `range`).
-    pub rows: Vec<Row>,
-    /// Where its rows are in the comparison's table.
-    pub range: std::ops::Range<usize>,
-    /// The pairs compared: baseline and candidate names, and their capacities.
-    pub pairs: Vec<Pair>,
-}
-
-/// A candidate against its baseline, for the conclusion.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Pair {
-    /// The baseline's name in the rows.
-    pub baseline: String,
-    /// The candidate's name in the rows.
-    pub candidate: String,
-    /// The baseline's capacity, from a search.
-    pub baseline_capacity: Option<Capacity>,
-    /// The candidate's capacity.
-    pub candidate_capacity: Option<Capacity>,
-}
 
 /// One side: a name for the rows, its engine's results, its requests.
 struct Side<'a> {
@@ -119,12 +90,12 @@ fn within(input: &Input, opts: &Options) -> Section {
     s
 }
 
-/// What x means in a report: `concurrency` or `rate` (a report in the reference
-/// format records no mode; its x is closed-loop concurrency).
-fn load_mode(r: &Report) -> &str {
+/// What x means in a report (a report in the reference format records no mode;
+/// its x is closed-loop concurrency).
+fn load_mode(r: &Report) -> &LoadMode {
     r.run
         .as_ref()
-        .map_or("concurrency", |run| run.load_mode.as_str())
+        .map_or(&LoadMode::Concurrency, |run| &run.load_mode)
 }
 
 /// The workload as the report describes it, when it does.

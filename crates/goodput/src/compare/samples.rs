@@ -15,164 +15,14 @@
 
 use std::collections::HashMap;
 
-use report::{Point, Stat};
-
 use crate::metrics::{request_metrics, trial_metrics};
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
-use crate::stats::bootstrap::{Statistic, Trial};
+use crate::stats::bootstrap::Trial;
 
-/// Whether a metric is better when lower (latency) or higher (throughput).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
-    /// Lower is better.
-    Lower,
-    /// Higher is better.
-    Higher,
-}
-
-/// Which per-request value a metric takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Value {
-    Ttft,
-    /// Time to first answer token (reasoning models; a request without reasoning:
-    /// its TTFT).
-    Ttfat,
-    /// No per-request value: compared from the report's per-trial figures (energy
-    /// and cost, measured per trial).
-    PerTrial,
-    Tpot,
-    Itl,
-    Tokens,
-    Good,
-}
-
-/// A compared metric.
-pub struct Metric {
-    /// Display name (and the JSON `metric`).
-    pub name: &'static str,
-    /// Which way is better.
-    pub better: Better,
-    /// The per-request value.
-    pub value: Value,
-    /// The statistic over the pooled (or per-trial) values.
-    pub statistic: Statistic,
-    /// The SLO defines it: compared only under the same SLO.
-    pub slo_bound: bool,
-    /// The report's summary of it, for reports without their requests.
-    pub summary: fn(&Point) -> Option<&Stat>,
-}
-
-/// The metrics `compare` tests, in order (seven a load level: a four-level
-/// comparison is a 28-row table; TTFAT only where a side reasoned, energy and cost
-/// only where a side has them).
-pub const METRICS: [Metric; 11] = [
-    Metric {
-        name: "median TTFT ms",
-        better: Better::Lower,
-        value: Value::Ttft,
-        statistic: Statistic::Quantile(0.5),
-        slo_bound: false,
-        summary: |p| Some(&p.median_ttft_ms),
-    },
-    Metric {
-        name: "p99 TTFT ms",
-        better: Better::Lower,
-        value: Value::Ttft,
-        statistic: Statistic::Quantile(0.99),
-        slo_bound: false,
-        summary: |p| Some(&p.p99_ttft_ms),
-    },
-    Metric {
-        name: "median TPOT ms",
-        better: Better::Lower,
-        value: Value::Tpot,
-        statistic: Statistic::Quantile(0.5),
-        slo_bound: false,
-        summary: |p| Some(&p.median_tpot_ms),
-    },
-    Metric {
-        name: "median ITL ms",
-        better: Better::Lower,
-        value: Value::Itl,
-        statistic: Statistic::Quantile(0.5),
-        slo_bound: false,
-        summary: |p| Some(&p.median_itl_ms),
-    },
-    Metric {
-        name: "output tok/s",
-        better: Better::Higher,
-        value: Value::Tokens,
-        statistic: Statistic::Rate,
-        slo_bound: false,
-        summary: |p| Some(&p.output_throughput),
-    },
-    Metric {
-        name: "goodput req/s",
-        better: Better::Higher,
-        value: Value::Good,
-        statistic: Statistic::Rate,
-        slo_bound: true,
-        summary: |p| Some(&p.goodput_rps),
-    },
-    Metric {
-        name: "SLO attainment",
-        better: Better::Higher,
-        value: Value::Good,
-        statistic: Statistic::Mean,
-        slo_bound: true,
-        summary: |p| p.attainment.as_ref(),
-    },
-    Metric {
-        name: TTFAT_METRIC,
-        better: Better::Lower,
-        value: Value::Ttfat,
-        statistic: Statistic::Quantile(0.5),
-        slo_bound: false,
-        summary: |p| p.reasoning.as_ref().map(|r| &r.median_ttfat_ms),
-    },
-    Metric {
-        name: "J/output token",
-        better: Better::Lower,
-        value: Value::PerTrial,
-        statistic: Statistic::Mean,
-        slo_bound: false,
-        summary: |p| p.energy.as_ref().map(|e| &e.joules_per_output_token),
-    },
-    Metric {
-        name: "$/M output tokens",
-        better: Better::Lower,
-        value: Value::PerTrial,
-        statistic: Statistic::Mean,
-        slo_bound: false,
-        summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_output_tokens),
-    },
-    Metric {
-        name: "$/M good tokens",
-        better: Better::Lower,
-        value: Value::PerTrial,
-        statistic: Statistic::Mean,
-        slo_bound: true,
-        summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_good_tokens),
-    },
-];
-
-/// Time to first answer token: compared where either side streamed reasoning.
-pub const TTFAT_METRIC: &str = "median TTFAT ms";
-
-impl Metric {
-    /// Whether a point pair has this metric to compare: attainment where a side
-    /// recorded it (or requests are at hand), TTFAT where a side reasoned, energy
-    /// and cost where a side has the figure; the rest always.
-    pub fn recorded(&self, base: &Point, cand: &Point, have_requests: bool) -> bool {
-        let has = |p: &Point| (self.summary)(p).is_some_and(|s| s.n > 0);
-        match (self.name, self.value) {
-            ("SLO attainment", _) => have_requests || has(base) || has(cand),
-            (_, Value::Ttfat | Value::PerTrial) => has(base) || has(cand),
-            _ => true,
-        }
-    }
-}
+pub use report::compare::{
+    summary_values, Better, Metric, Statistic, Value, METRICS, TTFAT_METRIC,
+};
 
 /// One trial's requests as `compare` needs them.
 #[derive(Debug, Clone, Default)]
@@ -289,39 +139,6 @@ impl Requests {
             .get(&(engine.to_string(), x.to_bits()))
             .map(Vec::as_slice)
             .filter(|t| !t.is_empty())
-    }
-}
-
-/// Per-trial values of a metric from a report's summaries, for a report without
-/// its requests: exact for goodput and attainment when the report lists its
-/// trials, else the trial values a `{median,min,max,n}` still holds (all of them
-/// for up to three trials; `exact` false beyond).
-pub fn summary_values(m: &Metric, p: &Point) -> (Vec<f64>, bool) {
-    if m.slo_bound && m.value == Value::Good && !p.trials.is_empty() {
-        let v: Vec<f64> = p
-            .trials
-            .iter()
-            .filter_map(|t| match m.statistic {
-                Statistic::Rate => t.duration_s.filter(|d| *d > 0.0).map(|d| t.good as f64 / d),
-                _ => {
-                    let sent = t.completed + t.failed;
-                    (sent > 0).then(|| t.good as f64 / sent as f64)
-                }
-            })
-            .collect();
-        if !v.is_empty() {
-            return (v, true);
-        }
-    }
-    let Some(s) = (m.summary)(p) else {
-        return (Vec::new(), true);
-    };
-    match (s.n, s.min, s.median, s.max) {
-        (1, _, Some(v), _) => (vec![v], true),
-        (2, Some(a), _, Some(b)) => (vec![a, b], true),
-        (3, Some(a), Some(b), Some(c)) => (vec![a, b, c], true),
-        (n, Some(a), Some(b), Some(c)) if n > 3 => (vec![a, b, c], false),
-        _ => (Vec::new(), true),
     }
 }
 

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use logs::LogSection;
-use report::{EngineEnv, EngineFailure};
+use report::{EngineEnv, EngineFailure, FailureKind};
 use tokio::time::Instant;
 
 use crate::profile::{Api, EngineKind, EngineSpec};
@@ -146,13 +146,12 @@ pub fn kind_name(kind: EngineKind) -> &'static str {
     }
 }
 
-/// A failure of `kind` (as the report names it) with no exit status or log.
-fn failure(kind: &str, message: impl Into<String>) -> EngineFailure {
+/// A failure of `kind` with no exit status or log.
+fn failure(kind: FailureKind, message: impl Into<String>) -> EngineFailure {
     EngineFailure {
-        kind: kind.to_string(),
+        kind,
         message: message.into(),
-        exit_status: None,
-        log_tail: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -187,7 +186,7 @@ impl EngineHandle {
         let start = Instant::now();
         let interrupted = |start: Instant, name: &str| {
             failure(
-                "interrupted",
+                FailureKind::Interrupted,
                 format!(
                     "interrupted while engine {name} was starting ({:.0} s after launch)",
                     start.elapsed().as_secs_f64()
@@ -197,7 +196,7 @@ impl EngineHandle {
         loop {
             if let Some(status) = self.exit_status() {
                 let mut f = failure(
-                    "exited",
+                    FailureKind::Exited,
                     format!("engine {} exited before it was ready ({status})", self.name),
                 );
                 f.exit_status = Some(status);
@@ -208,13 +207,13 @@ impl EngineHandle {
             };
             let last = match readiness {
                 Readiness::Ready(models) => return Ok(models),
-                Readiness::Refused(why) => return Err(failure("unreachable", why)),
+                Readiness::Refused(why) => return Err(failure(FailureKind::Unreachable, why)),
                 Readiness::NotYet(why) => why,
                 Readiness::Unreachable(why) => {
                     if self.kind == EngineKind::Url
                         && start.elapsed() >= URL_CONNECT_WINDOW.min(timeout)
                     {
-                        return Err(failure("unreachable", why));
+                        return Err(failure(FailureKind::Unreachable, why));
                     }
                     why
                 }
@@ -225,7 +224,7 @@ impl EngineHandle {
                     self.name,
                     timeout.as_secs_f64()
                 );
-                return Err(failure("ready_timeout", message));
+                return Err(failure(FailureKind::ReadyTimeout, message));
             }
             if stop.until(tokio::time::sleep(READY_POLL)).await.is_none() {
                 return Err(interrupted(start, &self.name));
@@ -308,6 +307,7 @@ impl EngineHandle {
         if !cause.is_empty() {
             f.message = format!("{}; cause: {}", f.message, cause.join(" / "));
         }
+        f.cause.clone_from(&cause);
         if let Some(hint) = logs::hint(&cause) {
             f.message = format!("{}; {hint}", f.message);
         }
@@ -331,7 +331,7 @@ impl EngineHandle {
         process
             .terminate(self.stop_grace)
             .await
-            .map_err(|m| failure("stop", format!("engine {}: {m}", self.name)))
+            .map_err(|m| failure(FailureKind::Stop, format!("engine {}: {m}", self.name)))
     }
 
     /// True once a scrape of the engine's `/metrics` has failed (no answer in

@@ -69,7 +69,7 @@ fn api_key(spec: &EngineSpec) -> Result<Option<String>, EngineFailure> {
             // carry one, and every request would fail as a "builder error".
             if let Some(c) = v.chars().find(|c| c.is_control()) {
                 return Err(failure(
-                    "launch",
+                    FailureKind::Launch,
                     format!(
                         "api_key_env: the value of {var} holds a control character ({}){}: an HTTP header cannot carry it; strip it (e.g. `export {var}=$(tr -d '\\n' < keyfile)`)",
                         c.escape_default(),
@@ -80,7 +80,7 @@ fn api_key(spec: &EngineSpec) -> Result<Option<String>, EngineFailure> {
             Ok(Some(v))
         }
         _ => Err(failure(
-            "launch",
+            FailureKind::Launch,
             format!("api_key_env: environment variable {var} is not set"),
         )),
     }
@@ -93,15 +93,15 @@ fn where_and_how(
     ctx: &EngineContext,
 ) -> Result<(String, Option<Vec<String>>), EngineFailure> {
     let port = if spec.effective_kind() != EngineKind::Url {
-        Some(command::resolve_port(spec).map_err(|e| failure("launch", e.to_string()))?)
+        Some(command::resolve_port(spec).map_err(|e| failure(FailureKind::Launch, e.to_string()))?)
     } else {
         None
     };
     let base_url = command::base_url(spec, port)
-        .ok_or_else(|| failure("unreachable", "the engine has no `url`"))?;
+        .ok_or_else(|| failure(FailureKind::Unreachable, "the engine has no `url`"))?;
     let llama_server = std::env::var("LLAMA_SERVER").unwrap_or_else(|_| "llama-server".into());
     let argv = command::launch_argv(spec, port.unwrap_or(0), &ctx.goodput_exe, &llama_server)
-        .map_err(|e| failure("launch", e.to_string()))?;
+        .map_err(|e| failure(FailureKind::Launch, e.to_string()))?;
     Ok((base_url, argv))
 }
 
@@ -153,7 +153,7 @@ impl EngineHandle {
     ) -> Result<(), EngineFailure> {
         std::fs::create_dir_all(&ctx.log_dir).map_err(|e| {
             failure(
-                "launch",
+                FailureKind::Launch,
                 format!("cannot create log directory {}: {e}", ctx.log_dir.display()),
             )
         })?;
@@ -180,7 +180,10 @@ impl EngineHandle {
         let process =
             EngineProcess::spawn(&run, &spec.env, spec.cwd.as_deref(), &log_path, &header)
                 .map_err(|e| {
-                    let mut f = failure("launch", format!("cannot start `{}`: {e}", argv[0]));
+                    let mut f = failure(
+                        FailureKind::Launch,
+                        format!("cannot start `{}`: {e}", argv[0]),
+                    );
                     f.log_tail = section.tail(FAILURE_LOG_LINES);
                     f
                 })?;
@@ -203,7 +206,7 @@ impl EngineHandle {
             Ok(models) => return Ok(models),
             Err(f) => f,
         };
-        if f.kind == "interrupted" {
+        if f.kind == FailureKind::Interrupted {
             self.stop_grace = self.stop_grace.min(INTERRUPT_STOP_GRACE);
         }
         if let Err(stop) = self.shutdown().await {

@@ -41,7 +41,10 @@ pub fn report_context(report: &report::Report, name: &str, source: String) -> Fi
         engine: name.to_string(),
         source,
         kv_pool_tokens: result.kv_pool_tokens,
-        rate_mode: report.run.as_ref().is_some_and(|r| r.load_mode == "rate"),
+        rate_mode: report
+            .run
+            .as_ref()
+            .is_some_and(|r| r.load_mode == report::LoadMode::Rate),
         spec_acceptance: (!spec.is_empty()).then(|| spec.iter().sum::<f64>() / spec.len() as f64),
         no_drafts_counted: !result.points.is_empty()
             && result.points.iter().all(|p| {

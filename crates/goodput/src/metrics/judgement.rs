@@ -15,34 +15,14 @@
 //!   `fails` when some lower end is beyond its bound, else `undecided`.
 //!
 //! Reports written before the judgement was stored get it from what they hold, by
-//! the same rule ([`point_judgement`]): the stored counts, or for the reference
+//! the same rule (`report::slo::point_judgement`, which renderers use too): the stored counts, or for the reference
 //! format (no good counts) a goodput of zero in every trial (none good).
 
-use report::stats::{wilson_interval, Z95};
-use report::{Judgement, Point, Report};
+use report::Judgement;
 
-use super::DEFAULT_ATTAINMENT;
 use crate::stats::order::quantile_interval;
 
-/// The judgement of `good` of `sent` requests against `target`; `None` when
-/// nothing was sent.
-pub fn judge_attainment(good: u64, sent: u64, target: f64) -> Option<Judgement> {
-    if target >= 1.0 {
-        return (sent > 0).then_some(if good >= sent {
-            Judgement::Meets
-        } else {
-            Judgement::Fails
-        });
-    }
-    let (lo, hi) = wilson_interval(good, sent, Z95)?;
-    Some(if lo >= target - 1e-12 {
-        Judgement::Meets
-    } else if hi < target - 1e-12 {
-        Judgement::Fails
-    } else {
-        Judgement::Undecided
-    })
-}
+pub use report::slo::{decided_by, judge_attainment, point_counts, point_judgement};
 
 /// The judgement of one bounded percentile: `values` the pooled successful
 /// requests' values (sorted or not), `failed` requests counted slower than any.
@@ -76,79 +56,9 @@ pub fn all_of(parts: impl IntoIterator<Item = Judgement>) -> Judgement {
     out
 }
 
-/// The fewest requests whose outcome, reversed, would move the pooled attainment
-/// `good / sent` to the other side of `target`; `None` when nothing was sent.
-pub fn decided_by(good: u64, sent: u64, target: f64) -> Option<u64> {
-    if sent == 0 {
-        return None;
-    }
-    // The fewest good requests that meet the target.
-    let need = ((target * sent as f64) - 1e-9)
-        .ceil()
-        .clamp(0.0, sent as f64) as u64;
-    Some(if good >= need {
-        good - need + 1
-    } else {
-        need - good
-    })
-}
-
-/// The judgement of a point in a report: the stored one, or for an older report
-/// the same rule on what it holds; `None` when it cannot be told.
-pub fn point_judgement(report: &Report, p: &Point) -> Option<Judgement> {
-    if let Some(c) = &p.slo_check {
-        if let Some(j) = c.judgement {
-            return Some(j);
-        }
-        if c.form == "attainment" {
-            return judge_attainment(c.good, c.sent, c.target);
-        }
-        return Some(if c.meets {
-            Judgement::Meets
-        } else {
-            Judgement::Fails
-        });
-    }
-    let target = report.slo.attainment.unwrap_or(DEFAULT_ATTAINMENT);
-    let (good, sent) = point_counts(p)?;
-    judge_attainment(good, sent, target)
-}
-
-/// Good requests and requests sent at a point, from its check or its per-trial
-/// counts; for a report that records no good counts, zero good when goodput was
-/// zero in every trial.
-pub fn point_counts(p: &Point) -> Option<(u64, u64)> {
-    if let Some(c) = &p.slo_check {
-        return Some((c.good, c.sent));
-    }
-    let sent: u64 =
-        p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
-    if let Some(good) = &p.good {
-        return (sent > 0).then(|| (good.iter().sum(), sent));
-    }
-    let zero = p.goodput_rps.n > 0 && p.goodput_rps.max == Some(0.0);
-    (zero && sent > 0).then_some((0, sent))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seven_of_eight_is_undecided_and_decided_by_one() {
-        assert_eq!(judge_attainment(7, 8, 0.9), Some(Judgement::Undecided));
-        assert_eq!(decided_by(7, 8, 0.9), Some(1));
-        assert_eq!(judge_attainment(0, 64, 0.9), Some(Judgement::Fails));
-        assert_eq!(judge_attainment(200, 200, 0.9), Some(Judgement::Meets));
-        assert_eq!(judge_attainment(0, 0, 0.9), None);
-        assert_eq!(decided_by(200, 200, 0.9), Some(21));
-    }
-
-    #[test]
-    fn a_target_of_one_is_a_rule_on_the_requests() {
-        assert_eq!(judge_attainment(8, 8, 1.0), Some(Judgement::Meets));
-        assert_eq!(judge_attainment(7, 8, 1.0), Some(Judgement::Fails));
-    }
 
     #[test]
     fn percentiles_meet_fail_or_wait() {

@@ -3,7 +3,7 @@
 
 use indexmap::IndexMap;
 use report::stats::sort_values;
-use report::Stat;
+use report::{SloForm, Stat};
 
 use super::judgement::{all_of, decided_by, judge_attainment, judge_percentile};
 use super::request_metrics;
@@ -80,8 +80,7 @@ pub fn trial_slo(records: &[RequestRecord], slo: &SloSpec) -> TrialSlo {
     t
 }
 
-/// The default attainment target: 90% of requests good.
-pub const DEFAULT_ATTAINMENT: f64 = 0.9;
+pub use report::slo::DEFAULT_ATTAINMENT;
 
 /// The percentile of `values` (successful requests) among `values.len() + failed`
 /// requests by nearest rank: the value at rank `ceil(p/100 × n)`, a failed request
@@ -120,7 +119,7 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
     let mut percentiles_ms = IndexMap::new();
     let (form, meets, judgement) = match slo.percentile {
         None => (
-            "attainment",
+            SloForm::Attainment,
             attainment.is_some_and(|a| a >= target - 1e-12),
             judge_attainment(good, sent, target),
         ),
@@ -148,7 +147,7 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
                 parts.push(judge_percentile(&values, slow, p, b));
                 percentiles_ms.insert(name.to_string(), v);
             }
-            ("percentile", ok, (sent > 0).then(|| all_of(parts)))
+            (SloForm::Percentile, ok, (sent > 0).then(|| all_of(parts)))
         }
     };
     let check = report::SloCheck {
@@ -158,10 +157,10 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
         ci_low: ci.map(|c| c.0),
         ci_high: ci.map(|c| c.1),
         target,
-        form: form.into(),
+        form: form.clone(),
         meets,
         judgement,
-        decided_by: (form == "attainment")
+        decided_by: (form == SloForm::Attainment)
             .then(|| decided_by(good, sent, target))
             .flatten(),
         misses,

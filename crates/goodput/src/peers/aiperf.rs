@@ -10,7 +10,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use report::Point;
+use report::{LoadMode, Point};
 use serde_json::{json, Value};
 
 use super::{grid, one, peer_report, PeerRun};
@@ -30,7 +30,7 @@ fn metric(v: &Value, name: &str, field: &str) -> Option<f64> {
 }
 
 /// The load: (mode, x) from the profiling phase.
-fn level(v: &Value) -> (&'static str, f64) {
+fn level(v: &Value) -> (LoadMode, f64) {
     let phases = v.pointer("/input_config/phases").and_then(Value::as_array);
     let phase = phases
         .into_iter()
@@ -38,9 +38,9 @@ fn level(v: &Value) -> (&'static str, f64) {
         .find(|p| p.get("kind").and_then(Value::as_str) == Some("profiling"));
     let get = |k: &str| phase.and_then(|p| p.get(k)).and_then(Value::as_f64);
     match (get("request_rate"), get("concurrency")) {
-        (Some(r), _) => ("rate", r),
-        (None, Some(c)) => ("concurrency", c),
-        (None, None) => ("concurrency", 0.0),
+        (Some(r), _) => (LoadMode::Rate, r),
+        (None, Some(c)) => (LoadMode::Concurrency, c),
+        (None, None) => (LoadMode::Concurrency, 0.0),
     }
 }
 
@@ -97,7 +97,7 @@ pub fn convert(v: &Value, dir: Option<&Path>) -> anyhow::Result<report::Report> 
         p99_e2el_ms: opt("request_latency", "p99"),
         mean_input_tokens: opt("input_sequence_length", "avg"),
         mean_output_tokens: opt("output_sequence_length", "avg"),
-        offered_rate: (mode == "rate").then_some(x),
+        offered_rate: (mode == LoadMode::Rate).then_some(x),
         trials: vec![report::TrialInfo {
             index: 0,
             status: report::RunStatus::Complete,

@@ -8,7 +8,7 @@
 //! its `inter_token_latency_ms` is `(latency - TTFT) / (tokens - 1)`, which is
 //! goodput's (and vLLM's) TPOT; GuideLLM has no per-chunk gaps (goodput's ITL).
 
-use report::Point;
+use report::{LoadMode, Point};
 use serde_json::{json, Value};
 
 use super::{grid, one, peer_report, PeerRun};
@@ -28,15 +28,15 @@ fn dist(b: &Value, name: &str, field: &str) -> Option<f64> {
 }
 
 /// The load level of one benchmark: (mode, x).
-fn level(b: &Value) -> (&'static str, f64) {
+fn level(b: &Value) -> (LoadMode, f64) {
     let s = b.pointer("/config/strategy");
     let get = |k: &str| s.and_then(|s| s.get(k)).and_then(Value::as_f64);
     match s.and_then(|s| s.get("type_")).and_then(Value::as_str) {
-        Some("concurrent") => ("concurrency", get("streams").unwrap_or(0.0)),
-        Some("synchronous") => ("concurrency", 1.0),
-        Some("constant" | "poisson") => ("rate", get("rate").unwrap_or(0.0)),
+        Some("concurrent") => (LoadMode::Concurrency, get("streams").unwrap_or(0.0)),
+        Some("synchronous") => (LoadMode::Concurrency, 1.0),
+        Some("constant" | "poisson") => (LoadMode::Rate, get("rate").unwrap_or(0.0)),
         // `throughput`: everything at once, up to its max concurrency.
-        _ => ("concurrency", get("max_concurrency").unwrap_or(0.0)),
+        _ => (LoadMode::Concurrency, get("max_concurrency").unwrap_or(0.0)),
     }
 }
 
@@ -74,7 +74,7 @@ fn point(b: &Value, quantiles: &[f64]) -> Point {
         p99_e2el_ms: ms("request_latency", "percentiles/p99"),
         mean_input_tokens: dist(b, "prompt_token_count", "mean").map(|m| one(Some(m))),
         mean_output_tokens: dist(b, "output_token_count", "mean").map(|m| one(Some(m))),
-        offered_rate: (mode == "rate").then_some(x),
+        offered_rate: (mode == LoadMode::Rate).then_some(x),
         ttft_quantiles_ms: grid(per("time_to_first_token_ms"), quantiles),
         tpot_quantiles_ms: grid(per("inter_token_latency_ms"), quantiles),
         trials: vec![report::TrialInfo {
@@ -97,11 +97,13 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
         .filter(|b| !b.is_empty())
         .ok_or_else(|| anyhow::anyhow!("`benchmarks` is empty: no load level finished"))?;
     let quantiles = report::default_quantiles();
-    let modes: Vec<&str> = benchmarks.iter().map(|b| level(b).0).collect();
-    let mode = if modes.iter().all(|m| *m == "concurrency") {
-        "concurrency"
+    let mode = if benchmarks
+        .iter()
+        .all(|b| level(b).0 == LoadMode::Concurrency)
+    {
+        LoadMode::Concurrency
     } else {
-        "rate"
+        LoadMode::Rate
     };
     let mut notices = vec![
         "TPOT is GuideLLM's inter_token_latency_ms ((latency - TTFT) / (tokens - 1)); GuideLLM's own TPOT counts the first token".to_string(),
@@ -111,7 +113,7 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
     let mut points: Vec<Point> = Vec::new();
     for b in benchmarks {
         let mut p = point(b, &quantiles);
-        if mode == "rate" && level(b).0 == "concurrency" {
+        if mode == LoadMode::Rate && level(b).0 == LoadMode::Concurrency {
             // A sweep's synchronous and throughput levels have no set rate: placed at
             // the rate they reached.
             p.x = p.request_throughput.median.unwrap_or(0.0);

@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::Context;
-use report::{EngineResult, Point, Report, RunInfo, Slo, Stat};
+use report::{EngineResult, Notice, NoticeKind, Point, Report, RunInfo, Slo, Stat};
 use serde_json::{Map, Value};
 
 pub mod aiperf;
@@ -28,10 +28,10 @@ pub fn read_noting(path: &Path) -> anyhow::Result<Report> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let notices: &[String] = r.run.as_ref().map_or(&[], |run| &run.notices);
+    let notices: &[Notice] = r.run.as_ref().map_or(&[], |run| &run.notices);
     if notices
         .first()
-        .is_some_and(|n| n.starts_with("converted from"))
+        .is_some_and(|n| n.kind == NoticeKind::Converted)
     {
         for n in notices {
             eprintln!("note: {name}: {n}");
@@ -117,8 +117,8 @@ pub(crate) struct PeerRun {
     pub tool: String,
     /// The engine's name in the report (the model).
     pub engine: String,
-    /// `concurrency` or `rate`.
-    pub mode: &'static str,
+    /// What its load levels count.
+    pub mode: report::LoadMode,
     /// Its load levels.
     pub points: Vec<Point>,
     /// Requests per load level (the most any level sent).
@@ -133,11 +133,18 @@ pub(crate) struct PeerRun {
 
 /// The report of a converted peer file.
 pub(crate) fn peer_report(run: PeerRun) -> Report {
-    let mut notices = vec![format!(
-        "converted from {}'s result file; figures are the tool's own",
-        run.tool
+    let mut notices = vec![Notice::new(
+        NoticeKind::Converted,
+        format!(
+            "converted from {}'s result file; figures are the tool's own",
+            run.tool
+        ),
     )];
-    notices.extend(run.notices);
+    notices.extend(
+        run.notices
+            .into_iter()
+            .map(|n| Notice::new(NoticeKind::Peer, n)),
+    );
     let mut extra = Map::new();
     extra.insert("peer".into(), run.workload);
     let mut load = indexmap::IndexMap::new();
@@ -168,7 +175,7 @@ pub(crate) fn peer_report(run: PeerRun) -> Report {
         load,
         run: Some(RunInfo {
             schema: report::SCHEMA.into(),
-            load_mode: run.mode.into(),
+            load_mode: run.mode,
             planned_trials: 1,
             requests_per_trial: run.requests,
             notices,

@@ -76,7 +76,10 @@ fn a_summary_vllm_result_at_a_rate_says_what_it_lacks() {
     let notices = r
         .run
         .as_ref()
-        .map(|r| r.notices.join(" | "))
+        .map(|r| {
+            let texts: Vec<&str> = r.notices.iter().map(|n| n.text.as_str()).collect();
+            texts.join(" | ")
+        })
         .unwrap_or_default();
     assert!(notices.contains("--save-detailed"), "{notices}");
     assert!(notices.contains("without --goodput"), "{notices}");

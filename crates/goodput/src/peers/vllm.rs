@@ -6,7 +6,7 @@
 //! of `--metric-percentiles`), and with `--save-detailed` one entry per request in
 //! `ttfts`, `itls`, `latencies` (seconds), `input_lens`, `output_lens`, `errors`.
 
-use report::Point;
+use report::{LoadMode, Point};
 use serde_json::{json, Map, Value};
 
 use super::{grid, num, one, peer_report, PeerRun};
@@ -76,9 +76,9 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
     };
     let max_conc = num(v, "max_concurrency");
     let (mode, x) = match rate {
-        Some(r) => ("rate", r),
+        Some(r) => (LoadMode::Rate, r),
         None => (
-            "concurrency",
+            LoadMode::Concurrency,
             max_conc.or(num(v, "num_prompts")).unwrap_or(0.0),
         ),
     };

@@ -170,7 +170,10 @@ fn result_json(
         .unwrap_or_else(|| engine.to_string());
     let chat = env.and_then(|e| e.api.as_deref()) == Some("chat");
     let backend = if chat { "openai-chat" } else { "openai" };
-    let rate_mode = report.run.as_ref().is_some_and(|r| r.load_mode == "rate");
+    let rate_mode = report
+        .run
+        .as_ref()
+        .is_some_and(|r| r.load_mode == report::LoadMode::Rate);
     let duration: f64 = point.trials.iter().filter_map(|t| t.duration_s).sum();
     let a = arrays(records);
     let completed = a.ttft_ms.len() as f64;

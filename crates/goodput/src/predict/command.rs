@@ -171,7 +171,11 @@ async fn confirm_search(
         model.path
     );
     if let Some(run) = report.run.as_mut() {
-        run.notices.push(notice.clone());
+        run.notices.push(report::Notice::engine(
+            report::NoticeKind::Predicted,
+            &name,
+            notice.clone(),
+        ));
     }
     crate::redact::write_report(output, &report)?;
     print(&render::show(&report, Format::Table, false));

@@ -28,7 +28,7 @@ use goodput_sim::model::virtual_time::{simulate_traced, Arrivals, ClientTiming, 
 use goodput_sim::model::GpuState;
 use goodput_sim::model::RequestSpec;
 use goodput_sim::SimConfig;
-use report::{Predicted, Report, RunInfo, RunStatus, TrialInfo};
+use report::{Notice, NoticeKind, Predicted, Report, RunInfo, RunStatus, TrialInfo};
 
 use crate::metrics::{trial_metrics, trial_slo};
 use crate::plan::Plan;
@@ -165,11 +165,17 @@ fn predict_all<'a>(plan: &'a Plan, config: &'a SimConfig) -> Virtual<'a> {
         // capacity search, each with the trials a measured run would take.
         match without_waiting(drive(plan, name, None, &mut model)) {
             Some(Ok(())) => {}
-            Some(Err(e)) => model
-                .notices
-                .push(format!("{name}: prediction stopped: {e:#}")),
-            None => model.notices.push(format!(
-                "{name}: prediction stopped: its trial loop waited, which the model never does"
+            Some(Err(e)) => model.notices.push(Notice::engine(
+                NoticeKind::Predicted,
+                name,
+                format!("{name}: prediction stopped: {e:#}"),
+            )),
+            None => model.notices.push(Notice::engine(
+                NoticeKind::Predicted,
+                name,
+                format!(
+                    "{name}: prediction stopped: its trial loop waited, which the model never does"
+                ),
             )),
         }
     }
@@ -183,7 +189,7 @@ struct Virtual<'a> {
     config: &'a SimConfig,
     sweep: Sweep,
     records: Vec<RequestRecord>,
-    notices: Vec<String>,
+    notices: Vec<Notice>,
 }
 
 impl Backend for Virtual<'_> {
@@ -195,8 +201,8 @@ impl Backend for Virtual<'_> {
         false
     }
 
-    fn notice(&mut self, text: String) {
-        self.notices.push(text);
+    fn notice(&mut self, notice: Notice) {
+        self.notices.push(notice);
     }
 
     async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {

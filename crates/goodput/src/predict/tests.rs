@@ -321,7 +321,7 @@ fn settled(
 ) {
     let p = r.load["e"].points.iter().find(|p| p.x == x).unwrap();
     let j = p.slo_check.as_ref().and_then(|c| c.judgement);
-    (p.trials.len(), p.trials_stopped, j)
+    (p.trials.len(), p.trials_stopped.clone(), j)
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! measured points whenever the search over them is over (so a resumed search, and
 //! the report written after each trial, give it as soon as it is known).
 
-use report::{Capacity, EngineFailure, Point, Report};
+use report::{Capacity, EngineFailure, Limit, Point, Report};
 
 use crate::plan::Plan;
 use crate::profile::LoadMode;
@@ -60,10 +60,10 @@ impl Probed<'_> {
     /// The capacity of a search the engine's failure ended before it was over.
     fn failed(&self, e: &EngineFailure) -> Capacity {
         Capacity {
-            mode: self.cfg.mode.name().into(),
+            mode: self.cfg.mode.into(),
             probes: self.probes,
             trials: self.trials,
-            limited_by: "engine".into(),
+            limited_by: Limit::Engine,
             note: format!(
                 "the search did not finish: the engine failed ({}: {})",
                 e.kind, e.message
@@ -76,24 +76,20 @@ impl Probed<'_> {
     fn capacity(&self, found: &Found) -> Capacity {
         let pass = self.point(found.passing);
         let fail = self.point(found.failing);
-        let mut limited_by = match found.reason {
-            Reason::MaxPasses => "max".to_string(),
-            Reason::ProbeBudget => "max_probes".to_string(),
-            Reason::Resolved | Reason::LowestFails => {
-                missed_most(fail).unwrap_or_else(|| "slo".into())
-            }
+        let limited_by = match found.reason {
+            Reason::MaxPasses => Limit::Max,
+            Reason::ProbeBudget => Limit::MaxProbes,
+            Reason::Resolved | Reason::LowestFails => missed_most(fail).unwrap_or(Limit::Slo),
         };
         let mut note = self.note(found, pass, fail, &limited_by);
-        if !found.noisy.is_empty() {
+        let noisy = !found.noisy.is_empty();
+        if noisy {
             let xs: Vec<String> = found.noisy.iter().map(|x| num(*x)).collect();
             note.push_str(&format!(
                 "; noise: the attainment's 95% interval at x={} still straddles the target after {} trials, so the bracket could not be narrowed with confidence (more requests per trial would)",
                 xs.join(", "),
                 self.cfg.max_trials_per_probe
             ));
-            if found.reason == Reason::Resolved {
-                limited_by = format!("{limited_by} (noisy)");
-            }
         }
         if found.non_monotone {
             note.push_str(
@@ -101,7 +97,7 @@ impl Probed<'_> {
             );
         }
         Capacity {
-            mode: self.cfg.mode.name().into(),
+            mode: self.cfg.mode.into(),
             max_load: found.passing,
             passing: found.passing,
             failing: found.failing,
@@ -109,6 +105,7 @@ impl Probed<'_> {
             probes: self.probes,
             trials: self.trials,
             limited_by,
+            noisy,
             note,
             cheapest_load: found.cheapest,
             interval: pass.zip(fail).and_then(|(p, f)| {
@@ -125,7 +122,7 @@ impl Probed<'_> {
         found: &Found,
         pass: Option<&Point>,
         fail: Option<&Point>,
-        limited_by: &str,
+        limited_by: &Limit,
     ) -> String {
         let unit = |x: f64| unit(self.cfg.mode, x);
         match (found.reason, found.passing, found.failing) {
@@ -202,10 +199,10 @@ fn pct(a: Option<f64>) -> String {
 }
 
 /// The bound the requests at a failing point missed most (`errors` for failures).
-fn missed_most(p: Option<&Point>) -> Option<String> {
+fn missed_most(p: Option<&Point>) -> Option<Limit> {
     let misses = &p?.slo_check.as_ref()?.misses;
     misses
         .iter()
         .max_by_key(|(_, n)| **n)
-        .map(|(k, _)| k.clone())
+        .map(|(k, _)| Limit::from_word(k))
 }

@@ -60,7 +60,7 @@ pub(crate) trait Backend {
     /// True once the run is asked to stop: no new trial starts.
     fn stopped(&self) -> bool;
     /// A notice for the report.
-    fn notice(&mut self, text: String);
+    fn notice(&mut self, notice: report::Notice);
     /// Runs trial `at` and keeps it in the sweep (and wherever the backend makes
     /// it durable).
     async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran>;
@@ -86,10 +86,14 @@ pub(crate) async fn drive<B: Backend>(
         // A trial that neither completed nor killed the engine is not run again
         // (that would never end); the report shows it as partial.
         if last == Some((next.x.to_bits(), next.t)) && attempt == 0 {
-            backend.notice(format!(
-                "{name}: trial {} at x={} did not complete and was not retried",
-                next.t + 1,
-                next.x
+            backend.notice(report::Notice::engine(
+                report::NoticeKind::NotRetried,
+                name,
+                format!(
+                    "{name}: trial {} at x={} did not complete and was not retried",
+                    next.t + 1,
+                    next.x
+                ),
             ));
             break;
         }
@@ -144,7 +148,7 @@ mod tests {
         script: VecDeque<Does>,
         /// `(x, t, attempt)` of every trial run.
         ran: Vec<(f64, u32, u32)>,
-        notices: Vec<String>,
+        notices: Vec<report::Notice>,
         restarts_left: u32,
         stop_after: usize,
     }
@@ -158,8 +162,8 @@ mod tests {
             self.ran.len() >= self.stop_after
         }
 
-        fn notice(&mut self, text: String) {
-            self.notices.push(text);
+        fn notice(&mut self, notice: report::Notice) {
+            self.notices.push(notice);
         }
 
         async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
@@ -256,9 +260,17 @@ mod tests {
         let mut m = mock(&[Does::StopsShort, Does::StopsShort], 0);
         run(&mut m);
         assert_eq!(m.ran, [(1.0, 0, 0)]);
+        let texts: Vec<_> = m
+            .notices
+            .iter()
+            .map(|n| (&n.kind, n.text.as_str()))
+            .collect();
         assert_eq!(
-            m.notices,
-            ["e: trial 1 at x=1 did not complete and was not retried"]
+            texts,
+            [(
+                &report::NoticeKind::NotRetried,
+                "e: trial 1 at x=1 did not complete and was not retried"
+            )]
         );
     }
 

@@ -7,7 +7,7 @@
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
-use report::EngineFailure;
+use report::{EngineFailure, FailureKind};
 use tokio::time::Instant;
 
 use crate::engine::{self, EngineContext, EngineHandle};
@@ -60,7 +60,7 @@ pub(crate) async fn start(
         Err(mut f) => {
             if let (Some(b), false) = (
                 baseline,
-                matches!(f.kind.as_str(), "launch" | "interrupted"),
+                matches!(f.kind, FailureKind::Launch | FailureKind::Interrupted),
             ) {
                 if let Err(m) = wait_release(name, b).await {
                     f.message = format!("{}; {m}", f.message);
@@ -82,7 +82,7 @@ impl SweepEngine {
             Some(b) => wait_release(&name, b)
                 .await
                 .map_err(|message| EngineFailure {
-                    kind: "stop".into(),
+                    kind: FailureKind::Stop,
                     message,
                     ..Default::default()
                 }),

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use report::{Report, RunInfo, RunStatus};
+use report::{Notice, NoticeKind, Report, RunInfo, RunStatus};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::http_client;
@@ -207,18 +207,9 @@ impl Ctx<'_> {
         self.refresh_environment();
     }
 
-    /// Adds a notice once (notices that differ only after a `(` count as one).
-    fn notice_once(&mut self, n: String) {
-        let head = n.split('(').next().unwrap_or(&n).to_string();
-        if !self
-            .journal
-            .info
-            .notices
-            .iter()
-            .any(|m| m.starts_with(&head))
-        {
-            self.journal.info.notices.push(n);
-        }
+    /// Adds a notice unless one of its kind about its engine is there already.
+    fn notice_once(&mut self, n: Notice) {
+        self.journal.info.notice_once(n);
     }
 }
 
@@ -391,7 +382,7 @@ fn max_streams(plan: &Plan) -> usize {
 pub(crate) fn plan_info(plan: &Plan) -> RunInfo {
     RunInfo {
         schema: report::SCHEMA.into(),
-        load_mode: plan.mode.name().into(),
+        load_mode: plan.mode.into(),
         planned_trials: plan.trials,
         requests_per_trial: plan.requests_per_trial,
         warmup_requests: plan.warmup_requests,
@@ -407,7 +398,7 @@ pub(crate) fn plan_info(plan: &Plan) -> RunInfo {
 /// A notice per simulator engine run faster than real time (`--time-scale N`): its
 /// milliseconds, and the SLO's, are wall-clock, N times shorter than the modelled
 /// GPU's.
-fn time_scale_notices(plan: &Plan) -> Vec<String> {
+fn time_scale_notices(plan: &Plan) -> Vec<Notice> {
     plan.engines
         .iter()
         .filter(|(_, e)| e.effective_kind() == crate::profile::EngineKind::Sim)
@@ -415,9 +406,9 @@ fn time_scale_notices(plan: &Plan) -> Vec<String> {
             let at = e.args.iter().position(|a| a == "--time-scale")?;
             let scale: f64 = e.args.get(at + 1)?.parse().ok()?;
             (scale.is_finite() && scale > 0.0 && scale != 1.0).then(|| {
-                format!(
+                Notice::engine(NoticeKind::TimeScale, name, format!(
                     "{name}: the simulator ran at --time-scale {scale}: every millisecond here, the SLO's included, is wall-clock; on the modelled GPU each is {scale} times longer"
-                )
+                ))
             })
         })
         .collect()
@@ -501,7 +492,11 @@ async fn run_engine(
         ))
     );
     for n in &handle.notices {
-        ctx.journal.info.notices.push(format!("{name}: {n}"));
+        ctx.journal.info.notices.push(Notice::engine(
+            NoticeKind::Engine,
+            name,
+            format!("{name}: {n}"),
+        ));
     }
     ctx.journal
         .engine_envs
@@ -510,7 +505,7 @@ async fn run_engine(
     if let Some(n) = notice {
         // One telemetry notice per run, not one per engine (they differ only in
         // the engine's port).
-        ctx.notice_once(n);
+        ctx.notice_once(Notice::new(NoticeKind::Telemetry, n));
     }
     if ctx.journal.gpus.is_empty() {
         ctx.journal.gpus = tel.gpus();
@@ -518,10 +513,11 @@ async fn run_engine(
     ctx.refresh_environment();
     if let Some(handle) = trials::run_engine(ctx, name, spec, engine_ctx, handle, &tel).await? {
         if let Err(f) = handle.stop().await {
-            ctx.journal
-                .info
-                .notices
-                .push(format!("{name}: {}", f.message));
+            ctx.journal.info.notices.push(Notice::engine(
+                NoticeKind::EngineStop,
+                name,
+                format!("{name}: {}", f.message),
+            ));
         }
     }
     ctx.save()?;
@@ -539,7 +535,7 @@ fn finish(
         for name in plan.engines.keys() {
             if !ctx.journal.sweep.engines.contains_key(name) {
                 ctx.journal.sweep.engine(name).error = Some(report::EngineFailure {
-                    kind: "not_run".into(),
+                    kind: report::FailureKind::NotRun,
                     message: format!(
                         "not run: the run was interrupted by {sig} before this engine started"
                     ),
@@ -558,7 +554,7 @@ fn finish(
         Outcome::Complete => None,
         Outcome::TrialsFailed => Some("some trials or engines failed; see the warnings".into()),
         Outcome::NothingSucceeded => Some("no request succeeded".into()),
-        Outcome::Interrupted(sig) => Some(format!("interrupted by {sig}")),
+        Outcome::Interrupted(sig) => Some(format!("{} by {sig}", report::INTERRUPTED)),
     };
     let report = ctx.save()?;
     if ctx.run.opts.html {

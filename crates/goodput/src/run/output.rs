@@ -21,9 +21,7 @@ use crate::record::{read_records, RequestRecord};
 use crate::render::text::count;
 use crate::UsageError;
 
-/// Marker in every HTML page goodput writes (`<meta name="generator" ...>`); an
-/// `.html` without it is someone else's file.
-pub const HTML_GENERATOR: &str = "<meta name=\"generator\" content=\"goodput\">";
+pub use crate::render::html::HTML_GENERATOR;
 
 /// The error for a file at the output that goodput may overwrite only with `flag`.
 fn taken(path: &Path, what: &str, flag: &str) -> anyhow::Error {

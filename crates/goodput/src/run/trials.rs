@@ -3,7 +3,7 @@
 //! of recorded restarts.
 
 use anyhow::Context;
-use report::{RunStatus, TrialInfo};
+use report::{Notice, NoticeKind, RunStatus, TrialInfo};
 
 use super::drive::{drive, AfterDeath, At, Backend, Ran};
 use super::gpu_release::SweepEngine;
@@ -84,8 +84,8 @@ impl Backend for Http<'_, '_> {
         self.ctx.stopped()
     }
 
-    fn notice(&mut self, text: String) {
-        self.ctx.journal.info.notices.push(text);
+    fn notice(&mut self, notice: Notice) {
+        self.ctx.journal.info.notices.push(notice);
     }
 
     async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
@@ -202,14 +202,18 @@ fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
         return;
     }
     let unsent = (ctx.run.plan.requests_per_trial as usize).saturating_sub(records.len());
-    ctx.journal.info.notices.push(format!(
-        "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
-         request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
+    ctx.journal.info.notices.push(Notice::engine(
+        NoticeKind::Abandoned,
         at.name,
-        at.x,
-        at.t + 1,
-        crate::load::TIMEOUTS_TO_ABANDON,
-        ctx.run.plan.request_timeout.as_secs()
+        format!(
+            "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
+         request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
+            at.name,
+            at.x,
+            at.t + 1,
+            crate::load::TIMEOUTS_TO_ABANDON,
+            ctx.run.plan.request_timeout.as_secs()
+        ),
     ));
 }
 
@@ -270,7 +274,7 @@ fn status_of(died: Option<&str>, interrupted: bool) -> (RunStatus, Option<String
             RunStatus::Partial,
             Some(format!("the engine exited during the trial ({s})")),
         ),
-        (None, true) => (RunStatus::Partial, Some("interrupted".into())),
+        (None, true) => (RunStatus::Partial, Some(report::INTERRUPTED.into())),
         (None, false) => (RunStatus::Complete, None),
     }
 }
@@ -287,7 +291,7 @@ fn keep_trial(
 ) -> anyhow::Result<()> {
     let name = at.name;
     let slo = trial_slo(records, &ctx.run.plan.slo);
-    crate::server_metrics::notice(&mut ctx.journal.info.notices, name, info.server.as_ref());
+    crate::server_metrics::notice(&mut ctx.journal.info, name, info.server.as_ref());
     // Durable order: records first, then the report that refers to them.
     ctx.journal
         .records

@@ -51,10 +51,6 @@ pub struct Catalogue {
     pub iteration_sum: &'static [&'static str],
     /// Histogram count: engine steps.
     pub iteration_count: &'static [&'static str],
-    /// The prompt-token counter counts every prompt token, cached ones included, so
-    /// it can be checked against the `usage` the client saw (llama.cpp's counts
-    /// only the tokens it evaluated).
-    pub prompt_counts_cached: bool,
 }
 
 /// vLLM (and the simulator).
@@ -80,7 +76,6 @@ pub const VLLM: Catalogue = Catalogue {
     spec_accepted: &["vllm:spec_decode_num_accepted_tokens_total"],
     iteration_sum: &["vllm:iteration_tokens_total_sum"],
     iteration_count: &["vllm:iteration_tokens_total_count"],
-    prompt_counts_cached: true,
 };
 
 /// SGLang.
@@ -97,7 +92,6 @@ pub const SGLANG: Catalogue = Catalogue {
     // Every prompt token is looked up in the radix cache; the cached ones are hits.
     prefix_queries: &["sglang:prompt_tokens_total"],
     prefix_hits: &["sglang:cached_tokens_total"],
-    prompt_counts_cached: true,
     ..GENERIC
 };
 
@@ -123,7 +117,6 @@ pub const TGI: Catalogue = Catalogue {
     prompt_tokens: &["tgi_request_input_length_sum"],
     generation_tokens: &["tgi_request_generated_tokens_sum"],
     requests_finished: &["tgi_request_success", "tgi_request_success_total"],
-    prompt_counts_cached: true,
     ..GENERIC
 };
 
@@ -146,7 +139,6 @@ pub const GENERIC: Catalogue = Catalogue {
     spec_accepted: &[],
     iteration_sum: &[],
     iteration_count: &[],
-    prompt_counts_cached: false,
 };
 
 /// The known engines, in the order they are tried.

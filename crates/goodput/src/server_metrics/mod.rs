@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use report::{ServerCounts, ServerSample, ServerTrial};
+use report::{Notice, NoticeKind, ServerCounts, ServerSample, ServerTrial};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -33,8 +33,9 @@ use tokio_util::sync::CancellationToken;
 use crate::record::RequestRecord;
 use crate::sampling::{sample_until_stopped, Ticks};
 pub use catalogue::Catalogue;
+pub use report::server::{cross_check, Mismatch};
 pub use scrape::{Kind, ScrapeError, Snapshot};
-pub use summary::{cross_check, summarize, Mismatch};
+pub use summary::summarize;
 
 /// Consecutive failed scrapes after which a trial's sampler stops.
 const MAX_CONSECUTIVE_FAILURES: u32 = 5;
@@ -298,16 +299,17 @@ impl Drop for ServerSampler {
 
 /// The one notice a run gets about an engine whose `/metrics` could not be read:
 /// pushed for the first trial that says so, not again.
-pub fn notice(notices: &mut Vec<String>, engine: &str, trial: Option<&ServerTrial>) {
+pub fn notice(run: &mut report::RunInfo, engine: &str, trial: Option<&ServerTrial>) {
     let Some(why) = trial.and_then(|t| t.error.as_deref()) else {
         return;
     };
-    let head = format!("{engine}: server metrics: ");
-    if !notices.iter().any(|n| n.starts_with(&head)) {
-        notices.push(format!(
-            "{head}{why} (the trials ran; their `server` fields are incomplete; after a first scrape that failed, /metrics is not asked again this run)"
-        ));
-    }
+    run.notice_once(Notice::engine(
+        NoticeKind::ServerMetrics,
+        engine,
+        format!(
+            "{engine}: server metrics: {why} (the trials ran; their `server` fields are incomplete; after a first scrape that failed, /metrics is not asked again this run)"
+        ),
+    ));
 }
 
 /// The catalogue's counters in a snapshot, in role order.

@@ -1,16 +1,11 @@
-//! From trials to the point's `server` summary, and the cross-check of what the
-//! server counted against what the client counted.
+//! From trials to the point's `server` summary. The cross-check of what the server
+//! counted against what the client counted is `report::server::cross_check`.
 //!
 //! Gauges are pooled over every sample of the point's trials (mean, max, share of
 //! samples with a request waiting); counters are summed over the trials whose
 //! counters did not reset. Shares are ratios of the summed counters.
 
 use report::{ServerCounts, ServerSummary, ServerTrial};
-
-/// Generated tokens may differ by this share of the client's count...
-pub const TOKEN_TOLERANCE_SHARE: f64 = 0.01;
-/// ...or by this many tokens, whichever is larger.
-pub const TOKEN_TOLERANCE_ABS: f64 = 2.0;
 
 /// Summarises the trials that have a server side; `None` when none has.
 pub fn summarize<'a>(trials: impl IntoIterator<Item = &'a ServerTrial>) -> Option<ServerSummary> {
@@ -62,66 +57,4 @@ fn mean(v: &[f64]) -> Option<f64> {
 
 fn max(v: &[f64]) -> Option<f64> {
     v.iter().copied().reduce(f64::max)
-}
-
-/// One count on which server and client disagree in a trial.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Mismatch {
-    /// `generation tokens`, `prompt tokens` or `requests finished`.
-    pub what: &'static str,
-    /// The server's count.
-    pub server: f64,
-    /// The client's count.
-    pub client: f64,
-}
-
-/// The counts of one trial on which the server and the client disagree beyond
-/// the tolerance: generated tokens (1 % or 2 tokens), prompt tokens (the same;
-/// only where the engine's counter includes cached tokens), finished requests
-/// (exact when no request failed; else between the successes and all requests).
-/// Nothing for a trial whose counters reset or that has no counts.
-pub fn cross_check(t: &ServerTrial, failed: u64) -> Vec<Mismatch> {
-    let mut out = Vec::new();
-    if t.counter_reset {
-        return out;
-    }
-    // Token counts: within 1 % or 2 tokens.
-    let mut tokens = |what, server: Option<f64>, client: Option<u64>| {
-        if let (Some(s), Some(c)) = (server, client.map(|c| c as f64)) {
-            if (s - c).abs() > (c * TOKEN_TOLERANCE_SHARE).max(TOKEN_TOLERANCE_ABS) {
-                out.push(Mismatch {
-                    what,
-                    server: s,
-                    client: c,
-                });
-            }
-        }
-    };
-    tokens(
-        "generation tokens",
-        t.counts.generation_tokens,
-        t.client_generation_tokens,
-    );
-    let prompt_counts_cached = super::catalogue::KNOWN
-        .iter()
-        .find(|c| c.name == t.catalogue)
-        .is_some_and(|c| c.prompt_counts_cached);
-    if prompt_counts_cached {
-        tokens(
-            "prompt tokens",
-            t.counts.prompt_tokens,
-            t.client_prompt_tokens,
-        );
-    }
-    if let (Some(s), Some(c)) = (t.counts.requests_finished, t.client_completed) {
-        let (lo, hi) = (c as f64, (c + failed) as f64);
-        if s < lo - 0.5 || s > hi + 0.5 {
-            out.push(Mismatch {
-                what: "requests finished",
-                server: s,
-                client: c as f64,
-            });
-        }
-    }
-    out
 }

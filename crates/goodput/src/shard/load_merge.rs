@@ -178,7 +178,7 @@ fn pooled(reports: &[&Report], files: &[&Path], records: &[RequestRecord]) -> Re
     let open_loop = base
         .run
         .as_ref()
-        .is_some_and(|r| r.load_mode != "concurrency");
+        .is_some_and(|r| r.load_mode != report::LoadMode::Concurrency);
     for (name, e) in &mut out.load {
         for p in &mut e.points {
             *p = pooled_point(
@@ -204,9 +204,12 @@ fn pooled(reports: &[&Report], files: &[&Path], records: &[RequestRecord]) -> Re
         } else {
             RunStatus::Partial
         };
-        run.notices.push(format!(
-            "merged from {count} clients sharing every load level (run --load-shard I/{count}): \
-             figures are derived from their pooled records"
+        run.notices.push(report::Notice::new(
+            report::NoticeKind::Merged,
+            format!(
+                "merged from {count} clients sharing every load level (run --load-shard I/{count}): \
+                 figures are derived from their pooled records"
+            ),
         ));
         run.merged = Some(MergedInfo {
             count,

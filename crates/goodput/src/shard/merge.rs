@@ -334,7 +334,7 @@ fn not_merged(name: &str, index: u32, count: u32) -> EngineResult {
         points: Vec::new(),
         kv_pool_source: None,
         error: Some(EngineFailure {
-            kind: "not_run".into(),
+            kind: report::FailureKind::NotRun,
             message: format!(
                 "not run: {name} is in shard {index}/{count}, whose report was not merged"
             ),
@@ -379,13 +379,13 @@ fn merged_run(
         .reduce(f64::max);
     run.fingerprints = plan.plan_fingerprints.clone();
     run.notices = Vec::new();
-    for n in warnings
+    let partial = warnings
         .iter()
         .filter(|w| w.starts_with("partial merge"))
-        .chain(runs.iter().flat_map(|r| &r.notices))
-    {
-        if !run.notices.contains(n) {
-            run.notices.push(n.clone());
+        .map(|w| report::Notice::new(report::NoticeKind::Merged, w.clone()));
+    for n in partial.chain(runs.iter().flat_map(|r| r.notices.iter().cloned())) {
+        if !run.notices.contains(&n) {
+            run.notices.push(n);
         }
     }
     run.shard = None;

@@ -32,16 +32,7 @@ pub struct Trial {
     pub duration_s: Option<f64>,
 }
 
-/// What is computed over a (resampled) set of trials.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Statistic {
-    /// The q-quantile of the pooled values (lower rule: `sorted[floor(q (n-1))]`).
-    Quantile(f64),
-    /// Per trial, the sum of its values over its duration; the mean over trials.
-    Rate,
-    /// The mean of the pooled values (a share, for 0/1 values).
-    Mean,
-}
+pub use report::compare::Statistic;
 
 /// The statistic over `trials` as they are.
 pub fn estimate(trials: &[Trial], s: Statistic) -> Option<f64> {

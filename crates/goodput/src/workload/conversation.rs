@@ -361,7 +361,7 @@ impl Builder {
 pub fn set_engine_context(
     builder: &mut Builder,
     max_model_len: Option<u32>,
-    notices: &mut Vec<String>,
+    notices: &mut Vec<report::Notice>,
     engine: &str,
 ) {
     let super::super::plan::Workload::Conversation(w) = &mut builder.workload else {
@@ -380,7 +380,11 @@ pub fn set_engine_context(
              max_context_tokens: conversation histories are not cut"
         ),
     };
-    notices.push(note);
+    notices.push(report::Notice::engine(
+        report::NoticeKind::Context,
+        engine,
+        note,
+    ));
 }
 
 /// The requests a trial would send if every reply were `max_tokens` generated

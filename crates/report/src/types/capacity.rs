@@ -2,11 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{CapacityInterval, Limit, LoadMode};
+
 /// goodput addition: one engine's capacity under the SLO, found by `goodput search`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(from = "CapacityWire")]
 pub struct Capacity {
-    /// `concurrency` or `rate`: what the load levels count.
-    pub mode: String,
+    /// `concurrency`, `rate` or `trace`: what the load levels count.
+    pub mode: LoadMode,
     /// The largest load found to meet the SLO; `null` when even the lowest load
     /// probed fails.
     pub max_load: Option<f64>,
@@ -21,11 +24,17 @@ pub struct Capacity {
     pub probes: u32,
     /// Trials run over all probes.
     pub trials: u32,
-    /// What bounds the capacity: `ttft`, `tpot`, `e2el` or `errors` (what the
-    /// requests at `failing` missed most), `max` (the search's upper bound met the
-    /// SLO), `max_probes` (the probe budget ran out), `noise` (the bracket could
-    /// not be confirmed), `engine` (the engine failed).
-    pub limited_by: String,
+    /// What bounds the capacity ([`Limit`]): `ttft`, `tpot`, `e2el`, `ttfat`,
+    /// `no_answer` or `errors` (what the requests at `failing` missed most; `slo`
+    /// when none was counted), `max` (the search's upper bound met the SLO),
+    /// `max_probes` (the probe budget ran out), `engine` (the engine failed).
+    pub limited_by: Limit,
+    /// The bracket could not be narrowed with confidence: the attainment's
+    /// interval at a probe still straddled the target after its most trials (the
+    /// note names the loads). Earlier reports wrote `"<limit> (noisy)"` in
+    /// `limited_by` instead; they read as this flag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noisy: bool,
     /// The answer in words, with anything that weakens it.
     pub note: String,
     /// goodput addition (`search --objective cost`): the load meeting the SLO whose
@@ -35,5 +44,89 @@ pub struct Capacity {
     /// goodput addition: where between `passing` and `failing` the attainment
     /// crosses the target, with its 95% bootstrap interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<super::CapacityInterval>,
+    pub interval: Option<CapacityInterval>,
+}
+
+/// [`Capacity`] as read: `limited_by` with the older `" (noisy)"` suffix becomes
+/// the limit and the `noisy` flag.
+#[derive(Deserialize)]
+struct CapacityWire {
+    mode: LoadMode,
+    max_load: Option<f64>,
+    passing: Option<f64>,
+    failing: Option<f64>,
+    attainment_at_max: Option<f64>,
+    probes: u32,
+    trials: u32,
+    limited_by: String,
+    #[serde(default)]
+    noisy: bool,
+    note: String,
+    #[serde(default)]
+    cheapest_load: Option<f64>,
+    #[serde(default)]
+    interval: Option<CapacityInterval>,
+}
+
+impl From<CapacityWire> for Capacity {
+    fn from(w: CapacityWire) -> Self {
+        let (word, suffixed) = match w.limited_by.strip_suffix(" (noisy)") {
+            Some(word) => (word, true),
+            None => (w.limited_by.as_str(), false),
+        };
+        Capacity {
+            mode: w.mode,
+            max_load: w.max_load,
+            passing: w.passing,
+            failing: w.failing,
+            attainment_at_max: w.attainment_at_max,
+            probes: w.probes,
+            trials: w.trials,
+            limited_by: Limit::from_word(word),
+            noisy: w.noisy || suffixed,
+            note: w.note,
+            cheapest_load: w.cheapest_load,
+            interval: w.interval,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_older_noisy_suffix_reads_as_the_flag_and_is_written_as_it() {
+        let c: Capacity = serde_json::from_value(serde_json::json!({
+            "mode": "rate", "max_load": 4.0, "passing": 4.0, "failing": 5.0,
+            "attainment_at_max": 0.95, "probes": 5, "trials": 9,
+            "limited_by": "ttft (noisy)", "note": "meets the SLO at 4 requests/s"
+        }))
+        .unwrap();
+        assert_eq!(
+            (c.mode.clone(), c.limited_by.clone(), c.noisy),
+            (LoadMode::Rate, Limit::Ttft, true)
+        );
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(
+            (v["limited_by"].as_str(), v["noisy"].as_bool()),
+            (Some("ttft"), Some(true))
+        );
+        let again: Capacity = serde_json::from_value(v).unwrap();
+        assert_eq!(again, c);
+        let newer: Capacity = serde_json::from_value(serde_json::json!({
+            "mode": "sessions", "max_load": null, "passing": null, "failing": null,
+            "attainment_at_max": null, "probes": 0, "trials": 0,
+            "limited_by": "memory", "note": ""
+        }))
+        .unwrap();
+        assert_eq!(newer.limited_by, Limit::Unknown("memory".into()));
+        assert!(!newer.noisy);
+        let v = serde_json::to_value(&newer).unwrap();
+        assert_eq!(
+            (v["mode"].as_str(), v["limited_by"].as_str()),
+            (Some("sessions"), Some("memory"))
+        );
+        assert!(v.get("noisy").is_none());
+    }
 }

@@ -132,7 +132,7 @@ pub struct Point {
     /// goodput addition (`trials = "auto"`): why the point got no more trials
     /// (`decisive`, `narrow` or `budget`); absent with a fixed trial count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trials_stopped: Option<TrialsStopped>,
+    pub trials_stopped: Option<super::TrialsStopped>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -208,7 +208,7 @@ pub struct TurnSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Outlier {
     /// `ttft` or `e2el`.
-    pub metric: String,
+    pub metric: super::OutlierMetric,
     /// Trial index (0-based).
     pub trial: u32,
     /// Request index within the trial (0: the first request after the warm-up).
@@ -239,7 +239,7 @@ pub struct SloCheck {
     pub target: f64,
     /// `attainment` (good share ≥ target) or `percentile` (p-th percentiles within
     /// the bounds).
-    pub form: String,
+    pub form: super::SloForm,
     /// True when the point estimate meets the SLO in that form (see `judgement`).
     pub meets: bool,
     /// goodput addition: the point's one SLO judgement (`meets`, `fails`,
@@ -287,6 +287,13 @@ pub struct SpecDecode {
     pub acceptance_rate: Option<f64>,
 }
 
+impl TrialInfo {
+    /// The trial was cut short by an interrupt (its `error` says so).
+    pub fn interrupted(&self) -> bool {
+        self.error.as_deref() == Some(super::INTERRUPTED)
+    }
+}
+
 /// goodput addition: what happened in one trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TrialInfo {
@@ -328,34 +335,4 @@ pub struct TrialInfo {
     /// The GPU energy measured over the trial (see [`super::TrialEnergy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<super::TrialEnergy>,
-}
-
-/// goodput addition: why adaptive trials (`trials = "auto"`) stopped at a point:
-/// the rule is in docs/statistics.md ("Adaptive trials").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TrialsStopped {
-    /// The point's SLO judgement is `meets` or `fails`: more trials would not
-    /// change the answer.
-    Decisive,
-    /// The interval of the point's key metrics (median TTFT and TPOT over trials)
-    /// is narrower than the target width.
-    Narrow,
-    /// The most trials allowed ran, and neither of the above holds.
-    Budget,
-    /// A word this version does not know (a newer report).
-    #[serde(other)]
-    Unknown,
-}
-
-impl TrialsStopped {
-    /// The word as written in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TrialsStopped::Decisive => "decisive",
-            TrialsStopped::Narrow => "narrow",
-            TrialsStopped::Budget => "budget",
-            TrialsStopped::Unknown => "unknown",
-        }
-    }
 }

@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::RunStatus;
+use super::{NoticeKind, RunStatus};
 
 /// goodput addition: how the run was made and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -18,7 +18,7 @@ pub struct RunInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `concurrency` (x = requests in flight) or `rate` (x = requests per second).
-    pub load_mode: String,
+    pub load_mode: super::LoadMode,
     /// Trials planned per load point.
     pub planned_trials: u32,
     /// Measured requests per trial.
@@ -47,9 +47,11 @@ pub struct RunInfo {
     /// part of it: a resumed run may add either.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub fingerprints: IndexMap<String, String>,
-    /// Things the reader should know that are not per point (e.g. "no GPU telemetry").
+    /// Things the reader should know that are not per point (e.g. "no GPU
+    /// telemetry"), each with its kind. Older reports' plain strings read as
+    /// notices of kind `other`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
     /// Set when nothing was measured: the figures were predicted by running the
     /// simulator's engine model in virtual time (`goodput run --predict`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,4 +86,90 @@ pub struct Predicted {
     pub fitted_from: Option<String>,
     /// How the figures were made.
     pub method: String,
+}
+
+/// goodput addition: one thing the reader should know, with its kind and the
+/// engine it concerns (the text names the engine too, as it is shown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Notice {
+    /// What it is about.
+    pub kind: NoticeKind,
+    /// The engine it concerns, when one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The notice as shown.
+    pub text: String,
+}
+
+impl Notice {
+    /// A notice about the whole run.
+    pub fn new(kind: NoticeKind, text: impl Into<String>) -> Notice {
+        Notice {
+            kind,
+            engine: None,
+            text: text.into(),
+        }
+    }
+
+    /// A notice about one engine.
+    pub fn engine(kind: NoticeKind, engine: &str, text: impl Into<String>) -> Notice {
+        Notice {
+            kind,
+            engine: Some(engine.to_string()),
+            text: text.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A notice as written: an object, or an older report's plain string.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NoticeWire {
+    Text(String),
+    Full {
+        #[serde(default)]
+        kind: NoticeKind,
+        #[serde(default)]
+        engine: Option<String>,
+        text: String,
+    },
+}
+
+impl<'de> Deserialize<'de> for Notice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match NoticeWire::deserialize(d)? {
+            NoticeWire::Text(text) => Notice::new(NoticeKind::Other, text),
+            NoticeWire::Full { kind, engine, text } => Notice { kind, engine, text },
+        })
+    }
+}
+
+/// The word that starts the `reason` of an interrupted run (`interrupted by
+/// SIGINT`) and is the whole `error` of a trial the interrupt cut short.
+pub const INTERRUPTED: &str = "interrupted";
+
+impl RunInfo {
+    /// The run was interrupted (its `reason` says so).
+    pub fn interrupted(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(INTERRUPTED))
+    }
+
+    /// Adds `n` unless a notice of its kind about its engine is there already.
+    pub fn notice_once(&mut self, n: Notice) {
+        if !self
+            .notices
+            .iter()
+            .any(|m| m.kind == n.kind && m.engine == n.engine)
+        {
+            self.notices.push(n);
+        }
+    }
 }

@@ -242,7 +242,8 @@ fn the_quick_profile_says_its_milliseconds_are_ten_times_short() {
     let info = crate::run::plan_info(&p);
     assert_eq!(info.notices.len(), 3, "{:?}", info.notices);
     assert!(
-        info.notices[0].contains("--time-scale 10"),
+        info.notices[0].kind == report::NoticeKind::TimeScale
+            && info.notices[0].text.contains("--time-scale 10"),
         "{:?}",
         info.notices
     );

@@ -1,7 +1,7 @@
 //! An engine that died during a trial: its failure recorded, and the restart the
 //! profile allows.
 
-use report::EngineFailure;
+use report::{EngineFailure, FailureKind, Notice, NoticeKind};
 
 use super::super::gpu_release::{self, SweepEngine};
 use super::super::Ctx;
@@ -20,10 +20,10 @@ pub(super) fn death(
 ) -> EngineFailure {
     let name = at.name;
     let mut failure = EngineFailure {
-        kind: "died_during_trial".into(),
+        kind: FailureKind::DiedDuringTrial,
         message: format!("{name} exited during trial {} at x={}", at.t + 1, at.x),
         exit_status: Some(status),
-        log_tail: Vec::new(),
+        ..Default::default()
     };
     handle.explain(&mut failure);
     say!(
@@ -49,10 +49,11 @@ pub(super) async fn restart(
 ) -> anyhow::Result<Option<SweepEngine>> {
     ctx.journal.sweep.engine(name).restarts.push(failure);
     if let Err(f) = dead.stop().await {
-        ctx.journal
-            .info
-            .notices
-            .push(format!("{name}: {}", f.message));
+        ctx.journal.info.notices.push(Notice::engine(
+            NoticeKind::EngineStop,
+            name,
+            format!("{name}: {}", f.message),
+        ));
     }
     say!(
         ctx,

@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use report::{GpuSample, ServerTrial, SpecDecode};
+use report::{GpuSample, Notice, NoticeKind, ServerTrial, SpecDecode};
 
 use super::super::{Ctx, Settings};
 use super::At;
@@ -225,9 +225,13 @@ async fn spec_counters(ctx: &mut Ctx<'_>, handle: &EngineHandle) -> Option<SpecC
     match handle.scrape_spec_counters().await {
         Ok(c) => c,
         Err(why) => {
-            ctx.journal.info.notices.push(format!(
-                "{}: speculative-decoding counters: {why}; /metrics is not asked again this run (neither for them nor for the server metrics)",
-                handle.name
+            ctx.journal.info.notices.push(Notice::engine(
+                NoticeKind::SpecDecode,
+                &handle.name,
+                format!(
+                    "{}: speculative-decoding counters: {why}; /metrics is not asked again this run (neither for them nor for the server metrics)",
+                    handle.name
+                ),
             ));
             None
         }
@@ -272,9 +276,13 @@ pub(super) async fn preconnect(ctx: &mut Ctx<'_>, name: &str, target: &Target, x
         .await
         .unwrap_or(Ok(()))
     {
-        ctx.journal.info.notices.push(format!(
-            "{name}: x={x}: could not open {n} connections before the trial ({e}); \
-             requests opened their own (see each record's `connect`)"
+        ctx.journal.info.notices.push(Notice::engine(
+            NoticeKind::Connections,
+            name,
+            format!(
+                "{name}: x={x}: could not open {n} connections before the trial ({e}); \
+                 requests opened their own (see each record's `connect`)"
+            ),
         ));
     }
 }
@@ -311,9 +319,10 @@ pub(super) async fn start_together(ctx: &mut Ctx<'_>, at: &At<'_>) {
         .until(load::barrier(dir, &key, l.index, l.count))
         .await;
     if let Some(Err(why)) = waited {
-        ctx.journal.info.notices.push(format!(
-            "{name}: x={x} trial {}: {why}; it started alone",
-            t + 1
+        ctx.journal.info.notices.push(Notice::engine(
+            NoticeKind::LoadShard,
+            name,
+            format!("{name}: x={x} trial {}: {why}; it started alone", t + 1),
         ));
     }
 }

@@ -1,7 +1,7 @@
 //! An engine's set-up before its first trial: the ShareGPT sample, where its KV
 //! pool and telemetry come from, its request builder and its load target.
 
-use report::EngineFailure;
+use report::{EngineFailure, FailureKind, Notice, NoticeKind};
 
 use super::super::gpu_release::SweepEngine;
 use super::super::{Ctx, Settings};
@@ -32,17 +32,19 @@ pub(super) async fn sample_sharegpt(
                 ctx.journal.workload_facts.extend(add);
             }
             if let Some(t) = &w.truncated {
-                ctx.notice_once(format!("workload: {}: {t}", w.path.display()));
+                ctx.notice_once(Notice::new(
+                    NoticeKind::Workload,
+                    format!("workload: {}: {t}", w.path.display()),
+                ));
             }
             Ok(true)
         }
         Err(why) => {
             say!(ctx, "{name}: sampling ShareGPT failed: {why}");
             ctx.journal.sweep.engine(name).error = Some(EngineFailure {
-                kind: "workload".into(),
+                kind: FailureKind::Workload,
                 message: format!("sampling ShareGPT: {why}"),
-                exit_status: None,
-                log_tail: Vec::new(),
+                ..Default::default()
             });
             ctx.save()?;
             Ok(false)
@@ -90,9 +92,13 @@ pub(super) async fn request_builder(
             ctx.set_prompt_lengths(name, "tokenize");
         }
         Calibration::Failed(why) => {
-            ctx.journal.info.notices.push(format!(
-                "{name}: prompt lengths are uncalibrated: calibrate = true, but {why}; \
-                 input_tokens assume one token per word, so real prompt lengths differ"
+            ctx.journal.info.notices.push(Notice::engine(
+                NoticeKind::PromptLengths,
+                name,
+                format!(
+                    "{name}: prompt lengths are uncalibrated: calibrate = true, but {why}; \
+                     input_tokens assume one token per word, so real prompt lengths differ"
+                ),
             ));
             ctx.set_prompt_lengths(name, "uncalibrated");
         }
@@ -111,9 +117,7 @@ pub(super) fn note_connect_in_ttft(ctx: &mut Ctx<'_>) {
     if ctx.run.opts.ttft_includes_connect {
         let note = "TTFT includes connection set-up where a request opened a new \
                     connection (--ttft-includes-connect)";
-        if !ctx.journal.info.notices.iter().any(|n| n == note) {
-            ctx.journal.info.notices.push(note.to_string());
-        }
+        ctx.notice_once(Notice::new(NoticeKind::TtftConnect, note));
     }
 }
 

@@ -244,9 +244,15 @@ fn a_partial_merge_warns_and_names_the_missing_slice() {
     let run = m.run.as_ref().unwrap();
     assert_eq!(run.status, RunStatus::Partial);
     assert_eq!(run.merged.as_ref().unwrap().missing, [2]);
-    assert!(run.notices.iter().any(|n| n.contains("partial merge")));
+    assert!(run
+        .notices
+        .iter()
+        .any(|n| n.kind == report::NoticeKind::Merged && n.text.contains("partial merge")));
     let b = m.load.get("b").expect("the missing engine is listed");
-    assert_eq!(b.error.as_ref().map(|e| e.kind.as_str()), Some("not_run"));
+    assert_eq!(
+        b.error.as_ref().map(|e| &e.kind),
+        Some(&report::FailureKind::NotRun)
+    );
     let show = String::from_utf8_lossy(&goodput_output(&["show", s(&merged)]).stdout).into_owned();
     assert!(show.contains("shard 2/3"), "{show}");
 }

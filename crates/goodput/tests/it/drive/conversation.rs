@@ -415,9 +415,8 @@ fn without_max_context_tokens_histories_are_cut_to_the_engines_max_model_len() {
     let r = dir.report();
     let notices = &r.run.as_ref().unwrap().notices;
     assert!(
-        notices
-            .iter()
-            .any(|n| n.contains("cut to the engine's max_model_len = 48")),
+        notices.iter().any(|n| n.kind == report::NoticeKind::Context
+            && n.text.contains("cut to the engine's max_model_len = 48")),
         "{notices:?}"
     );
     let c = r.load["sim"].points[0].conversation.as_ref().unwrap();

@@ -211,7 +211,7 @@ fn resume_refuses_a_report_of_another_plan_and_names_what_differs() {
     let o = run(&p, &out, &["--rate", "1", "--fresh"]);
     assert!(o.status.success(), "--fresh: {}", stderr(&o));
     let r = report::read_report(&out).unwrap();
-    assert_eq!(r.run.unwrap().load_mode, "rate");
+    assert_eq!(r.run.unwrap().load_mode, report::LoadMode::Rate);
 }
 
 #[test]
@@ -283,7 +283,7 @@ preset = "fixed"
         .error
         .as_ref()
         .expect("the engine is recorded");
-    assert_eq!(never.kind, "interrupted", "{never:?}");
+    assert_eq!(never.kind, report::FailureKind::Interrupted, "{never:?}");
     let later = r.load.get("later").and_then(|e| e.error.as_ref());
     assert_eq!(
         later.map(|e| e.kind.as_str()),
@@ -352,13 +352,14 @@ args = ["--time-scale", "10"]
     assert!(
         notices
             .iter()
-            .any(|n| n.starts_with("notok: prompt lengths are uncalibrated")),
+            .any(|n| n.kind == report::NoticeKind::PromptLengths
+                && n.text.starts_with("notok: prompt lengths are uncalibrated")),
         "{notices:?}"
     );
     assert!(
         notices
             .iter()
-            .any(|n| n.starts_with("fast: ") && n.contains("10x faster")),
+            .any(|n| n.text.starts_with("fast: ") && n.text.contains("10x faster")),
         "{notices:?}"
     );
     let shown = String::from_utf8_lossy(&o.stdout);

@@ -57,7 +57,14 @@ async fn non_finite_and_overflowing_metrics_do_not_lose_the_report() {
     let r = report::read_report(&out).unwrap();
     assert_eq!(r.run.as_ref().unwrap().status, report::RunStatus::Complete);
     assert_eq!(r.load["e"].points[0].completed, vec![3, 3]);
-    let notices = r.run.unwrap().notices.join("\n");
+    let notices: Vec<String> = r
+        .run
+        .unwrap()
+        .notices
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    let notices = notices.join("\n");
     assert!(notices.contains("not finite"), "{notices}");
 }
 
@@ -115,7 +122,14 @@ async fn a_hanging_metrics_endpoint_is_not_asked_when_disabled_and_given_up_when
     let asked = fake.hits("/metrics") - before;
     assert!(asked <= 3, "/metrics asked {asked} times over 3 trials");
     let r = report::read_report(&dir.path().join("on.json")).unwrap();
-    let notices = r.run.unwrap().notices.join("\n");
+    let notices: Vec<String> = r
+        .run
+        .unwrap()
+        .notices
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    let notices = notices.join("\n");
     assert!(notices.contains("not asked again"), "{notices}");
 }
 
@@ -142,7 +156,14 @@ async fn a_server_that_never_answers_abandons_the_trial_after_three_timeouts() {
     let r = report::read_report(&out).unwrap();
     let p0 = &r.load["e"].points[0];
     assert_eq!(p0.errors.get("timeout"), Some(&3), "{:?}", p0.errors);
-    let notices = r.run.unwrap().notices.join("\n");
+    let notices: Vec<String> = r
+        .run
+        .unwrap()
+        .notices
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    let notices = notices.join("\n");
     assert!(notices.contains("abandoned after 3 requests"), "{notices}");
     assert!(notices.contains("17 requests were not sent"), "{notices}");
 }

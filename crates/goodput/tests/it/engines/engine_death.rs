@@ -51,7 +51,7 @@ fn death_mid_trial_is_recorded_and_the_next_engine_runs() {
     let (r, dir) = run(0);
     let dies = &r.load["dies"];
     let err = dies.error.as_ref().expect("engine failure recorded");
-    assert_eq!(err.kind, "died_during_trial");
+    assert_eq!(err.kind, report::FailureKind::DiedDuringTrial);
     assert!(
         err.exit_status.as_deref().unwrap_or("").contains('9'),
         "{err:?}"
@@ -84,7 +84,7 @@ fn an_allowed_restart_is_recorded() {
     let (r, _dir) = run(1);
     let dies = &r.load["dies"];
     assert_eq!(dies.restarts.len(), 1, "one restart, recorded");
-    assert_eq!(dies.restarts[0].kind, "died_during_trial");
+    assert_eq!(dies.restarts[0].kind, report::FailureKind::DiedDuringTrial);
     // The restarted engine died again: no restarts left.
     assert!(dies.error.is_some());
     assert_eq!(r.load["healthy"].points[0].completed, vec![30]);

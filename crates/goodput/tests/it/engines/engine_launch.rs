@@ -204,7 +204,7 @@ async fn unreachable_url_fails_fast() {
     let err = engine::start("gone", &spec, &ctx(dir.path()))
         .await
         .unwrap_err();
-    assert_eq!(err.kind, "unreachable");
+    assert_eq!(err.kind, report::FailureKind::Unreachable);
     assert!(started.elapsed() < Duration::from_secs(15));
 }
 
@@ -221,7 +221,7 @@ async fn ready_timeout_kills_the_whole_group() {
     let err = engine::start("stuck", &spec, &ctx(dir.path()))
         .await
         .unwrap_err();
-    assert_eq!(err.kind, "ready_timeout", "{err:?}");
+    assert_eq!(err.kind, report::FailureKind::ReadyTimeout, "{err:?}");
     let line = err
         .log_tail
         .iter()
@@ -246,7 +246,7 @@ async fn early_exit_is_reported_with_status_and_log() {
     let err = engine::start("dies", &spec, &ctx(dir.path()))
         .await
         .unwrap_err();
-    assert_eq!(err.kind, "exited", "{err:?}");
+    assert_eq!(err.kind, report::FailureKind::Exited, "{err:?}");
     assert_eq!(err.exit_status.as_deref(), Some("exit code 3"));
     assert!(
         err.log_tail.iter().any(|l| l.contains("fatal: giving up")),
@@ -306,7 +306,7 @@ async fn launch_failures() {
     let err = engine::start("missing", &spec, &ctx(dir.path()))
         .await
         .unwrap_err();
-    assert_eq!(err.kind, "launch");
+    assert_eq!(err.kind, report::FailureKind::Launch);
     assert!(
         err.message.contains("/nonexistent/engine"),
         "{}",
@@ -320,7 +320,7 @@ async fn launch_failures() {
     let err = engine::start("no-key", &spec, &ctx(dir.path()))
         .await
         .unwrap_err();
-    assert_eq!(err.kind, "launch");
+    assert_eq!(err.kind, report::FailureKind::Launch);
     assert!(err.message.contains("GOODPUT_TEST_SURELY_UNSET_KEY"));
 }
 

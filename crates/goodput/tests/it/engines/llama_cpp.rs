@@ -102,7 +102,8 @@ fn the_llama_cpp_example_runs_for_real_and_measures_right() {
     assert!(
         notices
             .iter()
-            .any(|n| n.to_lowercase().contains("telemetry") || n.to_lowercase().contains("gpu")),
+            .any(|n| n.kind == report::NoticeKind::Telemetry
+                || n.text.to_lowercase().contains("gpu")),
         "{notices:?}"
     );
     let env = r.environment.as_ref().unwrap();

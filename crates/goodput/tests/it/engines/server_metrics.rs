@@ -134,11 +134,13 @@ async fn a_hanging_endpoint_gives_one_notice_and_no_counts() {
     assert!(why.contains("no answer within"), "{why}");
     assert_eq!(t.counts.generation_tokens, None);
     assert_eq!(t.client_generation_tokens, Some(10));
-    let mut notices = Vec::new();
-    goodput::server_metrics::notice(&mut notices, "e", Some(&t));
-    goodput::server_metrics::notice(&mut notices, "e", Some(&t));
+    let mut run = report::RunInfo::default();
+    goodput::server_metrics::notice(&mut run, "e", Some(&t));
+    goodput::server_metrics::notice(&mut run, "e", Some(&t));
+    let notices = &run.notices;
     assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].starts_with("e: server metrics: "));
+    assert_eq!(notices[0].kind, report::NoticeKind::ServerMetrics);
+    assert!(notices[0].text.starts_with("e: server metrics: "));
 }
 
 #[tokio::test]

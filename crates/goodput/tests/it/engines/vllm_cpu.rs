@@ -227,7 +227,7 @@ fn check_failure(r: &report::Report) {
         .error
         .as_ref()
         .expect("--block-size 16 fails on the CPU backend");
-    assert_eq!(e.kind, "exited", "{e:?}");
+    assert_eq!(e.kind, report::FailureKind::Exited, "{e:?}");
     assert!(
         e.message.contains("No common block size for 16"),
         "the root cause, not the last line: {e:?}"

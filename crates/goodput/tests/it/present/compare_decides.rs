@@ -5,7 +5,6 @@
 
 use goodput::compare::simulated::{ab, calibration_plan, noisy_engine, side};
 use goodput::compare::{Direction, Options};
-use goodput::render;
 
 #[test]
 fn an_a_a_comparison_finds_no_detectable_difference() {
@@ -76,7 +75,7 @@ fn json_has_the_gateable_shape() {
         side(&plan, &noisy_engine(1, 1.0), "a.json"),
         side(&plan, &noisy_engine(2, 1.3), "b.json"),
     ];
-    let text = render::compare::compare_json(&inputs, &Options::default());
+    let text = goodput::compare::json(&inputs, &Options::default());
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(v["conclusion"].is_string(), "{v}");
     let row = &v["rows"][0];
@@ -114,7 +113,7 @@ fn the_text_leads_with_the_conclusion_and_says_how_it_decided() {
         side(&plan, &noisy_engine(1, 1.0), "a.json"),
         side(&plan, &noisy_engine(2, 1.0), "b.json"),
     ];
-    let text = render::compare::compare_text(&inputs, &Options::default(), false);
+    let text = goodput::compare::text(&inputs, &Options::default(), false);
     assert!(text.starts_with("Conclusion: "), "{text}");
     assert!(text.contains("Holm-corrected"), "{text}");
     assert!(text.contains("hierarchical bootstrap"), "{text}");

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::reports::{additive, reference};
-use goodput::render;
+
 use goodput::report::{self, Report, RunInfo};
 
 /// The reference's numbers as if a goodput run in `mode` with `workload` made them.
@@ -12,7 +12,7 @@ fn run_of(mode: &str, workload: serde_json::Value) -> Report {
     let mut r = reference();
     r.run = Some(RunInfo {
         schema: report::SCHEMA.into(),
-        load_mode: mode.into(),
+        load_mode: report::LoadMode::from_word(mode),
         planned_trials: 2,
         requests_per_trial: 16,
         workload,
@@ -26,7 +26,7 @@ fn synthetic(input: u32) -> serde_json::Value {
 }
 
 fn compare(a: Report, b: Report) -> String {
-    render::compare(
+    goodput::compare::reports_text(
         &[("base.json".to_string(), a), ("cand.json".to_string(), b)],
         false,
     )

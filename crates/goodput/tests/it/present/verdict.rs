@@ -12,13 +12,13 @@ fn with_capacity(loads: &[(&str, Option<f64>)]) -> Report {
         r.capacity.insert(
             name.to_string(),
             Capacity {
-                mode: "concurrency".into(),
+                mode: report::LoadMode::Concurrency,
                 max_load: *max,
                 passing: *max,
                 failing: Some(max.unwrap_or(0.0) + 1.0),
                 probes: 3,
                 trials: 4,
-                limited_by: "ttft".into(),
+                limited_by: report::Limit::Ttft,
                 note: match max {
                     Some(_) => "meets the SLO".into(),
                     None => "fails even at the lowest load".into(),
@@ -82,7 +82,7 @@ fn tied_at_4(fast: [f64; 3], spec: [f64; 3]) -> Report {
         r.capacity.insert(
             name.to_string(),
             Capacity {
-                mode: "rate".into(),
+                mode: report::LoadMode::Rate,
                 max_load: Some(4.0),
                 passing: Some(4.0),
                 failing: Some(8.0),
@@ -148,11 +148,14 @@ fn the_engines_own_metrics_say_why_a_load_fails() {
 fn engines_the_run_never_reached_are_not_called_failed() {
     let mut r = report::io::parse_report(REFERENCE).unwrap();
     let names: Vec<String> = r.load.keys().cloned().collect();
-    for (name, kind) in names.iter().zip(["not_run", "launch"]) {
+    for (name, kind) in names
+        .iter()
+        .zip([report::FailureKind::NotRun, report::FailureKind::Launch])
+    {
         let e = r.load.get_mut(name).unwrap();
         e.points.clear();
         e.error = Some(report::EngineFailure {
-            kind: kind.into(),
+            kind: kind.clone(),
             message: format!("{kind} for the test"),
             ..Default::default()
         });

@@ -131,7 +131,9 @@ fn priced_reference(prices: &[(&str, f64)]) -> goodput::report::Report {
     let mut r = goodput::report::io::parse_report(text).unwrap();
     for (engine, usd) in prices {
         for p in &mut r.load.get_mut(*engine).unwrap().points {
+            // The percentile form with no stored judgement is read off `meets`.
             p.slo_check = Some(goodput::report::SloCheck {
+                form: goodput::report::SloForm::Percentile,
                 meets: p.x == 1.0,
                 ..Default::default()
             });

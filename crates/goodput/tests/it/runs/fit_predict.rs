@@ -264,7 +264,10 @@ fn search_predict_confirms_the_fitted_knee_with_two_real_probes() {
         "{shown}"
     );
     let notices = &real.run.as_ref().unwrap().notices;
-    assert!(notices.iter().any(|n| n.contains(&saved)), "{notices:?}");
+    assert!(
+        notices.iter().any(|n| n.text.contains(&saved)),
+        "{notices:?}"
+    );
 }
 
 #[test]

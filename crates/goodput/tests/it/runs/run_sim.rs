@@ -145,7 +145,10 @@ fn an_unreachable_engine_is_reported_and_the_run_says_nothing_succeeded() {
     dir.run(&text, &["--quiet"]).assert().code(4);
     let r = dir.report();
     let e = &r.load["gone"];
-    assert_eq!(e.error.as_ref().unwrap().kind, "unreachable");
+    assert_eq!(
+        e.error.as_ref().unwrap().kind,
+        report::FailureKind::Unreachable
+    );
     assert_eq!(r.run.unwrap().status, report::RunStatus::Partial);
 }
 
@@ -162,7 +165,7 @@ fn rate_mode_never_drops_requests_at_the_cap_and_records_the_wait() {
         .replace("warmup_requests = 1", "warmup_requests = 0");
     dir.run(&text, &["--quiet"]).assert().success();
     let r = dir.report();
-    assert_eq!(r.run.as_ref().unwrap().load_mode, "rate");
+    assert_eq!(r.run.as_ref().unwrap().load_mode, report::LoadMode::Rate);
     let p = &r.load["fixed"].points[0];
     assert_eq!(p.completed, vec![20], "never dropped at the cap");
     assert_eq!(p.offered_rate, Some(20.0));

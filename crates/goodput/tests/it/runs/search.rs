@@ -45,13 +45,13 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
     let stdout = succeeded(&o, "goodput search");
     let r = report::read_report(&out).unwrap();
     let c = &r.capacity["three-slots"];
-    assert_eq!(c.mode, "concurrency");
+    assert_eq!(c.mode, report::LoadMode::Concurrency);
     assert_eq!(
         (c.max_load, c.passing, c.failing),
         (Some(3.0), Some(3.0), Some(4.0)),
         "{c:?}"
     );
-    assert_eq!(c.limited_by.trim_end_matches(" (noisy)"), "ttft", "{c:?}");
+    assert_eq!(c.limited_by, report::Limit::Ttft, "{c:?}");
     // The capacity's interval lies within the bracket, around its estimate.
     let i = c.interval.expect("a capacity interval");
     assert!(

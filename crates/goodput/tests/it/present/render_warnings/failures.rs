@@ -123,10 +123,11 @@ fn failed_requests_carry_the_first_error() {
 fn failed_engine_fires_with_kind_message_and_exit_status() {
     let mut r = clean();
     r.load[0].error = Some(EngineFailure {
-        kind: "exited".into(),
+        kind: report::FailureKind::Exited,
         message: "engine exited during startup".into(),
         exit_status: Some("exit status: 1".into()),
         log_tail: vec!["ValueError: bad flag".into(), String::new()],
+        cause: Vec::new(),
     });
     let w = only(&r, WarningKind::EngineFailed);
     assert_eq!(w.x, None);
@@ -167,14 +168,14 @@ fn interrupted() -> Report {
     let mut later = r.load[0].clone();
     later.points.clear();
     later.error = Some(EngineFailure {
-        kind: "not_run".into(),
+        kind: report::FailureKind::NotRun,
         message: "not run: the run was interrupted by SIGINT before this engine started".into(),
         ..Default::default()
     });
     r.load.insert("later".into(), later);
     let mut remote = r.load["later"].clone();
     remote.error = Some(EngineFailure {
-        kind: "unreachable".into(),
+        kind: report::FailureKind::Unreachable,
         message: "GET http://127.0.0.1:9/v1/models: connection refused".into(),
         ..Default::default()
     });

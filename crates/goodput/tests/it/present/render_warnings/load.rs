@@ -95,7 +95,7 @@ fn a_slow_first_request_is_an_outlier_with_warm_up_advice() {
     let mut r = clean();
     point(&mut r).outliers = Some(vec![
         Outlier {
-            metric: "ttft".into(),
+            metric: report::OutlierMetric::Ttft,
             trial: 0,
             index: 0,
             value_ms: 1191.0,
@@ -103,7 +103,7 @@ fn a_slow_first_request_is_an_outlier_with_warm_up_advice() {
             score: Some(800.0),
         },
         Outlier {
-            metric: "e2el".into(),
+            metric: report::OutlierMetric::E2el,
             trial: 0,
             index: 0,
             value_ms: 1300.0,

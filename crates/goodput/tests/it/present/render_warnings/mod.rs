@@ -61,7 +61,7 @@ fn only(r: &Report, kind: WarningKind) -> Warning {
 fn concurrency_run(r: &mut Report, mode: &str) {
     r.run = Some(RunInfo {
         schema: report::SCHEMA.into(),
-        load_mode: mode.into(),
+        load_mode: report::LoadMode::from_word(mode),
         planned_trials: 2,
         requests_per_trial: 200,
         ..Default::default()

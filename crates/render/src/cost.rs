@@ -4,11 +4,9 @@
 
 use report::{Point, Report, Stat};
 
-use super::charts::{vs_load, Chart};
-use super::markdown::grid;
-use super::table::md_escape;
+use super::markdown::{grid, md_escape};
+use super::point::point_meets;
 use super::text::{align, num, stat_median, Cell, Line};
-use super::verdict::point_meets;
 
 /// No statistic (a point without energy or cost).
 const NO_STAT: Stat = Stat {
@@ -18,13 +16,13 @@ const NO_STAT: Stat = Stat {
     n: 0,
 };
 
-fn joules_per_token(p: &Point) -> &Stat {
+pub fn joules_per_token(p: &Point) -> &Stat {
     p.energy
         .as_ref()
         .map_or(&NO_STAT, |e| &e.joules_per_output_token)
 }
 
-fn usd_per_million_good(p: &Point) -> &Stat {
+pub fn usd_per_million_good(p: &Point) -> &Stat {
     p.cost
         .as_ref()
         .map_or(&NO_STAT, |c| &c.usd_per_million_good_tokens)
@@ -190,24 +188,4 @@ pub fn cheapest(report: &Report, load_words: impl Fn(f64) -> String) -> Option<S
     }
     s.push('.');
     Some(s)
-}
-
-/// The HTML page's charts of cost and energy against load (those with data).
-pub fn charts(report: &Report) -> Vec<Chart> {
-    vec![
-        vs_load(
-            report,
-            "cost",
-            "Cost per million good tokens vs load",
-            "US dollars per million good tokens",
-            usd_per_million_good,
-        ),
-        vs_load(
-            report,
-            "energy",
-            "Energy per output token vs load",
-            "joules per output token",
-            joules_per_token,
-        ),
-    ]
 }

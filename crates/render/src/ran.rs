@@ -117,7 +117,7 @@ fn span(mut v: Vec<f64>) -> Option<String> {
 
 /// Per engine: the prefix-cache hit share and the speculative acceptance measured
 /// (over its load levels), beside the workload's expected hit share.
-fn seen_lines(report: &Report) -> Vec<(String, String)> {
+pub fn seen_lines(report: &Report) -> Vec<(String, String)> {
     let expected = report
         .run
         .as_ref()
@@ -170,12 +170,6 @@ mod tests {
 
     use super::*;
 
-    fn peer_report() -> Report {
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/peers/vllm/detailed.json");
-        crate::peers::read(&path).expect("the vLLM fixture")
-    }
-
     #[test]
     fn the_workload_says_kind_lengths_file_and_hash() {
         let w = json!({"kind": "sharegpt", "output_tokens": 64, "path": "/d/sg.json",
@@ -189,47 +183,5 @@ mod tests {
             workload_text(&w).as_deref(),
             Some("prefix, 2 groups of 100 shared + 20 own prompt tokens, 8 out")
         );
-    }
-
-    #[test]
-    fn measured_prefix_hits_and_acceptance_stand_beside_the_expected() {
-        let mut r = peer_report();
-        if let Some(run) = r.run.as_mut() {
-            run.extra.clear();
-            run.workload = json!({"kind": "prefix", "facts": {"expected_prefix_hit_share": 0.8}});
-        }
-        let p = &mut r.load[0].points[0];
-        p.server = Some(report::ServerSummary {
-            prefix_cache_hit_share: Some(0.5),
-            ..Default::default()
-        });
-        p.spec_decode = Some(report::SpecDecode {
-            draft_tokens: 10.0,
-            accepted_tokens: 7.0,
-            acceptance_rate: Some(0.7),
-        });
-        let seen = seen_lines(&r);
-        assert_eq!(seen.len(), 1);
-        assert_eq!(
-            seen[0].1,
-            "goodput-sim: prefix-cache hits 50% measured (the workload expects 80%); speculative acceptance 70% measured"
-        );
-    }
-
-    #[test]
-    fn a_predicted_page_says_so_first() {
-        let mut r = peer_report();
-        let page = crate::render::html(&r);
-        assert!(!page.contains("PREDICTED"));
-        if let Some(run) = r.run.as_mut() {
-            run.predicted = Some(report::Predicted {
-                engine_config: "fit.toml".into(),
-                fitted_from: None,
-                method: "model".into(),
-            });
-        }
-        let page = crate::render::html(&r);
-        assert!(page.contains("PREDICTED, not measured."), "banner");
-        assert!(page.find("PREDICTED") < page.find("id=\"charts\""));
     }
 }

@@ -1,12 +1,12 @@
 //! The warning rules, one function per rule: each looks at one point (or engine)
 //! and returns what it found, or `None`.
 
-use report::{EngineResult, Point, Report, RunStatus};
+use report::{EngineResult, FailureKind, OutlierMetric, Point, Report, RunStatus};
 
 use super::{Warning, WarningKind, CLOCK_SHARE_LIMIT, MIN_REQUESTS_FOR_P99, THERMAL_SHARE_LIMIT};
-use crate::metrics::{is_outlier, median_and_mad};
-use crate::render::rows::{expected_trials, planned_trials, total, trials_with_results};
-use crate::render::text::{fixed, num};
+use crate::rows::{expected_trials, planned_trials, total, trials_with_results};
+use crate::text::{fixed, num};
+use report::outlier::{is_outlier, median_and_mad};
 
 /// What a rule found: the kind, the message and the advice.
 pub type Found = Option<(WarningKind, String, String)>;
@@ -24,28 +24,33 @@ pub fn engine_failed(engine: &str, result: &EngineResult) -> Option<Warning> {
     // A message that names the cause found in the log (engine::EngineHandle::explain)
     // needs no last line, which is often a warning printed after the cause.
     let last = e.log_tail.iter().rev().find(|l| !l.trim().is_empty());
-    if let Some(last) = last.filter(|_| !e.message.contains("; cause: ")) {
+    if let Some(last) = last.filter(|_| e.cause.is_empty()) {
         message.push_str(&format!("; last log line: {}", last.trim()));
     }
-    let advice = match e.kind.as_str() {
+    let advice = match e.kind {
         // A server goodput did not launch: it has no log here and no GPU of ours.
-        "unreachable" => {
+        FailureKind::Unreachable => {
             "Check that the server is running and reachable from this machine \
                           (address, port, firewall, API key), then rerun this engine."
         }
-        "interrupted" => {
+        FailureKind::Interrupted => {
             "The run was interrupted while this engine was starting: rerun \
                           into the same output to resume the run."
         }
-        "not_run" => {
+        FailureKind::NotRun => {
             "The run was interrupted before this engine started: rerun into the \
                       same output to run it (finished engines are kept)."
         }
-        "launch" => {
+        FailureKind::Launch => {
             "Fix the engine's command line in the profile (program path, arguments, \
                      environment), then rerun this engine."
         }
-        _ => {
+        FailureKind::ReadyTimeout
+        | FailureKind::Exited
+        | FailureKind::DiedDuringTrial
+        | FailureKind::Stop
+        | FailureKind::Workload
+        | FailureKind::Unknown(_) => {
             "Read the engine's log (its log file is named in the environment), fix the \
               command line or free the GPU memory it needs, and rerun this engine."
         }
@@ -138,14 +143,8 @@ pub fn missing_trials(report: &Report, p: &Point) -> Found {
         }
     }
     // A deliberate interrupt is not a crash: say how to finish instead.
-    let interrupted = report
-        .run
-        .as_ref()
-        .and_then(|r| r.reason.as_deref())
-        .is_some_and(|r| r.starts_with("interrupted"))
-        || p.trials
-            .iter()
-            .any(|t| t.error.as_deref() == Some("interrupted"));
+    let interrupted = report.run.as_ref().is_some_and(|r| r.interrupted())
+        || p.trials.iter().any(|t| t.interrupted());
     let advice = if interrupted {
         "The run was interrupted: rerun into the same output to run the missing trials \
          (complete trials are kept)."
@@ -286,11 +285,7 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
     let mut missed: Vec<String> = [
         ratio_text("TTFT", p.median_ttft_ms.median, slo.ttft_ms),
         ratio_text("TPOT", p.median_tpot_ms.median, slo.tpot_ms),
-        ratio_text(
-            "TTFAT",
-            crate::render::reasoning::median_ttfat(p),
-            slo.ttfat_ms,
-        ),
+        ratio_text("TTFAT", crate::point::median_ttfat(p), slo.ttfat_ms),
     ]
     .into_iter()
     .flatten()
@@ -377,10 +372,10 @@ fn outlier_list(p: &Point) -> Vec<FarOut> {
             .iter()
             .filter(|o| o.median_ms > 0.0 && o.value_ms.is_finite())
             .map(|o| {
-                let name = match o.metric.as_str() {
-                    "ttft" => "TTFT".to_string(),
-                    "e2el" => "E2E latency".to_string(),
-                    other => other.to_string(),
+                let name = match &o.metric {
+                    OutlierMetric::Ttft => "TTFT".to_string(),
+                    OutlierMetric::E2el => "E2E latency".to_string(),
+                    other @ OutlierMetric::Unknown(_) => other.to_string(),
                 };
                 FarOut {
                     metric: name,
@@ -392,7 +387,7 @@ fn outlier_list(p: &Point) -> Vec<FarOut> {
             .collect();
     }
     let requests: u64 = p.completed.iter().sum();
-    if requests < crate::metrics::OUTLIER_MIN_REQUESTS as u64 {
+    if requests < report::outlier::OUTLIER_MIN_REQUESTS as u64 {
         return Vec::new();
     }
     let mut grid: Vec<f64> = p.ttft_quantiles_ms.clone();
@@ -444,7 +439,7 @@ pub fn outliers(p: &Point) -> Found {
     requests.dedup();
     if requests.len() > 1 {
         let more = requests.len() - 1;
-        let plus = if list.len() >= crate::metrics::OUTLIER_MAX_LISTED {
+        let plus = if list.len() >= report::outlier::OUTLIER_MAX_LISTED {
             " or more"
         } else {
             ""
@@ -463,4 +458,71 @@ pub fn outliers(p: &Point) -> Found {
          machine."
             .into(),
     ))
+}
+
+/// Requests that reasoned and gave no answer: how many, and what to do.
+pub fn no_answer(p: &Point) -> Option<(WarningKind, String, String)> {
+    let n = p.reasoning.as_ref()?.no_answer_total();
+    let completed: u64 = p.completed.iter().sum();
+    (n > 0).then(|| {
+        (
+            WarningKind::NoAnswer,
+            format!("{n} of {completed} successful requests streamed reasoning and no answer"),
+            "Raise max_tokens (the workload's output_tokens) above what the model thinks, \
+             or lower reasoning_effort / turn thinking off (chat_template_kwargs)."
+                .into(),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> Report {
+        let text = include_str!("../../../goodput/tests/render_fixtures/additive.json");
+        report::io::parse_report(text).expect("fixture parses")
+    }
+
+    #[test]
+    fn a_failure_kind_this_version_does_not_know_is_shown_as_written() {
+        let mut r = fixture();
+        let e = &mut r.load[0];
+        e.error = Some(report::EngineFailure {
+            kind: FailureKind::from_word("oom_killed"),
+            message: "the engine was killed".into(),
+            log_tail: vec!["last words".into()],
+            ..Default::default()
+        });
+        let w = engine_failed("e", &r.load[0]).expect("a warning");
+        assert!(w.message.contains("(oom_killed)"), "{}", w.message);
+        assert!(
+            w.message.contains("last log line: last words"),
+            "{}",
+            w.message
+        );
+        assert!(
+            w.advice.starts_with("Read the engine's log"),
+            "{}",
+            w.advice
+        );
+        // A cause found in the log makes the last line needless.
+        let e = r.load[0].error.as_mut().unwrap();
+        e.cause = vec!["ValueError: bad".into()];
+        let w = engine_failed("e", &r.load[0]).expect("a warning");
+        assert!(!w.message.contains("last log line"), "{}", w.message);
+    }
+
+    #[test]
+    fn an_outlier_metric_this_version_does_not_know_is_named_as_written() {
+        let mut p = fixture().load[0].points[0].clone();
+        p.outliers = Some(vec![report::Outlier {
+            metric: OutlierMetric::from_word("itl"),
+            value_ms: 900.0,
+            median_ms: 10.0,
+            ..Default::default()
+        }]);
+        let list = outlier_list(&p);
+        assert_eq!(list[0].metric, "itl");
+    }
 }

@@ -188,7 +188,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 outliers(p),
                 estimated_tokens(p),
                 short_outputs(p),
-                super::reasoning::no_answer(p),
+                rules::no_answer(p),
             ]
             .into_iter()
             .flatten()
@@ -270,7 +270,7 @@ fn warnings_title(ws: &[Warning]) -> String {
     let kinds = grouped(ws).len();
     format!(
         "Warnings: {}, {} in all",
-        crate::render::text::count(kinds as u64, "kind"),
+        crate::text::count(kinds as u64, "kind"),
         ws.len()
     )
 }
@@ -304,7 +304,7 @@ pub fn warnings_text(report: &Report, color: bool) -> String {
 
 /// The warnings as Markdown.
 pub fn warnings_markdown(report: &Report) -> String {
-    use super::table::md_escape;
+    use crate::markdown::md_escape;
     let ws = warnings(report);
     if ws.is_empty() {
         return "No warnings.\n".into();

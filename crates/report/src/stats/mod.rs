@@ -10,8 +10,18 @@
 //!   reference report.
 //!
 //! Both take an already sorted slice without NaN; callers sort once with [`sort_values`].
+//!
+//! Tests a renderer repeats on what a report holds: [`welch`] (Welch's t over
+//! per-trial values), [`multiple`] (Holm's correction), [`change`] (a relative
+//! change, its p-value, the trials that would detect it).
 
 use serde::{Deserialize, Serialize};
+
+pub mod change;
+pub mod multiple;
+pub mod welch;
+
+pub use change::{normal_quantile, trials_needed, two_sided_p, Change};
 
 /// Sorts values ascending, dropping NaN (a NaN is never a measurement).
 pub fn sort_values(values: &mut Vec<f64>) {

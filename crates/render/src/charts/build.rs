@@ -3,13 +3,13 @@
 
 use report::{Judgement, Point, Report};
 
-use crate::metrics::judgement::point_judgement;
+use report::slo::point_judgement;
 
 use super::*;
-use crate::render::text::{num, x_label};
+use crate::text::{num, x_label};
 
 /// True when the point's SLO judgement is `meets` (the one judgement every
-/// renderer shows, [`crate::metrics::judgement`]).
+/// renderer shows, [`report::slo`]).
 pub fn meets_slo(report: &Report, p: &Point) -> bool {
     point_judgement(report, p) == Some(Judgement::Meets)
 }
@@ -61,7 +61,7 @@ pub fn slo_spans(
 /// Whether the report's load levels are concurrencies (the reference format's only
 /// mode) rather than request rates.
 pub fn is_concurrency(report: &Report) -> bool {
-    report.run.as_ref().map(|r| r.load_mode.as_str()) != Some("rate")
+    report.run.as_ref().map(|r| &r.load_mode) != Some(&report::LoadMode::Rate)
 }
 
 /// A line per engine of one statistic against load, with min–max whiskers, and a
@@ -337,10 +337,30 @@ pub fn all(report: &Report) -> Vec<Chart> {
         distribution(report, false),
         distribution(report, true),
     ];
-    charts.extend(crate::render::cost::charts(report));
+    charts.extend(cost_charts(report));
     charts.extend(gpu_timeline(report, false));
     charts.extend(gpu_timeline(report, true));
     charts.extend(super::server::timelines(report));
     charts.retain(|c| !c.series.is_empty());
     charts
+}
+
+/// The HTML page's charts of cost and energy against load (those with data).
+fn cost_charts(report: &Report) -> Vec<Chart> {
+    vec![
+        vs_load(
+            report,
+            "cost",
+            "Cost per million good tokens vs load",
+            "US dollars per million good tokens",
+            crate::cost::usd_per_million_good,
+        ),
+        vs_load(
+            report,
+            "energy",
+            "Energy per output token vs load",
+            "joules per output token",
+            crate::cost::joules_per_token,
+        ),
+    ]
 }

@@ -1,14 +1,16 @@
 //! The writers of the row model: aligned text, Markdown, CSV and JSON. Text and
 //! Markdown share [`display_cells`]; CSV and JSON share [`Row::fields`].
 
-use report::{Judgement, Point, Report, Stat};
+use report::{Judgement, LoadMode, Point, Report, Stat};
 use serde_json::Value;
 
+use super::markdown::md_escape;
+use super::point::slo_bounds_text;
 use super::rows::{field_names, trials_with_results, within, Row};
 use super::text::{
     align, count, fixed, num, stat_full, stat_median, stat_range, Cell, Line, Style,
 };
-use crate::metrics::judgement::point_judgement;
+use report::slo::point_judgement;
 
 /// Column titles of the text, Markdown and HTML tables.
 pub const COLUMNS: [&str; 17] = [
@@ -101,7 +103,7 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
     let gp = &p.goodput_rps;
     let mut goodput = DisplayCell::stat(gp, judgement_style(point_judgement(report, p)));
     if let Some(good) = row.good() {
-        goodput.main = match super::verdict::point_attainment(p) {
+        goodput.main = match super::point::point_attainment(p) {
             Some(a) => format!("{} ({good} good, {}%)", goodput.main, num(a * 100.0)),
             None => format!("{} ({good} good)", goodput.main),
         };
@@ -154,25 +156,6 @@ fn x_text(p: &Point) -> String {
     }
 }
 
-/// The SLO's bounds in words: `TTFT ≤ 1000 ms and TPOT ≤ 100 ms`; only the bounds
-/// that were given.
-pub fn slo_bounds_text(slo: &report::Slo) -> String {
-    let bounds: Vec<String> = [
-        ("TTFT", slo.ttft_ms),
-        ("TPOT", slo.tpot_ms),
-        ("E2E latency", slo.e2el_ms),
-        ("TTFAT", slo.ttfat_ms),
-    ]
-    .into_iter()
-    .filter_map(|(name, b)| b.map(|b| format!("{name} ≤ {} ms", num(b))))
-    .collect();
-    if bounds.is_empty() {
-        "no bound".into()
-    } else {
-        bounds.join(" and ")
-    }
-}
-
 /// `(label, value)` lines describing the run: profile, SLO, load mode, run status.
 pub fn header_lines(report: &Report) -> Vec<(String, String)> {
     let slo = &report.slo;
@@ -206,7 +189,7 @@ pub fn header_lines(report: &Report) -> Vec<(String, String)> {
         }
         lines.push(("run".to_string(), s));
         for n in &run.notices {
-            lines.push(("notice".to_string(), n.clone()));
+            lines.push(("notice".to_string(), n.text.clone()));
         }
     }
     lines
@@ -218,16 +201,16 @@ pub fn load_mode_text(report: &Report) -> String {
         .run
         .as_ref()
         .is_some_and(|r| r.workload.get("kind").and_then(|k| k.as_str()) == Some("conversation"));
-    match report.run.as_ref().map(|r| r.load_mode.as_str()) {
-        Some("concurrency") if sessions => {
+    match report.run.as_ref().map(|r| &r.load_mode) {
+        Some(LoadMode::Concurrency) if sessions => {
             "concurrency (x = conversation sessions in progress, closed loop)".into()
         }
-        Some("rate") if sessions => {
+        Some(LoadMode::Rate) if sessions => {
             "rate (x = conversation sessions started per second, open loop)".into()
         }
-        Some("concurrency") => "concurrency (x = requests in flight, closed loop)".into(),
-        Some("rate") => "rate (x = requests per second, open loop)".into(),
-        Some(other) => other.to_string(),
+        Some(LoadMode::Concurrency) => "concurrency (x = requests in flight, closed loop)".into(),
+        Some(LoadMode::Rate) => "rate (x = requests per second, open loop)".into(),
+        Some(other @ (LoadMode::Trace | LoadMode::Unknown(_))) => other.to_string(),
         None => "not recorded (reference format: x is closed-loop concurrency)".into(),
     }
 }
@@ -265,7 +248,7 @@ pub fn judgement_style(j: Option<Judgement>) -> Style {
         Some(Judgement::Meets) => Style::Good,
         Some(Judgement::Fails) => Style::Bad,
         Some(Judgement::Undecided) => Style::Warn,
-        _ => Style::Plain,
+        Some(Judgement::Unknown) | None => Style::Plain,
     }
 }
 
@@ -353,22 +336,6 @@ fn failure_note(row: &Row) -> Cell {
         None => "  no results".to_string(),
     };
     Cell::styled(text, Style::Bad)
-}
-
-/// Escapes text for a Markdown table cell or line.
-pub fn md_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' | '\\' | '*' | '_' | '`' | '<' | '>' | '[' | ']' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// The Markdown table, one row per engine x load level, `median (min–max)` cells.
@@ -467,7 +434,7 @@ pub fn stat_text(s: &Stat) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::rows::rows;
+    use crate::rows::rows;
 
     #[test]
     fn csv_cells_that_a_spreadsheet_would_run_are_neutralised() {
@@ -484,7 +451,7 @@ mod tests {
 
     #[test]
     fn the_colour_legend_is_printed_only_in_colour() {
-        let text = include_str!("../../tests/render_fixtures/additive.json");
+        let text = include_str!("../../goodput/tests/render_fixtures/additive.json");
         let report = report::io::parse_report(text).expect("fixture parses");
         let rows = rows(&report);
         let legend = "Goodput: green meets the SLO";

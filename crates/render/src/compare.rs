@@ -1,38 +1,18 @@
 //! `compare` shown: the conclusion, then per section a table of rows (each metric
 //! at each load level: baseline, candidate, the change with its 95% interval, and
 //! what it says), the notes, and how the rows were decided. The decisions are made
-//! in [`crate::compare`]; this only shows them. `--format json` prints the
-//! [`Comparison`] for CI pipelines to gate on.
+//! by goodput's `compare`, which hands over a [`Comparison`]; this only shows it.
+//! `--format json` prints the [`Comparison`] for CI pipelines to gate on ([`json`]).
 
-use report::Report;
+use report::compare::{pct, Comparison, Direction, Method, Row};
 
 use super::text::{align, num, x_label, Cell, Line, Style};
-use crate::compare::conclusion::pct;
-use crate::compare::{Comparison, Direction, Input, Method, Options, Row};
 
-/// Compares reports without their requests files (per-trial summaries only),
-/// with the default options: see [`crate::compare::compare`].
-pub fn compare(reports: &[(String, Report)], color: bool) -> String {
-    let inputs: Vec<Input> = reports
-        .iter()
-        .map(|(l, r)| Input::summaries_only(l.clone(), r.clone(), "no requests file given"))
-        .collect();
-    compare_text(&inputs, &Options::default(), color)
-}
-
-/// The comparison of `inputs` as text.
-pub fn compare_text(inputs: &[Input], opts: &Options, color: bool) -> String {
-    if inputs.is_empty() {
-        return "Nothing to compare: give at least one report.\n".into();
-    }
-    text(&crate::compare::compare(inputs, opts), color)
-}
-
-/// The comparison of `inputs` as JSON (`{"conclusion", "rows": [...]}`).
-pub fn compare_json(inputs: &[Input], opts: &Options) -> String {
-    let c = crate::compare::compare(inputs, opts);
+/// The comparison as JSON (`{"conclusion", "rows": [...], ...}`), for CI
+/// pipelines to gate on.
+pub fn json(c: &Comparison) -> String {
     let mut s =
-        serde_json::to_string_pretty(&c).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        serde_json::to_string_pretty(c).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
     s.push('\n');
     s
 }
@@ -81,18 +61,19 @@ pub fn change_text(r: &Row) -> String {
 }
 
 /// What a row says, and its style.
-pub fn verdict_text(r: &Row, opts: &Options) -> (String, Style) {
+/// `min_effect` is the comparison's practical threshold.
+pub fn verdict_text(r: &Row, min_effect: f64) -> (String, Style) {
     match r.direction {
         Direction::Better => ("better".into(), Style::Good),
         Direction::Worse => ("worse".into(), Style::Bad),
         Direction::NoDetectableDifference => {
             let settled =
-                r.ci.is_some_and(|[lo, hi]| lo > -opts.min_effect && hi < opts.min_effect);
+                r.ci.is_some_and(|[lo, hi]| lo > -min_effect && hi < min_effect);
             let apart = r.ci.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0);
             let words = match r.trials_needed {
-                _ if settled => format!("same (within ±{})", pct(opts.min_effect)),
-                _ if apart && r.change.is_some_and(|c| c.abs() < opts.min_effect) => {
-                    format!("no difference of {} or more", pct(opts.min_effect))
+                _ if settled => format!("same (within ±{})", pct(min_effect)),
+                _ if apart && r.change.is_some_and(|c| c.abs() < min_effect) => {
+                    format!("no difference of {} or more", pct(min_effect))
                 }
                 Some(n) if apart => format!("not beyond noise over the table (~{n} trials)"),
                 Some(n) if n > 1000 => "no detectable difference (>1000 trials)".into(),
@@ -108,8 +89,8 @@ pub fn verdict_text(r: &Row, opts: &Options) -> (String, Style) {
     }
 }
 
-fn cells(r: &Row, first: bool, first_of_x: bool, opts: &Options) -> Line {
-    let (verdict, style) = verdict_text(r, opts);
+fn cells(r: &Row, first: bool, first_of_x: bool, min_effect: f64) -> Line {
+    let (verdict, style) = verdict_text(r, min_effect);
     let ch_style = if r.significant { style } else { Style::Plain };
     Line::Cells(vec![
         Cell::plain(if first {
@@ -132,10 +113,6 @@ fn cells(r: &Row, first: bool, first_of_x: bool, opts: &Options) -> Line {
 
 /// The comparison as text.
 pub fn text(c: &Comparison, color: bool) -> String {
-    let opts = Options {
-        min_effect: c.min_effect,
-        ..Options::default()
-    };
     let mut out = format!(
         "{} {}\n",
         Style::Bold.paint("Conclusion:", color),
@@ -154,7 +131,7 @@ pub fn text(c: &Comparison, color: bool) -> String {
         if rows.is_empty() {
             out.push_str("No load level in common.\n");
         } else {
-            out.push_str(&table(rows, &opts, color));
+            out.push_str(&table(rows, c.min_effect, color));
             out.push_str(&method_line(rows, c));
         }
         for n in &s.notes {
@@ -164,7 +141,7 @@ pub fn text(c: &Comparison, color: bool) -> String {
     out
 }
 
-fn table(rows: &[Row], opts: &Options, color: bool) -> String {
+fn table(rows: &[Row], min_effect: f64, color: bool) -> String {
     let mut lines = vec![header()];
     let mut last: Option<(&str, f64)> = None;
     let mut last_engine = "";
@@ -174,7 +151,7 @@ fn table(rows: &[Row], opts: &Options, color: bool) -> String {
             lines.push(Line::Note(Cell::plain("")));
         }
         let first_of_x = last != Some((r.engine.as_str(), r.x));
-        lines.push(cells(r, first, first_of_x, opts));
+        lines.push(cells(r, first, first_of_x, min_effect));
         last = Some((r.engine.as_str(), r.x));
         last_engine = &r.engine;
     }

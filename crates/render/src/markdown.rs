@@ -1,8 +1,25 @@
-//! Markdown tables: one way to lay out a header, its alignment row and the rows.
+//! Markdown tables: one way to lay out a header, its alignment row and the rows,
+//! and the one escape of text for a cell or line.
+
+/// Escapes text for a Markdown table cell or line.
+pub fn md_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' | '\\' | '*' | '_' | '`' | '<' | '>' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
 
 /// A Markdown table: `columns` as the header, the first `left` columns left-aligned
 /// and the rest right-aligned, then `rows` (cells already escaped, see
-/// [`super::table::md_escape`]). Every line ends with a newline.
+/// [`md_escape`]). Every line ends with a newline.
 pub fn grid<S: AsRef<str>>(columns: &[&str], left: usize, rows: &[Vec<S>]) -> String {
     let mut out = format!("| {} |\n|", columns.join(" | "));
     for i in 0..columns.len() {

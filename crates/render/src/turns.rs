@@ -5,7 +5,7 @@ use maud::{html, Markup};
 use report::{ConversationSummary, Report};
 
 use super::markdown::grid;
-use super::table::md_escape;
+use super::markdown::md_escape;
 use super::text::{num, plain_table};
 
 const COLUMNS: [&str; 8] = [

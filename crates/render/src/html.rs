@@ -16,6 +16,10 @@ use super::table::{display_cells, header_lines, COLUMNS};
 use super::text::Style;
 use super::warnings::{grouped, warnings, Group};
 
+/// Marker in every HTML page goodput writes (`<meta name="generator" ...>`); an
+/// `.html` without it is someone else's file (`run` overwrites only pages with it).
+pub const HTML_GENERATOR: &str = "<meta name=\"generator\" content=\"goodput\">";
+
 const STYLE: &str = include_str!("html/style.css");
 
 /// Records script errors into the page, so a headless browser's DOM dump shows them.
@@ -34,7 +38,7 @@ pub fn html(report: &Report) -> String {
         html lang="en" {
             head {
                 meta charset="utf-8";
-                (PreEscaped(crate::run::HTML_GENERATOR))
+                (PreEscaped(HTML_GENERATOR))
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) }
                 style { (PreEscaped(STYLE)) }
@@ -249,7 +253,7 @@ fn profile_section(report: &Report) -> Markup {
 }
 
 /// The run info as a key/value table, with its Unix times as UTC dates and its
-/// notices one per list item.
+/// notices one per list item (their text).
 fn run_html(run: &serde_json::Map<String, Value>) -> Markup {
     html! {
         table.kv {
@@ -257,7 +261,7 @@ fn run_html(run: &serde_json::Map<String, Value>) -> Markup {
                 @match (k.as_str(), v) {
                     ("notices", Value::Array(items)) => tr {
                         th { (k) }
-                        td { ul.notices { @for n in items { li { (json_html(n)) } } } }
+                        td { ul.notices { @for n in items { li { (json_html(n.get("text").unwrap_or(n))) } } } }
                     },
                     (_, Value::Number(n)) if k.ends_with("_unix_s") => tr {
                         th { (k.trim_end_matches("_unix_s")) }

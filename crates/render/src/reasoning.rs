@@ -3,25 +3,11 @@
 //! results table): one row per engine x load level that streamed reasoning.
 
 use maud::{html, Markup};
-use report::{Point, ReasoningSummary, Report, Stat};
+use report::{Point, ReasoningSummary, Report};
 
 use super::markdown::grid;
-use super::table::md_escape;
+use super::markdown::md_escape;
 use super::text::{num, plain_table};
-use super::warnings::WarningKind;
-
-/// The point's median TTFAT per trial; a point without reasoning answered from its
-/// first token, so its TTFAT is its TTFT.
-pub fn ttfat_stat(p: &Point) -> &Stat {
-    p.reasoning
-        .as_ref()
-        .map_or(&p.median_ttft_ms, |r| &r.median_ttfat_ms)
-}
-
-/// The median over trials of [`ttfat_stat`].
-pub fn median_ttfat(p: &Point) -> Option<f64> {
-    ttfat_stat(p).median
-}
 
 const COLUMNS: [&str; 8] = [
     "engine",
@@ -115,19 +101,4 @@ pub fn reasoning_html(report: &Report) -> Markup {
             }
         }
     }
-}
-
-/// Requests that reasoned and gave no answer: how many, and what to do.
-pub fn no_answer(p: &Point) -> Option<(WarningKind, String, String)> {
-    let n = p.reasoning.as_ref()?.no_answer_total();
-    let completed: u64 = p.completed.iter().sum();
-    (n > 0).then(|| {
-        (
-            WarningKind::NoAnswer,
-            format!("{n} of {completed} successful requests streamed reasoning and no answer"),
-            "Raise max_tokens (the workload's output_tokens) above what the model thinks, \
-             or lower reasoning_effort / turn thinking off (chat_template_kwargs)."
-                .into(),
-        )
-    })
 }

@@ -5,8 +5,8 @@
 use report::Point;
 
 use super::WarningKind;
-use crate::render::text::num;
-use crate::server_metrics::cross_check;
+use crate::text::num;
+use report::server::cross_check;
 
 /// Share of samples with a request waiting above which the queue is reported.
 pub const WAITING_SHARE_LIMIT: f64 = 0.2;

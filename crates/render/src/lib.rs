@@ -1,15 +1,23 @@
 //! Rendering reports for people: `show`, `compare`, the HTML page, exports and
-//! warnings. Reads [`report::Report`] values only; knows nothing about how they were
-//! measured.
+//! warnings. Reads [`report::Report`] values (and a [`report::compare::Comparison`])
+//! only, so it works on any report file, the reference included; knows nothing
+//! about how they were measured, and depends on no goodput crate but the report.
 //!
 //! # Layout
 //! - [`rows`]: one row per engine x load level, the model every tabular format shares.
 //! - [`table`]: the writers of that model: text table, Markdown, CSV, JSON.
 //! - [`markdown`]: Markdown tables (the report's and the benchmarks').
-//! - [`compare`]: two reports (or the engines of one report) side by side.
+//! - [`compare`]: a comparison (computed by goodput's `compare`) shown.
+//! - [`rank`]: the verdict's ranking of engines whose capacities tie.
+//! - [`ran`]: what ran and was seen (workload, prefix hits, acceptance).
+//! - [`predicted`]: a predicted report's intervals.
+//! - [`reasoning`]: the reasoning table.
+//! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
 //! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
+//! - [`point`]: what a point says (meets, attainment, TTFAT) and the SLO in words,
+//!   read once for every writer.
 //! - [`turns`]: the per-turn table of conversation workloads.
 //! - [`cost`]: energy and cost per token (table, verdict sentence, compare rows, charts).
 //! - [`text`]: number formatting, colour and column alignment for terminals.
@@ -17,8 +25,10 @@
 pub mod charts;
 pub mod compare;
 pub mod cost;
+pub mod dates;
 pub mod html;
 pub mod markdown;
+pub mod point;
 pub mod predicted;
 pub mod ran;
 pub mod rank;
@@ -33,12 +43,11 @@ pub mod warnings;
 use std::fmt;
 use std::str::FromStr;
 
-pub use compare::compare;
 pub use html::html;
 pub use warnings::{warnings_text, Warning, WarningKind};
 
 /// Output format of [`show`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Aligned text table for a terminal, followed by the warnings.
     Table,
@@ -51,20 +60,9 @@ pub enum Format {
 }
 
 /// An unknown format name given to [`Format::from_str`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format `{0}` (expected table, markdown, csv or json)")]
 pub struct UnknownFormat(pub String);
-
-impl fmt::Display for UnknownFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown format `{}` (expected table, markdown, csv or json)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownFormat {}
 
 impl FromStr for Format {
     type Err = UnknownFormat;
@@ -131,7 +129,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out.push('\n');
             out.push_str(&format!(
                 "**Verdict**: {}\n\n",
-                table::md_escape(&verdict::verdict(report).join(" "))
+                markdown::md_escape(&verdict::verdict(report).join(" "))
             ));
             out.push_str(&table::markdown_table(report, &rows));
             for t in [

@@ -7,7 +7,7 @@ use report::{EngineResult, Point, Report};
 
 use super::rules::Found;
 use super::{WarningKind, ACHIEVED_CONCURRENCY_LIMIT, ACHIEVED_RATE_LIMIT, SEND_LAG_LIMIT_MS};
-use crate::render::text::{fixed, num, x_label};
+use crate::text::{fixed, num, x_label};
 
 /// True when x is a concurrency: the run says so, or the report is in the reference
 /// format (which records no mode and whose x is closed-loop concurrency).
@@ -15,7 +15,7 @@ pub fn concurrency_mode(report: &Report) -> bool {
     report
         .run
         .as_ref()
-        .is_none_or(|r| r.load_mode == "concurrency")
+        .is_none_or(|r| r.load_mode == report::LoadMode::Concurrency)
 }
 
 /// Requests per trial: the run's plan, else the most any trial of the point sent.

@@ -38,7 +38,7 @@ pub fn rows(report: &Report) -> Vec<Row<'_>> {
                 result,
                 point: Some(p),
                 expected_trials: expected_trials(report, p),
-                judgement: crate::metrics::judgement::point_judgement(report, p),
+                judgement: report::slo::point_judgement(report, p),
             });
         }
     }

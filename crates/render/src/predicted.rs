@@ -6,7 +6,7 @@ use maud::{html, Markup};
 use report::{Point, Report};
 
 use super::markdown::grid;
-use super::table::md_escape;
+use super::markdown::md_escape;
 use super::text::{num, plain_table};
 
 const COLUMNS: [&str; 6] = [

@@ -7,54 +7,20 @@
 //! load levels only. It never claims more than the warnings allow: throttling,
 //! missing trials, failed engines and noisy probes are said beside the answer.
 
-use report::{Judgement, Point, Report};
+use report::{FailureKind, Judgement, Limit, LoadMode, Point, Report};
 
-use crate::metrics::judgement::point_judgement;
+use report::slo::point_judgement;
 
-use super::table::slo_bounds_text;
+use super::point::{point_meets, slo_bounds_text};
 use super::text::num;
 use super::warnings::{warnings, WarningKind};
 
-/// Whether a point meets the SLO: its one judgement
-/// ([`crate::metrics::judgement::point_judgement`]) as `Some(true)` (meets),
-/// `Some(false)` (fails), `None` (undecided, or not known).
-pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
-    match point_judgement(report, p)? {
-        Judgement::Meets => Some(true),
-        Judgement::Fails => Some(false),
-        _ => None,
-    }
-}
-
-/// Pooled attainment of a point, when known (from `slo_check`, else the counts;
-/// 0 when goodput was zero in every trial).
-pub fn point_attainment(p: &Point) -> Option<f64> {
-    if let Some(a) = p.slo_check.as_ref().and_then(|c| c.attainment) {
-        return Some(a);
-    }
-    if let Some(a) = counted_attainment(p) {
-        return Some(a);
-    }
-    zero_goodput(p).then_some(0.0)
-}
-
-/// Good requests over those sent (completed and failed), from a point's counts;
-/// `None` without good counts or with nothing sent.
-fn counted_attainment(p: &Point) -> Option<f64> {
-    let good: u64 = p.good.as_ref()?.iter().sum();
-    let sent: u64 =
-        p.completed.iter().sum::<u64>() + p.failed.as_ref().map_or(0, |f| f.iter().sum());
-    (sent > 0).then(|| good as f64 / sent as f64)
-}
-
-/// Goodput was measured and zero in every trial.
-fn zero_goodput(p: &Point) -> bool {
-    p.goodput_rps.n > 0 && p.goodput_rps.max == Some(0.0)
-}
-
 fn is_rate(report: &Report) -> bool {
-    report.run.as_ref().is_some_and(|r| r.load_mode == "rate")
-        || report.capacity.values().any(|c| c.mode == "rate")
+    report
+        .run
+        .as_ref()
+        .is_some_and(|r| r.load_mode == LoadMode::Rate)
+        || report.capacity.values().any(|c| c.mode == LoadMode::Rate)
 }
 
 fn load_words(report: &Report, x: f64) -> String {
@@ -78,7 +44,7 @@ pub fn slo_words(report: &Report) -> String {
             let a = report
                 .slo
                 .attainment
-                .unwrap_or(crate::metrics::DEFAULT_ATTAINMENT);
+                .unwrap_or(report::slo::DEFAULT_ATTAINMENT);
             if a >= 1.0 {
                 format!("{bounds} for every request")
             } else {
@@ -224,10 +190,18 @@ fn from_capacity(report: &Report) -> Vec<String> {
         })
         .collect();
     let cap = &report.capacity[best];
-    let plus = if cap.limited_by == "max" {
-        " (the search's max; it may serve more)"
-    } else {
-        ""
+    let plus = match cap.limited_by {
+        Limit::Max => " (the search's max; it may serve more)",
+        Limit::Ttft
+        | Limit::Tpot
+        | Limit::E2el
+        | Limit::Ttfat
+        | Limit::NoAnswer
+        | Limit::Errors
+        | Limit::Slo
+        | Limit::MaxProbes
+        | Limit::Engine
+        | Limit::Unknown(_) => "",
     };
     let mut s = format!(
         "{best} serves {slo} up to {}{plus}{}",
@@ -248,7 +222,19 @@ fn from_capacity(report: &Report) -> Vec<String> {
         out.extend(lead(report, &found));
     }
     for (e, c) in &report.capacity {
-        if c.note.contains("noise") || c.limited_by == "max_probes" || c.limited_by == "engine" {
+        let weak = match c.limited_by {
+            Limit::MaxProbes | Limit::Engine => true,
+            Limit::Ttft
+            | Limit::Tpot
+            | Limit::E2el
+            | Limit::Ttfat
+            | Limit::NoAnswer
+            | Limit::Errors
+            | Limit::Slo
+            | Limit::Max
+            | Limit::Unknown(_) => false,
+        };
+        if c.noisy || weak {
             out.push(format!("{e}: {}.", c.note));
         }
     }
@@ -349,7 +335,7 @@ impl Levels {
                 Some(Judgement::Meets) => l.yes.push(p.x),
                 Some(Judgement::Fails) => l.no.push(p.x),
                 Some(Judgement::Undecided) => l.undecided.push(p.x),
-                _ => l.unknown.push(p.x),
+                Some(Judgement::Unknown) | None => l.unknown.push(p.x),
             }
         }
         l
@@ -455,11 +441,7 @@ fn why_missed(report: &Report) -> String {
             (|p: &Point| p.median_ttft_ms.median) as fn(&Point) -> Option<f64>,
         ),
         ("TPOT", slo.tpot_ms, |p: &Point| p.median_tpot_ms.median),
-        (
-            "TTFAT",
-            slo.ttfat_ms,
-            crate::render::reasoning::median_ttfat,
-        ),
+        ("TTFAT", slo.ttfat_ms, crate::point::median_ttfat),
     ] {
         let Some(b) = bound else { continue };
         let ratios: Vec<f64> = report
@@ -532,15 +514,25 @@ fn caveats(report: &Report) -> Vec<String> {
             .load
             .get(name)
             .and_then(|r| r.error.as_ref())
-            .map_or("", |e| e.kind.as_str())
+            .map(|e| &e.kind)
     };
     // An engine the run never reached did not fail: say what happened to each.
     let mut by_words: Vec<(&str, Vec<&str>)> = Vec::new();
     for name in failed.iter().copied() {
         let words = match kind_of(name) {
-            "not_run" => "did not run (the run ended before them)",
-            "interrupted" => "were interrupted while starting",
-            _ => "failed",
+            Some(FailureKind::NotRun) => "did not run (the run ended before them)",
+            Some(FailureKind::Interrupted) => "were interrupted while starting",
+            Some(
+                FailureKind::Launch
+                | FailureKind::Unreachable
+                | FailureKind::ReadyTimeout
+                | FailureKind::Exited
+                | FailureKind::DiedDuringTrial
+                | FailureKind::Stop
+                | FailureKind::Workload
+                | FailureKind::Unknown(_),
+            )
+            | None => "failed",
         };
         match by_words.iter_mut().find(|(w, _)| *w == words) {
             Some((_, names)) => names.push(name),
@@ -575,5 +567,38 @@ pub fn verdict_html(report: &Report) -> maud::Markup {
             h2 { "Verdict" }
             @for s in verdict(report) { p { (s) } }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_noisy_capacity_says_its_note_and_a_newer_limit_reads_as_no_max() {
+        let text = include_str!("../../goodput/tests/render_fixtures/additive.json");
+        let mut r = report::io::parse_report(text).expect("fixture parses");
+        let name = r.load.keys().next().expect("an engine").clone();
+        let capacity = |limited_by: Limit, noisy: bool| report::Capacity {
+            mode: LoadMode::Concurrency,
+            max_load: Some(2.0),
+            passing: Some(2.0),
+            failing: Some(3.0),
+            probes: 3,
+            trials: 6,
+            limited_by,
+            noisy,
+            note: "the bracket is noisy".into(),
+            ..Default::default()
+        };
+        r.capacity
+            .insert(name.clone(), capacity(Limit::from_word("memory"), true));
+        let v = verdict(&r).join(" ");
+        assert!(v.contains(&format!("{name}: the bracket is noisy.")), "{v}");
+        assert!(!v.contains("the search's max"), "{v}");
+        r.capacity.insert(name.clone(), capacity(Limit::Max, false));
+        let v = verdict(&r).join(" ");
+        assert!(v.contains("the search's max"), "{v}");
+        assert!(!v.contains("the bracket is noisy"), "{v}");
     }
 }

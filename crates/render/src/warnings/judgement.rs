@@ -4,9 +4,9 @@ use report::{Point, Report};
 
 use super::rules::Found;
 use super::WarningKind;
-use crate::metrics::judgement::{decided_by, point_counts, point_judgement};
-use crate::metrics::DEFAULT_ATTAINMENT;
-use crate::render::text::num;
+use crate::text::num;
+use report::slo::DEFAULT_ATTAINMENT;
+use report::slo::{decided_by, point_counts, point_judgement};
 
 /// Requests in all that would put the attainment's 95% interval clear of the
 /// target, at the attainment measured (`None` when it sits on the target).
@@ -63,7 +63,7 @@ mod tests {
 
     #[test]
     fn seven_of_eight_at_ninety_percent_is_decided_by_one() {
-        let text = include_str!("../../../tests/render_fixtures/additive.json");
+        let text = include_str!("../../../goodput/tests/render_fixtures/additive.json");
         let mut r = report::io::parse_report(text).expect("fixture parses");
         r.slo.attainment = Some(0.9);
         r.slo.percentile = None;

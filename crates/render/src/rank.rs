@@ -1,16 +1,14 @@
 //! The verdict's ranking of engines whose capacities tie: by goodput at the shared
 //! load, with the same test `compare` makes on what a report holds (Welch's t over
 //! per-trial goodput, Holm-corrected over the engines, at least
-//! [`crate::compare::Options::min_effect`] apart); or, when that cannot tell them
+//! [`report::compare::DEFAULT_MIN_EFFECT`] apart); or, when that cannot tell them
 //! apart, a sentence saying so and what would separate them.
 
 use report::{Point, Report};
 
 use super::text::num;
-use crate::compare::conclusion::pct;
-use crate::compare::samples::{summary_values, METRICS};
-use crate::compare::Options;
-use crate::stats::{multiple, trials_needed, welch};
+use report::compare::{pct, summary_values, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, METRICS};
+use report::stats::{multiple, trials_needed, welch};
 
 /// Per-trial goodput of `engine` at `x`, when measured.
 fn goodput_at<'a>(report: &'a Report, engine: &str, x: f64) -> Option<(&'a Point, Vec<f64>)> {
@@ -31,7 +29,6 @@ pub fn tie_break(
     x: f64,
     and_list: fn(&[&str]) -> String,
 ) -> String {
-    let opts = Options::default();
     let mut at: Vec<(&str, Vec<f64>)> = tied
         .iter()
         .filter_map(|e| goodput_at(report, e, x).map(|(_, v)| (*e, v)))
@@ -51,7 +48,7 @@ pub fn tie_break(
     let ps: Vec<f64> = tests.iter().map(|(_, c)| c.map_or(1.0, |c| c.p)).collect();
     let adj = multiple::holm(&ps);
     let beats_all = tests.iter().zip(&adj).all(|((_, c), p)| {
-        c.is_some_and(|c| c.ci.0 > 0.0 && *p <= opts.alpha && c.change >= opts.min_effect)
+        c.is_some_and(|c| c.ci.0 > 0.0 && *p <= DEFAULT_ALPHA && c.change >= DEFAULT_MIN_EFFECT)
     });
     let (second, ch) = (&tests[0].0, tests[0].1);
     if let (true, Some(c)) = (beats_all, ch) {
@@ -70,8 +67,8 @@ pub fn tie_break(
         trials_needed(
             c.se,
             c.trials,
-            opts.min_effect,
-            opts.alpha / tests.len() as f64,
+            DEFAULT_MIN_EFFECT,
+            DEFAULT_ALPHA / tests.len() as f64,
         )
     });
     let more = match need {
@@ -82,7 +79,7 @@ pub fn tie_break(
     format!(
         "{head} and cannot be told apart at that load (goodput {}); {more} would separate a {} difference, or a finer search between {} and the next load.",
         values.join(", "),
-        pct(opts.min_effect),
+        pct(DEFAULT_MIN_EFFECT),
         num(x)
     )
 }
