@@ -41,6 +41,7 @@ pub mod files;
 pub mod fit;
 pub mod load;
 pub mod metrics;
+pub mod options;
 pub mod peers;
 pub mod plan;
 pub mod predict;

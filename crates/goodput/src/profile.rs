@@ -84,7 +84,7 @@ pub struct Profile {
 }
 
 /// `[slo]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SloSpec {
     /// TTFT bound, ms (none: no bound on TTFT).

@@ -45,7 +45,22 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
     Ok(slo)
 }
 
-/// Parses `1,4,16` into load levels.
+/// The bounds of `slo` in [`parse_slo`]'s spelling (`ttft:1000,tpot:100`); its
+/// `attainment` and `percentile` have no such spelling and are left out.
+pub fn format_slo(slo: &SloSpec) -> String {
+    [
+        ("ttft", slo.ttft_ms),
+        ("tpot", slo.tpot_ms),
+        ("e2el", slo.e2el_ms),
+        ("ttfat", slo.ttfat_ms),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k}:{v}")))
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+/// Parses `1,4,16` into load levels (finite numbers; the plan checks their range).
 pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
     if text.trim().is_empty() {
         return Err("no load level given: write e.g. 1,4,16".into());
@@ -54,7 +69,9 @@ pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
         .map(|p| {
             p.trim()
                 .parse::<f64>()
-                .map_err(|_| format!("`{p}` is not a number"))
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| format!("`{p}` is not a number"))
         })
         .collect()
 }

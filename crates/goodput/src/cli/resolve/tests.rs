@@ -1,6 +1,7 @@
 use clap::Parser;
 
-use crate::cli::{run_plan, Cli, Command, RunArgs};
+use crate::cli::runs::run_plan;
+use crate::cli::{Cli, Command, RunArgs};
 use crate::plan::Workload;
 use crate::profile::LoadMode;
 
