@@ -183,3 +183,37 @@ fn jsonl_requests_that_cannot_succeed_are_refused_with_their_line() {
         assert!(e.contains("workload.path") && e.contains(needle), "{e}");
     }
 }
+
+/// The workload part of the plan's fingerprint, for profiles of every kind written
+/// before workloads were typed by kind: unchanged, so their runs still resume.
+#[test]
+fn workload_fingerprints_of_old_profiles_do_not_change() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
+    for (file, want) in [
+        ("quick.toml", "607e309a0bd896bd"),
+        ("prefix-sim.toml", "f7c16cda9ec03cdf"),
+        ("conversation-sim.toml", "5ca57e600def6b15"),
+        ("trace-mooncake.toml", "8ba8d2ecf7a24e51"),
+        ("trace-azure.toml", "c76c9e47bd2a60a8"),
+        ("reasoning-sim.toml", "46071e015db0f88c"),
+    ] {
+        let path = std::path::PathBuf::from(dir).join(file);
+        let plan = Profile::load(&path)
+            .and_then(|p| p.into_plan(file, &Overrides::default()))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let got = plan.fingerprints()["workload"].clone();
+        assert_eq!(got, want, "{file}");
+    }
+    let url = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
+    for (extra, want) in [
+        ("text = \"repetitive\"\nrange_ratio = 0.25\ncalibrate = false\n", "463a7d13a560f6ac"),
+        ("reasoning_effort = \"low\"\n", "7826871d9ebd5911"),
+    ] {
+        let mut p = Profile::parse(&format!("{BASE}{extra}{url}"), "p.toml").unwrap();
+        for e in p.engines.values_mut() {
+            e.api = crate::profile::Api::Chat;
+        }
+        let got = p.into_plan("p.toml", &Overrides::default()).unwrap().fingerprints()["workload"].clone();
+        assert_eq!(got, want, "{extra}");
+    }
+}
