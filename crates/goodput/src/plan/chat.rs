@@ -20,8 +20,8 @@ pub(super) fn with_chat_controls(
         e.reasoning_effort = e
             .reasoning_effort
             .take()
-            .or_else(|| workload.reasoning_effort.clone());
-        if let Some(base) = &workload.chat_template_kwargs {
+            .or_else(|| workload.chat().reasoning_effort.clone());
+        if let Some(base) = &workload.chat().chat_template_kwargs {
             let own = e.chat_template_kwargs.take().unwrap_or_default();
             let mut merged = base.clone();
             merged.extend(own);

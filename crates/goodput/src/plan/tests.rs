@@ -219,3 +219,28 @@ fn workload_fingerprints_of_old_profiles_do_not_change() {
         assert_eq!(got, want, "{extra}");
     }
 }
+
+#[test]
+fn a_key_of_another_kind_is_refused_naming_key_kind_and_line() {
+    // BASE's [workload] is synthetic; line 11 is the stray key.
+    let e = plan("turns = 3\n[engines.a]\nurl = \"http://127.0.0.1:1\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`turns`") && e.contains("synthetic workload") && e.contains("line 11"),
+        "{e}"
+    );
+    let trace = "name = \"t\"\n[slo]\nttft_ms = 100\n[load]\nmode = \"trace\"\n[workload]\nkind = \"trace\"\npath = \"t.jsonl\"\ninput_tokens = 10\n[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
+    let e = Profile::parse(trace, "p.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("`input_tokens`") && e.contains("trace workload") && e.contains("line 9"),
+        "{e}"
+    );
+    // Each kind's own keys, and the chat controls, are accepted.
+    for kind in ["synthetic", "jsonl", "prefix", "trace", "conversation", "sharegpt"] {
+        let k = toml::Value::String(kind.into()).try_into().unwrap();
+        for key in crate::profile::keys(k) {
+            assert_eq!(crate::profile::stray_key(k, [*key, "reasoning_effort"]), None);
+        }
+    }
+}

@@ -249,3 +249,20 @@ fn the_quick_profile_says_its_milliseconds_are_ten_times_short() {
     );
     assert!(info.profile.is_some_and(|t| t.contains("quick-sim")));
 }
+
+#[test]
+fn a_vllm_flag_the_workload_kind_has_no_key_for_is_refused_naming_it() {
+    for (args, flag, kind) in [
+        (&["--tokenizer", "t.json"][..], "--tokenizer", "synthetic"),
+        (
+            &["--dataset-name", "sharegpt", "--random-range-ratio", "0.5"][..],
+            "--random-range-ratio",
+            "sharegpt",
+        ),
+    ] {
+        let mut all = vec!["--url", "http://h:1"];
+        all.extend(args);
+        let e = plan(&all).expect_err("refused").to_string();
+        assert!(e.contains(flag) && e.contains(&format!("{kind} workload")), "{e}");
+    }
+}
