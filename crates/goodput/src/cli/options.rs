@@ -12,9 +12,9 @@ use crate::UsageError;
 pub struct Levels(pub Vec<f64>);
 
 impl std::str::FromStr for Levels {
-    type Err = String;
+    type Err = crate::profile::SpellingError;
 
-    fn from_str(s: &str) -> Result<Levels, String> {
+    fn from_str(s: &str) -> Result<Levels, Self::Err> {
         crate::profile::parse_points(s).map(Levels)
     }
 }

@@ -383,15 +383,31 @@ fn apply_workload(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
     let tokenizer = peer.tokenizer.as_deref().map(tokenizer_file);
     let flags = [
         ("--random-input-len", input_key, v.random_input_len.map(int)),
-        ("--random-output-len", "output_tokens", v.random_output_len.map(int)),
-        ("--random-range-ratio", "range_ratio", v.random_range_ratio.map(Value::Float)),
+        (
+            "--random-output-len",
+            "output_tokens",
+            v.random_output_len.map(int),
+        ),
+        (
+            "--random-range-ratio",
+            "range_ratio",
+            v.random_range_ratio.map(Value::Float),
+        ),
         (
             "--random-prefix-len",
             "prefix_tokens",
             v.random_prefix_len.filter(|&p| p > 0).map(int),
         ),
-        ("--dataset-path", "path", v.dataset_path.as_deref().map(path_value)),
-        ("--tokenizer", "tokenizer", tokenizer.as_deref().map(path_value)),
+        (
+            "--dataset-path",
+            "path",
+            v.dataset_path.as_deref().map(path_value),
+        ),
+        (
+            "--tokenizer",
+            "tokenizer",
+            tokenizer.as_deref().map(path_value),
+        ),
     ];
     for (flag, key, val) in flags {
         let Some(val) = val else { continue };

@@ -1,7 +1,7 @@
 //! The outlier rule ("outliers" in the parent's definitions): requests far out
 //! of a point's pooled TTFT or E2EL distribution.
 
-use report::stats::{quantile_linear, sort_values};
+use report::stats::sort_values;
 use report::Outlier;
 
 use super::TrialMetrics;
@@ -19,10 +19,9 @@ pub const OUTLIER_MAX_LISTED: usize = 16;
 
 /// Median and median absolute deviation of an ascending slice; `None` when empty.
 pub fn median_and_mad(sorted: &[f64]) -> Option<(f64, f64)> {
-    let median = quantile_linear(sorted, 0.5)?;
-    let mut dev: Vec<f64> = sorted.iter().map(|v| (v - median).abs()).collect();
-    sort_values(&mut dev);
-    Some((median, quantile_linear(&dev, 0.5).unwrap_or(0.0)))
+    let median = crate::stats::median(sorted.iter().copied())?;
+    let mad = crate::stats::median(sorted.iter().map(|v| (v - median).abs()));
+    Some((median, mad.unwrap_or(0.0)))
 }
 
 /// Modified Z-score `0.6745 (v - median) / mad`; `None` when `mad` is 0.

@@ -103,7 +103,7 @@ mod tests {
         assert_eq!((s.ttfat_ms, s.ttft_ms), (Some(2000.0), Some(500.0)));
         assert!(crate::profile::parse_slo("ttfat:1,ttfat:2").is_err());
         let e = crate::profile::parse_slo("ttfa:1").unwrap_err();
-        assert!(e.contains("ttfat"), "{e}");
+        assert!(e.to_string().contains("ttfat"), "{e}");
     }
 
     #[test]

@@ -208,14 +208,21 @@ fn workload_fingerprints_of_old_profiles_do_not_change() {
     }
     let url = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
     for (extra, want) in [
-        ("text = \"repetitive\"\nrange_ratio = 0.25\ncalibrate = false\n", "463a7d13a560f6ac"),
+        (
+            "text = \"repetitive\"\nrange_ratio = 0.25\ncalibrate = false\n",
+            "463a7d13a560f6ac",
+        ),
         ("reasoning_effort = \"low\"\n", "7826871d9ebd5911"),
     ] {
         let mut p = Profile::parse(&format!("{BASE}{extra}{url}"), "p.toml").unwrap();
         for e in p.engines.values_mut() {
             e.api = crate::profile::Api::Chat;
         }
-        let got = p.into_plan("p.toml", &Overrides::default()).unwrap().fingerprints()["workload"].clone();
+        let got = p
+            .into_plan("p.toml", &Overrides::default())
+            .unwrap()
+            .fingerprints()["workload"]
+            .clone();
         assert_eq!(got, want, "{extra}");
     }
 }
@@ -237,10 +244,20 @@ fn a_key_of_another_kind_is_refused_naming_key_kind_and_line() {
         "{e}"
     );
     // Each kind's own keys, and the chat controls, are accepted.
-    for kind in ["synthetic", "jsonl", "prefix", "trace", "conversation", "sharegpt"] {
+    for kind in [
+        "synthetic",
+        "jsonl",
+        "prefix",
+        "trace",
+        "conversation",
+        "sharegpt",
+    ] {
         let k = toml::Value::String(kind.into()).try_into().unwrap();
         for key in crate::profile::keys(k) {
-            assert_eq!(crate::profile::stray_key(k, [*key, "reasoning_effort"]), None);
+            assert_eq!(
+                crate::profile::stray_key(k, [*key, "reasoning_effort"]),
+                None
+            );
         }
     }
 }

@@ -161,9 +161,21 @@ const COMMON_KEYS: &[&str] = &["kind", "reasoning_effort", "chat_template_kwargs
 /// The keys of a kind's `[workload]` (besides `kind` and the chat controls).
 pub fn keys(kind: WorkloadKind) -> &'static [&'static str] {
     match kind {
-        WorkloadKind::Synthetic => &["input_tokens", "output_tokens", "range_ratio", "text", "calibrate"],
+        WorkloadKind::Synthetic => &[
+            "input_tokens",
+            "output_tokens",
+            "range_ratio",
+            "text",
+            "calibrate",
+        ],
         WorkloadKind::Jsonl => &["path", "output_tokens"],
-        WorkloadKind::Prefix => &["groups", "prefix_tokens", "suffix_tokens", "output_tokens", "calibrate"],
+        WorkloadKind::Prefix => &[
+            "groups",
+            "prefix_tokens",
+            "suffix_tokens",
+            "output_tokens",
+            "calibrate",
+        ],
         WorkloadKind::Trace => &[
             "path",
             "format",
@@ -198,7 +210,10 @@ pub fn keys(kind: WorkloadKind) -> &'static [&'static str] {
 }
 
 /// A `[workload]` key (among `given`) that a workload of `kind` does not take.
-pub fn stray_key<'a>(kind: WorkloadKind, given: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn stray_key<'a>(
+    kind: WorkloadKind,
+    given: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     given
         .into_iter()
         .find(|k| !COMMON_KEYS.contains(k) && !keys(kind).contains(k))

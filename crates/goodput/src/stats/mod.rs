@@ -20,6 +20,9 @@
 //! - [`capacity`]: the interval of a search's capacity from a bootstrap over the
 //!   bracketing probes' trials.
 //!
+//! - [`median`] and [`median_p99`]: the one median (and p99) goodput computes, by
+//!   the report's linear rule ([`report::stats::quantile_linear`], numpy's default).
+//!
 //! docs/statistics.md says what each interval means and how `compare` decides.
 
 pub mod bootstrap;
@@ -27,6 +30,25 @@ pub mod capacity;
 pub mod multiple;
 pub mod order;
 pub mod welch;
+
+/// The median of values in any order, NaN dropped, by the report's linear rule
+/// ([`report::stats::quantile_linear`]: the mean of the middle two for an even
+/// count); `None` when there is none.
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    report::stats::sort_values(&mut v);
+    report::stats::quantile_linear(&v, 0.5)
+}
+
+/// The median and p99 of `values` by the same rule, sorting them in place (NaN
+/// dropped) for the caller's further quantiles.
+pub fn median_p99(values: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
+    report::stats::sort_values(values);
+    (
+        report::stats::quantile_linear(values, 0.5),
+        report::stats::quantile_linear(values, 0.99),
+    )
+}
 
 /// The confidence level of every interval goodput reports.
 pub const LEVEL: f64 = 0.95;
@@ -109,5 +131,19 @@ mod tests {
         assert!((two_sided_p(1.959_964) - 0.05).abs() < 1e-4);
         assert_eq!(two_sided_p(f64::INFINITY), 0.0);
         assert_eq!(two_sided_p(f64::NAN), 1.0);
+    }
+}
+
+#[cfg(test)]
+mod median_tests {
+    #[test]
+    fn the_median_is_the_linear_rules_and_ignores_order_and_nan() {
+        assert_eq!(super::median([3.0, f64::NAN, 1.0, 2.0, 10.0]), Some(2.5));
+        assert_eq!(super::median([5.0]), Some(5.0));
+        assert_eq!(super::median(std::iter::empty()), None);
+        let mut v = vec![4.0, 1.0, 3.0, 2.0];
+        let (m, p99) = super::median_p99(&mut v);
+        assert_eq!((m, v.clone()), (Some(2.5), vec![1.0, 2.0, 3.0, 4.0]));
+        assert!((p99.unwrap() - 3.97).abs() < 1e-12);
     }
 }

@@ -263,6 +263,9 @@ fn a_vllm_flag_the_workload_kind_has_no_key_for_is_refused_naming_it() {
         let mut all = vec!["--url", "http://h:1"];
         all.extend(args);
         let e = plan(&all).expect_err("refused").to_string();
-        assert!(e.contains(flag) && e.contains(&format!("{kind} workload")), "{e}");
+        assert!(
+            e.contains(flag) && e.contains(&format!("{kind} workload")),
+            "{e}"
+        );
     }
 }
