@@ -59,7 +59,7 @@ pub enum Command {
         report: PathBuf,
         /// Output format.
         #[arg(long, short, value_enum, default_value = "table")]
-        format: Format,
+        format: ShowFormat,
     },
     /// Compare reports (or, given one, its engines against the first).
     Compare {
@@ -277,7 +277,7 @@ pub struct SearchArgs {
     /// `capacity`: the largest load that meets the SLO; `cost`: that, then the load
     /// whose good tokens cost least (default: `[search] objective`, else capacity).
     #[arg(long, value_enum)]
-    pub objective: Option<crate::search::Objective>,
+    pub objective: Option<ObjectiveArg>,
     /// Flags `run` and `search` share (`--trials`: trials each probe gets first).
     #[command(flatten)]
     pub common: CommonArgs,
@@ -314,6 +314,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::EngineGuard { argv } => Ok(crate::engine::guard::run(&argv)),
         Command::Show { report, format } => {
             let r = crate::peers::read(&report)?;
+            let format = format.format();
             let color = format == Format::Table
                 && std::io::stdout().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none();
@@ -364,6 +365,48 @@ fn print_out(text: &str) -> anyhow::Result<i32> {
         Ok(()) => Ok(0),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// `show`'s output formats ([`Format`] on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShowFormat {
+    /// Aligned text table for a terminal, followed by the warnings.
+    Table,
+    /// Markdown table (for READMEs and pull requests), followed by the warnings.
+    Markdown,
+    /// CSV export: one row per engine x load level, full-precision numbers.
+    Csv,
+    /// JSON export: a flat array of row objects with the same keys as the CSV.
+    Json,
+}
+
+impl ShowFormat {
+    fn format(self) -> Format {
+        match self {
+            ShowFormat::Table => Format::Table,
+            ShowFormat::Markdown => Format::Markdown,
+            ShowFormat::Csv => Format::Csv,
+            ShowFormat::Json => Format::Json,
+        }
+    }
+}
+
+/// A search objective ([`crate::search::Objective`]) on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ObjectiveArg {
+    /// The largest load that meets the SLO.
+    Capacity,
+    /// That, and then the load with the least cost per good token.
+    Cost,
+}
+
+impl ObjectiveArg {
+    pub(super) fn objective(self) -> crate::search::Objective {
+        match self {
+            ObjectiveArg::Capacity => crate::search::Objective::Capacity,
+            ObjectiveArg::Cost => crate::search::Objective::Cost,
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use super::{peer_output, print_out, resolve, CommonArgs, ModeArg, RunArgs, SearchArgs};
+use super::{
+    peer_output, print_out, resolve, CommonArgs, ModeArg, ObjectiveArg, RunArgs, SearchArgs,
+};
 use crate::options::Execution;
 use crate::profile::{Overrides, Profile};
 use crate::render::{self, Format};
@@ -50,7 +52,7 @@ pub(super) async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
             max_probes: args.max_probes,
             max_trials_per_probe: args.max_trials_per_probe,
             growth: None,
-            objective: args.objective,
+            objective: args.objective.map(ObjectiveArg::objective),
         }),
         mode: args.mode.map(|m| match m {
             ModeArg::Concurrency => crate::profile::LoadMode::Concurrency,

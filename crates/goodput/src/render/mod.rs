@@ -38,7 +38,7 @@ pub use html::html;
 pub use warnings::{warnings_text, Warning, WarningKind};
 
 /// Output format of [`show`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Aligned text table for a terminal, followed by the warnings.
     Table,
