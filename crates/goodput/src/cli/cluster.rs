@@ -36,6 +36,27 @@ impl SweepArgs {
     }
 }
 
+/// What `--status` would ignore: the flags that write a job.
+const STATUS_ALONE: [&str; 17] = [
+    "profile",
+    "partition",
+    "gpus_per_task",
+    "time",
+    "account",
+    "extra",
+    "goodput",
+    "shards",
+    "concurrency",
+    "rate",
+    "trials",
+    "requests",
+    "slo",
+    "engines",
+    "seed",
+    "usd_per_hour",
+    "output",
+];
+
 /// `goodput slurm`.
 #[derive(Debug, Args)]
 pub struct SlurmArgs {
@@ -68,8 +89,9 @@ pub struct SlurmArgs {
     /// Submit both jobs with `sbatch` and print their ids.
     #[arg(long, conflicts_with = "status")]
     pub submit: bool,
-    /// Say which shards of the job folder are done, running or failed.
-    #[arg(long, value_name = "OUTDIR")]
+    /// Say which shards of the job folder are done, running or failed (the job's
+    /// flags were given when it was written: none is taken with this).
+    #[arg(long, value_name = "OUTDIR", conflicts_with_all = STATUS_ALONE)]
     pub status: Option<PathBuf>,
     /// `goodput run` flags every shard gets.
     #[command(flatten)]

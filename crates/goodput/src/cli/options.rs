@@ -76,6 +76,11 @@ impl RunArgs {
                 "--ttft-includes-connect",
                 "a prediction opens no connections",
             ),
+            (
+                c.client_threads.is_some(),
+                "--client-threads",
+                "a prediction sends no requests",
+            ),
         ];
         match ignored.iter().find(|(given, _, _)| *given) {
             Some((_, flag, why)) => Err(UsageError(format!(

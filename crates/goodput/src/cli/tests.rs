@@ -107,17 +107,24 @@ fn predict_with_a_flag_it_would_ignore_is_refused_naming_both() {
             );
         }
     }
-    for flag in ["--fresh", "--ttft-includes-connect"] {
-        let Command::Run(a) = parse(&["run", "p.toml", "--predict", "m.toml", flag])
-            .unwrap()
-            .command
-        else {
+    for flags in [
+        &["--fresh"][..],
+        &["--ttft-includes-connect"][..],
+        &["--client-threads", "2"][..],
+    ] {
+        let flag = flags[0];
+        let mut argv = vec!["run", "p.toml", "--predict", "m.toml"];
+        argv.extend(flags);
+        let Command::Run(a) = parse(&argv).unwrap().command else {
             panic!("not run")
         };
         let e = a.refuse_unsupported().unwrap_err().to_string();
         assert!(e.contains("--predict") && e.contains(flag), "{e}");
         // Without --predict the flag is fine.
-        let Command::Run(a) = parse(&["run", "p.toml", flag]).unwrap().command else {
+        let Command::Run(a) = parse(&[&["run", "p.toml"][..], flags].concat())
+            .unwrap()
+            .command
+        else {
             panic!("not run")
         };
         assert!(a.refuse_unsupported().is_ok());
@@ -148,4 +155,22 @@ fn each_command_gets_its_options() {
     let e = r.common.execution(&r.output);
     assert!(e.quiet && e.html && !e.fresh);
     assert_eq!(e.output, std::path::Path::new("r.json"));
+}
+
+#[test]
+fn slurm_status_takes_none_of_the_flags_that_write_a_job() {
+    assert!(parse(&["slurm", "--status", "dir"]).is_ok());
+    for extra in [
+        &["p.toml"][..],
+        &["--partition", "gpu"][..],
+        &["--shards", "2"][..],
+        &["--concurrency", "1,2"][..],
+        &["--slo", "ttft:100"][..],
+        &["-o", "elsewhere"][..],
+    ] {
+        let argv = [&["slurm", "--status", "dir"][..], extra].concat();
+        let e = parse(&argv).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{argv:?}");
+        assert!(e.to_string().contains("--status"), "{argv:?}: {e}");
+    }
 }
