@@ -15,7 +15,7 @@
 //! - [`cluster`]: `goodput slurm` and `goodput k8s`: jobs that run the shards.
 //! - [`shard`]: a plan cut into slices for several machines, and shard reports merged.
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]).
-//! - [`stats`]: how sure we are: order-statistic intervals, the hierarchical
+//! - [`stats`]: the one median; how sure we are: order-statistic intervals, the hierarchical
 //!   bootstrap, Welch's t, Holm's correction, the capacity's interval (pure, seeded).
 //! - [`compare`]: the data of a comparison (from reports and their requests files)
 //!   and its decisions, which [`render`] shows.
@@ -25,7 +25,9 @@
 //! - [`environment`]: what ran where.
 //! - [`dates`]: the one date formatter.
 //! - [`stop`]: the run's stop signal; waits that end when it is given.
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line, the only module that knows clap: flags parsed into
+//!   typed values, one options value per command ([`options`], and each command's
+//!   own: `FitOptions`, `MergeOptions`, `SlurmOptions`, `K8sOptions`).
 //!
 //! The simulated engine lives beside it, in the `goodput-sim` crate; the client's own
 //! fidelity benchmark in `goodput-bench` (`crates/bench`).
