@@ -7,16 +7,21 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::render::{self, Format};
 
+mod cluster;
+mod options;
 mod peer;
 mod peer_output;
 mod resolve;
 mod runs;
 mod sim;
 mod suggest;
+#[cfg(test)]
+mod tests;
 
+pub use cluster::{K8sArgs, SlurmArgs, SweepArgs};
+pub use options::Levels;
 pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};
 pub use resolve::{DEFAULT_LOAD, DEFAULT_SLO, DEFAULT_WORKLOAD};
-pub(crate) use runs::run_plan;
 use runs::{run_command, search_command};
 use sim::sim_command;
 pub use sim::SimArgs;
@@ -53,8 +58,8 @@ pub enum Command {
         /// The report file.
         report: PathBuf,
         /// Output format.
-        #[arg(long, short, default_value = "table")]
-        format: Format,
+        #[arg(long, short, value_enum, default_value = "table")]
+        format: ShowFormat,
     },
     /// Compare reports (or, given one, its engines against the first).
     Compare {
@@ -96,10 +101,10 @@ pub enum Command {
     Merge(MergeArgs),
     /// Write (and with --submit, submit) a Slurm job array that runs a profile's
     /// shards, and a merge job after it; or, with --status, say how its shards stand.
-    Slurm(crate::cluster::slurm::SlurmArgs),
+    Slurm(SlurmArgs),
     /// Write Kubernetes manifests that run a profile's shards as an Indexed Job,
     /// and the merge as a Job after it.
-    K8s(crate::cluster::k8s::K8sArgs),
+    K8s(K8sArgs),
 }
 
 /// `goodput fit`.
@@ -157,10 +162,10 @@ pub struct RunArgs {
 pub struct LevelArgs {
     /// Closed-loop load levels, e.g. `1,4,16` (overrides the profile).
     #[arg(long, value_name = "LIST", conflicts_with = "rate")]
-    pub concurrency: Option<String>,
+    pub concurrency: Option<Levels>,
     /// Open-loop request rates per second, e.g. `0.5,2`.
     #[arg(long, value_name = "LIST")]
-    pub rate: Option<String>,
+    pub rate: Option<Levels>,
 }
 
 /// What each trial is: how many, how large, judged against which SLO, on which
@@ -174,9 +179,9 @@ pub struct TrialArgs {
     /// Measured requests per trial.
     #[arg(long)]
     pub requests: Option<u32>,
-    /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el).
-    #[arg(long)]
-    pub slo: Option<String>,
+    /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el and ttfat).
+    #[arg(long, value_parser = crate::profile::parse_slo)]
+    pub slo: Option<crate::profile::SloSpec>,
     /// Run only this engine (repeatable).
     #[arg(long = "engine", value_name = "NAME")]
     pub engines: Vec<String>,
@@ -185,8 +190,8 @@ pub struct TrialArgs {
     pub seed: Option<u64>,
     /// Price of an engine's GPUs, US dollars per hour: `2.5` for every engine or
     /// `NAME=2.5` for one (repeatable; over the profile's `usd_per_hour`).
-    #[arg(long, value_name = "[ENGINE=]USD")]
-    pub usd_per_hour: Vec<String>,
+    #[arg(long, value_name = "[ENGINE=]USD", value_parser = crate::plan::price::parse_usd_per_hour)]
+    pub usd_per_hour: Vec<(Option<String>, f64)>,
 }
 
 /// The flags `run` and `search` share: what each trial is, where it goes.
@@ -210,18 +215,18 @@ pub struct CommonArgs {
     /// Predict instead of measuring: run every selected engine as this simulator
     /// config (e.g. from `goodput fit`) in virtual time; the report is marked
     /// predicted. With `search`: search the model, then confirm the knee for real.
-    #[arg(long, value_name = "ENGINE.toml")]
+    #[arg(long, value_name = "ENGINE.toml", conflicts_with_all = ["shard", "load_shard", "save_result"])]
     pub predict: Option<PathBuf>,
     /// Run only slice I of N of the plan (I from 0), e.g. `--shard 2/8`: whole
     /// engines first, load levels when there are fewer engines than shards;
     /// `goodput merge` joins the shard reports.
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<String>,
+    pub shard: Option<crate::shard::Part>,
     /// Be client I of N (I from 0) that share every load level, e.g. as the tasks
     /// of `srun -n N goodput run --load-shard $SLURM_PROCID/$SLURM_NTASKS`: each
     /// sends its share of the concurrency or rate; `goodput merge` pools them.
     #[arg(long, value_name = "I/N", conflicts_with = "shard")]
-    pub load_shard: Option<String>,
+    pub load_shard: Option<crate::shard::Part>,
     /// With --load-shard: a folder all N clients see (on the shared file system),
     /// where they agree on a common start instant for every trial.
     #[arg(long, value_name = "DIR", requires = "load_shard")]
@@ -273,7 +278,7 @@ pub struct SearchArgs {
     /// `capacity`: the largest load that meets the SLO; `cost`: that, then the load
     /// whose good tokens cost least (default: `[search] objective`, else capacity).
     #[arg(long, value_enum)]
-    pub objective: Option<crate::search::Objective>,
+    pub objective: Option<ObjectiveArg>,
     /// Flags `run` and `search` share (`--trials`: trials each probe gets first).
     #[command(flatten)]
     pub common: CommonArgs,
@@ -310,6 +315,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::EngineGuard { argv } => Ok(crate::engine::guard::run(&argv)),
         Command::Show { report, format } => {
             let r = crate::peers::read(&report)?;
+            let format = format.format();
             let color = format == Format::Table
                 && std::io::stdout().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none();
@@ -343,10 +349,10 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             eprintln!("wrote {}", out.display());
             Ok(0)
         }
-        Command::Fit(args) => crate::fit::command(&args),
-        Command::Merge(args) => crate::shard::merge::command(&args),
-        Command::Slurm(args) => crate::cluster::slurm::command(&args),
-        Command::K8s(args) => crate::cluster::k8s::command(&args),
+        Command::Fit(args) => crate::fit::command(&args.options()),
+        Command::Merge(args) => crate::shard::merge::command(&args.options()),
+        Command::Slurm(args) => cluster::slurm_command(args),
+        Command::K8s(args) => cluster::k8s_command(args),
     }
 }
 
@@ -360,6 +366,48 @@ fn print_out(text: &str) -> anyhow::Result<i32> {
         Ok(()) => Ok(0),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// `show`'s output formats ([`Format`] on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShowFormat {
+    /// Aligned text table for a terminal, followed by the warnings.
+    Table,
+    /// Markdown table (for READMEs and pull requests), followed by the warnings.
+    Markdown,
+    /// CSV export: one row per engine x load level, full-precision numbers.
+    Csv,
+    /// JSON export: a flat array of row objects with the same keys as the CSV.
+    Json,
+}
+
+impl ShowFormat {
+    fn format(self) -> Format {
+        match self {
+            ShowFormat::Table => Format::Table,
+            ShowFormat::Markdown => Format::Markdown,
+            ShowFormat::Csv => Format::Csv,
+            ShowFormat::Json => Format::Json,
+        }
+    }
+}
+
+/// A search objective ([`crate::search::Objective`]) on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ObjectiveArg {
+    /// The largest load that meets the SLO.
+    Capacity,
+    /// That, and then the load with the least cost per good token.
+    Cost,
+}
+
+impl ObjectiveArg {
+    pub(super) fn objective(self) -> crate::search::Objective {
+        match self {
+            ObjectiveArg::Capacity => crate::search::Objective::Capacity,
+            ObjectiveArg::Cost => crate::search::Objective::Cost,
+        }
     }
 }
 

@@ -18,8 +18,8 @@
 //! - [`shard`]: a plan cut into slices for several machines, and shard reports merged.
 //! - [`search`]: capacity search: which load to probe next (pure; run by [`run`]), and
 //!   the one trial rule (adaptive trials, the search's confirmation trials).
-//! - [`stats`]: how sure we are: order-statistic intervals, the hierarchical
-//!   bootstrap, Welch's t, Holm's correction, the capacity's interval (pure, seeded).
+//! - [`stats`]: the one median; how sure we are: order-statistic intervals, the
+//!   hierarchical bootstrap, Welch's t, Holm's correction, the capacity's interval (pure, seeded).
 //! - [`compare`]: the data of a comparison (from reports and their requests files)
 //!   and its decisions, a `report::compare::Comparison`, which [`render`] shows.
 //! - [`render`]: the `goodput-render` crate (show, compare, HTML, warnings, the
@@ -30,7 +30,9 @@
 //! - [`dates`]: the one date formatter (in `goodput-render`, re-exported).
 //! - [`stop`]: the run's stop signal (the root cancellation token); waits that end
 //!   when it is given.
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line, the only module that knows clap: flags parsed into
+//!   typed values, one options value per command ([`options`], and each command's
+//!   own: `FitOptions`, `MergeOptions`, `SlurmOptions`, `K8sOptions`).
 //!
 //! The simulated engine lives beside it, in the `goodput-sim` crate; the client's own
 //! fidelity benchmark in `goodput-bench` (`crates/bench`).
@@ -46,6 +48,7 @@ pub mod files;
 pub mod fit;
 pub mod load;
 pub mod metrics;
+pub mod options;
 pub mod peers;
 pub mod plan;
 pub mod predict;

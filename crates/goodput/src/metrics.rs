@@ -252,12 +252,12 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     m.output_tokens = out_tokens;
     rates(&mut m, records, out_tokens);
     let mut ttfts = m.ttfts_ms.clone();
-    (m.median_ttft_ms, m.p99_ttft_ms) = median_p99(&mut ttfts);
+    (m.median_ttft_ms, m.p99_ttft_ms) = crate::stats::median_p99(&mut ttfts);
     let mut tpots = m.tpots_ms.clone();
-    (m.median_tpot_ms, m.p99_tpot_ms) = median_p99(&mut tpots);
-    (m.median_itl_ms, m.p99_itl_ms) = median_p99(&mut itls);
+    (m.median_tpot_ms, m.p99_tpot_ms) = crate::stats::median_p99(&mut tpots);
+    (m.median_itl_ms, m.p99_itl_ms) = crate::stats::median_p99(&mut itls);
     let mut e2els = m.e2els_ms.clone();
-    (m.median_e2el_ms, m.p99_e2el_ms) = median_p99(&mut e2els);
+    (m.median_e2el_ms, m.p99_e2el_ms) = crate::stats::median_p99(&mut e2els);
     sort_values(&mut lags);
     m.p99_send_lag_ms = quantile_linear(&lags, 0.99);
     if m.completed > 0 {
@@ -306,12 +306,6 @@ fn rates(m: &mut TrialMetrics, records: &[RequestRecord], out_tokens: u64) {
     }
     m.achieved_rate = rate_between(records.iter().map(|r| r.sent));
     m.scheduled_rate = rate_between(records.iter().map(|r| r.scheduled));
-}
-
-/// Median and p99 (numpy's linear rule) of `v`, sorted in place.
-fn median_p99(v: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
-    sort_values(v);
-    (quantile_linear(v, 0.5), quantile_linear(v, 0.99))
 }
 
 /// `(n - 1) / (last - first)` per second of n nanosecond times; `None` for fewer

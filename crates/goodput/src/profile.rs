@@ -84,7 +84,7 @@ pub struct Profile {
 }
 
 /// `[slo]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SloSpec {
     /// TTFT bound, ms (none: no bound on TTFT).
@@ -420,6 +420,20 @@ impl SearchSpec {
     }
 }
 
+/// A key of `[workload]` that its kind does not take, as an error naming the key,
+/// the kind and the key's line (toml's own error names only the table's).
+fn stray_workload_key(text: &str, origin: &str) -> Option<ProfileError> {
+    let doc: toml::Table = toml::from_str(text).ok()?;
+    let (kind, key) = stray_in_table(doc.get("workload")?.as_table()?)?;
+    let field = format!("workload.{key}");
+    Some(ProfileError::Invalid {
+        path: origin.to_string(),
+        line: line_of(text, &field),
+        field,
+        message: stray_key_message(kind, &key),
+    })
+}
+
 impl Profile {
     /// Reads and parses a profile file.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
@@ -428,16 +442,13 @@ impl Profile {
             error,
         })?;
         let mut profile = Profile::parse(&text, &path.display().to_string())?;
-        // JSONL paths are relative to the profile's directory.
-        if let (Some(p), Some(dir)) = (profile.workload.path.as_mut(), path.parent()) {
-            if p.is_relative() {
-                *p = dir.join(&*p);
-            }
-        }
-        // So is a ShareGPT tokenizer file.
-        if let (Some(p), Some(dir)) = (profile.workload.tokenizer.as_mut(), path.parent()) {
-            if p.is_relative() {
-                *p = dir.join(&*p);
+        // A workload's files (JSONL, trace, ShareGPT, tokenizer) are relative to the
+        // profile's directory.
+        if let Some(dir) = path.parent() {
+            for p in profile.workload.paths_mut() {
+                if p.is_relative() {
+                    *p = dir.join(&*p);
+                }
             }
         }
         Ok(profile)
@@ -445,9 +456,11 @@ impl Profile {
 
     /// Parses profile text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Profile, ProfileError> {
-        let mut profile: Profile = toml::from_str(text).map_err(|e| ProfileError::Parse {
-            path: origin.to_string(),
-            message: e.to_string().trim_end().to_string(),
+        let mut profile: Profile = toml::from_str(text).map_err(|e| {
+            stray_workload_key(text, origin).unwrap_or_else(|| ProfileError::Parse {
+                path: origin.to_string(),
+                message: e.to_string().trim_end().to_string(),
+            })
         })?;
         profile.source = Some(text.to_string());
         Ok(profile)

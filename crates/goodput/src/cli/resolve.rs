@@ -379,26 +379,46 @@ fn apply_workload(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
     } else {
         "input_tokens"
     };
-    let mut set = |k: &str, val: Option<Value>| {
-        if let Some(val) = val {
-            w.insert(k.into(), val);
+    // Each flag's key, refused (naming the flag) where the kind has no such key.
+    let tokenizer = peer.tokenizer.as_deref().map(tokenizer_file);
+    let flags = [
+        ("--random-input-len", input_key, v.random_input_len.map(int)),
+        (
+            "--random-output-len",
+            "output_tokens",
+            v.random_output_len.map(int),
+        ),
+        (
+            "--random-range-ratio",
+            "range_ratio",
+            v.random_range_ratio.map(Value::Float),
+        ),
+        (
+            "--random-prefix-len",
+            "prefix_tokens",
+            v.random_prefix_len.filter(|&p| p > 0).map(int),
+        ),
+        (
+            "--dataset-path",
+            "path",
+            v.dataset_path.as_deref().map(path_value),
+        ),
+        (
+            "--tokenizer",
+            "tokenizer",
+            tokenizer.as_deref().map(path_value),
+        ),
+    ];
+    for (flag, key, val) in flags {
+        let Some(val) = val else { continue };
+        w.insert(key.into(), val);
+        if let Some((kind, stray)) = crate::profile::stray_in_table(w).filter(|(_, k)| k == key) {
+            return Err(usage(format!(
+                "{flag}: {}",
+                crate::profile::stray_key_message(kind, &stray)
+            )));
         }
-    };
-    set(input_key, v.random_input_len.map(int));
-    set("output_tokens", v.random_output_len.map(int));
-    set("range_ratio", v.random_range_ratio.map(Value::Float));
-    set(
-        "prefix_tokens",
-        v.random_prefix_len.filter(|&p| p > 0).map(int),
-    );
-    set("path", v.dataset_path.as_deref().map(path_value));
-    set(
-        "tokenizer",
-        peer.tokenizer
-            .as_deref()
-            .map(tokenizer_file)
-            .map(|p| path_value(&p)),
-    );
+    }
     Ok(())
 }
 

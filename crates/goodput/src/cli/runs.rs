@@ -4,74 +4,29 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use super::{peer_output, print_out, resolve, CommonArgs, ModeArg, RunArgs, SearchArgs, TrialArgs};
-use crate::profile::{parse_points, parse_slo, Overrides, Profile};
+use super::{
+    peer_output, print_out, resolve, CommonArgs, ModeArg, ObjectiveArg, RunArgs, SearchArgs,
+};
+use crate::options::Execution;
+use crate::profile::{Overrides, Profile};
 use crate::render::{self, Format};
-use crate::run::{run, RunOptions};
+use crate::run::run;
 
 pub(super) async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+    args.refuse_unsupported()?;
     let plan = run_plan(&args)?;
-    execute(&plan, &args.output, &args.common).await
+    execute(&plan, &args.common.execution(&args.output), &args.common).await
 }
 
 /// The plan `goodput run` would run with these flags (before any `--shard`).
-pub(crate) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
+pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
     let levels = args.levels.concurrency.is_some() || args.levels.rate.is_some();
     let (profile, origin) = load_profile(&args.profile, &args.common, levels)?;
-    let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
-    let overrides = Overrides {
-        concurrency: args
-            .levels
-            .concurrency
-            .as_deref()
-            .map(parse_points)
-            .transpose()
-            .map_err(|e| usage(format!("--concurrency: {e}")))?,
-        rate: args
-            .levels
-            .rate
-            .as_deref()
-            .map(parse_points)
-            .transpose()
-            .map_err(|e| usage(format!("--rate: {e}")))?,
-        search: None,
-        mode: None,
-        ..args.common.overrides()?
+    let sweep = crate::options::SweepOptions {
+        levels: args.levels.options(),
+        trial: args.common.trial.options(),
     };
-    Ok(profile.into_plan(&origin, &overrides)?)
-}
-
-impl CommonArgs {
-    /// The profile overrides these flags give (the rest left unset).
-    fn overrides(&self) -> anyhow::Result<Overrides> {
-        self.trial.overrides()
-    }
-}
-
-impl TrialArgs {
-    /// The profile overrides these flags give (the rest left unset).
-    fn overrides(&self) -> anyhow::Result<Overrides> {
-        let usage = |e: String| anyhow::Error::from(crate::UsageError(e));
-        Ok(Overrides {
-            trials: self.trials,
-            requests: self.requests,
-            slo: self
-                .slo
-                .as_deref()
-                .map(parse_slo)
-                .transpose()
-                .map_err(|e| usage(format!("--slo: {e}")))?,
-            engines: self.engines.clone(),
-            seed: self.seed,
-            usd_per_hour: self
-                .usd_per_hour
-                .iter()
-                .map(|p| crate::plan::price::parse_usd_per_hour(p))
-                .collect::<Result<_, _>>()
-                .map_err(|e| usage(format!("--usd-per-hour: {e}")))?,
-            ..Default::default()
-        })
-    }
+    Ok(profile.into_plan(&origin, &sweep.overrides())?)
 }
 
 fn load_profile(
@@ -97,64 +52,50 @@ pub(super) async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
             max_probes: args.max_probes,
             max_trials_per_probe: args.max_trials_per_probe,
             growth: None,
-            objective: args.objective,
+            objective: args.objective.map(ObjectiveArg::objective),
         }),
         mode: args.mode.map(|m| match m {
             ModeArg::Concurrency => crate::profile::LoadMode::Concurrency,
             ModeArg::Rate => crate::profile::LoadMode::Rate,
         }),
-        ..args.common.overrides()?
+        ..args.common.trial.options().overrides()
     };
     let plan = profile.into_plan(&origin, &overrides)?;
-    execute(&plan, &args.output, &args.common).await
+    execute(&plan, &args.common.execution(&args.output), &args.common).await
 }
 
 /// Runs a plan (a sweep or a search), prints the table and the verdict, and
 /// returns the exit code.
 async fn execute(
     plan: &crate::plan::Plan,
-    output: &std::path::Path,
+    exec: &Execution,
     flags: &CommonArgs,
 ) -> anyhow::Result<i32> {
     if let Some(engine_config) = &flags.predict {
-        return crate::predict::command::execute(plan, output, flags, engine_config).await;
+        return crate::predict::command::execute(plan, exec, engine_config).await;
     }
-    let (quiet, no_html) = (flags.quiet, flags.no_html);
+    let (output, quiet, no_html) = (exec.output.as_path(), exec.quiet, !exec.html);
     let sliced;
-    let (plan, shard) = match &flags.shard {
+    let (plan, shard) = match flags.shard {
         None => (plan, None),
-        Some(s) => {
-            let (i, n) = crate::shard::parse_shard(s)?;
-            let (p, info) = crate::shard::slice(plan, i, n)?;
+        Some(part) => {
+            let (p, info) = crate::shard::slice(plan, part.index, part.count)?;
             sliced = p;
             (&sliced, Some(info))
         }
     };
-    let load_shard = match &flags.load_shard {
+    let load_shard = match flags.load_shard {
         None => None,
-        Some(s) => {
-            let (index, count) = crate::shard::parse_shard(s)
-                .map_err(|e| crate::UsageError(e.0.replacen("--shard", "--load-shard", 1)))?;
-            crate::shard::load::check(plan, index, count)?;
+        Some(part) => {
+            crate::shard::load::check(plan, part.index, part.count)?;
             Some(crate::shard::load::LoadShare {
-                index,
-                count,
+                index: part.index,
+                count: part.count,
                 barrier: flags.load_barrier.clone(),
             })
         }
     };
-    let opts = RunOptions {
-        load_shard,
-        output: output.to_path_buf(),
-        fresh: flags.fresh,
-        force: flags.force,
-        progress: !quiet && std::io::stderr().is_terminal(),
-        verbose: !quiet,
-        html: !no_html,
-        grace: std::time::Duration::from_secs(5),
-        shard,
-        ttft_includes_connect: flags.ttft_includes_connect,
-    };
+    let opts = exec.run_options(shard, load_shard);
     peer_output::header(plan, flags);
     crate::engine::install_cleanup_hooks();
     let (report, outcome) = run(plan, &opts).await?;

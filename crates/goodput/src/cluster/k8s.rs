@@ -12,10 +12,11 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::Args;
 use serde_json::{json, Value};
 
-use super::{absolute, sh, yaml::to_yaml, SweepFlags};
+use super::{absolute, sh, yaml::to_yaml};
+use crate::options::SweepOptions;
+use crate::plan::Plan;
 use crate::UsageError;
 
 /// The Indexed Job (with its ConfigMap).
@@ -23,39 +24,34 @@ pub const JOB_FILE: &str = "goodput-job.yaml";
 /// The merge Job.
 pub const MERGE_FILE: &str = "goodput-merge.yaml";
 
-/// `goodput k8s`.
-#[derive(Debug, Args)]
-pub struct K8sArgs {
-    /// Profile TOML (copied into a ConfigMap; a JSONL workload must be in the image
-    /// or on the results volume, at the path the profile names).
+/// What `goodput k8s` was asked to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct K8sOptions {
+    /// The profile TOML (copied into a ConfigMap).
     pub profile: PathBuf,
     /// Folder to write the manifests into.
-    #[arg(long, short, default_value = "goodput-k8s")]
     pub output: PathBuf,
     /// Container image with goodput (and the engines) installed.
-    #[arg(long, default_value = "goodput:latest")]
     pub image: String,
     /// Name of the Job (and prefix of the ConfigMap and merge Job).
-    #[arg(long, default_value = "goodput")]
     pub name: String,
     /// Namespace.
-    #[arg(long)]
     pub namespace: Option<String>,
     /// PersistentVolumeClaim (ReadWriteMany) the pods write their reports to.
-    #[arg(long, default_value = "goodput-results")]
     pub results_claim: String,
     /// GPUs per pod (`nvidia.com/gpu`); 0 for none.
-    #[arg(long, default_value_t = 1)]
     pub gpus_per_pod: u32,
-    /// `goodput run` flags every shard gets.
-    #[command(flatten)]
-    pub sweep: SweepFlags,
+    /// Number of shards (default: one per engine).
+    pub shards: Option<u32>,
+    /// The `goodput run` options every shard gets.
+    pub sweep: SweepOptions,
 }
 
 /// Runs `goodput k8s`.
-pub fn command(args: &K8sArgs) -> anyhow::Result<i32> {
+/// `plan` is the sweep of `args.profile` with `args.sweep`.
+pub fn command(args: &K8sOptions, plan: &Plan) -> anyhow::Result<i32> {
     let profile = absolute(&args.profile)?;
-    let (plan, shards) = args.sweep.plan(&profile)?;
+    let shards = super::shards(plan, args.shards)?;
     let text = std::fs::read_to_string(&profile)
         .with_context(|| format!("cannot read {}", profile.display()))?;
     let (job, merge) = manifests(args, &text, shards)?;
@@ -111,7 +107,7 @@ fn check_name(name: &str) -> Result<(), UsageError> {
 
 /// The Indexed Job's documents (ConfigMap, Job) and the merge Job's.
 pub fn manifests(
-    args: &K8sArgs,
+    args: &K8sOptions,
     profile_text: &str,
     shards: u32,
 ) -> Result<(Vec<Value>, Vec<Value>), UsageError> {
@@ -159,7 +155,7 @@ pub fn manifests(
 }
 
 /// A document's `metadata`: its name, the sweep's labels, the namespace if given.
-fn meta(args: &K8sArgs, n: String) -> Value {
+fn meta(args: &K8sOptions, n: String) -> Value {
     let mut m = json!({"name": n, "labels": {"app.kubernetes.io/name": "goodput", "goodput/sweep": args.name}});
     if let Some(ns) = &args.namespace {
         m["namespace"] = json!(ns);
@@ -168,7 +164,7 @@ fn meta(args: &K8sArgs, n: String) -> Value {
 }
 
 /// What each pod of the Indexed Job runs: its shard, into its own report.
-fn shard_script(args: &K8sArgs, shards: u32) -> String {
+fn shard_script(args: &K8sOptions, shards: u32) -> String {
     let flags: String = args
         .sweep
         .argv()
@@ -194,7 +190,7 @@ fn merge_script(shards: u32) -> String {
 
 /// A pod running `script` in goodput's image, the profile and the results volume
 /// mounted.
-fn pod(args: &K8sArgs, script: String, resources: Value) -> Value {
+fn pod(args: &K8sOptions, script: String, resources: Value) -> Value {
     json!({
         "restartPolicy": "Never",
         // SIGTERM, then goodput stops its engines within this.

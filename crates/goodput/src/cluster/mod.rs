@@ -2,7 +2,10 @@
 //! scheduler of its own. [`slurm`] writes (and submits) a job array whose tasks run
 //! `goodput run --shard I/N`, and a merge job after it; [`k8s`] writes the same as a
 //! Kubernetes Indexed Job. Both only write jobs; the slicing and the merge are
-//! [`crate::shard`]'s.
+//! [`crate::shard`]'s. Both take typed options ([`slurm::SlurmOptions`],
+//! [`k8s::K8sOptions`]) and the plan [`crate::cli`] built from the profile and
+//! the sweep's flags, which [`crate::options::SweepOptions::argv`] writes back into
+//! every shard's command line.
 
 pub mod k8s;
 pub mod slurm;
@@ -10,74 +13,15 @@ mod yaml;
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-
-use crate::cli::{CommonArgs, LevelArgs, RunArgs, TrialArgs};
 use crate::plan::Plan;
+use crate::UsageError;
 
-/// The flags of `goodput run` a cluster job passes on to every shard.
-#[derive(Debug, Args, Clone, Default)]
-pub struct SweepFlags {
-    /// The load levels.
-    #[command(flatten)]
-    pub levels: LevelArgs,
-    /// What each trial is.
-    #[command(flatten)]
-    pub trial: TrialArgs,
-    /// Number of shards (default: one per engine; at most one per engine and
-    /// load level).
-    #[arg(long)]
-    pub shards: Option<u32>,
-}
-
-impl SweepFlags {
-    /// The plan these flags give with `profile`, checked as `goodput run` checks it,
-    /// and the number of shards.
-    pub fn plan(&self, profile: &Path) -> anyhow::Result<(Plan, u32)> {
-        let args = RunArgs {
-            profile: Some(profile.to_path_buf()),
-            output: PathBuf::from("unused.json"),
-            levels: self.levels.clone(),
-            common: CommonArgs {
-                trial: self.trial.clone(),
-                ..Default::default()
-            },
-        };
-        let plan = crate::cli::run_plan(&args)?;
-        let n = self
-            .shards
-            .unwrap_or_else(|| crate::shard::default_shards(&plan));
-        // Checks that N shards fit the plan (the error says how many would).
-        crate::shard::slice(&plan, 0, n)?;
-        Ok((plan, n))
-    }
-
-    /// The same flags as `goodput run` arguments (without `--shards`).
-    pub fn argv(&self) -> Vec<String> {
-        let mut a = Vec::new();
-        let mut opt = |flag: &str, v: Option<String>| {
-            if let Some(v) = v {
-                a.push(flag.to_string());
-                a.push(v);
-            }
-        };
-        let (levels, trial) = (&self.levels, &self.trial);
-        opt("--concurrency", levels.concurrency.clone());
-        opt("--rate", levels.rate.clone());
-        opt("--trials", trial.trials.map(|v| v.to_string()));
-        opt("--requests", trial.requests.map(|v| v.to_string()));
-        opt("--slo", trial.slo.clone());
-        opt("--seed", trial.seed.map(|v| v.to_string()));
-        for e in &trial.engines {
-            a.push("--engine".into());
-            a.push(e.clone());
-        }
-        for p in &trial.usd_per_hour {
-            a.push("--usd-per-hour".into());
-            a.push(p.clone());
-        }
-        a
-    }
+/// The shards a cluster job cuts `plan` into: `requested`, or one per engine;
+/// checked against the plan (the error says how many would fit).
+pub fn shards(plan: &Plan, requested: Option<u32>) -> Result<u32, UsageError> {
+    let n = requested.unwrap_or_else(|| crate::shard::default_shards(plan));
+    crate::shard::slice(plan, 0, n)?;
+    Ok(n)
 }
 
 /// `path` made absolute (jobs run elsewhere, from another folder).

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
-use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{absolute, goodput_exe, sh, SweepFlags};
+use super::{absolute, goodput_exe, sh};
+use crate::options::SweepOptions;
+use crate::plan::Plan;
 use crate::UsageError;
 
 /// The array job's script, in the job folder.
@@ -24,44 +25,32 @@ pub const MERGE_SCRIPT: &str = "goodput-merge.sbatch";
 /// What `goodput slurm` wrote and submitted, for `--status`.
 pub const JOB_FILE: &str = "goodput-slurm.json";
 
-/// `goodput slurm`.
-#[derive(Debug, Args)]
-pub struct SlurmArgs {
-    /// Profile TOML (not needed with --status).
-    #[arg(required_unless_present = "status")]
-    pub profile: Option<PathBuf>,
+/// What `goodput slurm` was asked to write (and submit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlurmOptions {
+    /// The profile TOML.
+    pub profile: PathBuf,
     /// Folder for the job scripts, shard reports, logs and the merged report; it
     /// must be on a file system every node sees.
-    #[arg(long, short, default_value = "goodput-slurm")]
     pub output: PathBuf,
     /// Partition (`#SBATCH --partition`).
-    #[arg(long)]
     pub partition: Option<String>,
-    /// GPUs per task (`#SBATCH --gpus-per-task`; leave out on nodes without GPUs).
-    #[arg(long)]
+    /// GPUs per task (`#SBATCH --gpus-per-task`).
     pub gpus_per_task: Option<u32>,
     /// Time limit per task, e.g. `04:00:00` (`#SBATCH --time`).
-    #[arg(long)]
     pub time: Option<String>,
     /// Account to charge (`#SBATCH --account`).
-    #[arg(long)]
     pub account: Option<String>,
-    /// More directives for both jobs, e.g. `--extra "#SBATCH --qos=high"` (repeatable).
-    #[arg(long, value_name = "LINE", allow_hyphen_values = true)]
+    /// More directives for both jobs, e.g. `#SBATCH --qos=high`.
     pub extra: Vec<String>,
-    /// The goodput binary the jobs run (default: this one); it must be at this
-    /// path on every node.
-    #[arg(long, value_name = "PATH")]
+    /// The goodput binary the jobs run (default: this one).
     pub goodput: Option<PathBuf>,
     /// Submit both jobs with `sbatch` and print their ids.
-    #[arg(long, conflicts_with = "status")]
     pub submit: bool,
-    /// Say which shards of the job folder are done, running or failed.
-    #[arg(long, value_name = "OUTDIR")]
-    pub status: Option<PathBuf>,
-    /// `goodput run` flags every shard gets.
-    #[command(flatten)]
-    pub sweep: SweepFlags,
+    /// Number of shards (default: one per engine).
+    pub shards: Option<u32>,
+    /// The `goodput run` options every shard gets.
+    pub sweep: SweepOptions,
 }
 
 /// What `goodput slurm` wrote (and submitted), kept in the job folder.
@@ -84,14 +73,16 @@ pub fn shard_report(dir: &Path, i: u32) -> PathBuf {
     dir.join(format!("shard-{i}")).join("report.json")
 }
 
-/// Runs `goodput slurm`.
-pub fn command(args: &SlurmArgs) -> anyhow::Result<i32> {
-    if let Some(dir) = &args.status {
-        print!("{}", status(dir)?);
-        return Ok(0);
-    }
-    let profile = absolute(args.profile.as_deref().expect("clap requires it"))?;
-    let (plan, shards) = args.sweep.plan(&profile)?;
+/// Runs `goodput slurm --status DIR`.
+pub fn status_command(dir: &Path) -> anyhow::Result<i32> {
+    print!("{}", status(dir)?);
+    Ok(0)
+}
+
+/// Runs `goodput slurm`: `plan` is the sweep of `args.profile` with `args.sweep`.
+pub fn command(args: &SlurmOptions, plan: &Plan) -> anyhow::Result<i32> {
+    let profile = absolute(&args.profile)?;
+    let shards = super::shards(plan, args.shards)?;
     let dir = absolute(&args.output)?;
     let scripts = scripts(args, &profile, shards, &dir)?;
     for i in 0..shards {
@@ -181,7 +172,7 @@ pub struct Scripts {
 /// Writes the job scripts of `shards` shards of `profile` into `dir` (all paths
 /// absolute).
 pub fn scripts(
-    args: &SlurmArgs,
+    args: &SlurmOptions,
     profile: &Path,
     shards: u32,
     dir: &Path,
@@ -261,7 +252,7 @@ pub fn scripts(
 }
 
 /// The optional `#SBATCH` lines, each checked.
-fn directives(args: &SlurmArgs) -> Result<String, UsageError> {
+fn directives(args: &SlurmOptions) -> Result<String, UsageError> {
     let word = |flag: &str, v: &str| {
         if v.is_empty()
             || v.chars()

@@ -301,8 +301,21 @@ fn base_config(s: &Solution, records: &[&RequestRecord]) -> SimConfig {
     }
 }
 
+/// What `goodput fit` was asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitOptions {
+    /// The measured report (its `.requests.jsonl` beside it).
+    pub report: std::path::PathBuf,
+    /// The engine to fit (default: the report's first).
+    pub engine: Option<String>,
+    /// Where to write the engine configuration (TOML).
+    pub output: std::path::PathBuf,
+    /// Overwrite an existing output.
+    pub force: bool,
+}
+
 /// `goodput fit REPORT [--engine NAME] -o ENGINE.toml`: prints the fit, writes the file.
-pub fn command(args: &crate::cli::FitArgs) -> anyhow::Result<i32> {
+pub fn command(args: &FitOptions) -> anyhow::Result<i32> {
     if args.output.exists() && !args.force {
         return Err(crate::UsageError(format!(
             "{} exists: pass --force to overwrite it",

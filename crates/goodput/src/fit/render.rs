@@ -95,9 +95,8 @@ fn three(m: &crate::metrics::TrialMetrics) -> Three {
 }
 
 /// The median of `v` (linear interpolation), `None` when empty.
-pub(crate) fn median_of(mut v: Vec<f64>) -> Option<f64> {
-    report::stats::sort_values(&mut v);
-    report::stats::quantile_linear(&v, 0.5)
+pub(crate) fn median_of(v: Vec<f64>) -> Option<f64> {
+    crate::stats::median(v)
 }
 
 /// The fitted model on one measured trial's requests (lengths, and in rate mode

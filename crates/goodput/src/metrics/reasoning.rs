@@ -6,7 +6,6 @@
 //! `usage.completion_tokens_details` where the engine gives them, else one per
 //! reasoning chunk (the rule that counts output tokens without usage).
 
-use report::stats::{quantile_linear, sort_values};
 use report::{ReasoningSummary, Stat};
 
 use super::{TrialMetrics, NS_PER_MS};
@@ -111,11 +110,7 @@ impl TrialReasoning {
 
     /// Medians, p99s and means of what was added.
     pub fn finish(&mut self) {
-        let median_p99 = |v: &[f64]| {
-            let mut v = v.to_vec();
-            sort_values(&mut v);
-            (quantile_linear(&v, 0.5), quantile_linear(&v, 0.99))
-        };
+        let median_p99 = |v: &[f64]| crate::stats::median_p99(&mut v.to_vec());
         (self.median_ttfat_ms, self.p99_ttfat_ms) = median_p99(&self.ttfats_ms);
         (self.median_answer_tpot_ms, self.p99_answer_tpot_ms) = median_p99(&self.answer_tpots_ms);
         let mean = |sum: u64| (self.completed > 0).then(|| sum as f64 / self.completed as f64);

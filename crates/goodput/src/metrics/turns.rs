@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use report::{ConversationSummary, TurnSummary};
 
-use super::{median_p99, request_metrics, TrialMetrics};
+use super::{request_metrics, TrialMetrics};
 use crate::profile::SloSpec;
 use crate::record::RequestRecord;
+use crate::stats::median_p99;
 
 /// A conversation trial's per-request values by turn index (0-based, as records
 /// keep it).

@@ -20,8 +20,8 @@ pub(super) fn with_chat_controls(
         e.reasoning_effort = e
             .reasoning_effort
             .take()
-            .or_else(|| workload.reasoning_effort.clone());
-        if let Some(base) = &workload.chat_template_kwargs {
+            .or_else(|| workload.chat().reasoning_effort.clone());
+        if let Some(base) = &workload.chat().chat_template_kwargs {
             let own = e.chat_template_kwargs.take().unwrap_or_default();
             let mut merged = base.clone();
             merged.extend(own);
@@ -103,7 +103,7 @@ mod tests {
         assert_eq!((s.ttfat_ms, s.ttft_ms), (Some(2000.0), Some(500.0)));
         assert!(crate::profile::parse_slo("ttfat:1,ttfat:2").is_err());
         let e = crate::profile::parse_slo("ttfa:1").unwrap_err();
-        assert!(e.contains("ttfat"), "{e}");
+        assert!(e.to_string().contains("ttfat"), "{e}");
     }
 
     #[test]

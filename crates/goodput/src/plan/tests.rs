@@ -239,3 +239,81 @@ fn auto_trials_have_a_budget_and_refuse_its_keys_with_a_count() {
     assert_eq!("4".parse::<TrialsSpec>(), Ok(TrialsSpec::Count(4)));
     assert!("x".parse::<TrialsSpec>().is_err());
 }
+
+/// The workload part of the plan's fingerprint, for profiles of every kind written
+/// before workloads were typed by kind: unchanged, so their runs still resume.
+#[test]
+fn workload_fingerprints_of_old_profiles_do_not_change() {
+    // Relative, as cargo runs tests in the crate's folder: a trace's path is in
+    // its fingerprint, and the same on every checkout.
+    let dir = "../../examples/";
+    for (file, want) in [
+        ("quick.toml", "607e309a0bd896bd"),
+        ("prefix-sim.toml", "f7c16cda9ec03cdf"),
+        ("conversation-sim.toml", "5ca57e600def6b15"),
+        ("trace-mooncake.toml", "fce5b815e9c6cc59"),
+        ("trace-azure.toml", "a1f294d4d91787a1"),
+        ("reasoning-sim.toml", "46071e015db0f88c"),
+    ] {
+        let path = std::path::PathBuf::from(dir).join(file);
+        let plan = Profile::load(&path)
+            .and_then(|p| p.into_plan(file, &Overrides::default()))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let got = plan.fingerprints()["workload"].clone();
+        assert_eq!(got, want, "{file}");
+    }
+    let url = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
+    for (extra, want) in [
+        (
+            "text = \"repetitive\"\nrange_ratio = 0.25\ncalibrate = false\n",
+            "463a7d13a560f6ac",
+        ),
+        ("reasoning_effort = \"low\"\n", "7826871d9ebd5911"),
+    ] {
+        let mut p = Profile::parse(&format!("{BASE}{extra}{url}"), "p.toml").unwrap();
+        for e in p.engines.values_mut() {
+            e.api = crate::profile::Api::Chat;
+        }
+        let got = p
+            .into_plan("p.toml", &Overrides::default())
+            .unwrap()
+            .fingerprints()["workload"]
+            .clone();
+        assert_eq!(got, want, "{extra}");
+    }
+}
+
+#[test]
+fn a_key_of_another_kind_is_refused_naming_key_kind_and_line() {
+    // BASE's [workload] is synthetic; line 11 is the stray key.
+    let e = plan("turns = 3\n[engines.a]\nurl = \"http://127.0.0.1:1\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`turns`") && e.contains("synthetic workload") && e.contains("line 11"),
+        "{e}"
+    );
+    let trace = "name = \"t\"\n[slo]\nttft_ms = 100\n[load]\nmode = \"trace\"\n[workload]\nkind = \"trace\"\npath = \"t.jsonl\"\ninput_tokens = 10\n[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
+    let e = Profile::parse(trace, "p.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("`input_tokens`") && e.contains("trace workload") && e.contains("line 9"),
+        "{e}"
+    );
+    // Each kind's own keys, and the chat controls, are accepted.
+    for kind in [
+        "synthetic",
+        "jsonl",
+        "prefix",
+        "trace",
+        "conversation",
+        "sharegpt",
+    ] {
+        let k = toml::Value::String(kind.into()).try_into().unwrap();
+        for key in crate::profile::keys(k) {
+            assert_eq!(
+                crate::profile::stray_key(k, [*key, "reasoning_effort"]),
+                None
+            );
+        }
+    }
+}

@@ -1,6 +1,9 @@
 //! `[workload]`: each kind's fields checked, and its source read (a JSONL file).
 
-use crate::profile::{ProfileError, WorkloadKind, WorkloadSpec};
+use crate::profile::{
+    kind_name, ConversationSpec, PrefixSpec, ProfileError, SharegptSpec, TraceSpec, WorkloadKind,
+    WorkloadSpec,
+};
 
 use crate::workload::prefix::PrefixWorkload;
 use crate::workload::trace::{self, Window};
@@ -10,84 +13,79 @@ use super::jsonl::read_jsonl;
 use super::Workload;
 
 pub(super) fn check_workload(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
-    if !(0.0..1.0).contains(&w.range_ratio) {
-        return Err(check.bad(
-            "workload.range_ratio",
-            format!("{} is out of range 0.0..1.0", w.range_ratio),
-        ));
-    }
-    if let Some(o) = w.output_tokens {
-        check.count("workload.output_tokens", o, 1..=1_000_000)?;
-    }
-    match w.kind {
-        WorkloadKind::Synthetic => {
-            let required = |field: &str, v: Option<u32>| {
-                v.ok_or_else(|| {
-                    check.bad(
-                        &format!("workload.{field}"),
-                        "is required for a synthetic workload".into(),
-                    )
-                })
-            };
-            let input_tokens = required("input_tokens", w.input_tokens)?;
-            let output_tokens = required("output_tokens", w.output_tokens)?;
-            check.count("workload.input_tokens", input_tokens, 1..=1_000_000)?;
+    match w {
+        WorkloadSpec::Synthetic(s) => {
+            check_range_ratio(check, s.range_ratio)?;
+            let input_tokens = required(check, w.kind(), "input_tokens", s.input_tokens)?;
+            let output_tokens = required(check, w.kind(), "output_tokens", s.output_tokens)?;
             Ok(Workload::Synthetic {
                 input_tokens,
                 output_tokens,
-                range_ratio: w.range_ratio,
-                text: w.text,
-                calibrate: w.calibrate,
+                range_ratio: s.range_ratio,
+                text: s.text,
+                calibrate: s.calibrate,
             })
         }
-        WorkloadKind::Jsonl => {
-            let path = w.path.clone().ok_or_else(|| {
+        WorkloadSpec::Jsonl(j) => {
+            let output_tokens = optional_output(check, j.output_tokens)?;
+            let path = j.path.clone().ok_or_else(|| {
                 check.bad("workload.path", "is required for a jsonl workload".into())
             })?;
             let prompts =
-                read_jsonl(&path, w.output_tokens).map_err(|m| check.bad("workload.path", m))?;
+                read_jsonl(&path, output_tokens).map_err(|m| check.bad("workload.path", m))?;
             Ok(Workload::Jsonl { path, prompts })
         }
-        WorkloadKind::Prefix => check_prefix(check, w),
-        WorkloadKind::Trace => check_trace(check, w),
-        WorkloadKind::Conversation => check_conversation(check, w),
-        WorkloadKind::Sharegpt => check_sharegpt(check, w),
+        WorkloadSpec::Prefix(p) => check_prefix(check, p),
+        WorkloadSpec::Trace(t) => check_trace(check, t),
+        WorkloadSpec::Conversation(c) => check_conversation(check, c),
+        WorkloadSpec::Sharegpt(s) => check_sharegpt(check, s),
     }
+}
+
+fn check_range_ratio(check: &Checker, r: f64) -> Result<(), ProfileError> {
+    if (0.0..1.0).contains(&r) {
+        Ok(())
+    } else {
+        Err(check.bad(
+            "workload.range_ratio",
+            format!("{r} is out of range 0.0..1.0"),
+        ))
+    }
+}
+
+/// An optional `output_tokens`, checked.
+fn optional_output(check: &Checker, o: Option<u32>) -> Result<Option<u32>, ProfileError> {
+    o.map(|o| check.count("workload.output_tokens", o, 1..=1_000_000))
+        .transpose()
 }
 
 fn required(
     check: &Checker,
-    w: &WorkloadSpec,
+    kind: WorkloadKind,
     field: &str,
     v: Option<u32>,
 ) -> Result<u32, ProfileError> {
     let v = v.ok_or_else(|| {
         check.bad(
             &format!("workload.{field}"),
-            format!("is required for a {} workload", kind_name(w.kind)),
+            format!("is required for a {} workload", kind_name(kind)),
         )
     })?;
     check.count(&format!("workload.{field}"), v, 1..=1_000_000)
 }
 
-fn kind_name(k: WorkloadKind) -> String {
-    serde_json::to_value(k)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn check_prefix(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+fn check_prefix(check: &Checker, w: &PrefixSpec) -> Result<Workload, ProfileError> {
+    let k = WorkloadKind::Prefix;
     Ok(Workload::Prefix(PrefixWorkload {
-        groups: required(check, w, "groups", w.groups)?,
-        prefix_tokens: required(check, w, "prefix_tokens", w.prefix_tokens)?,
-        suffix_tokens: required(check, w, "suffix_tokens", w.suffix_tokens)?,
-        output_tokens: required(check, w, "output_tokens", w.output_tokens)?,
+        groups: required(check, k, "groups", w.groups)?,
+        prefix_tokens: required(check, k, "prefix_tokens", w.prefix_tokens)?,
+        suffix_tokens: required(check, k, "suffix_tokens", w.suffix_tokens)?,
+        output_tokens: required(check, k, "output_tokens", w.output_tokens)?,
         calibrate: w.calibrate,
     }))
 }
 
-fn check_trace(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+fn check_trace(check: &Checker, w: &TraceSpec) -> Result<Workload, ProfileError> {
     let path = w
         .path
         .clone()
@@ -128,9 +126,11 @@ fn check_trace(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileErr
     Ok(Workload::Trace(t))
 }
 
-fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+fn check_conversation(check: &Checker, w: &ConversationSpec) -> Result<Workload, ProfileError> {
     use crate::workload::conversation::{ConversationSource, ConversationWorkload};
-    let turns = required(check, w, "turns", w.turns)?;
+    let k = WorkloadKind::Conversation;
+    check_range_ratio(check, w.range_ratio)?;
+    let turns = required(check, k, "turns", w.turns)?;
     check.count("workload.turns", turns, 1..=10_000)?;
     let (given, given_file) = match w.source.unwrap_or_default() {
         ConversationSource::Synthetic => (None, None),
@@ -139,8 +139,8 @@ fn check_conversation(check: &Checker, w: &WorkloadSpec) -> Result<Workload, Pro
             (Some(sessions), Some(file))
         }
     };
-    let input_tokens = required(check, w, "input_tokens", w.input_tokens)?;
-    let output_tokens = required(check, w, "output_tokens", w.output_tokens)?;
+    let input_tokens = required(check, k, "input_tokens", w.input_tokens)?;
+    let output_tokens = required(check, k, "output_tokens", w.output_tokens)?;
     let think_ms = w.think_time_ms.unwrap_or(0);
     check.count("workload.think_time_ms", think_ms, 0..=86_400_000)?;
     if let Some(c) = w.max_context_tokens {
@@ -180,7 +180,7 @@ const SHAREGPT_SESSIONS: usize = 10_000;
 /// human turn are skipped.
 fn sharegpt_sessions(
     check: &Checker,
-    w: &WorkloadSpec,
+    w: &ConversationSpec,
     turns: u32,
 ) -> Result<(GivenSessions, (String, String)), ProfileError> {
     use crate::workload::sharegpt::{conversations_and_sha256, default_path};
@@ -215,7 +215,7 @@ fn sharegpt_sessions(
     Ok((std::sync::Arc::new(sessions), (name, sha256)))
 }
 
-fn check_sharegpt(check: &Checker, w: &WorkloadSpec) -> Result<Workload, ProfileError> {
+fn check_sharegpt(check: &Checker, w: &SharegptSpec) -> Result<Workload, ProfileError> {
     use crate::workload::sharegpt::{default_path, Params, ShareGptWorkload, TokenizerFile};
     let d = Params::default();
     let limit = |field: &str, v: Option<u32>, default: u32| {
@@ -227,7 +227,7 @@ fn check_sharegpt(check: &Checker, w: &WorkloadSpec) -> Result<Workload, Profile
     };
     let params = Params {
         num_prompts: limit("num_prompts", w.num_prompts, d.num_prompts)?,
-        output_tokens: w.output_tokens,
+        output_tokens: optional_output(check, w.output_tokens)?,
         max_input_tokens: limit("max_input_tokens", w.max_input_tokens, d.max_input_tokens)?,
         max_total_tokens: limit("max_total_tokens", w.max_total_tokens, d.max_total_tokens)?,
     };

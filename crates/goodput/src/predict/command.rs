@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::CommonArgs;
+use crate::options::Execution;
 use crate::plan::Plan;
 use crate::profile::LoadMode;
 use crate::render::{self, Format};
@@ -34,23 +34,19 @@ fn print(text: &str) {
 }
 
 /// Runs a plan with `--predict`; returns the exit code.
-pub async fn execute(
-    plan: &Plan,
-    output: &Path,
-    flags: &CommonArgs,
-    engine_config: &Path,
-) -> anyhow::Result<i32> {
+pub async fn execute(plan: &Plan, exec: &Execution, engine_config: &Path) -> anyhow::Result<i32> {
+    let output = exec.output.as_path();
     let model = Model::load(engine_config)?;
     if plan.search.is_none() {
         let opts = PredictOptions {
             output: output.to_path_buf(),
-            force: flags.force,
-            html: !flags.no_html,
+            force: exec.force,
+            html: exec.html,
         };
         let report = predict(plan, &model, &opts)?;
         print(&render::show(&report, Format::Table, false));
         print(&format!("\n{}", render::verdict::verdict_text(&report)));
-        if !flags.quiet {
+        if !exec.quiet {
             eprintln!("predicted report: {}", output.display());
         }
         let any_ok = report
@@ -59,7 +55,7 @@ pub async fn execute(
             .any(|e| e.points.iter().any(|p| p.completed.iter().any(|&c| c > 0)));
         return Ok(if any_ok { 0 } else { 4 });
     }
-    confirm_search(plan, output, flags, &model).await
+    confirm_search(plan, exec, &model).await
 }
 
 /// The real probes that decide a predicted knee `k`.
@@ -83,12 +79,8 @@ fn probes(plan: &Plan, k: Option<f64>) -> Vec<f64> {
     })
 }
 
-async fn confirm_search(
-    plan: &Plan,
-    output: &Path,
-    flags: &CommonArgs,
-    model: &Model,
-) -> anyhow::Result<i32> {
+async fn confirm_search(plan: &Plan, exec: &Execution, model: &Model) -> anyhow::Result<i32> {
+    let output = exec.output.as_path();
     if plan.engines.len() != 1 {
         let names: Vec<&str> = plan.engines.keys().map(String::as_str).collect();
         return Err(crate::UsageError(format!(
@@ -105,7 +97,7 @@ async fn confirm_search(
         model,
         &PredictOptions {
             output: pred_path.clone(),
-            force: flags.force,
+            force: exec.force,
             html: false,
         },
     )?;
@@ -118,18 +110,7 @@ async fn confirm_search(
     let mut real = plan.clone();
     real.search = None;
     real.points = points.clone();
-    let opts = crate::run::RunOptions {
-        output: output.to_path_buf(),
-        fresh: flags.fresh,
-        force: flags.force,
-        progress: !flags.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        verbose: !flags.quiet,
-        html: !flags.no_html,
-        grace: std::time::Duration::from_secs(5),
-        shard: None,
-        load_shard: None,
-        ttft_includes_connect: flags.ttft_includes_connect,
-    };
+    let opts = exec.run_options(None, None);
     crate::engine::install_cleanup_hooks();
     let (mut report, outcome) = crate::run::run(&real, &opts).await?;
     let meets = |x: f64| {

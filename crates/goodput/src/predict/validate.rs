@@ -212,7 +212,6 @@ pub fn run(case: &Case) -> Result<(fit::Fit, Vec<Compared>), String> {
 }
 
 /// The median of `v` (0 when empty).
-pub fn median(mut v: Vec<f64>) -> f64 {
-    report::stats::sort_values(&mut v);
-    report::stats::quantile_linear(&v, 0.5).unwrap_or(0.0)
+pub fn median(v: Vec<f64>) -> f64 {
+    crate::stats::median(v).unwrap_or(0.0)
 }

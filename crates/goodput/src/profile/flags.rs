@@ -3,24 +3,56 @@
 
 use super::SloSpec;
 
+/// What is wrong with an `--slo` or a list of load levels.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpellingError {
+    /// A part without `:` or `=`.
+    #[error("`{0}`: expected NAME:MILLISECONDS, e.g. ttft:1000")]
+    NoBound(String),
+    /// A bound that is not a number.
+    #[error("`{part}`: `{value}` is not a number of milliseconds")]
+    NotMilliseconds {
+        /// The part, as written.
+        part: String,
+        /// Its value.
+        value: String,
+    },
+    /// A bound that is zero, negative or not finite.
+    #[error("`{0}`: the bound must be a positive number of ms")]
+    NotPositive(String),
+    /// A metric goodput does not bound.
+    #[error("`{0}` is not an SLO metric: use ttft, tpot, e2el or ttfat")]
+    UnknownMetric(String),
+    /// A metric bounded twice.
+    #[error("`{0}` is given twice")]
+    Twice(String),
+    /// Nothing given.
+    #[error("no {0} given: write e.g. {1}")]
+    Empty(&'static str, &'static str),
+    /// A load level that is not a finite number.
+    #[error("`{0}` is not a number")]
+    NotANumber(String),
+}
+
 /// Parses `ttft:1000,tpot:100,e2el:5000,ttfat:2000` (vLLM's `--goodput` spelling,
 /// also with `=`; `ttfat`, the time to first answer token, is goodput's).
-pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
+pub fn parse_slo(text: &str) -> Result<SloSpec, SpellingError> {
     let mut slo = SloSpec::default();
     let mut any = false;
     for part in text.split([',', ' ']).filter(|p| !p.is_empty()) {
         any = true;
         let (key, value) = part
             .split_once([':', '='])
-            .ok_or_else(|| format!("`{part}`: expected NAME:MILLISECONDS, e.g. ttft:1000"))?;
+            .ok_or_else(|| SpellingError::NoBound(part.into()))?;
         let ms: f64 = value
             .trim()
             .parse()
-            .map_err(|_| format!("`{part}`: `{value}` is not a number of milliseconds"))?;
+            .map_err(|_| SpellingError::NotMilliseconds {
+                part: part.into(),
+                value: value.into(),
+            })?;
         if !(ms.is_finite() && ms > 0.0) {
-            return Err(format!(
-                "`{part}`: the bound must be a positive number of ms"
-            ));
+            return Err(SpellingError::NotPositive(part.into()));
         }
         let key = key.trim().to_ascii_lowercase();
         let slot = match key.as_str() {
@@ -28,33 +60,46 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, String> {
             "tpot" => &mut slo.tpot_ms,
             "e2el" => &mut slo.e2el_ms,
             "ttfat" => &mut slo.ttfat_ms,
-            other => {
-                return Err(format!(
-                    "`{other}` is not an SLO metric: use ttft, tpot, e2el or ttfat"
-                ))
-            }
+            _ => return Err(SpellingError::UnknownMetric(key)),
         };
         if slot.is_some() {
-            return Err(format!("`{key}` is given twice"));
+            return Err(SpellingError::Twice(key));
         }
         *slot = Some(ms);
     }
     if !any {
-        return Err("no bound given: write e.g. ttft:1000,tpot:100".into());
+        return Err(SpellingError::Empty("bound", "ttft:1000,tpot:100"));
     }
     Ok(slo)
 }
 
-/// Parses `1,4,16` into load levels.
-pub fn parse_points(text: &str) -> Result<Vec<f64>, String> {
+/// The bounds of `slo` in [`parse_slo`]'s spelling (`ttft:1000,tpot:100`); its
+/// `attainment` and `percentile` have no such spelling and are left out.
+pub fn format_slo(slo: &SloSpec) -> String {
+    [
+        ("ttft", slo.ttft_ms),
+        ("tpot", slo.tpot_ms),
+        ("e2el", slo.e2el_ms),
+        ("ttfat", slo.ttfat_ms),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k}:{v}")))
+    .collect::<Vec<_>>()
+    .join(",")
+}
+
+/// Parses `1,4,16` into load levels (finite numbers; the plan checks their range).
+pub fn parse_points(text: &str) -> Result<Vec<f64>, SpellingError> {
     if text.trim().is_empty() {
-        return Err("no load level given: write e.g. 1,4,16".into());
+        return Err(SpellingError::Empty("load level", "1,4,16"));
     }
     text.split(',')
         .map(|p| {
             p.trim()
                 .parse::<f64>()
-                .map_err(|_| format!("`{p}` is not a number"))
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| SpellingError::NotANumber(p.into()))
         })
         .collect()
 }

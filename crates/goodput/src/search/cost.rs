@@ -12,17 +12,7 @@
 use super::{Found, Obs, SearchConfig, Step};
 
 /// What `goodput search` looks for.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Objective {
     /// The largest load that meets the SLO.

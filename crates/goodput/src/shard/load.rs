@@ -105,11 +105,41 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// Why a client gave up waiting at the load barrier (its trial then starts alone).
+#[derive(Debug, thiserror::Error)]
+pub enum BarrierError {
+    /// The shared folder could not be written or read.
+    #[error("load barrier {}: {error}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the OS said.
+        error: std::io::Error,
+    },
+    /// Client 0 could not write the start instant.
+    #[error("load barrier {}: {error}", path.display())]
+    Write {
+        /// The start file.
+        path: PathBuf,
+        /// Why.
+        error: report::ReportError,
+    },
+    /// Client 0 waited [`BARRIER_TIMEOUT`] and not every client arrived.
+    #[error("load barrier {0}: not every client arrived")]
+    Missing(String),
+    /// Client 0 wrote no start instant within [`BARRIER_TIMEOUT`].
+    #[error("load barrier {0}: client 0 set no start")]
+    NoStart(String),
+}
+
 /// Waits at the barrier `key` (one trial) until the common start instant; returns
 /// how long it waited, or why it gave up (the trial then starts alone).
-pub async fn barrier(dir: &Path, key: &str, i: u32, n: u32) -> Result<Duration, String> {
+pub async fn barrier(dir: &Path, key: &str, i: u32, n: u32) -> Result<Duration, BarrierError> {
     let began = std::time::Instant::now();
-    let io = |e: std::io::Error, p: &Path| format!("load barrier {}: {e}", p.display());
+    let io = |error: std::io::Error, p: &Path| BarrierError::Io {
+        path: p.to_path_buf(),
+        error,
+    };
     std::fs::create_dir_all(dir).map_err(|e| io(e, dir))?;
     let ready = |k: u32| dir.join(format!("{key}.ready.{k}"));
     let start = dir.join(format!("{key}.start"));
@@ -118,13 +148,17 @@ pub async fn barrier(dir: &Path, key: &str, i: u32, n: u32) -> Result<Duration, 
     if i == 0 {
         while !(0..n).all(|k| ready(k).exists()) {
             if began.elapsed() > BARRIER_TIMEOUT {
-                return Err(format!("load barrier {key}: not every client arrived"));
+                return Err(BarrierError::Missing(key.into()));
             }
             tokio::time::sleep(poll).await;
         }
         let at = unix_now() + START_LEAD.as_secs_f64();
-        crate::redact::write_file(&start, &format!("{at:.6}\n"))
-            .map_err(|e| format!("load barrier {}: {e}", start.display()))?;
+        crate::redact::write_file(&start, &format!("{at:.6}\n")).map_err(|error| {
+            BarrierError::Write {
+                path: start.clone(),
+                error,
+            }
+        })?;
     }
     let at: f64 = loop {
         if let Some(at) = std::fs::read_to_string(&start)
@@ -134,7 +168,7 @@ pub async fn barrier(dir: &Path, key: &str, i: u32, n: u32) -> Result<Duration, 
             break at;
         }
         if began.elapsed() > BARRIER_TIMEOUT {
-            return Err(format!("load barrier {key}: client 0 set no start"));
+            return Err(BarrierError::NoStart(key.into()));
         }
         tokio::time::sleep(poll).await;
     };

@@ -450,10 +450,23 @@ fn sort_records(records: &mut [RequestRecord], plan: &ShardInfo) {
     });
 }
 
+/// What `goodput merge` was asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeOptions {
+    /// Shard reports, in any order (at least one).
+    pub shards: Vec<PathBuf>,
+    /// The merged report.
+    pub output: PathBuf,
+    /// Overwrite an existing report at the output.
+    pub force: bool,
+    /// Write the HTML page beside the report.
+    pub html: bool,
+}
+
 /// `goodput merge SHARD.json... -o REPORT.json`: writes the merged report, its
 /// requests file and HTML page; exit 0, or 3 when the merge is partial (slices
 /// missing, or shards that did not complete).
-pub fn command(args: &crate::cli::MergeArgs) -> anyhow::Result<i32> {
+pub fn command(args: &MergeOptions) -> anyhow::Result<i32> {
     let out = &args.output;
     let requests = crate::record::records_path(out);
     for p in [out, &requests] {
@@ -465,7 +478,10 @@ pub fn command(args: &crate::cli::MergeArgs) -> anyhow::Result<i32> {
             .into());
         }
     }
-    let first = report::read_report(&args.shards[0]).map_err(|e| UsageError(e.to_string()))?;
+    let Some(first) = args.shards.first() else {
+        return Err(UsageError("goodput merge: no shard report given".into()).into());
+    };
+    let first = report::read_report(first).map_err(|e| UsageError(e.to_string()))?;
     let merged = if super::load_merge::is_load_shard(&first) {
         super::load_merge::merge_load_files(&args.shards)?
     } else {
@@ -481,7 +497,7 @@ pub fn command(args: &crate::cli::MergeArgs) -> anyhow::Result<i32> {
     }
     crate::redact::write_file(&requests, &text)?;
     crate::redact::write_report(out, &merged.report)?;
-    if !args.no_html {
+    if args.html {
         let html = out.with_extension("html");
         crate::redact::write_file(&html, &crate::render::html(&merged.report))?;
     }

@@ -26,25 +26,66 @@ use report::ShardInfo;
 use crate::plan::Plan;
 use crate::UsageError;
 
-/// `I/N` as written on the command line: shard `I` of `N`, `0 <= I < N`.
-pub fn parse_shard(s: &str) -> Result<(u32, u32), UsageError> {
-    let bad = |why: &str| UsageError(format!("--shard {s}: {why}; write I/N, e.g. 0/4"));
-    let (i, n) = s.split_once('/').ok_or_else(|| bad("no `/`"))?;
-    let i: u32 = i
-        .trim()
-        .parse()
-        .map_err(|_| bad("I is not a whole number"))?;
-    let n: u32 = n
-        .trim()
-        .parse()
-        .map_err(|_| bad("N is not a whole number"))?;
-    if n == 0 {
-        return Err(bad("N must be at least 1"));
+/// `I/N`: part `I` of `N`, `0 <= I < N` (`--shard`, `--load-shard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// This part, from 0.
+    pub index: u32,
+    /// How many parts.
+    pub count: u32,
+}
+
+impl std::fmt::Display for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
     }
-    if i >= n {
-        return Err(bad("I counts from 0 and must be below N"));
+}
+
+/// What is wrong with an `I/N`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartError {
+    /// No `/` between I and N.
+    #[error("`{0}`: no `/`; write I/N, e.g. 0/4")]
+    NoSlash(String),
+    /// I or N is not a whole number.
+    #[error("`{text}`: {which} is not a whole number; write I/N, e.g. 0/4")]
+    NotWhole {
+        /// The text given.
+        text: String,
+        /// `I` or `N`.
+        which: &'static str,
+    },
+    /// N is 0.
+    #[error("`{0}`: N must be at least 1")]
+    NoParts(String),
+    /// I is N or more.
+    #[error("`{0}`: I counts from 0 and must be below N")]
+    Beyond(String),
+}
+
+impl std::str::FromStr for Part {
+    type Err = PartError;
+
+    /// Reads `I/N` as written on the command line.
+    fn from_str(s: &str) -> Result<Part, PartError> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| PartError::NoSlash(s.into()))?;
+        let whole = |v: &str, which| {
+            v.trim().parse::<u32>().map_err(|_| PartError::NotWhole {
+                text: s.into(),
+                which,
+            })
+        };
+        let (index, count) = (whole(i, "I")?, whole(n, "N")?);
+        if count == 0 {
+            return Err(PartError::NoParts(s.into()));
+        }
+        if index >= count {
+            return Err(PartError::Beyond(s.into()));
+        }
+        Ok(Part { index, count })
     }
-    Ok((i, n))
 }
 
 /// The most shards a plan can be cut into: one per engine and load level (one per

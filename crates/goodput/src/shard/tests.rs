@@ -20,9 +20,11 @@ fn plan(engines: usize, points: &[f64]) -> Plan {
 }
 
 #[test]
-fn parse_shard_reads_i_of_n_and_names_what_is_wrong() {
-    assert_eq!(parse_shard("0/4").unwrap(), (0, 4));
-    assert_eq!(parse_shard("3/4").unwrap(), (3, 4));
+fn parts_read_i_of_n_and_name_what_is_wrong() {
+    let part = |s: &str| s.parse::<Part>();
+    assert_eq!(part("0/4").unwrap(), Part { index: 0, count: 4 });
+    assert_eq!(part("3/4").unwrap(), Part { index: 3, count: 4 });
+    assert_eq!(part("3/4").unwrap().to_string(), "3/4");
     for (bad, why) in [
         ("4/4", "below N"),
         ("1/0", "at least 1"),
@@ -30,7 +32,7 @@ fn parse_shard_reads_i_of_n_and_names_what_is_wrong() {
         ("1", "no `/`"),
         ("-1/4", "I is not"),
     ] {
-        let e = parse_shard(bad).unwrap_err().to_string();
+        let e = part(bad).unwrap_err().to_string();
         assert!(e.contains(bad) && e.contains(why), "{bad}: {e}");
     }
 }

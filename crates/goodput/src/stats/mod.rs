@@ -22,12 +22,34 @@
 //! - [`spread`]: Student's t interval of a mean over trials, as a share of the
 //!   mean: how settled a point's per-trial medians are (adaptive trials).
 //!
+//! - [`median`] and [`median_p99`]: the one median (and p99) goodput computes, by
+//!   the report's linear rule ([`report::stats::quantile_linear`], numpy's default).
+//!
 //! docs/statistics.md says what each interval means and how `compare` decides.
 
 pub mod bootstrap;
 pub mod capacity;
 pub mod order;
 pub mod spread;
+
+/// The median of values in any order, NaN dropped, by the report's linear rule
+/// ([`report::stats::quantile_linear`]: the mean of the middle two for an even
+/// count); `None` when there is none.
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    report::stats::sort_values(&mut v);
+    report::stats::quantile_linear(&v, 0.5)
+}
+
+/// The median and p99 of `values` by the same rule, sorting them in place (NaN
+/// dropped) for the caller's further quantiles.
+pub fn median_p99(values: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
+    report::stats::sort_values(values);
+    (
+        report::stats::quantile_linear(values, 0.5),
+        report::stats::quantile_linear(values, 0.99),
+    )
+}
 
 /// The confidence level of every interval goodput reports.
 pub const LEVEL: f64 = 0.95;
@@ -47,4 +69,39 @@ pub fn row_seed(seed: u64, key: &str) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trials_needed_grows_with_the_noise() {
+        let a = trials_needed(0.01, 2, 0.02, 0.05).unwrap();
+        let b = trials_needed(0.02, 2, 0.02, 0.05).unwrap();
+        assert!(b >= 4 * a - 4, "{a} {b}");
+        assert_eq!(trials_needed(0.0, 2, 0.02, 0.05), None);
+        assert_eq!(trials_needed(f64::NAN, 2, 0.02, 0.05), None);
+    }
+
+    #[test]
+    fn p_values_are_two_sided() {
+        assert!((two_sided_p(1.959_964) - 0.05).abs() < 1e-4);
+        assert_eq!(two_sided_p(f64::INFINITY), 0.0);
+        assert_eq!(two_sided_p(f64::NAN), 1.0);
+    }
+}
+
+#[cfg(test)]
+mod median_tests {
+    #[test]
+    fn the_median_is_the_linear_rules_and_ignores_order_and_nan() {
+        assert_eq!(super::median([3.0, f64::NAN, 1.0, 2.0, 10.0]), Some(2.5));
+        assert_eq!(super::median([5.0]), Some(5.0));
+        assert_eq!(super::median(std::iter::empty()), None);
+        let mut v = vec![4.0, 1.0, 3.0, 2.0];
+        let (m, p99) = super::median_p99(&mut v);
+        assert_eq!((m, v.clone()), (Some(2.5), vec![1.0, 2.0, 3.0, 4.0]));
+        assert!((p99.unwrap() - 3.97).abs() < 1e-12);
+    }
 }

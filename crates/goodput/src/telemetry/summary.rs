@@ -6,14 +6,11 @@
 //! hottest sample, the share of samples with a thermal slowdown, and the extremes
 //! of the additive fields.
 
-use report::stats::{quantile_linear, sort_values};
 use report::{GpuSample, GpuSummary, Stat};
 
 /// Median of one field over a trial's samples.
 fn trial_median(samples: &[GpuSample], field: fn(&GpuSample) -> Option<f64>) -> Option<f64> {
-    let mut v: Vec<f64> = samples.iter().filter_map(field).collect();
-    sort_values(&mut v);
-    quantile_linear(&v, 0.5)
+    crate::stats::median(samples.iter().filter_map(field))
 }
 
 /// Largest value of one field over every sample.

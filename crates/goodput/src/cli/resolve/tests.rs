@@ -1,6 +1,7 @@
 use clap::Parser;
 
-use crate::cli::{run_plan, Cli, Command, RunArgs};
+use crate::cli::runs::run_plan;
+use crate::cli::{Cli, Command, RunArgs};
 use crate::plan::Workload;
 use crate::profile::LoadMode;
 
@@ -248,4 +249,24 @@ fn the_quick_profile_says_its_milliseconds_are_ten_times_short() {
         info.notices
     );
     assert!(info.profile.is_some_and(|t| t.contains("quick-sim")));
+}
+
+#[test]
+fn a_vllm_flag_the_workload_kind_has_no_key_for_is_refused_naming_it() {
+    for (args, flag, kind) in [
+        (&["--tokenizer", "t.json"][..], "--tokenizer", "synthetic"),
+        (
+            &["--dataset-name", "sharegpt", "--random-range-ratio", "0.5"][..],
+            "--random-range-ratio",
+            "sharegpt",
+        ),
+    ] {
+        let mut all = vec!["--url", "http://h:1"];
+        all.extend(args);
+        let e = plan(&all).expect_err("refused").to_string();
+        assert!(
+            e.contains(flag) && e.contains(&format!("{kind} workload")),
+            "{e}"
+        );
+    }
 }

@@ -372,3 +372,31 @@ fn bad_shard_flags_are_usage_errors() {
         assert!(err.contains(why), "{flag}: {err}");
     }
 }
+
+/// A prediction cuts nothing and resumes nothing: `--predict` with a flag it would
+/// ignore is a usage error (exit 2) naming both flags, and nothing is written.
+#[test]
+fn predict_with_a_flag_it_would_ignore_is_refused_naming_both() {
+    let f = fixture();
+    let profile = f.path("p.toml");
+    let out = f.path("predicted.json");
+    for (cmd, extra) in [
+        ("run", &["--shard", "0/2"][..]),
+        ("search", &["--shard", "0/2"][..]),
+        ("run", &["--load-shard", "0/2"][..]),
+        ("run", &["--save-result"][..]),
+        ("run", &["--fresh"][..]),
+        ("run", &["--ttft-includes-connect"][..]),
+    ] {
+        let mut args = vec![cmd, s(&profile), "--predict", "engine.toml", "-o", s(&out)];
+        args.extend(extra);
+        let o = goodput_output(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--predict") && err.contains(extra[0]),
+            "{args:?}: {err}"
+        );
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}

@@ -1,0 +1,177 @@
+//! The command line's own tests: typed values, the options each command gets, and
+//! the cluster writers' argument vector read back.
+
+use clap::Parser;
+
+use super::{Cli, Command};
+use crate::options::SweepOptions;
+
+fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+    Cli::try_parse_from(std::iter::once("goodput").chain(args.iter().copied()))
+}
+
+/// The sweep options `goodput run ARGS` gives.
+fn run_sweep(args: &[String]) -> SweepOptions {
+    let mut argv = vec!["run", "p.toml"];
+    argv.extend(args.iter().map(String::as_str));
+    match parse(&argv)
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+        .command
+    {
+        Command::Run(a) => SweepOptions {
+            levels: a.levels.options(),
+            trial: a.common.trial.options(),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn cluster_argv_reads_back_as_the_same_options() {
+    for flags in [
+        &[][..],
+        &[
+            "--concurrency",
+            "1,8,64",
+            "--trials",
+            "3",
+            "--requests",
+            "40",
+        ][..],
+        &["--concurrency", "2", "--trials", "auto"][..],
+        &[
+            "--rate",
+            "0.5, 2.25,1e-3",
+            "--slo",
+            "ttft:1000,tpot:100,e2el:5000,ttfat:2000",
+            "--seed",
+            "18446744073709551615",
+            "--engine",
+            "a b",
+            "--engine",
+            "x=y",
+            "--usd-per-hour",
+            "2.5",
+            "--usd-per-hour",
+            "x=y=$0.125",
+        ][..],
+    ] {
+        let mut argv = vec!["k8s", "p.toml"];
+        argv.extend(flags);
+        let Command::K8s(k) = parse(&argv).unwrap().command else {
+            panic!("not k8s")
+        };
+        let opts = k.sweep.options();
+        let again = run_sweep(&opts.argv());
+        assert_eq!(again, opts, "{flags:?} -> {:?}", opts.argv());
+        assert_eq!(again.argv(), opts.argv());
+    }
+}
+
+#[test]
+fn bad_values_are_usage_errors_naming_the_flag() {
+    for (flag, value) in [
+        ("--shard", "4/4"),
+        ("--shard", "a/b"),
+        ("--load-shard", "1"),
+        ("--concurrency", "1,x"),
+        ("--rate", "nan"),
+        ("--slo", "ttft:-1"),
+        ("--usd-per-hour", "a=cheap"),
+    ] {
+        let e = parse(&["run", "p.toml", flag, value]).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{flag} {value}");
+        let text = e.to_string();
+        assert!(
+            text.contains(flag) && text.contains(value),
+            "{flag} {value}: {text}"
+        );
+    }
+}
+
+#[test]
+fn predict_with_a_flag_it_would_ignore_is_refused_naming_both() {
+    for cmd in ["run", "search"] {
+        for extra in [
+            &["--shard", "0/2"][..],
+            &["--load-shard", "0/2"][..],
+            &["--save-result"][..],
+        ] {
+            let mut argv = vec![cmd, "p.toml", "--predict", "m.toml"];
+            argv.extend(extra);
+            let e = parse(&argv).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{argv:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains("--predict") && text.contains(extra[0]),
+                "{argv:?}: {text}"
+            );
+        }
+    }
+    for flags in [
+        &["--fresh"][..],
+        &["--ttft-includes-connect"][..],
+        &["--client-threads", "2"][..],
+    ] {
+        let flag = flags[0];
+        let mut argv = vec!["run", "p.toml", "--predict", "m.toml"];
+        argv.extend(flags);
+        let Command::Run(a) = parse(&argv).unwrap().command else {
+            panic!("not run")
+        };
+        let e = a.refuse_unsupported().unwrap_err().to_string();
+        assert!(e.contains("--predict") && e.contains(flag), "{e}");
+        // Without --predict the flag is fine.
+        let Command::Run(a) = parse(&[&["run", "p.toml"][..], flags].concat())
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert!(a.refuse_unsupported().is_ok());
+    }
+}
+
+#[test]
+fn each_command_gets_its_options() {
+    let Command::Merge(m) = parse(&["merge", "a.json", "b.json", "--no-html"])
+        .unwrap()
+        .command
+    else {
+        panic!("not merge")
+    };
+    let m = m.options();
+    assert_eq!(m.shards.len(), 2);
+    assert!(!m.html && !m.force);
+    let Command::Run(r) = parse(&["run", "--shard", "1/4", "-o", "r.json", "--quiet"])
+        .unwrap()
+        .command
+    else {
+        panic!("not run")
+    };
+    assert_eq!(
+        r.common.shard,
+        Some(crate::shard::Part { index: 1, count: 4 })
+    );
+    let e = r.common.execution(&r.output);
+    assert!(e.quiet && e.html && !e.fresh);
+    assert_eq!(e.output, std::path::Path::new("r.json"));
+}
+
+#[test]
+fn slurm_status_takes_none_of_the_flags_that_write_a_job() {
+    assert!(parse(&["slurm", "--status", "dir"]).is_ok());
+    for extra in [
+        &["p.toml"][..],
+        &["--partition", "gpu"][..],
+        &["--shards", "2"][..],
+        &["--concurrency", "1,2"][..],
+        &["--slo", "ttft:100"][..],
+        &["-o", "elsewhere"][..],
+    ] {
+        let argv = [&["slurm", "--status", "dir"][..], extra].concat();
+        let e = parse(&argv).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{argv:?}");
+        assert!(e.to_string().contains("--status"), "{argv:?}: {e}");
+    }
+}
