@@ -90,6 +90,9 @@ pub struct Engine {
     arriving: VecDeque<(f64, Req)>,
     /// When the front-end finishes the requests it has been given.
     frontend_free: f64,
+    /// Output chunks the front-end has still to stream: (when the step that
+    /// produced them ended, front-end seconds they take), in time order.
+    chunk_work: VecDeque<(f64, f64)>,
     gpu: Gpu,
     counters: Counters,
     prefix_cache: super::prefix::PrefixCache,
@@ -117,6 +120,7 @@ impl Engine {
             running: Vec::new(),
             arriving: VecDeque::new(),
             frontend_free: 0.0,
+            chunk_work: VecDeque::new(),
             gpu: Gpu::new(config.thermal.clone()),
             counters: Counters::default(),
             prefix_cache: super::prefix::PrefixCache::new(total_blocks as usize),
@@ -142,19 +146,33 @@ impl Engine {
     /// A request arriving at the server at `at` (simulated seconds, in arrival
     /// order): the front-end handles one request at a time, `frontend_ms` each,
     /// first come first served, and hands it to the waiting queue when done
-    /// (a step starting at or after that time can schedule it). Without a
-    /// front-end time it joins the waiting queue at once.
+    /// (a step starting at or after that time can schedule it). The output
+    /// chunks of the steps that ended before `at` are ahead of it in the same
+    /// queue (`frontend_chunk_ms` each). Without front-end time it joins the
+    /// waiting queue at once.
     pub fn arrive(&mut self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>, at: f64) {
         let mut r = self.new_req(id, spec, prefix);
         r.work = self.noise.request_factor();
+        self.stream_chunks(at);
         let ms = self.config.frontend_ms * r.work;
-        if ms <= 0.0 || !ms.is_finite() {
+        let ms = if ms.is_finite() { ms.max(0.0) } else { 0.0 };
+        let ready = at.max(self.frontend_free) + ms / 1000.0;
+        if ready <= at {
             self.waiting.push_back(r);
             return;
         }
-        let ready = at.max(self.frontend_free) + ms / 1000.0;
         self.frontend_free = ready;
         self.arriving.push_back((ready, r));
+    }
+
+    /// The front-end streams the output chunks of the steps that ended by `now`
+    /// (first come first served, after what it was already given).
+    fn stream_chunks(&mut self, now: f64) {
+        while self.chunk_work.front().is_some_and(|c| c.0 <= now) {
+            if let Some((t, s)) = self.chunk_work.pop_front() {
+                self.frontend_free = self.frontend_free.max(t) + s;
+            }
+        }
     }
 
     /// When the front-end hands its next request to the waiting queue, if it
@@ -404,6 +422,13 @@ impl Engine {
         let end = now + duration;
         self.gpu.advance(end, true);
         let events = self.apply(&batch);
+        // Every request arrived by `now` is in the front-end's queue already:
+        // the chunks of steps ended by then can go through it.
+        self.stream_chunks(now);
+        let chunk_s = self.config.frontend_chunk_ms * events.len() as f64 / 1000.0;
+        if chunk_s > 0.0 && chunk_s.is_finite() {
+            self.chunk_work.push_back((end, chunk_s));
+        }
         Some(StepOutcome {
             start: now,
             end,

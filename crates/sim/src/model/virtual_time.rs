@@ -13,8 +13,9 @@
 //!   flight it waits for a free slot, and its send time is when it got one.
 //!
 //! The engine starts idle with a cool GPU at time 0. A request goes through the
-//! engine's front-end (`frontend_ms`, one request at a time, from its send time)
-//! and joins the next step that starts after it is through. The run ends when every request is done, when
+//! engine's front-end (`frontend_ms`, one request at a time, from its send time,
+//! behind the output chunks it is streaming, `frontend_chunk_ms` each) and joins
+//! the next step that starts after it is through. The run ends when every request is done, when
 //! nothing can ever be scheduled (a request larger than the KV pool), or at
 //! `horizon_s`; requests not done by then have no `done` time.
 //!
@@ -384,6 +385,35 @@ mod tests {
         // Without a front-end time both join the first step.
         let none = simulate(&plain(), &arrivals, &reqs, ClientTiming::default(), 1e6);
         assert_eq!(none[0].chunks[0].0, none[1].chunks[0].0);
+    }
+
+    #[test]
+    fn a_request_waits_behind_the_output_chunks_the_front_end_streams() {
+        let config = SimConfig {
+            frontend_chunk_ms: 3.0,
+            ..plain()
+        };
+        let one_token = |seed| RequestSpec {
+            output_tokens: 1,
+            ..spec(seed)
+        };
+        let reqs = [one_token(0), one_token(1)];
+        let first_chunk = |config: &SimConfig, second_at: f64| {
+            let arrivals = Arrivals::Open {
+                offsets_s: vec![0.0, second_at],
+                max_concurrency: None,
+            };
+            let out = simulate(config, &arrivals, &reqs, ClientTiming::default(), 1e6);
+            assert!(out.iter().all(|r| r.done.is_some()));
+            out[1].chunks[0].0
+        };
+        // The first request's one chunk ends its prefill step at 20 ms; the
+        // front-end streams it until 23 ms. Sent at 21 ms, the second request
+        // waits for it: its prefill step runs 23..43 ms (21..41 with no chunk cost).
+        assert!((first_chunk(&config, 0.021) - 0.043).abs() < 1e-9);
+        assert!((first_chunk(&plain(), 0.021) - 0.041).abs() < 1e-9);
+        // Sent after the front-end is through, it does not wait.
+        assert!((first_chunk(&config, 0.024) - 0.044).abs() < 1e-9);
     }
 
     #[test]
