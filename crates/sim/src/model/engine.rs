@@ -91,7 +91,8 @@ pub struct Engine {
     /// When the front-end finishes the requests it has been given.
     frontend_free: f64,
     /// Output chunks the front-end has still to stream: (when the step that
-    /// produced them ended, front-end seconds they take), in time order.
+    /// produced them ended, front-end seconds they take), in time order
+    /// (each chunk's own time is in its [`TokenEvent::at`]).
     chunk_work: VecDeque<(f64, f64)>,
     gpu: Gpu,
     counters: Counters,
@@ -173,6 +174,31 @@ impl Engine {
                 self.frontend_free = self.frontend_free.max(t) + s;
             }
         }
+    }
+
+    /// The step's output chunks (ended at `end`) join the front-end's queue,
+    /// `frontend_chunk_ms` each, behind what it was given before; each chunk's
+    /// `at` is when it is through. Requests arriving during the step (after
+    /// `now`) are not known yet: they queue behind these chunks' times in
+    /// [`Engine::arrive`] only if they came after `end`, and the chunks do not
+    /// wait for them (a simplification of at most a front-end time a chunk).
+    fn stream_outputs(&mut self, now: f64, end: f64, events: &mut [TokenEvent]) {
+        self.stream_chunks(now);
+        let each = self.config.frontend_chunk_ms / 1000.0;
+        if !(each > 0.0 && each.is_finite()) || events.is_empty() {
+            return;
+        }
+        let mut free = self.frontend_free;
+        for &(t, s) in &self.chunk_work {
+            free = free.max(t) + s;
+        }
+        let mut t = free.max(end);
+        for ev in events.iter_mut() {
+            t += each;
+            ev.at = t;
+        }
+        self.chunk_work
+            .push_back((end, each * events.len() as f64));
     }
 
     /// When the front-end hands its next request to the waiting queue, if it
@@ -421,14 +447,8 @@ impl Engine {
         let duration = self.cost.duration_s(&load, self.gpu.slowdown()) * self.noise.step_factor();
         let end = now + duration;
         self.gpu.advance(end, true);
-        let events = self.apply(&batch);
-        // Every request arrived by `now` is in the front-end's queue already:
-        // the chunks of steps ended by then can go through it.
-        self.stream_chunks(now);
-        let chunk_s = self.config.frontend_chunk_ms * events.len() as f64 / 1000.0;
-        if chunk_s > 0.0 && chunk_s.is_finite() {
-            self.chunk_work.push_back((end, chunk_s));
-        }
+        let mut events = self.apply(&batch, end);
+        self.stream_outputs(now, end, &mut events);
         Some(StepOutcome {
             start: now,
             end,
@@ -438,7 +458,7 @@ impl Engine {
     }
 
     /// Apply the results of a scheduled batch: computed tokens, sampling, finishing.
-    fn apply(&mut self, batch: &[Scheduled]) -> Vec<TokenEvent> {
+    fn apply(&mut self, batch: &[Scheduled], end: f64) -> Vec<TokenEvent> {
         let mut events = Vec::with_capacity(batch.len());
         for s in batch {
             let Some(i) = self.running.iter().position(|r| r.id == s.id) else {
@@ -484,6 +504,7 @@ impl Engine {
                 tokens: emitted,
                 first,
                 finished,
+                at: end,
             });
             if finished {
                 let r = self.running.remove(i);

@@ -283,11 +283,11 @@ pub fn simulate_traced(
             let Some(&idx) = in_engine.get(&ev.id) else {
                 continue;
             };
-            c.out[idx].chunks.push((step.end, ev.tokens));
+            c.out[idx].chunks.push((ev.at, ev.tokens));
             if ev.finished {
-                c.out[idx].done = Some(step.end);
+                c.out[idx].done = Some(ev.at);
                 in_engine.remove(&ev.id);
-                c.finished(step.end);
+                c.finished(ev.at);
             }
         }
     }
@@ -398,22 +398,29 @@ mod tests {
             ..spec(seed)
         };
         let reqs = [one_token(0), one_token(1)];
-        let first_chunk = |config: &SimConfig, second_at: f64| {
+        // (first request's first chunk, second request's first chunk)
+        let first_chunks = |config: &SimConfig, second_at: f64| {
             let arrivals = Arrivals::Open {
                 offsets_s: vec![0.0, second_at],
                 max_concurrency: None,
             };
             let out = simulate(config, &arrivals, &reqs, ClientTiming::default(), 1e6);
             assert!(out.iter().all(|r| r.done.is_some()));
-            out[1].chunks[0].0
+            (out[0].chunks[0].0, out[1].chunks[0].0)
         };
-        // The first request's one chunk ends its prefill step at 20 ms; the
-        // front-end streams it until 23 ms. Sent at 21 ms, the second request
-        // waits for it: its prefill step runs 23..43 ms (21..41 with no chunk cost).
-        assert!((first_chunk(&config, 0.021) - 0.043).abs() < 1e-9);
-        assert!((first_chunk(&plain(), 0.021) - 0.041).abs() < 1e-9);
-        // Sent after the front-end is through, it does not wait.
-        assert!((first_chunk(&config, 0.024) - 0.044).abs() < 1e-9);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // The first request's prefill step ends at 20 ms; the front-end streams
+        // its chunk until 23 ms (the client sees it then). Sent at 21 ms, the
+        // second request waits for it: its prefill step runs 23..43 ms, its chunk
+        // is through at 46 ms.
+        let (a, b) = first_chunks(&config, 0.021);
+        assert!(close(a, 0.023) && close(b, 0.046), "{a} {b}");
+        // Without the chunk cost: 20 ms, and a step 21..41 ms.
+        let (a, b) = first_chunks(&plain(), 0.021);
+        assert!(close(a, 0.020) && close(b, 0.041), "{a} {b}");
+        // Sent after the front-end is through, it does not wait: 24..44 (+3) ms.
+        let (_, b) = first_chunks(&config, 0.024);
+        assert!(close(b, 0.047), "{b}");
     }
 
     #[test]
