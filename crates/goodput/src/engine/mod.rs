@@ -261,7 +261,7 @@ impl EngineHandle {
         self.env.model = Some(self.model.clone());
         self.env.version = self.probe().version(self.kind).await;
         self.env.limits =
-            limits::detect(self.kind, &self.probe(), self.env.command.as_deref()).await;
+            limits::detect(self.kind, &self.probe(), self.env.command.as_deref(), self.log.as_ref()).await;
         if self.kind == EngineKind::Sim {
             self.note_time_scale().await;
         }
