@@ -205,13 +205,15 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
     println!("| engine | x | held out | metric | measured | predicted | 90% interval | error |");
     println!("|---|---:|---|---|---:|---:|---|---:|");
     let mut compared = Vec::new();
-    let held_out = std::iter::once((case.inside, "inside"))
-        .chain(case.beyond.iter().map(|x| (*x, "beyond")));
+    let held_out =
+        std::iter::once((case.inside, "inside")).chain(case.beyond.iter().map(|x| (*x, "beyond")));
     for (x, role) in held_out {
         let m = medians(&measured, &engine, x);
         let p = medians(&predicted, &engine, x);
         let point = predicted.load[&engine].points.iter().find(|p| p.x == x);
-        let iv = point.and_then(|p| p.predicted_interval.clone()).unwrap_or_default();
+        let iv = point
+            .and_then(|p| p.predicted_interval.clone())
+            .unwrap_or_default();
         let metrics: Vec<_> = (0..3)
             .map(|i| (m[i], p[i], iv.metrics.get(interval::NAMES[i]).copied()))
             .collect();
@@ -221,7 +223,9 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
                 _ => None,
             };
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
-            let band = metrics[i].2.map_or("-".into(), |[lo, hi]| format!("{lo:.2}-{hi:.2}"));
+            let band = metrics[i]
+                .2
+                .map_or("-".into(), |[lo, hi]| format!("{lo:.2}-{hi:.2}"));
             println!(
                 "| {} | {x} | {role} | {name} | {} | {} | {band} | {} |",
                 case.name,

@@ -183,7 +183,8 @@ impl VllmLog {
         if let Some(c) = kv.captures(line) {
             if self.kv_tokens.is_none() {
                 let what = format!("{}KV cache size", c.get(1).map_or("", |m| m.as_str()));
-                self.kv_tokens = digits(&c[2]).map(|n| (n, format!("{VLLM_LOG} ({what}: {} tokens)", &c[2])));
+                self.kv_tokens =
+                    digits(&c[2]).map(|n| (n, format!("{VLLM_LOG} ({what}: {} tokens)", &c[2])));
             }
         }
         let blocks = re(&BLOCKS, r"# GPU blocks: (\d+)");
@@ -214,7 +215,12 @@ impl VllmLog {
             let (len, x) = self.concurrency?;
             let n = (len as f64 * x).round();
             (n >= 1.0 && n < 1e15).then(|| {
-                (n as u64, format!("{VLLM_LOG} (Maximum concurrency {x}x for {len} tokens a request, ±0.5%)"))
+                (
+                    n as u64,
+                    format!(
+                        "{VLLM_LOG} (Maximum concurrency {x}x for {len} tokens a request, ±0.5%)"
+                    ),
+                )
             })
         });
         if let Some((n, source)) = kv {
@@ -392,8 +398,13 @@ mod tests {
         assert_eq!(l["max_num_seqs"].value, 8);
         assert_eq!(l["max_num_batched_tokens"].value, 2048);
         assert_eq!(l["block_size"].value, 32);
-        assert!(l["max_num_seqs"].source.starts_with("vllm-startup-log (non-default args"));
-        assert!(l["kv_pool_tokens"].source.contains("CPU KV cache size"), "{l:?}");
+        assert!(l["max_num_seqs"]
+            .source
+            .starts_with("vllm-startup-log (non-default args"));
+        assert!(
+            l["kv_pool_tokens"].source.contains("CPU KV cache size"),
+            "{l:?}"
+        );
         // An earlier 0.32 launch with --block-size 32 and 92 blocks (the CPU
         // build refuses 16: cpu-0.32-block-size-16.log).
         let l = from_vllm_log(&fixture("vllm/cpu-0.32-startup.log"));
@@ -413,12 +424,20 @@ mod tests {
         let l = from_vllm_log(v0);
         assert_eq!(l["kv_pool_tokens"].value, 183 * 32);
         assert_eq!(l["max_num_seqs"].value, 64);
-        assert_eq!(from_vllm_log("# GPU blocks: 10, # CPU blocks: 0")["kv_pool_tokens"].value, 160);
+        assert_eq!(
+            from_vllm_log("# GPU blocks: 10, # CPU blocks: 0")["kv_pool_tokens"].value,
+            160
+        );
         // Only the concurrency line: max_model_len × concurrency.
         let l = from_vllm_log("Maximum concurrency for 2,048 tokens per request: 1.43x");
         assert_eq!(l["kv_pool_tokens"].value, 2929);
         // Nothing stated, or nonsense: nothing, no panic.
-        for bad in ["", "non-default args: {'max_num_seqs': -1}", "KV cache size: , tokens", "Maximum concurrency for 1 tokens per request: NaNx"] {
+        for bad in [
+            "",
+            "non-default args: {'max_num_seqs': -1}",
+            "KV cache size: , tokens",
+            "Maximum concurrency for 1 tokens per request: NaNx",
+        ] {
             assert!(from_vllm_log(bad).is_empty(), "{bad}");
         }
     }

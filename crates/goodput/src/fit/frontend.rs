@@ -217,7 +217,9 @@ pub(super) fn search_chunk(
         };
         Ok((fe2, p, with))
     } else {
-        without.notes.retain(|n| !n.starts_with("frontend_chunk_ms"));
+        without
+            .notes
+            .retain(|n| !n.starts_with("frontend_chunk_ms"));
         off(without, without_fe, test)
     }
 }

@@ -462,7 +462,12 @@ fn a_hidden_per_chunk_cost_is_recovered_and_kept() {
     );
     for r in &f.residuals {
         let e = r.error(0).unwrap();
-        assert!(e.abs() < 0.05, "x={} TTFT {e}\n{}", r.x, render::summary(&f));
+        assert!(
+            e.abs() < 0.05,
+            "x={} TTFT {e}\n{}",
+            r.x,
+            render::summary(&f)
+        );
     }
     no_nan(&f);
 }

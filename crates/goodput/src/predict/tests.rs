@@ -267,9 +267,16 @@ fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
     let chart = charts.iter().find(|c| c.id == "throughput").unwrap();
     let p8 = r.load["e"].points.iter().find(|p| p.x == 8.0).unwrap();
     let [lo, hi] = p8.predicted_interval.as_ref().unwrap().metrics["output_throughput"];
-    assert!(chart.series[0].whiskers.contains(&(8.0, lo, hi)), "{:?}", chart.series[0].whiskers);
     assert!(
-        chart.thresholds.iter().any(|t| t.vertical && t.at == 5.0 && t.label.contains("extrapolated")),
+        chart.series[0].whiskers.contains(&(8.0, lo, hi)),
+        "{:?}",
+        chart.series[0].whiskers
+    );
+    assert!(
+        chart
+            .thresholds
+            .iter()
+            .any(|t| t.vertical && t.at == 5.0 && t.label.contains("extrapolated")),
         "{:?}",
         chart.thresholds
     );

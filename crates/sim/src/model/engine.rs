@@ -197,8 +197,7 @@ impl Engine {
             t += each;
             ev.at = t;
         }
-        self.chunk_work
-            .push_back((end, each * events.len() as f64));
+        self.chunk_work.push_back((end, each * events.len() as f64));
     }
 
     /// When the front-end hands its next request to the waiting queue, if it

@@ -150,7 +150,10 @@ fn predicted_intervals(chart: &mut Chart, report: &Report, metric: &str) {
         let mut points: Vec<&Point> = result.points.iter().collect();
         points.sort_by(|a, b| a.x.total_cmp(&b.x));
         for p in &points {
-            let Some(&[lo, hi]) = p.predicted_interval.as_ref().and_then(|i| i.metrics.get(metric))
+            let Some(&[lo, hi]) = p
+                .predicted_interval
+                .as_ref()
+                .and_then(|i| i.metrics.get(metric))
             else {
                 continue;
             };
@@ -163,7 +166,11 @@ fn predicted_intervals(chart: &mut Chart, report: &Report, metric: &str) {
             if w[0].extrapolated != w[1].extrapolated {
                 let at = (w[0].x + w[1].x) / 2.0;
                 if !chart.thresholds.iter().any(|t| t.vertical && t.at == at) {
-                    let label = if w[1].extrapolated { "extrapolated →" } else { "← extrapolated" };
+                    let label = if w[1].extrapolated {
+                        "extrapolated →"
+                    } else {
+                        "← extrapolated"
+                    };
                     chart.thresholds.push(Threshold {
                         at,
                         vertical: true,
@@ -181,13 +188,15 @@ fn predicted_intervals(chart: &mut Chart, report: &Report, metric: &str) {
         );
     }
     if any.1 {
-        chart.note.push_str(if chart.thresholds.iter().any(|t| t.vertical) {
-            " Points past a line marked \"extrapolated\" lie outside the fitted loads (or \
+        chart
+            .note
+            .push_str(if chart.thresholds.iter().any(|t| t.vertical) {
+                " Points past a line marked \"extrapolated\" lie outside the fitted loads (or \
              depend on a value the fit could not identify): trust them less."
-        } else {
-            " Every predicted point is extrapolated (outside the fitted loads, or \
+            } else {
+                " Every predicted point is extrapolated (outside the fitted loads, or \
              dependent on a value the fit could not identify): trust them less."
-        });
+            });
     }
 }
 
