@@ -40,7 +40,6 @@ use goodput::predict::validate::{median, predicted, Compared};
 use goodput::predict::{finish_report, predict_sweep, Model};
 use goodput::profile::{Overrides, Profile};
 use goodput::record::{read_records, records_path};
-use goodput::run::{run, RunOptions};
 use goodput_sim::SimConfig;
 
 /// The simulated engine the fit must recover: not a preset.
@@ -117,7 +116,7 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) {
+fn run_case(dir: &Path, reuse: bool, case: &Case) {
     println!("{}: load average before: {}", case.name, load_average());
     let mut levels: Vec<f64> = case.fit_levels.clone();
     levels.push(case.inside);
@@ -131,7 +130,6 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
         .cloned()
         .expect("one engine");
     let out = dir.join(format!("{}.json", case.name));
-    let opts = RunOptions::fresh_and_silent(out.clone());
     let started = std::time::Instant::now();
     let fit_set: BTreeSet<u64> = case.fit_levels.iter().map(|x| x.to_bits()).collect();
     let (measured, all) = match &case.virtual_truth {
@@ -153,8 +151,20 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
             let r = report::read_report(&out).expect("report");
             (r, read_records(&records_path(&out)).expect("records"))
         }
+        // The real engines run through the goodput binary: a launched vLLM runs
+        // under `goodput engine-guard`, which the running executable provides
+        // (this bench's own executable is not goodput).
         None => {
-            let (r, _) = rt.block_on(run(&measured_plan, &opts)).expect("run");
+            let profile_path = dir.join(format!("{}.toml", case.name));
+            std::fs::write(&profile_path, profile(case, &levels)).expect("profile");
+            let status = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+                .args(["run", "--fresh", "--quiet", "--no-html", "-o"])
+                .arg(&out)
+                .arg(&profile_path)
+                .status()
+                .expect("goodput run");
+            println!("{}: goodput run exited with {status}", case.name);
+            let r = report::read_report(&out).expect("report");
             (r, read_records(&records_path(&out)).expect("records"))
         }
     };
@@ -274,7 +284,6 @@ fn main() {
     let dir = kept.as_deref().unwrap_or(tmp.path());
     std::fs::create_dir_all(dir).expect("bench dir");
     let reuse = kept.is_some() && std::env::var("GOODPUT_BENCH_REUSE").is_ok_and(|v| v == "1");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
     let truth = dir.join("truth.toml");
     std::fs::write(&truth, sim_truth().to_toml_string().expect("toml")).expect("write");
     let mut cases = vec![Case {
@@ -349,6 +358,6 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != case.name) {
             continue;
         }
-        run_case(&rt, dir, reuse, case);
+        run_case(dir, reuse, case);
     }
 }
