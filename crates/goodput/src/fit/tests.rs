@@ -448,10 +448,9 @@ fn a_hidden_per_chunk_cost_is_recovered_and_kept() {
     let recs = records(&t, &[1, 2, 4, 8], 48, true);
     let f = fit(&recs, &ctx()).unwrap();
     let (chunk, note) = chunk_choice(&f);
-    eprintln!("{}", render::summary(&f));
-    // Within 25% of the truth, the front-end time beside it near 0.
+    // Within 10% of the truth (0.766 found), the front-end time beside it near 0.
     assert!(
-        close(chunk, 0.8, 0.25) && note.contains("ON"),
+        close(chunk, 0.8, 0.10) && note.contains("ON"),
         "frontend_chunk_ms {chunk}: {note}\n{}",
         render::summary(&f)
     );
