@@ -214,7 +214,7 @@ impl VllmLog {
         let kv = kv.or_else(|| {
             let (len, x) = self.concurrency?;
             let n = (len as f64 * x).round();
-            (n >= 1.0 && n < 1e15).then(|| {
+            (1.0..1e15).contains(&n).then(|| {
                 (
                     n as u64,
                     format!(
