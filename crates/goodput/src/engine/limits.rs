@@ -10,6 +10,12 @@
 //!   `chunked_prefill_size`, `page_size` (anywhere in the document);
 //! - vLLM: `GET /metrics`, the labels of `vllm:cache_config_info` (`block_size`,
 //!   and `max_num_seqs` / `max_num_batched_tokens` where a version adds them);
+//! - vLLM's startup log (`vllm-startup-log`, [`from_vllm_log`]): the arguments it
+//!   states (`non-default args: {...}` from 0.9 on, `args: Namespace(...)` before:
+//!   `max_num_seqs`, `max_num_batched_tokens`, `block_size`) and the KV pool
+//!   (`GPU KV cache size: N tokens`, `CPU KV cache size: ...` on the CPU build; else
+//!   V0's `# GPU blocks: N` times the block size; else `Maximum concurrency for L
+//!   tokens per request: Xx`, L × X, rounded as vLLM rounds X);
 //! - the command line goodput launched it with: `-np`/`--parallel`,
 //!   `--max-num-seqs`, `--max-running-requests`, `--max-num-batched-tokens`,
 //!   `--block-size` (the last one given wins, as in the engines' parsers).
@@ -17,10 +23,15 @@
 //! Every answer is read through [`bounded_text`], at most [`MAX_BODY_BYTES`]: a
 //! small local reader, to be swapped for the shared bounded reader (issue #24).
 
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::sync::OnceLock;
+
 use indexmap::IndexMap;
+use regex::Regex;
 use report::StatedLimit;
 use serde_json::Value;
 
+use super::logs::LogSection;
 use super::probe::Probe;
 use super::prom;
 use crate::profile::EngineKind;
@@ -117,6 +128,138 @@ pub fn from_vllm_metrics(text: &str) -> Limits {
     out
 }
 
+/// Where vLLM's startup log is named as a source.
+pub const VLLM_LOG: &str = "vllm-startup-log";
+/// The most of a launch's log read for its startup lines.
+const MAX_LOG_SCAN_BYTES: u64 = 64 << 20;
+/// The arguments the startup log states, as vLLM names them.
+const VLLM_ARGS: [&str; 3] = ["max_num_seqs", "max_num_batched_tokens", "block_size"];
+/// V0's block size when its arguments do not say one (`--block-size` default).
+const VLLM_V0_BLOCK: u64 = 16;
+
+fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).expect("static regex"))
+}
+
+fn digits(text: &str) -> Option<u64> {
+    let clean: String = text.chars().filter(|c| c.is_ascii_digit()).collect();
+    clean.parse().ok()
+}
+
+/// What one startup-log line states (see [`from_vllm_log`]).
+#[derive(Debug, Default)]
+struct VllmLog {
+    args: Limits,
+    kv_tokens: Option<(u64, String)>,
+    gpu_blocks: Option<u64>,
+    concurrency: Option<(u64, f64)>,
+}
+
+impl VllmLog {
+    fn line(&mut self, line: &str) {
+        static ARG_DICT: OnceLock<Regex> = OnceLock::new();
+        static ARG_NS: OnceLock<Regex> = OnceLock::new();
+        static KV: OnceLock<Regex> = OnceLock::new();
+        static BLOCKS: OnceLock<Regex> = OnceLock::new();
+        static CONC: OnceLock<Regex> = OnceLock::new();
+        let args = if line.contains("non-default args:") {
+            Some((re(&ARG_DICT, r"'(\w+)': (\d+)\b"), "non-default args"))
+        } else if line.contains("args: Namespace(") {
+            Some((re(&ARG_NS, r"\b(\w+)=(\d+)\b"), "args"))
+        } else {
+            None
+        };
+        if let Some((args, form)) = args {
+            for c in args.captures_iter(line) {
+                if VLLM_ARGS.contains(&&c[1]) {
+                    let source = format!("{VLLM_LOG} ({form}: {} {})", &c[1], &c[2]);
+                    // The first statement of a launch wins (put keeps the first).
+                    put(&mut self.args, &c[1], c[2].parse().ok(), &source);
+                }
+            }
+            return;
+        }
+        let kv = re(&KV, r"(\b[A-Z]+ )?KV cache size: ([\d,]+) tokens");
+        if let Some(c) = kv.captures(line) {
+            if self.kv_tokens.is_none() {
+                let what = format!("{}KV cache size", c.get(1).map_or("", |m| m.as_str()));
+                self.kv_tokens =
+                    digits(&c[2]).map(|n| (n, format!("{VLLM_LOG} ({what}: {} tokens)", &c[2])));
+            }
+        }
+        let blocks = re(&BLOCKS, r"# GPU blocks: (\d+)");
+        if let Some(c) = blocks.captures(line) {
+            self.gpu_blocks = self.gpu_blocks.or(c[1].parse().ok());
+        }
+        let conc = re(
+            &CONC,
+            r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x",
+        );
+        if let Some(c) = conc.captures(line) {
+            if self.concurrency.is_none() {
+                let x: Option<f64> = c[2].parse().ok();
+                self.concurrency = digits(&c[1]).zip(x.filter(|x| x.is_finite() && *x > 0.0));
+            }
+        }
+    }
+
+    fn limits(self) -> Limits {
+        let mut out = self.args;
+        let kv = self.kv_tokens.or_else(|| {
+            let block = out.get("block_size").map_or(VLLM_V0_BLOCK, |l| l.value);
+            self.gpu_blocks
+                .and_then(|b| b.checked_mul(block))
+                .map(|n| (n, format!("{VLLM_LOG} (# GPU blocks × block size {block})")))
+        });
+        let kv = kv.or_else(|| {
+            let (len, x) = self.concurrency?;
+            let n = (len as f64 * x).round();
+            (1.0..1e15).contains(&n).then(|| {
+                (
+                    n as u64,
+                    format!(
+                        "{VLLM_LOG} (Maximum concurrency {x}x for {len} tokens a request, ±0.5%)"
+                    ),
+                )
+            })
+        });
+        if let Some((n, source)) = kv {
+            put(&mut out, "kv_pool_tokens", Some(n), &source);
+        }
+        out
+    }
+}
+
+/// What vLLM's startup log states (see the module doc), from a log's text.
+pub fn from_vllm_log(text: &str) -> Limits {
+    let mut log = VllmLog::default();
+    for line in text.lines() {
+        log.line(line);
+    }
+    log.limits()
+}
+
+/// [`from_vllm_log`] on one launch's part of a log file (its first 64 MiB; lines
+/// read lossily, none longer than that).
+pub fn scan_vllm_log(section: &LogSection) -> Limits {
+    let Ok(mut file) = std::fs::File::open(&section.path) else {
+        return Limits::new();
+    };
+    if file.seek(SeekFrom::Start(section.start)).is_err() {
+        return Limits::new();
+    }
+    let mut reader = BufReader::new(file.take(MAX_LOG_SCAN_BYTES));
+    let (mut log, mut buf) = (VllmLog::default(), Vec::new());
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => log.line(&String::from_utf8_lossy(&buf)),
+        }
+    }
+    log.limits()
+}
+
 /// The limits an engine's command line sets (see the module doc).
 pub fn from_command(argv: &[String]) -> Limits {
     const FLAGS: [(&str, &str); 7] = [
@@ -169,9 +312,15 @@ async fn json(probe: &Probe<'_>, path: &str) -> Option<Value> {
     serde_json::from_str(&bounded_text(probe, path, MAX_BODY_BYTES).await?).ok()
 }
 
-/// Reads what the engine states, then what its command line sets (the engine's
-/// own answer wins where both say).
-pub async fn detect(kind: EngineKind, probe: &Probe<'_>, argv: Option<&[String]>) -> Limits {
+/// Reads what the engine states (its answer, then, for vLLM, its startup log in
+/// `log`), then what its command line sets (the engine's own statement wins
+/// where several say).
+pub async fn detect(
+    kind: EngineKind,
+    probe: &Probe<'_>,
+    argv: Option<&[String]>,
+    log: Option<&LogSection>,
+) -> Limits {
     let mut out = match kind {
         EngineKind::Sim => json(probe, "/version")
             .await
@@ -191,6 +340,15 @@ pub async fn detect(kind: EngineKind, probe: &Probe<'_>, argv: Option<&[String]>
             .unwrap_or_default(),
         _ => Limits::new(),
     };
+    if let (EngineKind::Vllm, Some(section)) = (kind, log) {
+        let section = section.clone();
+        let stated = tokio::task::spawn_blocking(move || scan_vllm_log(&section))
+            .await
+            .unwrap_or_default();
+        for (name, l) in stated {
+            out.entry(name).or_insert(l);
+        }
+    }
     for (name, l) in from_command(argv.unwrap_or_default()) {
         out.entry(name).or_insert(l);
     }
@@ -228,6 +386,59 @@ mod tests {
             serde_json::json!({"limits": {"max_num_seqs": "many"}}),
         ] {
             assert!(from_llama_props(&bad).is_empty() && from_sim_version(&bad).is_empty());
+        }
+    }
+
+    #[test]
+    fn vllm_states_its_arguments_and_pool_in_its_startup_log() {
+        use crate::engine::fixture;
+        // 0.32 (the CPU build), as it logged the bench's launch: every argument
+        // given, and the pool on the engine core's one line.
+        let l = from_vllm_log(&fixture("vllm/cpu-0.32-startup-limits.log"));
+        assert_eq!(l["max_num_seqs"].value, 8);
+        assert_eq!(l["max_num_batched_tokens"].value, 2048);
+        assert_eq!(l["block_size"].value, 32);
+        assert!(l["max_num_seqs"]
+            .source
+            .starts_with("vllm-startup-log (non-default args"));
+        assert!(
+            l["kv_pool_tokens"].source.contains("CPU KV cache size"),
+            "{l:?}"
+        );
+        // An earlier 0.32 launch with --block-size 32 and 92 blocks (the CPU
+        // build refuses 16: cpu-0.32-block-size-16.log).
+        let l = from_vllm_log(&fixture("vllm/cpu-0.32-startup.log"));
+        assert_eq!(l["block_size"].value, 32);
+        assert_eq!(l["kv_pool_tokens"].value, 2944);
+        // 0.11: no limit among its non-default args; the GPU pool.
+        let l = from_vllm_log(&fixture("vllm/startup-v0.11.log"));
+        assert!(!l.contains_key("max_num_seqs") && !l.contains_key("block_size"));
+        assert_eq!(l["kv_pool_tokens"].value, 171_008);
+        // 0.8: `args: Namespace(...)` with `block_size=None` (not a statement).
+        let l = from_vllm_log(&fixture("vllm/startup-v0.8.log"));
+        assert!(!l.contains_key("block_size"));
+        assert_eq!(l["kv_pool_tokens"].value, 2928);
+        // V0: blocks times the block size its arguments state (else 16).
+        let v0 = "INFO 06-01 [api_server.py:1] args: Namespace(model='m', block_size=32, max_num_seqs=64)\n\
+                  INFO 06-01 [executor_base.py:1] # GPU blocks: 183, # CPU blocks: 512\n";
+        let l = from_vllm_log(v0);
+        assert_eq!(l["kv_pool_tokens"].value, 183 * 32);
+        assert_eq!(l["max_num_seqs"].value, 64);
+        assert_eq!(
+            from_vllm_log("# GPU blocks: 10, # CPU blocks: 0")["kv_pool_tokens"].value,
+            160
+        );
+        // Only the concurrency line: max_model_len × concurrency.
+        let l = from_vllm_log("Maximum concurrency for 2,048 tokens per request: 1.43x");
+        assert_eq!(l["kv_pool_tokens"].value, 2929);
+        // Nothing stated, or nonsense: nothing, no panic.
+        for bad in [
+            "",
+            "non-default args: {'max_num_seqs': -1}",
+            "KV cache size: , tokens",
+            "Maximum concurrency for 1 tokens per request: NaNx",
+        ] {
+            assert!(from_vllm_log(bad).is_empty(), "{bad}");
         }
     }
 

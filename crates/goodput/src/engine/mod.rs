@@ -259,8 +259,13 @@ impl EngineHandle {
         self.env.kv_pool_tokens = self.kv_pool_tokens;
         self.env.model = Some(self.model.clone());
         self.env.version = self.probe().version(self.kind).await;
-        self.env.limits =
-            limits::detect(self.kind, &self.probe(), self.env.command.as_deref()).await;
+        self.env.limits = limits::detect(
+            self.kind,
+            &self.probe(),
+            self.env.command.as_deref(),
+            self.log.as_ref(),
+        )
+        .await;
         if self.kind == EngineKind::Sim {
             self.note_time_scale().await;
         }

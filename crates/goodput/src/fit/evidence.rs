@@ -119,7 +119,7 @@ pub fn build(
 }
 
 /// The pooled standard deviation of ln(trial / point median), per metric.
-fn spread(trials: &Trials<'_>) -> Vec<f64> {
+pub(super) fn spread(trials: &Trials<'_>) -> Vec<f64> {
     let slo = SloSpec::default();
     let mut by_x: BTreeMap<u64, Vec<[Option<f64>; 3]>> = BTreeMap::new();
     for ((x, _, _), recs) in trials {

@@ -1,7 +1,8 @@
 //! The engine's limits in the fitted configuration: `max_num_seqs` (stated by the
 //! engine, else identified when the batch was held below the requests in flight,
 //! else held at the prior), `max_num_batched_tokens` and `block_size` (stated, else
-//! the simulator's defaults), `kv_pool_tokens` (detected by the run).
+//! the simulator's defaults), `kv_pool_tokens` (detected by the run; known where
+//! the engine stated it, as vLLM's startup log does).
 
 use goodput_sim::SimConfig;
 
@@ -78,8 +79,14 @@ pub(super) fn kv_pool(
         .max()
         .unwrap_or(1)
         .clamp(1, 1 << 24) as u32;
-    let (pool, status) = match ctx.kv_pool_tokens {
-        Some(k) if k > 0 => (k.min(1 << 31) as u32, Status::Fitted { stderr: 0.0 }),
+    // The pool the engine stated (vLLM's startup log) is known, with where.
+    let stated = ctx.limits.get("kv_pool_tokens");
+    let (pool, status) = match (ctx.kv_pool_tokens, stated) {
+        (Some(k), Some(l)) if k == l.value => {
+            (k.min(1 << 31) as u32, Status::Known(l.source.clone()))
+        }
+        (Some(k), _) if k > 0 => (k.min(1 << 31) as u32, Status::Fitted { stderr: 0.0 }),
+        (_, Some(l)) => (l.value.min(1 << 31) as u32, Status::Known(l.source.clone())),
         _ => (
             config.kv_pool_tokens,
             Status::Prior("the report does not say the KV pool (kv_pool_tokens is null)".into()),

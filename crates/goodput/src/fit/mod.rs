@@ -24,6 +24,12 @@
 //!   closest to the measured median TTFT and TPOT of every point, by
 //!   golden-section search ([`search_frontend`]); 0 when the model without it is
 //!   within 2% everywhere;
+//! - `frontend_chunk_ms`, the API server's time per output chunk on that same
+//!   queue (a request arriving while it streams the running requests' chunks
+//!   waits for them): searched the same way beside the front-end time, and kept
+//!   only when the pair lowers the residuals beyond the measured points' noise
+//!   (a chi-square test of one more parameter, [`search_chunk`]); else 0, and
+//!   the fit's notes say which and why;
 //! - async scheduling on with no CPU cost (the fixed cost carries it), no thermal
 //!   model (a throttled run is said to be one), chunking and block size at the
 //!   simulator's defaults.
@@ -50,7 +56,7 @@ use std::collections::BTreeMap;
 use goodput_sim::SimConfig;
 
 use crate::record::RequestRecord;
-use frontend::{frontend_evidence, search_frontend};
+use frontend::{frontend_evidence, search_chunk, search_frontend};
 pub use limits::slots_from_command;
 use limits::{batch_limit, kv_pool, stated_limits};
 use solve::{Solution, Status};
@@ -158,18 +164,26 @@ pub fn fit(records: &[RequestRecord], ctx: &FitContext) -> Result<Fit, String> {
             .or_default()
             .push(r);
     }
-    let (frontend, mut best) = match frontend_evidence(&trials) {
-        Ok(max_ms) => search_frontend(&trials, ctx, max_ms)?,
-        Err(why) => (
-            Param {
-                name: "frontend_ms".into(),
+    let (frontend, chunk, mut best) = match frontend_evidence(&trials) {
+        Ok(max_ms) => {
+            let without = search_frontend(&trials, ctx, max_ms, 0.0)?;
+            search_chunk(&trials, ctx, max_ms, without, &evidence::spread(&trials))?
+        }
+        Err(why) => {
+            let prior = |name: &str| Param {
+                name: name.into(),
                 value: 0.0,
-                status: Status::Prior(why),
-            },
-            fit_at(&trials, ctx, 0.0)?,
-        ),
+                status: Status::Prior(why.clone()),
+            };
+            (
+                prior("frontend_ms"),
+                prior("frontend_chunk_ms"),
+                fit_at(&trials, ctx, 0.0, 0.0)?,
+            )
+        }
     };
     best.params.push(frontend);
+    best.params.push(chunk);
     let ev = evidence::build(&trials, ctx, &best.params, &best.residuals, best.max_batch);
     best.config.fit = ev.to_table();
     Ok(Fit {
@@ -199,14 +213,19 @@ pub(crate) struct Candidate {
     loss: f64,
     /// The largest batch a reconstructed step held.
     max_batch: u32,
+    /// The per-chunk front-end cost at which the chunks of the median step would
+    /// take the server as long as the step: median of step time / requests, ms.
+    chunk_ceiling_ms: f64,
 }
 
 /// The step costs and the rest of the configuration when every request spends
-/// `frontend_ms` in the server's front-end, with the residuals of that model.
+/// `frontend_ms` in the server's front-end and every output chunk `chunk_ms`,
+/// with the residuals of that model.
 pub(crate) fn fit_at(
     trials: &Trials<'_>,
     ctx: &FitContext,
     frontend_ms: f64,
+    chunk_ms: f64,
 ) -> Result<Candidate, String> {
     let frontend_ns = (frontend_ms * 1e6).round().clamp(0.0, 1e15) as u64;
     let mut all: Vec<Step> = trials
@@ -228,6 +247,7 @@ pub(crate) fn fit_at(
     let mut params = cost_params(&solution);
     let mut config = base_config(&solution, &mine);
     config.frontend_ms = frontend_ms;
+    config.frontend_chunk_ms = chunk_ms;
     params.extend(stated_limits(ctx, &mut config));
     params.extend(batch_limit(&all, ctx, &mut config));
     params.push(kv_pool(ctx, &mine, &mut config));
@@ -258,6 +278,13 @@ pub(crate) fn fit_at(
         notes,
         loss,
         max_batch: all.iter().map(|s| s.seqs).max().unwrap_or(0),
+        chunk_ceiling_ms: render::median_of(
+            all.iter()
+                .filter(|s| s.seqs > 0 && s.ms > 0.0)
+                .map(|s| s.ms / f64::from(s.seqs))
+                .collect(),
+        )
+        .unwrap_or(0.0),
     })
 }
 

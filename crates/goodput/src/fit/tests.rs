@@ -425,3 +425,75 @@ fn one_client_cannot_tell_the_front_end_time_from_the_prefill_cost() {
     assert!(e.abs() < 0.02, "TTFT {e}\n{}", render::summary(&f));
     no_nan(&f);
 }
+
+/// The chunk cost's parameter, and the note that says why it is on or off.
+fn chunk_choice(f: &Fit) -> (f64, String) {
+    let p = param(f, "frontend_chunk_ms");
+    assert_eq!(f.config.frontend_chunk_ms, p.value);
+    let note = f
+        .notes
+        .iter()
+        .find(|n| n.starts_with("frontend_chunk_ms"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no note on frontend_chunk_ms\n{}", render::summary(f)));
+    (p.value, note)
+}
+
+#[test]
+fn a_hidden_per_chunk_cost_is_recovered_and_kept() {
+    let t = SimConfig {
+        frontend_chunk_ms: 0.8,
+        ..truth()
+    };
+    let recs = records(&t, &[1, 2, 4, 8], 48, true);
+    let f = fit(&recs, &ctx()).unwrap();
+    let (chunk, note) = chunk_choice(&f);
+    // Within 10% of the truth (0.766 found), the front-end time beside it near 0.
+    assert!(
+        close(chunk, 0.8, 0.10) && note.contains("ON"),
+        "frontend_chunk_ms {chunk}: {note}\n{}",
+        render::summary(&f)
+    );
+    assert!(
+        param(&f, "frontend_ms").value < 2.0,
+        "{}",
+        render::summary(&f)
+    );
+    for r in &f.residuals {
+        let e = r.error(0).unwrap();
+        assert!(
+            e.abs() < 0.05,
+            "x={} TTFT {e}\n{}",
+            r.x,
+            render::summary(&f)
+        );
+    }
+    no_nan(&f);
+}
+
+#[test]
+fn without_a_per_chunk_cost_the_fit_keeps_it_off() {
+    // A front-end time, noisy steps and requests, and no chunk cost: the model
+    // is not within 2% of every point, so the chunk search runs, and finds
+    // nothing worth keeping.
+    let t = SimConfig {
+        frontend_ms: 20.0,
+        jitter: Some(goodput_sim::config::JitterConfig {
+            step: 0.05,
+            request: 0.05,
+        }),
+        ..truth()
+    };
+    let recs = records(&t, &[1, 2, 4, 8], 48, true);
+    let f = fit(&recs, &ctx()).unwrap();
+    let (chunk, note) = chunk_choice(&f);
+    assert!(
+        chunk == 0.0 && note.contains("off") && note.contains("chi-square"),
+        "frontend_chunk_ms {chunk}: {note}\n{}",
+        render::summary(&f)
+    );
+    // With neither, the model is exact: not searched.
+    let f = fit(&records(&truth(), &[1, 2, 4, 8], 48, true), &ctx()).unwrap();
+    let (chunk, note) = chunk_choice(&f);
+    assert!(chunk == 0.0 && note.contains("not searched"), "{note}");
+}

@@ -137,6 +137,7 @@ fn perturb(config: &SimConfig, ev: &Evidence, x: f64, rng: &mut StdRng) -> SimCo
             "prefill_step_ms" => &mut c.prefill_step_ms,
             "per_prefill_seq_ms" => &mut c.per_prefill_seq_ms,
             "frontend_ms" => &mut c.frontend_ms,
+            "frontend_chunk_ms" => &mut c.frontend_chunk_ms,
             _ => continue,
         };
         let moved = *field + z * se;

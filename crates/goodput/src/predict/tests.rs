@@ -261,6 +261,27 @@ fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
     assert!(!shown.contains("At the measured loads"), "{shown}");
     let html = crate::render::html(&r);
     assert!(html.contains("id=\"intervals\""), "{html}");
+    // The throughput chart: the interval as the whisker, a line where the
+    // extrapolated points begin (between x = 2, inside, and 8, beyond).
+    let charts = crate::render::charts::all(&r);
+    let chart = charts.iter().find(|c| c.id == "throughput").unwrap();
+    let p8 = r.load["e"].points.iter().find(|p| p.x == 8.0).unwrap();
+    let [lo, hi] = p8.predicted_interval.as_ref().unwrap().metrics["output_throughput"];
+    assert!(
+        chart.series[0].whiskers.contains(&(8.0, lo, hi)),
+        "{:?}",
+        chart.series[0].whiskers
+    );
+    assert!(
+        chart
+            .thresholds
+            .iter()
+            .any(|t| t.vertical && t.at == 5.0 && t.label.contains("extrapolated")),
+        "{:?}",
+        chart.thresholds
+    );
+    assert!(chart.note.contains("prediction interval"), "{}", chart.note);
+    assert!(html.contains("extrapolated →"), "the line's label is drawn");
     // A hand-written model file carries no evidence: no interval is invented.
     let plain = validate::predicted(&held, &truth);
     assert!(plain.load["e"]

@@ -60,6 +60,7 @@ fn jitter(truth: &SimConfig, noise: f64, rng: &mut StdRng) -> SimConfig {
         &mut c.per_kv_token_ms,
         &mut c.sched_cpu_ms,
         &mut c.frontend_ms,
+        &mut c.frontend_chunk_ms,
     ] {
         *v *= all * draw(noise / 2.0);
     }

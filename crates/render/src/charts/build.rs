@@ -117,7 +117,7 @@ pub fn vs_load(
             num(LOG_SPAN)
         ));
     }
-    Chart {
+    let mut chart = Chart {
         id: id.into(),
         title: title.into(),
         note,
@@ -129,6 +129,74 @@ pub fn vs_load(
         thresholds: Vec::new(),
         markers: true,
         y_from_zero: true,
+    };
+    if id == "throughput" {
+        predicted_intervals(&mut chart, report, "output_throughput");
+    }
+    chart
+}
+
+/// A predicted report's intervals on a chart against load: each predicted point's
+/// whisker is its `predicted_interval` for `metric` (instead of the trials'
+/// min–max), and a vertical line labelled "extrapolated" marks where a run of
+/// extrapolated points begins (and, for one below the trusted ones, where it
+/// ends). Nothing changes for a measured report.
+fn predicted_intervals(chart: &mut Chart, report: &Report, metric: &str) {
+    let mut any = (false, false);
+    for s in &mut chart.series {
+        let Some(result) = report.load.get(&s.label) else {
+            continue;
+        };
+        let mut points: Vec<&Point> = result.points.iter().collect();
+        points.sort_by(|a, b| a.x.total_cmp(&b.x));
+        for p in &points {
+            let Some(&[lo, hi]) = p
+                .predicted_interval
+                .as_ref()
+                .and_then(|i| i.metrics.get(metric))
+            else {
+                continue;
+            };
+            s.whiskers.retain(|w| w.0 != p.x);
+            s.whiskers.push((p.x, lo, hi));
+            any.0 = true;
+        }
+        // A line between each trusted point and an extrapolated neighbour.
+        for w in points.windows(2) {
+            if w[0].extrapolated != w[1].extrapolated {
+                let at = (w[0].x + w[1].x) / 2.0;
+                if !chart.thresholds.iter().any(|t| t.vertical && t.at == at) {
+                    let label = if w[1].extrapolated {
+                        "extrapolated →"
+                    } else {
+                        "← extrapolated"
+                    };
+                    chart.thresholds.push(Threshold {
+                        at,
+                        vertical: true,
+                        label: label.into(),
+                    });
+                }
+            }
+        }
+        any.1 |= points.iter().any(|p| p.extrapolated);
+    }
+    if any.0 {
+        chart.note.push_str(
+            " PREDICTED: each whisker is the point's 90% prediction interval (the fit's \
+             uncertainty carried through the engine model), not a min–max.",
+        );
+    }
+    if any.1 {
+        chart
+            .note
+            .push_str(if chart.thresholds.iter().any(|t| t.vertical) {
+                " Points past a line marked \"extrapolated\" lie outside the fitted loads (or \
+             depend on a value the fit could not identify): trust them less."
+            } else {
+                " Every predicted point is extrapolated (outside the fitted loads, or \
+             dependent on a value the fit could not identify): trust them less."
+            });
     }
 }
 

@@ -97,6 +97,12 @@ pub struct SimConfig {
     /// before the request joins the engine's waiting queue. Not a step cost: the
     /// engine keeps stepping meanwhile; requests arriving together queue for it.
     pub frontend_ms: f64,
+    /// The API server's time per output chunk it streams (detokenising and
+    /// sending one request's outputs of one step), ms, on the same queue as
+    /// `frontend_ms`: a request arriving while the server works through the
+    /// running streams' chunks waits for them. The chunk itself is delivered at
+    /// its step's end (the model does not delay it).
+    pub frontend_chunk_ms: f64,
     /// Hide the scheduler's CPU time behind the GPU step (`max`) instead of adding it.
     pub async_scheduling: bool,
     /// CPU scheduling cost of one step, ms (not scaled by the SM clock).
@@ -268,6 +274,7 @@ impl Default for SimConfig {
             prefill_step_ms: 0.0,
             per_prefill_seq_ms: 0.0,
             frontend_ms: 0.0,
+            frontend_chunk_ms: 0.0,
             async_scheduling: true,
             sched_cpu_ms: 1.0,
             speculative: None,

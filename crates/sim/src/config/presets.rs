@@ -60,6 +60,7 @@ fn vllm_fast_b() -> SimConfig {
         prefill_step_ms: 0.0,
         per_prefill_seq_ms: 0.0,
         frontend_ms: 0.0,
+        frontend_chunk_ms: 0.0,
         async_scheduling: true,
         sched_cpu_ms: 8.0,
         speculative: None,

@@ -134,6 +134,7 @@ fn check_timing(c: &SimConfig) -> Result<(), ConfigError> {
         ("prefill_step_ms", c.prefill_step_ms),
         ("per_prefill_seq_ms", c.per_prefill_seq_ms),
         ("frontend_ms", c.frontend_ms),
+        ("frontend_chunk_ms", c.frontend_chunk_ms),
         ("sched_cpu_ms", c.sched_cpu_ms),
     ] {
         ms(field, value)?;

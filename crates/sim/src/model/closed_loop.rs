@@ -123,13 +123,13 @@ pub fn simulate_closed_loop(
             };
             let t = &mut traces[idx];
             if ev.first {
-                t.first_token = out.end;
+                t.first_token = ev.at;
             }
-            t.chunks.push((out.end, ev.tokens));
+            t.chunks.push((ev.at, ev.tokens));
             if ev.finished {
-                t.end = out.end;
+                t.end = ev.at;
                 in_engine.remove(&ev.id);
-                send(out.end + CLIENT_DELAY_S, &mut traces, &mut arrivals);
+                send(ev.at + CLIENT_DELAY_S, &mut traces, &mut arrivals);
             }
         }
     }

@@ -15,6 +15,12 @@
 //! cost of its tokens (the first prompt's matrix products are slow, a batch of
 //! them is cheaper per prompt), and every new request carries a handling cost
 //! (HTTP, tokenisation, slot set-up) that the engine's one thread pays in the step.
+//!
+//! Two costs are not step costs: the API server's front-end, one
+//! first-come-first-served queue beside the engine, takes `frontend_ms` per
+//! arriving request and `frontend_chunk_ms` per output chunk it streams (one
+//! request's outputs of one step); a request waits there behind both
+//! ([`super::Engine::arrive`]) while the engine keeps stepping.
 
 use crate::config::SimConfig;
 

@@ -90,6 +90,10 @@ pub struct Engine {
     arriving: VecDeque<(f64, Req)>,
     /// When the front-end finishes the requests it has been given.
     frontend_free: f64,
+    /// Output chunks the front-end has still to stream: (when the step that
+    /// produced them ended, front-end seconds they take), in time order
+    /// (each chunk's own time is in its [`TokenEvent::at`]).
+    chunk_work: VecDeque<(f64, f64)>,
     gpu: Gpu,
     counters: Counters,
     prefix_cache: super::prefix::PrefixCache,
@@ -117,6 +121,7 @@ impl Engine {
             running: Vec::new(),
             arriving: VecDeque::new(),
             frontend_free: 0.0,
+            chunk_work: VecDeque::new(),
             gpu: Gpu::new(config.thermal.clone()),
             counters: Counters::default(),
             prefix_cache: super::prefix::PrefixCache::new(total_blocks as usize),
@@ -142,19 +147,57 @@ impl Engine {
     /// A request arriving at the server at `at` (simulated seconds, in arrival
     /// order): the front-end handles one request at a time, `frontend_ms` each,
     /// first come first served, and hands it to the waiting queue when done
-    /// (a step starting at or after that time can schedule it). Without a
-    /// front-end time it joins the waiting queue at once.
+    /// (a step starting at or after that time can schedule it). The output
+    /// chunks of the steps that ended before `at` are ahead of it in the same
+    /// queue (`frontend_chunk_ms` each). Without front-end time it joins the
+    /// waiting queue at once.
     pub fn arrive(&mut self, id: RequestId, spec: RequestSpec, prefix: Vec<u64>, at: f64) {
         let mut r = self.new_req(id, spec, prefix);
         r.work = self.noise.request_factor();
+        self.stream_chunks(at);
         let ms = self.config.frontend_ms * r.work;
-        if ms <= 0.0 || !ms.is_finite() {
+        let ms = if ms.is_finite() { ms.max(0.0) } else { 0.0 };
+        let ready = at.max(self.frontend_free) + ms / 1000.0;
+        if ready <= at {
             self.waiting.push_back(r);
             return;
         }
-        let ready = at.max(self.frontend_free) + ms / 1000.0;
         self.frontend_free = ready;
         self.arriving.push_back((ready, r));
+    }
+
+    /// The front-end streams the output chunks of the steps that ended by `now`
+    /// (first come first served, after what it was already given).
+    fn stream_chunks(&mut self, now: f64) {
+        while self.chunk_work.front().is_some_and(|c| c.0 <= now) {
+            if let Some((t, s)) = self.chunk_work.pop_front() {
+                self.frontend_free = self.frontend_free.max(t) + s;
+            }
+        }
+    }
+
+    /// The step's output chunks (ended at `end`) join the front-end's queue,
+    /// `frontend_chunk_ms` each, behind what it was given before; each chunk's
+    /// `at` is when it is through. Requests arriving during the step (after
+    /// `now`) are not known yet: they queue behind these chunks' times in
+    /// [`Engine::arrive`] only if they came after `end`, and the chunks do not
+    /// wait for them (a simplification of at most a front-end time a chunk).
+    fn stream_outputs(&mut self, now: f64, end: f64, events: &mut [TokenEvent]) {
+        self.stream_chunks(now);
+        let each = self.config.frontend_chunk_ms / 1000.0;
+        if !(each > 0.0 && each.is_finite()) || events.is_empty() {
+            return;
+        }
+        let mut free = self.frontend_free;
+        for &(t, s) in &self.chunk_work {
+            free = free.max(t) + s;
+        }
+        let mut t = free.max(end);
+        for ev in events.iter_mut() {
+            t += each;
+            ev.at = t;
+        }
+        self.chunk_work.push_back((end, each * events.len() as f64));
     }
 
     /// When the front-end hands its next request to the waiting queue, if it
@@ -403,7 +446,8 @@ impl Engine {
         let duration = self.cost.duration_s(&load, self.gpu.slowdown()) * self.noise.step_factor();
         let end = now + duration;
         self.gpu.advance(end, true);
-        let events = self.apply(&batch);
+        let mut events = self.apply(&batch, end);
+        self.stream_outputs(now, end, &mut events);
         Some(StepOutcome {
             start: now,
             end,
@@ -413,7 +457,7 @@ impl Engine {
     }
 
     /// Apply the results of a scheduled batch: computed tokens, sampling, finishing.
-    fn apply(&mut self, batch: &[Scheduled]) -> Vec<TokenEvent> {
+    fn apply(&mut self, batch: &[Scheduled], end: f64) -> Vec<TokenEvent> {
         let mut events = Vec::with_capacity(batch.len());
         for s in batch {
             let Some(i) = self.running.iter().position(|r| r.id == s.id) else {
@@ -459,6 +503,7 @@ impl Engine {
                 tokens: emitted,
                 first,
                 finished,
+                at: end,
             });
             if finished {
                 let r = self.running.remove(i);

@@ -43,7 +43,7 @@ pub struct RequestSpec {
 }
 
 /// Tokens one step produced for one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TokenEvent {
     /// The request.
     pub id: RequestId,
@@ -53,6 +53,11 @@ pub struct TokenEvent {
     pub first: bool,
     /// Whether the request is finished (and has left the engine).
     pub finished: bool,
+    /// When the API server has streamed the chunk to the client, simulated
+    /// seconds: the step's end, plus, with `frontend_chunk_ms`, its wait in the
+    /// front-end's queue and its own streaming time (a step's chunks go out in
+    /// batch order: running requests first, new ones last).
+    pub at: f64,
 }
 
 /// The result of one step.

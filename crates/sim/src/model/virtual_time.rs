@@ -13,8 +13,9 @@
 //!   flight it waits for a free slot, and its send time is when it got one.
 //!
 //! The engine starts idle with a cool GPU at time 0. A request goes through the
-//! engine's front-end (`frontend_ms`, one request at a time, from its send time)
-//! and joins the next step that starts after it is through. The run ends when every request is done, when
+//! engine's front-end (`frontend_ms`, one request at a time, from its send time,
+//! behind the output chunks it is streaming, `frontend_chunk_ms` each) and joins
+//! the next step that starts after it is through. The run ends when every request is done, when
 //! nothing can ever be scheduled (a request larger than the KV pool), or at
 //! `horizon_s`; requests not done by then have no `done` time.
 //!
@@ -282,11 +283,11 @@ pub fn simulate_traced(
             let Some(&idx) = in_engine.get(&ev.id) else {
                 continue;
             };
-            c.out[idx].chunks.push((step.end, ev.tokens));
+            c.out[idx].chunks.push((ev.at, ev.tokens));
             if ev.finished {
-                c.out[idx].done = Some(step.end);
+                c.out[idx].done = Some(ev.at);
                 in_engine.remove(&ev.id);
-                c.finished(step.end);
+                c.finished(ev.at);
             }
         }
     }
@@ -384,6 +385,42 @@ mod tests {
         // Without a front-end time both join the first step.
         let none = simulate(&plain(), &arrivals, &reqs, ClientTiming::default(), 1e6);
         assert_eq!(none[0].chunks[0].0, none[1].chunks[0].0);
+    }
+
+    #[test]
+    fn a_request_waits_behind_the_output_chunks_the_front_end_streams() {
+        let config = SimConfig {
+            frontend_chunk_ms: 3.0,
+            ..plain()
+        };
+        let one_token = |seed| RequestSpec {
+            output_tokens: 1,
+            ..spec(seed)
+        };
+        let reqs = [one_token(0), one_token(1)];
+        // (first request's first chunk, second request's first chunk)
+        let first_chunks = |config: &SimConfig, second_at: f64| {
+            let arrivals = Arrivals::Open {
+                offsets_s: vec![0.0, second_at],
+                max_concurrency: None,
+            };
+            let out = simulate(config, &arrivals, &reqs, ClientTiming::default(), 1e6);
+            assert!(out.iter().all(|r| r.done.is_some()));
+            (out[0].chunks[0].0, out[1].chunks[0].0)
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // The first request's prefill step ends at 20 ms; the front-end streams
+        // its chunk until 23 ms (the client sees it then). Sent at 21 ms, the
+        // second request waits for it: its prefill step runs 23..43 ms, its chunk
+        // is through at 46 ms.
+        let (a, b) = first_chunks(&config, 0.021);
+        assert!(close(a, 0.023) && close(b, 0.046), "{a} {b}");
+        // Without the chunk cost: 20 ms, and a step 21..41 ms.
+        let (a, b) = first_chunks(&plain(), 0.021);
+        assert!(close(a, 0.020) && close(b, 0.041), "{a} {b}");
+        // Sent after the front-end is through, it does not wait: 24..44 (+3) ms.
+        let (_, b) = first_chunks(&config, 0.024);
+        assert!(close(b, 0.047), "{b}");
     }
 
     #[test]
