@@ -30,17 +30,26 @@ fn main() {
     let (sweep, records) = goodput::predict::predict_sweep(&plan, &noisy_engine(1, 1.0));
     let input = Input::with_records("speed.json", sweep.report(&plan), &records);
     let runs = 5;
-    let mut best = f64::INFINITY;
+    // Wall time, and the process's CPU time beside it: on a shared machine the
+    // wall time is the machine's as much as compare's, the CPU time is compare's.
+    let cpu = || {
+        nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
+            .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9)
+            .unwrap_or(f64::NAN)
+    };
+    let (mut best, mut best_cpu) = (f64::INFINITY, f64::INFINITY);
     let mut rows = 0;
     for _ in 0..runs {
-        let t = Instant::now();
+        let (t, c0) = (Instant::now(), cpu());
         let c = compare(std::slice::from_ref(&input), &Options::default());
         best = best.min(t.elapsed().as_secs_f64());
+        best_cpu = best_cpu.min(cpu() - c0);
         rows = c.rows.len();
     }
     println!(
-        "compare, 3 engines x 10 load levels ({rows} rows, {} requests): best of {runs} {:.0} ms (target: well under 1000 ms)",
+        "compare, 3 engines x 10 load levels ({rows} rows, {} requests): best of {runs} {:.0} ms wall, {:.0} ms CPU (target: well under 1000 ms)",
         records.len(),
-        best * 1000.0
+        best * 1000.0,
+        best_cpu * 1000.0
     );
 }

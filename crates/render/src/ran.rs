@@ -3,7 +3,7 @@
 //! share and speculative acceptance the engine reported beside what the workload
 //! expected.
 
-use report::Report;
+use report::{Report, WorkloadKind};
 use serde_json::Value;
 
 use super::text::num;
@@ -41,18 +41,18 @@ pub fn workload_text(w: &Value) -> Option<String> {
             "as {tool} ran it{lengths} (its settings: the report's run.peer)"
         ));
     }
-    let kind = w.get("kind").and_then(Value::as_str).unwrap_or("synthetic");
     let n = |k: &str| w.get(k).and_then(Value::as_u64);
     let mut parts: Vec<String> = Vec::new();
-    match kind {
-        "synthetic" => {
+    let kind = WorkloadKind::of(w);
+    match &kind {
+        WorkloadKind::Synthetic => {
             let style = w.get("text").and_then(Value::as_str).unwrap_or("random");
             parts.push(format!("synthetic ({style} text)"));
             if let Some(i) = n("input_tokens") {
                 parts.push(format!("{i} prompt tokens"));
             }
         }
-        "prefix" => {
+        WorkloadKind::Prefix => {
             parts.push("prefix".into());
             if let (Some(g), Some(p), Some(s)) =
                 (n("groups"), n("prefix_tokens"), n("suffix_tokens"))
@@ -60,13 +60,16 @@ pub fn workload_text(w: &Value) -> Option<String> {
                 parts.push(format!("{g} groups of {p} shared + {s} own prompt tokens"));
             }
         }
-        "conversation" => {
+        WorkloadKind::Conversation => {
             parts.push("conversation".into());
             if let (Some(t), Some(i)) = (n("turns"), n("input_tokens")) {
                 parts.push(format!("{t} turns of {i} tokens"));
             }
         }
-        other => parts.push(other.to_string()),
+        WorkloadKind::Jsonl
+        | WorkloadKind::Trace
+        | WorkloadKind::Sharegpt
+        | WorkloadKind::Unknown(_) => parts.push(kind.to_string()),
     }
     if let Some(o) = n("output_tokens") {
         parts.push(format!("{o} out"));

@@ -200,7 +200,7 @@ pub fn load_mode_text(report: &Report) -> String {
     let sessions = report
         .run
         .as_ref()
-        .is_some_and(|r| r.workload.get("kind").and_then(|k| k.as_str()) == Some("conversation"));
+        .is_some_and(|r| r.workload_kind() == report::WorkloadKind::Conversation);
     match report.run.as_ref().map(|r| &r.load_mode) {
         Some(LoadMode::Concurrency) if sessions => {
             "concurrency (x = conversation sessions in progress, closed loop)".into()

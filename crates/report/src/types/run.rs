@@ -155,6 +155,11 @@ impl<'de> Deserialize<'de> for Notice {
 pub const INTERRUPTED: &str = "interrupted";
 
 impl RunInfo {
+    /// The kind of workload the run sent (`workload.kind`, synthetic when absent).
+    pub fn workload_kind(&self) -> crate::WorkloadKind {
+        crate::WorkloadKind::of(&self.workload)
+    }
+
     /// The run was interrupted (its `reason` says so).
     pub fn interrupted(&self) -> bool {
         self.reason

@@ -209,6 +209,35 @@ words! {
     }
 }
 
+words! {
+    /// The kind of workload a run sent (`run.workload.kind`; a workload without
+    /// one is synthetic).
+    WorkloadKind {
+        /// Generated prompts of set lengths.
+        Synthetic => "synthetic",
+        /// Prompts from a JSONL file.
+        Jsonl => "jsonl",
+        /// Groups of requests sharing a prompt prefix.
+        Prefix => "prefix",
+        /// A trace's requests at its own arrival times (Mooncake, Azure).
+        Trace => "trace",
+        /// Multi-turn sessions, each turn carrying the history.
+        Conversation => "conversation",
+        /// Prompts sampled from the ShareGPT file.
+        Sharegpt => "sharegpt",
+    }
+}
+
+impl WorkloadKind {
+    /// The kind a report's `workload` object names (synthetic when it names none).
+    pub fn of(workload: &serde_json::Value) -> WorkloadKind {
+        workload
+            .get("kind")
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(WorkloadKind::default, WorkloadKind::from_word)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +259,28 @@ mod tests {
         assert_eq!(serde_json::to_string(&newer).unwrap(), "\"oom_killed\"");
         assert_eq!(LoadMode::default(), LoadMode::Concurrency);
         assert_eq!(SloForm::from_word("quantile").to_string(), "quantile");
+        for w in TrialsStopped::KNOWN {
+            assert_eq!(TrialsStopped::from_word(w).as_str(), *w);
+        }
+        assert_eq!(
+            serde_json::to_string(&TrialsStopped::from_word("patience")).unwrap(),
+            "\"patience\""
+        );
+    }
+
+    #[test]
+    fn a_workload_kind_is_read_from_the_workload_and_synthetic_without_one() {
+        use serde_json::json;
+        assert_eq!(WorkloadKind::of(&json!({})), WorkloadKind::Synthetic);
+        assert_eq!(WorkloadKind::of(&serde_json::Value::Null), WorkloadKind::Synthetic);
+        assert_eq!(
+            WorkloadKind::of(&json!({"kind": "conversation"})),
+            WorkloadKind::Conversation
+        );
+        assert_eq!(
+            WorkloadKind::of(&json!({"kind": "replay"})),
+            WorkloadKind::Unknown("replay".into())
+        );
     }
 
     #[test]
