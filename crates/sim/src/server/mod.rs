@@ -2,6 +2,8 @@
 //! drives the [`crate::model`] in real time.
 //!
 //! Layout:
+//! - [`arrival`]: connections that stamp each request with its kernel receive
+//!   time, so its clock starts when it arrived.
 //! - [`driver`]: the task that owns the engine and runs steps on the wall clock.
 //! - `generate`: `/v1/completions` and `/v1/chat/completions` handlers.
 //! - `stream`: response bodies (SSE or JSON), timing probe, stream faults.
@@ -13,6 +15,7 @@
 //!   the JSON 404/405 fallbacks.
 //! - [`timer`]: a sub-millisecond timer for absolute deadlines.
 
+pub mod arrival;
 pub(crate) mod driver;
 mod format;
 mod generate;
@@ -31,7 +34,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
@@ -203,11 +205,9 @@ pub async fn serve_state(
     state: SimState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let router = app(state.clone());
-    let listener = listener.tap_io(|tcp| {
-        // Streaming latency: never let Nagle hold back a small chunk.
-        let _ = tcp.set_nodelay(true);
-    });
+    let router = app(state.clone()).into_make_service_with_connect_info::<arrival::Arrival>();
+    // TCP_NODELAY, and each request stamped with its arrival time.
+    let listener = arrival::StampedListener::new(listener);
     let signal = async move {
         shutdown.await;
         state.shutdown();
