@@ -176,6 +176,8 @@ fn generate(
 ) -> Result<Response, ApiError> {
     let inner = &state.inner;
     let config = &inner.config;
+    let waited = Instant::now().saturating_duration_since(arrived);
+    inner.probe_stats.waited.record(waited.as_nanos() as i64);
     if !state.is_ready() {
         return Err(ApiError::with_status(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -235,6 +237,7 @@ fn generate(
         probe_requested(state, headers),
         inner.mono,
         inner.shutdown.clone(),
+        inner.probe_stats.clone(),
     );
     Ok((
         [

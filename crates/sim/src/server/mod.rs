@@ -14,6 +14,7 @@
 //! - `routes`: health, models, tokenize, version, metrics, `/sim/gpu`, and
 //!   the JSON 404/405 fallbacks.
 //! - [`timer`]: a sub-millisecond timer for absolute deadlines.
+//! - `probe_stats`: the probe's lateness, summed up for the log at shutdown.
 
 pub mod arrival;
 pub(crate) mod driver;
@@ -23,6 +24,7 @@ mod logprobs;
 pub mod openai;
 pub mod params;
 pub mod plan;
+mod probe_stats;
 mod reasoning;
 mod routes;
 mod stream;
@@ -60,6 +62,7 @@ pub(crate) struct Inner {
     pub commands: Option<mpsc::UnboundedSender<Command>>,
     pub published: Arc<Mutex<Published>>,
     pub schedule_stats: Arc<ScheduleStats>,
+    pub probe_stats: Arc<probe_stats::ProbeStats>,
     /// Request numbers (response ids, fault rules).
     pub next_id: AtomicU64,
     /// Sequence ids in the model (one per choice).
@@ -127,6 +130,7 @@ impl SimState {
                 commands,
                 published,
                 schedule_stats: Arc::new(ScheduleStats::default()),
+                probe_stats: Arc::new(probe_stats::ProbeStats::new()),
                 next_id: AtomicU64::new(1),
                 next_seq: AtomicU64::new(1),
                 shutdown_tx,
@@ -143,6 +147,12 @@ impl SimState {
     /// Stop the driver and end stalled or endless streams (idempotent).
     pub fn shutdown(&self) {
         let _ = self.inner.shutdown_tx.send(true);
+    }
+
+    /// The timing probe's lateness since the start, as one line; `None` when no
+    /// chunk was probed.
+    pub fn probe_summary(&self) -> Option<String> {
+        self.inner.probe_stats.summary()
     }
 
     /// Whether the simulated model has finished loading.

@@ -21,6 +21,7 @@ use super::driver::{Command, Delivery};
 use super::format::{ChunkChoice, ChunkFormat, FullChoice, Probe};
 use super::logprobs::{self, TokenLogprob};
 use super::plan::{Endpoint, Job, Plan};
+use super::probe_stats::ProbeStats;
 use super::timer;
 use super::ScheduleStats;
 use crate::clock::{monotonic_ns, MonoClock};
@@ -186,6 +187,8 @@ pub(crate) struct Writer {
     pub probe: bool,
     pub mono: MonoClock,
     pub shutdown: watch::Receiver<bool>,
+    /// Where the probe's lateness is counted.
+    stats: Arc<ProbeStats>,
     sources: Sources,
     choices: Vec<Choice>,
     /// Tokens produced so far, all choices together (faults count these).
@@ -214,6 +217,7 @@ impl Writer {
         probe: bool,
         mono: MonoClock,
         shutdown: watch::Receiver<bool>,
+        stats: Arc<ProbeStats>,
     ) -> Writer {
         let choices: Vec<Choice> = std::mem::take(&mut plan.jobs)
             .into_iter()
@@ -235,6 +239,7 @@ impl Writer {
             probe,
             mono,
             shutdown,
+            stats,
             sources: merge(sources),
             unfinished: choices.len(),
             choices,
@@ -486,6 +491,13 @@ impl Writer {
                 sent_ns: monotonic_ns(),
                 scheduled_ns: self.mono.ns(d.scheduled),
             });
+            if let Some(p) = &probe {
+                let late = p.sent_ns as i64 - p.scheduled_ns as i64;
+                self.stats.chunks.record(late);
+                if first {
+                    self.stats.first.record(late);
+                }
+            }
             let frame = self
                 .format
                 .token_chunk(&chunk, self.faults.no_choices, probe);
