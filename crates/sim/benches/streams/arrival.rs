@@ -104,8 +104,8 @@ pub(crate) fn run_arrival(run: Run, probes: usize, cpus: usize) -> ArrivalOutcom
     let started = Instant::now();
     let handles: Vec<_> = (0..run.streams)
         .map(|i| {
-            let at = started
-                + Duration::from_millis(run.ramp_ms * i as u64 / run.streams.max(1) as u64);
+            let at =
+                started + Duration::from_millis(run.ramp_ms * i as u64 / run.streams.max(1) as u64);
             let s = shared.clone();
             client_rt.spawn(async move {
                 tokio::time::sleep_until(at.into()).await;
@@ -136,7 +136,9 @@ pub(crate) fn run_arrival(run: Run, probes: usize, cpus: usize) -> ArrivalOutcom
         let _ = conn.set_nodelay(true);
         let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
         for _ in 0..probes {
-            std::thread::sleep(Duration::from_nanos((next_rand(&mut rng) * itl_ns as f64) as u64));
+            std::thread::sleep(Duration::from_nanos(
+                (next_rand(&mut rng) * itl_ns as f64) as u64,
+            ));
             match probe_once(&mut conn, &addr, ttft_ns) {
                 Ok(d) => delays.push(d),
                 Err(_) => {

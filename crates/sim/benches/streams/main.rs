@@ -451,9 +451,7 @@ fn main() {
                 ..base
             },
             other => {
-                eprintln!(
-                    "unknown scenario `{other}` (fidelity, floor, hold, capacity, arrival)"
-                );
+                eprintln!("unknown scenario `{other}` (fidelity, floor, hold, capacity, arrival)");
                 std::process::exit(2);
             }
         };

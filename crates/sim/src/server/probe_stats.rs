@@ -65,7 +65,10 @@ impl Histogram {
     }
 
     fn line(&self, name: &str) -> String {
-        let q = |q| self.quantile_ms(q).map_or("-".into(), |v| format!("{v:.3}"));
+        let q = |q| {
+            self.quantile_ms(q)
+                .map_or("-".into(), |v| format!("{v:.3}"))
+        };
         format!(
             "{name} n={} p50={} p99={} p99.9={} ms",
             self.count(),
