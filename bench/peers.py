@@ -31,7 +31,8 @@ Beside the tools' own records:
   packets: wire TTFT (the request's last segment to the first token chunk's segment),
   and arrival to clock start (the first chunk's `goodput_sched_ns` - TTFT - the
   request's segment). Without tcpdump that part is skipped and said so;
-- each run's CPU seconds and peak RSS (of its largest process) from `wait4`, and the
+- each run's CPU seconds from `wait4` and peak RSS (the largest VmHWM of its processes,
+  sampled every 50 ms), and the
   machine's load average and steal time (/proc/stat) over the whole benchmark.
 
 Open loop (`--rates`, default 100,1000 req/s, Poisson): goodput (`mode = "rate"`),
@@ -117,9 +118,57 @@ def free_port():
 LAST_USAGE = [None]
 
 
+def tree(pid):
+    """pid and its descendants, from /proc/PID/task/*/children."""
+    out, todo = [], [pid]
+    while todo and len(out) < 1000:
+        q = todo.pop()
+        out.append(q)
+        for task in Path(f"/proc/{q}/task").glob("*/children"):
+            try:
+                todo.extend(int(x) for x in task.read_text().split())
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def hwm_mb(pid):
+    """VmHWM (peak RSS of the process's own address space, since its exec) in MB."""
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+class RssWatch(threading.Thread):
+    """Samples the peak RSS of a process tree every 50 ms: the largest VmHWM seen. (Not
+    wait4's ru_maxrss: that also counts the memory of the script that forked the
+    child, at the moment it did.)"""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.done = pid, {}, threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.done.is_set():
+            for q in tree(self.pid):
+                self.peak[q] = max(self.peak.get(q, 0.0), hwm_mb(q))
+            self.done.wait(0.05)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        return max(self.peak.values(), default=0.0)
+
+
 def run(cmd, log_path, timeout, cwd=None, env=None):
-    """Runs cmd with output to log_path; returns (ok, reason); its CPU time and peak
-    RSS (from wait4: the process and the descendants it waited for) in LAST_USAGE."""
+    """Runs cmd with output to log_path; returns (ok, reason); its CPU time (from wait4:
+    the process and the descendants it waited for) and peak RSS ([`RssWatch`]) in
+    LAST_USAGE."""
     LAST_USAGE[0] = None
     with open(log_path, "w") as out:
         try:
@@ -127,14 +176,16 @@ def run(cmd, log_path, timeout, cwd=None, env=None):
                                  cwd=cwd, env=env, stdin=subprocess.DEVNULL)
         except OSError as e:
             return False, f"cannot run {cmd[0]}: {e}"
+        watch = RssWatch(p.pid)
         timer = threading.Timer(timeout, p.kill)
         timer.start()
         try:
             _, status, ru = os.wait4(p.pid, 0)
         finally:
             timer.cancel()
+            rss = watch.stop()
         p.returncode = os.waitstatus_to_exitcode(status)
-    LAST_USAGE[0] = (ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
+    LAST_USAGE[0] = (ru.ru_utime + ru.ru_stime, rss)
     if p.returncode == -9:
         return False, f"timed out after {timeout} s (log: {log_path})"
     if p.returncode != 0:
