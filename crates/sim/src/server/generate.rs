@@ -234,10 +234,9 @@ fn generate(
         format,
         sources,
         faults,
-        probe_requested(state, headers),
+        probe_requested(state, headers).then(|| inner.probe_stats.clone()),
         inner.mono,
         inner.shutdown.clone(),
-        inner.probe_stats.clone(),
     );
     Ok((
         [

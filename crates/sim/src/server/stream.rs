@@ -184,11 +184,10 @@ pub(crate) struct Writer {
     pub plan: Plan,
     pub format: ChunkFormat,
     pub faults: FaultSpec,
-    pub probe: bool,
+    /// The timing probe, when on: where its lateness is counted.
+    pub probe: Option<Arc<ProbeStats>>,
     pub mono: MonoClock,
     pub shutdown: watch::Receiver<bool>,
-    /// Where the probe's lateness is counted.
-    stats: Arc<ProbeStats>,
     sources: Sources,
     choices: Vec<Choice>,
     /// Tokens produced so far, all choices together (faults count these).
@@ -214,10 +213,9 @@ impl Writer {
         format: ChunkFormat,
         sources: Vec<Source>,
         faults: FaultSpec,
-        probe: bool,
+        probe: Option<Arc<ProbeStats>>,
         mono: MonoClock,
         shutdown: watch::Receiver<bool>,
-        stats: Arc<ProbeStats>,
     ) -> Writer {
         let choices: Vec<Choice> = std::mem::take(&mut plan.jobs)
             .into_iter()
@@ -239,7 +237,6 @@ impl Writer {
             probe,
             mono,
             shutdown,
-            stats,
             sources: merge(sources),
             unfinished: choices.len(),
             choices,
@@ -295,7 +292,7 @@ impl Writer {
     }
 
     fn probe_at(&self, scheduled: Instant) -> Option<Probe> {
-        self.probe.then(|| Probe {
+        self.probe.is_some().then(|| Probe {
             sent_ns: monotonic_ns(),
             scheduled_ns: self.mono.ns(scheduled),
         })
@@ -487,15 +484,15 @@ impl Writer {
                     self.reasoning_tokens,
                 )),
             };
-            let probe = self.probe.then(|| Probe {
+            let probe = self.probe.is_some().then(|| Probe {
                 sent_ns: monotonic_ns(),
                 scheduled_ns: self.mono.ns(d.scheduled),
             });
-            if let Some(p) = &probe {
+            if let (Some(p), Some(stats)) = (&probe, &self.probe) {
                 let late = p.sent_ns as i64 - p.scheduled_ns as i64;
-                self.stats.chunks.record(late);
+                stats.chunks.record(late);
                 if first {
-                    self.stats.first.record(late);
+                    stats.first.record(late);
                 }
             }
             let frame = self
