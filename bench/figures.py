@@ -11,7 +11,7 @@ Runs (each part bounded in time, each optional with --parts):
            tokens/s and tokens/s per client core;
 - hold:    `goodput-bench client` at 10,000 streams (ITL 500 ms, 16 tokens): all in
            flight at once from one process, peak RSS;
-- peers:   `bench/peers.py` (goodput, GuideLLM, AIPerf at 1, 100, 500, 1,000 streams;
+- peers:   `bench/peers.py` (goodput, vllm-rs, Python vLLM, GuideLLM, AIPerf at 1, 100, 500, 1,000 streams;
            installs the peers from PyPI into ~/.cache/goodput/peers-venv the first time).
 
 Every figure is printed with the machine's 1-minute load average at the end of the run
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 PARTS = ["sim", "client", "threads", "hold", "peers"]
 # Wall-clock bound of each part, s (a part that runs past it is reported, not waited for).
-LIMITS = {"sim": 300, "client": 180, "threads": 180, "threads2": 180, "hold": 180, "peers": 900}
+LIMITS = {"sim": 300, "client": 180, "threads": 180, "threads2": 180, "hold": 180, "peers": 1800}
 
 
 def log(msg):
@@ -242,8 +242,10 @@ def part_hold(f, duration):
 
 
 def part_peers(f, concurrency):
+    # Closed loop only (two alternating repetitions); the open loop and the capture
+    # are bench/peers.py's own run.
     out = run_part("peers", [sys.executable, str(ROOT / "bench" / "peers.py"), "--concurrency", concurrency,
-                             "--goodput", str(TARGET / "release" / "goodput")])
+                             "--rates", "", "--no-capture", "--goodput", str(TARGET / "release" / "goodput")])
     # peers.py's first table: measured values with the error in parentheses.
     lines = (out or "").splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith("| streams | tool |")), None)

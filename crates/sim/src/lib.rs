@@ -151,9 +151,14 @@ async fn serve_standalone(opts: SimOptions) -> anyhow::Result<()> {
         }
         out.flush().context("cannot write the banner")?;
     }
-    serve(listener, opts.config, shutdown_signal())
+    let state = SimState::new(opts.config);
+    server::serve_state(listener, state.clone(), shutdown_signal())
         .await
         .context("server failed")?;
+    if let Some(line) = state.probe_summary() {
+        let t = log_time();
+        println!("INFO {t} [goodput-sim] {line}");
+    }
     Ok(())
 }
 

@@ -18,14 +18,17 @@
 //!   simulator's own share of each is the difference.
 //! - `capacity`: 1,000 streams at ITL 1 ms: chunks per second, and the simulator's
 //!   CPU per chunk, hence the chunks/s one core sustains.
+//! - `arrival`: arrival to clock start of probe requests sent while 100 and 1,000
+//!   other streams are being written (`ARRIVAL_STREAMS`, `PROBES`); see [`arrival`].
 //!
-//! Run: `cargo bench -p goodput-sim --bench streams` (all three), or
+//! Run: `cargo bench -p goodput-sim --bench streams` (all five), or
 //! `SCENARIOS=fidelity,hold`. A custom run: `STREAMS=500 ITL_MS=20 TOKENS=200
 //! cargo bench -p goodput-sim --bench streams` (also `TTFT_MS`, `RAMP_MS`,
 //! `SERVER_THREADS`, `CLIENT_THREADS`; `NO_PIN=1` to leave threads unpinned; `FLOOR=1`
 //! for the floor responder).
 //! Method and past figures: `crates/sim/BENCH.md`. Modules: [`os`] (environment,
-//! pinning, CPU time), [`floor`] (the floor responder), [`table`] (the figures).
+//! pinning, CPU time), [`floor`] (the floor responder), [`table`] (the figures),
+//! [`arrival`] (the `arrival` scenario).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -36,6 +39,7 @@ use goodput_sim::clock::MonoClock;
 use goodput_sim::config::ScheduleConfig;
 use goodput_sim::SimConfig;
 
+mod arrival;
 mod floor;
 mod os;
 mod table;
@@ -369,6 +373,8 @@ fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
 
 fn main() {
     raise_fd_limit();
+    // The process's first clock read is slow; not inside a calibration.
+    let _ = goodput_sim::clock::monotonic_ns();
     let base = Run {
         streams: 2000,
         tokens: 100,
@@ -412,10 +418,18 @@ fn main() {
         println!("\n## Results\n\n{}", results_table(&[("custom", run, &o)]));
         return;
     }
-    let scenarios: String = env("SCENARIOS", "fidelity,floor,hold,capacity".to_string());
+    let scenarios: String = env(
+        "SCENARIOS",
+        "fidelity,floor,hold,capacity,arrival".to_string(),
+    );
     let mut summary = Vec::new();
     let mut outcomes = Vec::new();
+    let mut arrival_report = None;
     for name in scenarios.split(',').map(str::trim) {
+        if name == "arrival" {
+            arrival_report = Some(arrival_scenario(base, cpus));
+            continue;
+        }
         let run = match name {
             "fidelity" => base,
             "floor" => Run {
@@ -437,7 +451,7 @@ fn main() {
                 ..base
             },
             other => {
-                eprintln!("unknown scenario `{other}` (fidelity, floor, hold, capacity)");
+                eprintln!("unknown scenario `{other}` (fidelity, floor, hold, capacity, arrival)");
                 std::process::exit(2);
             }
         };
@@ -489,5 +503,41 @@ fn main() {
         println!("{line}");
     }
     let rows: Vec<(&str, Run, &Outcome)> = outcomes.iter().map(|(n, r, o)| (*n, *r, o)).collect();
-    println!("\n## Results\n\n{}", results_table(&rows));
+    if !rows.is_empty() {
+        println!("\n## Results\n\n{}", results_table(&rows));
+    }
+    if let Some(report) = arrival_report {
+        println!("\n## Arrival\n\n{report}");
+    }
+}
+
+/// The `arrival` scenario at each background level; its table.
+fn arrival_scenario(base: Run, cpus: usize) -> String {
+    let probes: usize = env("PROBES", 200);
+    let levels: String = env("ARRIVAL_STREAMS", "100,1000".to_string());
+    let run = Run {
+        ttft_ms: env("TTFT_MS", 50.0),
+        itl_ms: env("ITL_MS", 40.0),
+        ramp_ms: 200,
+        ..base
+    };
+    // Long enough to outlast the probes (each waits TTFT and up to one ITL).
+    let busy_ms = run.ramp_ms as f64 + 2000.0 + probes as f64 * (run.ttft_ms + run.itl_ms);
+    let tokens = (busy_ms / run.itl_ms).ceil() as u32;
+    let mut rows = Vec::new();
+    for streams in levels.split(',').filter_map(|s| s.trim().parse().ok()) {
+        let run = Run {
+            streams,
+            tokens,
+            ..run
+        };
+        println!(
+            "\narrival: {probes} probes while {streams} streams x {tokens} tokens are written, TTFT {} ms, ITL {} ms",
+            run.ttft_ms, run.itl_ms
+        );
+        let o = arrival::run_arrival(run, probes, cpus);
+        spread("arrival to clock start", o.delays.clone());
+        rows.push(o);
+    }
+    arrival::arrival_table(run, &rows)
 }

@@ -39,6 +39,8 @@ pub(crate) enum Command {
         tx: mpsc::Sender<Delivery>,
         /// The prompt's block hashes, for the prefix cache.
         prefix: Vec<u64>,
+        /// When the request arrived (its last bytes were received).
+        arrived: Instant,
     },
     Cancel {
         id: RequestId,
@@ -103,9 +105,10 @@ impl Driver {
                 spec,
                 tx,
                 prefix,
+                arrived,
             } => {
-                let now = self.clock.sim(Instant::now());
-                self.engine.arrive(id, spec, prefix, now);
+                let at = self.clock.sim(arrived);
+                self.engine.arrive(id, spec, prefix, at);
                 senders.insert(id, tx);
             }
             Command::Cancel { id } => {

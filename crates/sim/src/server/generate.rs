@@ -4,10 +4,13 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use tokio::sync::mpsc;
+
+use super::arrival::Arrival;
 
 use super::driver::{Command, DELIVERY_CAPACITY};
 use super::format::ChunkFormat;
@@ -24,20 +27,34 @@ pub const FAULT_HEADER: &str = "x-goodput-fault";
 /// Header that turns the timing probe on for one request.
 pub const PROBE_HEADER: &str = "x-goodput-probe";
 
+/// The connection's arrival stamp, when it was served by [`super::serve`].
+type Stamp = Option<Extension<ConnectInfo<Arrival>>>;
+
+/// When the request arrived (see [`super::arrival`]); now if unknown.
+fn arrived(stamp: Stamp) -> Instant {
+    let now = Instant::now();
+    stamp.map_or(now, |Extension(ConnectInfo(a))| a.instant(now))
+}
+
 pub(super) async fn completions(
     State(state): State<SimState>,
+    stamp: Stamp,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    generate(&state, &headers, &body, Endpoint::Completions).unwrap_or_else(|e| e.into_response())
+    let at = arrived(stamp);
+    generate(&state, &headers, &body, Endpoint::Completions, at)
+        .unwrap_or_else(|e| e.into_response())
 }
 
 pub(super) async fn chat_completions(
     State(state): State<SimState>,
+    stamp: Stamp,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    generate(&state, &headers, &body, Endpoint::Chat).unwrap_or_else(|e| e.into_response())
+    let at = arrived(stamp);
+    generate(&state, &headers, &body, Endpoint::Chat, at).unwrap_or_else(|e| e.into_response())
 }
 
 /// Faults for request number `n`: the header wins over the configured rules.
@@ -79,8 +96,13 @@ fn ms(value: f64, time_scale: f64) -> Duration {
 }
 
 /// One source per job: each choice is its own sequence in the model (or its
-/// own fixed schedule).
-fn sources(state: &SimState, plan: &Plan, endless: bool) -> Result<Vec<Source>, ApiError> {
+/// own fixed schedule), its clock started at `arrived`.
+fn sources(
+    state: &SimState,
+    plan: &Plan,
+    endless: bool,
+    arrived: Instant,
+) -> Result<Vec<Source>, ApiError> {
     let inner = &state.inner;
     let config = &inner.config;
     let mut out = Vec::with_capacity(plan.jobs.len());
@@ -95,7 +117,7 @@ fn sources(state: &SimState, plan: &Plan, endless: bool) -> Result<Vec<Source>, 
                 Source::Schedule {
                     next: 0,
                     total: (!endless).then_some(u64::from(job.output_tokens)),
-                    first_at: Instant::now() + ms(s.ttft_ms, config.time_scale),
+                    first_at: arrived + ms(s.ttft_ms, config.time_scale),
                     itl: ms(s.itl_ms, config.time_scale),
                     stats: stats.clone(),
                     _inflight: InFlight(stats),
@@ -117,6 +139,7 @@ fn sources(state: &SimState, plan: &Plan, endless: bool) -> Result<Vec<Source>, 
                         spec,
                         tx,
                         prefix,
+                        arrived,
                     })
                     .map_err(|_| {
                         ApiError::with_status(
@@ -149,9 +172,12 @@ fn generate(
     headers: &HeaderMap,
     body: &[u8],
     endpoint: Endpoint,
+    arrived: Instant,
 ) -> Result<Response, ApiError> {
     let inner = &state.inner;
     let config = &inner.config;
+    let waited = Instant::now().saturating_duration_since(arrived);
+    inner.probe_stats.waited.record(waited.as_nanos() as i64);
     if !state.is_ready() {
         return Err(ApiError::with_status(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -191,7 +217,7 @@ fn generate(
         )
             .into_response());
     }
-    let sources = sources(state, &plan, faults.endless)?;
+    let sources = sources(state, &plan, faults.endless, arrived)?;
     let prefix = match endpoint {
         Endpoint::Completions => "cmpl",
         Endpoint::Chat => "chatcmpl",
@@ -208,7 +234,7 @@ fn generate(
         format,
         sources,
         faults,
-        probe_requested(state, headers),
+        probe_requested(state, headers).then(|| inner.probe_stats.clone()),
         inner.mono,
         inner.shutdown.clone(),
     );

@@ -2,6 +2,8 @@
 //! drives the [`crate::model`] in real time.
 //!
 //! Layout:
+//! - [`arrival`]: connections that stamp each request with its kernel receive
+//!   time, so its clock starts when it arrived.
 //! - [`driver`]: the task that owns the engine and runs steps on the wall clock.
 //! - `generate`: `/v1/completions` and `/v1/chat/completions` handlers.
 //! - `stream`: response bodies (SSE or JSON), timing probe, stream faults.
@@ -12,7 +14,9 @@
 //! - `routes`: health, models, tokenize, version, metrics, `/sim/gpu`, and
 //!   the JSON 404/405 fallbacks.
 //! - [`timer`]: a sub-millisecond timer for absolute deadlines.
+//! - `probe_stats`: the probe's lateness, summed up for the log at shutdown.
 
+pub mod arrival;
 pub(crate) mod driver;
 mod format;
 mod generate;
@@ -20,6 +24,7 @@ mod logprobs;
 pub mod openai;
 pub mod params;
 pub mod plan;
+mod probe_stats;
 mod reasoning;
 mod routes;
 mod stream;
@@ -31,7 +36,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
@@ -58,6 +62,7 @@ pub(crate) struct Inner {
     pub commands: Option<mpsc::UnboundedSender<Command>>,
     pub published: Arc<Mutex<Published>>,
     pub schedule_stats: Arc<ScheduleStats>,
+    pub probe_stats: Arc<probe_stats::ProbeStats>,
     /// Request numbers (response ids, fault rules).
     pub next_id: AtomicU64,
     /// Sequence ids in the model (one per choice).
@@ -125,6 +130,7 @@ impl SimState {
                 commands,
                 published,
                 schedule_stats: Arc::new(ScheduleStats::default()),
+                probe_stats: Arc::new(probe_stats::ProbeStats::new()),
                 next_id: AtomicU64::new(1),
                 next_seq: AtomicU64::new(1),
                 shutdown_tx,
@@ -141,6 +147,12 @@ impl SimState {
     /// Stop the driver and end stalled or endless streams (idempotent).
     pub fn shutdown(&self) {
         let _ = self.inner.shutdown_tx.send(true);
+    }
+
+    /// The timing probe's lateness since the start, as one line; `None` when no
+    /// chunk was probed.
+    pub fn probe_summary(&self) -> Option<String> {
+        self.inner.probe_stats.summary()
     }
 
     /// Whether the simulated model has finished loading.
@@ -203,11 +215,9 @@ pub async fn serve_state(
     state: SimState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let router = app(state.clone());
-    let listener = listener.tap_io(|tcp| {
-        // Streaming latency: never let Nagle hold back a small chunk.
-        let _ = tcp.set_nodelay(true);
-    });
+    let router = app(state.clone()).into_make_service_with_connect_info::<arrival::Arrival>();
+    // TCP_NODELAY, and each request stamped with its arrival time.
+    let listener = arrival::StampedListener::new(listener);
     let signal = async move {
         shutdown.await;
         state.shutdown();

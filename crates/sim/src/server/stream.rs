@@ -21,6 +21,7 @@ use super::driver::{Command, Delivery};
 use super::format::{ChunkChoice, ChunkFormat, FullChoice, Probe};
 use super::logprobs::{self, TokenLogprob};
 use super::plan::{Endpoint, Job, Plan};
+use super::probe_stats::ProbeStats;
 use super::timer;
 use super::ScheduleStats;
 use crate::clock::{monotonic_ns, MonoClock};
@@ -183,7 +184,8 @@ pub(crate) struct Writer {
     pub plan: Plan,
     pub format: ChunkFormat,
     pub faults: FaultSpec,
-    pub probe: bool,
+    /// The timing probe, when on: where its lateness is counted.
+    pub probe: Option<Arc<ProbeStats>>,
     pub mono: MonoClock,
     pub shutdown: watch::Receiver<bool>,
     sources: Sources,
@@ -211,7 +213,7 @@ impl Writer {
         format: ChunkFormat,
         sources: Vec<Source>,
         faults: FaultSpec,
-        probe: bool,
+        probe: Option<Arc<ProbeStats>>,
         mono: MonoClock,
         shutdown: watch::Receiver<bool>,
     ) -> Writer {
@@ -290,7 +292,7 @@ impl Writer {
     }
 
     fn probe_at(&self, scheduled: Instant) -> Option<Probe> {
-        self.probe.then(|| Probe {
+        self.probe.is_some().then(|| Probe {
             sent_ns: monotonic_ns(),
             scheduled_ns: self.mono.ns(scheduled),
         })
@@ -482,10 +484,17 @@ impl Writer {
                     self.reasoning_tokens,
                 )),
             };
-            let probe = self.probe.then(|| Probe {
+            let probe = self.probe.is_some().then(|| Probe {
                 sent_ns: monotonic_ns(),
                 scheduled_ns: self.mono.ns(d.scheduled),
             });
+            if let (Some(p), Some(stats)) = (&probe, &self.probe) {
+                let late = p.sent_ns as i64 - p.scheduled_ns as i64;
+                stats.chunks.record(late);
+                if first {
+                    stats.first.record(late);
+                }
+            }
             let frame = self
                 .format
                 .token_chunk(&chunk, self.faults.no_choices, probe);
