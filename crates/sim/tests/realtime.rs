@@ -123,3 +123,43 @@ async fn server_holds_a_request_in_the_front_end_as_the_model_does() {
     let want = expected[0].ttft() * 1e3;
     assert!(close(ttft, want), "TTFT {ttft:.1} ms, model {want:.1} ms");
 }
+
+/// The API server's per-chunk cost (`frontend_chunk_ms`) spaces a request's chunks
+/// on the server as the model spaces them in virtual time: here each chunk costs
+/// more than a step, so they go out one chunk cost apart, not one step apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_streams_chunks_behind_the_api_servers_queue_as_the_model_does() {
+    let config = SimConfig {
+        load_time_ms: 0.0,
+        prefix_caching: false,
+        step_fixed_ms: 5.0,
+        frontend_chunk_ms: 40.0,
+        ..SimConfig::default()
+    };
+    let expected = simulate_closed_loop(&config, 1, 1, 64, 4);
+    let want_decode = (expected[0].e2el() - expected[0].ttft()) * 1e3;
+    assert!(want_decode >= 3.0 * 40.0, "model: {want_decode:.1} ms");
+    let server = Server::start(config).await;
+    let resp = client()
+        .post(server.url("/v1/completions"))
+        .header("x-goodput-probe", "1")
+        .json(&json!({"prompt": "lorem ".repeat(64), "max_tokens": 4, "ignore_eos": true, "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let (events, err) = read_sse(resp).await;
+    assert!(err.is_none(), "{err:?} after {} events", events.len());
+    let sched: Vec<u64> = events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .map(|e| e.json())
+        .filter(|v| v["choices"].get(0).is_some())
+        .map(|v| v["goodput_sched_ns"].as_u64().expect("probe"))
+        .collect();
+    assert_eq!(sched.len(), 4);
+    let decode = (sched[3] - sched[0]) as f64 / 1e6;
+    assert!(
+        close(decode, want_decode),
+        "first to last chunk {decode:.1} ms, model {want_decode:.1} ms"
+    );
+}

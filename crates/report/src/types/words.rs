@@ -272,7 +272,10 @@ mod tests {
     fn a_workload_kind_is_read_from_the_workload_and_synthetic_without_one() {
         use serde_json::json;
         assert_eq!(WorkloadKind::of(&json!({})), WorkloadKind::Synthetic);
-        assert_eq!(WorkloadKind::of(&serde_json::Value::Null), WorkloadKind::Synthetic);
+        assert_eq!(
+            WorkloadKind::of(&serde_json::Value::Null),
+            WorkloadKind::Synthetic
+        );
         assert_eq!(
             WorkloadKind::of(&json!({"kind": "conversation"})),
             WorkloadKind::Conversation

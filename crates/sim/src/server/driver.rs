@@ -171,10 +171,17 @@ impl Driver {
                 let Some(tx) = senders.get(&ev.id) else {
                     continue;
                 };
+                // The step's end, or later when the API server's per-chunk cost
+                // queues the chunk behind others (`TokenEvent::at`).
+                let scheduled = if ev.at > out.end {
+                    self.clock.wall(ev.at)
+                } else {
+                    deadline
+                };
                 let delivery = Delivery {
                     tokens: ev.tokens,
                     finished: ev.finished,
-                    scheduled: deadline,
+                    scheduled,
                 };
                 if tx.try_send(delivery).is_err() {
                     // The client is gone or too far behind: free the request.

@@ -200,6 +200,11 @@ pub(crate) struct Writer {
     done: bool,
     /// An error found while batching, the body's next frame.
     deferred: Option<io::Error>,
+    /// A delivery received before it is due (the API server's per-chunk cost
+    /// queues it after the step's end): written when its time comes. Kept here, not
+    /// in the waiting future, so a batch's `now_or_never` that drops the future
+    /// does not lose it.
+    held: Option<(usize, Delivery)>,
 }
 
 fn abort(reason: &str) -> io::Error {
@@ -246,6 +251,7 @@ impl Writer {
             malformed_sent: false,
             done: false,
             deferred: None,
+            held: None,
         }
     }
 
@@ -405,6 +411,15 @@ impl Writer {
             if self.done {
                 return None;
             }
+            if let Some((i, d)) = self.held {
+                super::timer::sleep_until(d.scheduled).await;
+                self.held = None;
+                self.deliver(i, d);
+                if self.unfinished == 0 {
+                    self.finish(d.scheduled);
+                }
+                continue;
+            }
             if self.faults.stall_after.is_some_and(|n| self.tokens >= n) {
                 // Free the request, keep the connection open until shutdown.
                 self.close_sources();
@@ -430,6 +445,13 @@ impl Writer {
                 self.done = true;
                 tokio::time::sleep(DROP_FLUSH_GRACE).await;
                 return Some(Err(abort("fault injected: drop_after")));
+            }
+            // With the API server's per-chunk cost (`frontend_chunk_ms`), a chunk
+            // is due after the step's end: when the model's front-end queue has
+            // streamed it (the same time the virtual-time model gives it).
+            if d.scheduled > Instant::now() {
+                self.held = Some((i, d));
+                continue;
             }
             self.deliver(i, d);
             if self.unfinished == 0 {
