@@ -1,7 +1,7 @@
 //! The simulator as an OpenAI server on its own: `n`, prompt lists,
 //! logprobs, echo, stop reasons, error bodies, field policy, detokenize.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

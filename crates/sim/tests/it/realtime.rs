@@ -1,7 +1,7 @@
 //! The real-time server reproduces the model's virtual-time schedule, read from
 //! the timing probe's planned times so a busy machine's late writes do not count.
 
-mod common;
+use crate::common;
 
 use common::{client, read_sse, Server};
 use goodput_sim::clock::monotonic_ns;

@@ -1,6 +1,6 @@
 //! The server end to end on loopback: timing, shapes, endpoints, errors.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

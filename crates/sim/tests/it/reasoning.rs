@@ -3,7 +3,7 @@
 //! the usage counts the thinking in `completion_tokens_details.reasoning_tokens`;
 //! `chat_template_kwargs.enable_thinking = false` turns it off.
 
-mod common;
+use crate::common;
 
 use common::{client, fixed, read_sse, Event, Server};
 use goodput_sim::{ReasoningConfig, SimConfig};

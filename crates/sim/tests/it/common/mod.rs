@@ -1,5 +1,4 @@
 //! Shared helpers: an in-process server on 127.0.0.1:0 and an SSE reader.
-#![allow(dead_code)]
 
 use std::time::Instant;
 

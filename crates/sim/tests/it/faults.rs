@@ -1,6 +1,6 @@
 //! Timing probe and fault injection: each fault does what it says.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
