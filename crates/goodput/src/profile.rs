@@ -12,10 +12,12 @@ use serde::{Deserialize, Serialize};
 
 mod engine;
 mod flags;
+mod server_metrics;
 mod workload;
 
 pub use engine::*;
 pub use flags::*;
+pub use server_metrics::ServerMetricsSpec;
 pub use workload::*;
 
 /// Errors in a profile or its overrides.
@@ -80,7 +82,7 @@ pub struct Profile {
     pub source: Option<String>,
     /// `[server_metrics]`: the engine's `/metrics`, sampled during every trial.
     #[serde(default)]
-    pub server_metrics: crate::server_metrics::ServerMetricsSpec,
+    pub server_metrics: ServerMetricsSpec,
 }
 
 /// `[slo]`.

@@ -26,7 +26,17 @@ use std::sync::{LazyLock, RwLock};
 
 use regex::Regex;
 
-use crate::engine::command::{is_secret_env, REDACTED};
+/// What a redacted secret reads.
+pub const REDACTED: &str = "***";
+
+/// Whether an environment variable holds a secret: its name contains `KEY`,
+/// `TOKEN`, `SECRET` or `PASSWORD`.
+pub fn is_secret_env(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|w| upper.contains(w))
+}
 
 /// Shortest value taken as a secret: shorter ones (`1`, `true`) would redact
 /// ordinary words.

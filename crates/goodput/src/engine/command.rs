@@ -9,8 +9,8 @@ use crate::profile::{EngineKind, EngineSpec, PortSpec};
 
 /// The loopback address launched engines listen on.
 pub const HOST: &str = "127.0.0.1";
-/// What a redacted secret reads.
-pub const REDACTED: &str = "***";
+
+pub use crate::redact::{is_secret_env, REDACTED};
 
 /// Why a launch command could not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -128,15 +128,6 @@ fn is_secret_flag(flag: &str) -> bool {
             "key" | "token" | "secret" | "password"
         )
     })
-}
-
-/// Whether an environment variable holds a secret: its name contains `KEY`,
-/// `TOKEN`, `SECRET` or `PASSWORD`.
-pub fn is_secret_env(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|w| upper.contains(w))
 }
 
 /// Replaces every occurrence of the API key, and the value of every secret flag

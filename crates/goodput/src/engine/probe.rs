@@ -171,9 +171,7 @@ impl<'a> Probe<'a> {
     }
 }
 
-/// Longest model id goodput uses: an id is copied into every request's body, so a
-/// server listing a 20 MB "id" must not multiply it by the requests of a run.
-pub const MAX_MODEL_ID_BYTES: usize = 1024;
+pub use crate::plan::MAX_MODEL_ID_BYTES;
 
 /// The models of an OpenAI `/v1/models` list with a non-empty `id` of at most
 /// [`MAX_MODEL_ID_BYTES`], in order; a `max_model_len` that is not a whole number

@@ -384,7 +384,7 @@ fn select_engines(
 /// `[server_metrics]`: the interval and bounds, each in range.
 fn check_server_metrics(
     check: &Checker,
-    s: &crate::server_metrics::ServerMetricsSpec,
+    s: &crate::profile::ServerMetricsSpec,
 ) -> Result<(), ProfileError> {
     check.count("server_metrics.interval_ms", s.interval_ms, 10..=3_600_000)?;
     check.count("server_metrics.max_samples", s.max_samples, 2..=100_000)?;

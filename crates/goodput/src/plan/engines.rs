@@ -1,10 +1,13 @@
 //! An engine's spec: `${NAME}` expanded from the environment, then checked.
 
-use crate::engine::probe::MAX_MODEL_ID_BYTES;
 use std::path::PathBuf;
 
 use super::check::MAX_SECONDS;
 use crate::profile::{EngineKind, EngineSpec};
+
+/// Longest model id goodput uses: an id is copied into every request's body, so a
+/// server listing a 20 MB "id" must not multiply it by the requests of a run.
+pub const MAX_MODEL_ID_BYTES: usize = 1024;
 
 pub(super) fn expand_engine(e: &mut EngineSpec) -> Result<(), (&'static str, String)> {
     fn one(field: &'static str, s: &mut String) -> Result<(), (&'static str, String)> {

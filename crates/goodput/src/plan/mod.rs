@@ -1,12 +1,10 @@
 //! The validated plan: a [`Profile`] with overrides applied and every value checked.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use serde::Deserialize;
 
-use crate::profile::{EngineSpec, LoadMode, SloSpec, TelemetrySpec, TextStyle};
+use crate::profile::{EngineSpec, LoadMode, SloSpec, TelemetrySpec};
 
 mod chat;
 mod check;
@@ -19,8 +17,9 @@ mod search;
 mod tests;
 mod workload;
 
+pub use crate::workload::{JsonlPrompt, Workload};
 pub use chat::chat_fields;
-pub use engines::expand_vars;
+pub use engines::{expand_vars, MAX_MODEL_ID_BYTES};
 
 /// A validated benchmark plan.
 #[derive(Debug, Clone)]
@@ -68,54 +67,10 @@ pub struct Plan {
     /// (`points` is then empty: the search chooses them).
     pub search: Option<crate::search::SearchConfig>,
     /// The engine's `/metrics`, sampled during every trial.
-    pub server_metrics: crate::server_metrics::ServerMetricsSpec,
+    pub server_metrics: crate::profile::ServerMetricsSpec,
     /// The profile as run, flags applied (TOML), for the report: running it again
     /// repeats the run.
     pub profile_toml: Option<String>,
-}
-
-/// The validated workload.
-#[derive(Debug, Clone)]
-pub enum Workload {
-    /// Generated prompts.
-    Synthetic {
-        /// Prompt tokens (centre of the range).
-        input_tokens: u32,
-        /// Output tokens (centre of the range).
-        output_tokens: u32,
-        /// Relative spread of lengths.
-        range_ratio: f64,
-        /// Text style.
-        text: TextStyle,
-        /// Use `/tokenize` to hit the length.
-        calibrate: bool,
-    },
-    /// Prompts from a file.
-    Jsonl {
-        /// The file.
-        path: PathBuf,
-        /// The prompts.
-        prompts: Vec<JsonlPrompt>,
-    },
-    /// Groups of requests sharing a prefix.
-    Prefix(crate::workload::prefix::PrefixWorkload),
-    /// A replayed trace.
-    Trace(crate::workload::trace::TraceWorkload),
-    /// Multi-turn chat sessions.
-    Conversation(crate::workload::conversation::ConversationWorkload),
-    /// Prompts sampled from ShareGPT conversations.
-    ShareGpt(crate::workload::sharegpt::ShareGptWorkload),
-}
-
-/// One line of a JSONL workload.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct JsonlPrompt {
-    /// The prompt text.
-    pub prompt: String,
-    /// Output limit for this prompt.
-    #[serde(default)]
-    pub max_tokens: Option<u32>,
 }
 
 impl Plan {

@@ -28,7 +28,7 @@ pub(super) fn check_search(
     )?;
     let target = match s.attainment {
         Some(a) => check.number("search.attainment", a, 1e-6..=1.0, "a share of requests")?,
-        None => slo.attainment.unwrap_or(crate::metrics::DEFAULT_ATTAINMENT),
+        None => slo.attainment.unwrap_or(report::slo::DEFAULT_ATTAINMENT),
     };
     let max_probes = check.count("search.max_probes", s.max_probes.unwrap_or(16), 1..=1000)?;
     let max_trials_per_probe = check.count(

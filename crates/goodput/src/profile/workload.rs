@@ -93,7 +93,7 @@ pub struct TraceSpec {
     /// The trace file (relative to the profile; required).
     pub path: Option<PathBuf>,
     /// `mooncake` (default) or `azure`.
-    pub format: Option<crate::workload::trace::TraceFormat>,
+    pub format: Option<TraceFormat>,
     /// Mooncake: tokens per hash id (default 512).
     pub block_tokens: Option<u32>,
     /// Replay at most this many requests.
@@ -131,7 +131,7 @@ pub struct ConversationSpec {
     /// oldest turns. Default: the engine's `max_model_len`, when it lists one.
     pub max_context_tokens: Option<u32>,
     /// Where the user messages come from: `synthetic` (default) or `sharegpt`.
-    pub source: Option<crate::workload::conversation::ConversationSource>,
+    pub source: Option<ConversationSource>,
     /// `source = "sharegpt"`: the ShareGPT file (default: the installed one).
     pub path: Option<PathBuf>,
     /// The chat API's controls.
@@ -321,4 +321,28 @@ pub enum TextStyle {
     Random,
     /// A short passage repeated, so output can copy from the prompt.
     Repetitive,
+}
+
+/// Trace file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// Mooncake's JSON lines with hash ids.
+    #[default]
+    Mooncake,
+    /// Azure's CSV.
+    Azure,
+}
+
+/// Where a conversation workload's user messages come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConversationSource {
+    /// Generated text of `input_tokens` per message.
+    #[default]
+    Synthetic,
+    /// ShareGPT's human turns: each session is one conversation's user messages (at
+    /// most `turns`), the conversations in the order vLLM's sampler shuffles them
+    /// with seed 0; every reply asks for `output_tokens`.
+    Sharegpt,
 }

@@ -26,7 +26,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::text::{block_text, draw_len, synthetic_text};
@@ -34,18 +33,7 @@ use super::{Asked, Builder, Prepared};
 use crate::profile::{Api, TextStyle};
 use crate::record::RequestRecord;
 
-/// Where a conversation workload's user messages come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum ConversationSource {
-    /// Generated text of `input_tokens` per message.
-    #[default]
-    Synthetic,
-    /// ShareGPT's human turns: each session is one conversation's user messages (at
-    /// most `turns`), the conversations in the order vLLM's sampler shuffles them
-    /// with seed 0; every reply asks for `output_tokens`.
-    Sharegpt,
-}
+pub use crate::profile::ConversationSource;
 
 /// The validated conversation workload.
 #[derive(Debug, Clone, PartialEq)]

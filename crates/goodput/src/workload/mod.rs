@@ -15,7 +15,6 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
-use crate::plan::Workload;
 use crate::profile::{Api, TextStyle};
 use crate::record::RequestRecord;
 
@@ -304,6 +303,50 @@ pub async fn calibrate(builder: &Builder, client: &reqwest::Client, base_url: &s
             "/tokenize counted {n} tokens for {words} words ({per_word:.3} per word), which is not plausible"
         ))
     }
+}
+
+/// The validated workload.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// Generated prompts.
+    Synthetic {
+        /// Prompt tokens (centre of the range).
+        input_tokens: u32,
+        /// Output tokens (centre of the range).
+        output_tokens: u32,
+        /// Relative spread of lengths.
+        range_ratio: f64,
+        /// Text style.
+        text: TextStyle,
+        /// Use `/tokenize` to hit the length.
+        calibrate: bool,
+    },
+    /// Prompts from a file.
+    Jsonl {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The prompts.
+        prompts: Vec<JsonlPrompt>,
+    },
+    /// Groups of requests sharing a prefix.
+    Prefix(prefix::PrefixWorkload),
+    /// A replayed trace.
+    Trace(trace::TraceWorkload),
+    /// Multi-turn chat sessions.
+    Conversation(conversation::ConversationWorkload),
+    /// Prompts sampled from ShareGPT conversations.
+    ShareGpt(sharegpt::ShareGptWorkload),
+}
+
+/// One line of a JSONL workload.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonlPrompt {
+    /// The prompt text.
+    pub prompt: String,
+    /// Output limit for this prompt.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
 }
 
 #[cfg(test)]

@@ -21,16 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::text::block_text;
 use super::{Asked, Builder, Prepared};
 
-/// Trace file format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum TraceFormat {
-    /// Mooncake's JSON lines with hash ids.
-    #[default]
-    Mooncake,
-    /// Azure's CSV.
-    Azure,
-}
+pub use crate::profile::TraceFormat;
 
 /// One request of a trace.
 #[derive(Debug, Clone, PartialEq, Serialize)]

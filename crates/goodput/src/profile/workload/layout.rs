@@ -37,7 +37,7 @@ pub struct WrittenWorkload {
     #[serde(default)]
     suffix_tokens: Option<u32>,
     #[serde(default)]
-    format: Option<crate::workload::trace::TraceFormat>,
+    format: Option<super::TraceFormat>,
     #[serde(default)]
     block_tokens: Option<u32>,
     #[serde(default)]
@@ -55,7 +55,7 @@ pub struct WrittenWorkload {
     #[serde(default)]
     max_context_tokens: Option<u32>,
     #[serde(default)]
-    source: Option<crate::workload::conversation::ConversationSource>,
+    source: Option<super::ConversationSource>,
     #[serde(default)]
     num_prompts: Option<u32>,
     #[serde(default)]
@@ -195,7 +195,7 @@ pub struct FlatWorkload {
     #[serde(skip_serializing_if = "Option::is_none")]
     suffix_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    format: Option<crate::workload::trace::TraceFormat>,
+    format: Option<super::TraceFormat>,
     #[serde(skip_serializing_if = "Option::is_none")]
     block_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -213,7 +213,7 @@ pub struct FlatWorkload {
     #[serde(skip_serializing_if = "Option::is_none")]
     max_context_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    source: Option<crate::workload::conversation::ConversationSource>,
+    source: Option<super::ConversationSource>,
     #[serde(skip_serializing_if = "Option::is_none")]
     num_prompts: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
