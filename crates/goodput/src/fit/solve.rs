@@ -138,9 +138,7 @@ fn design(steps: &[Step], cols: &[usize]) -> DMatrix<f64> {
 
 /// Median of absolute values (for the robust scale).
 fn mad(v: &DVector<f64>) -> f64 {
-    let mut a: Vec<f64> = v.iter().map(|x| x.abs()).collect();
-    report::stats::sort_values(&mut a);
-    report::stats::quantile_linear(&a, 0.5).unwrap_or(0.0) / 0.6745
+    crate::stats::median(v.iter().map(|x| x.abs())).unwrap_or(0.0) / 0.6745
 }
 
 /// Huber-weighted least squares of `y` on the columns `cols`: (coefficients,

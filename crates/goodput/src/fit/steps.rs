@@ -79,7 +79,7 @@ fn chunk_tokens(r: &RequestRecord) -> Vec<f64> {
 
 /// The clustering tolerance of one trial, ns (see the module doc).
 fn tolerance_ns(records: &[&RequestRecord]) -> u64 {
-    let mut gaps: Vec<f64> = records
+    let gaps: Vec<f64> = records
         .iter()
         .filter(|r| r.chunks.len() > 1)
         .map(|r| {
@@ -87,8 +87,7 @@ fn tolerance_ns(records: &[&RequestRecord]) -> u64 {
             b.saturating_sub(a) as f64 / (r.chunks.len() - 1) as f64
         })
         .collect();
-    report::stats::sort_values(&mut gaps);
-    let median = report::stats::quantile_linear(&gaps, 0.5).unwrap_or(1e6);
+    let median = crate::stats::median(gaps).unwrap_or(1e6);
     (median / 3.0).clamp(1_000.0, 2e7) as u64
 }
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use report::stats::{quantile_linear, sort_values};
 
 use crate::load::OnRecord;
 use crate::record::RequestRecord;
@@ -126,9 +125,8 @@ impl Progress {
             // The median is recomputed at most 10 times a second.
             if last_update.elapsed().as_millis() >= 100 || b.position() == n {
                 last_update = std::time::Instant::now();
-                let mut v = ttfts.clone();
-                sort_values(&mut v);
-                let med = quantile_linear(&v, 0.5).map_or("-".into(), |m| format!("{m:.1} ms"));
+                let med = crate::stats::median(ttfts.iter().copied())
+                    .map_or("-".into(), |m| format!("{m:.1} ms"));
                 let in_flight = sent.load(Ordering::Relaxed).saturating_sub(b.position());
                 let fail = if failed > 0 {
                     format!(", {failed} failed")
