@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod virtual_time;
+
 /// Nanoseconds on `CLOCK_MONOTONIC`: the clock of every timestamp goodput records,
 /// and the clock the simulator's timing probe writes (it is the simulator's own
 /// function: one clock, one implementation), so the two compare across loopback.

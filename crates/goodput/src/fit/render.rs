@@ -144,13 +144,15 @@ fn replay(records: &[&RequestRecord], config: &SimConfig, rate_mode: bool) -> Ve
         config,
         &arrivals,
         &specs,
-        crate::predict::CLIENT,
+        crate::record::virtual_time::CLIENT,
         20.0 * measured_s + 60.0,
     );
     out.iter()
         .zip(&specs)
         .enumerate()
-        .map(|(i, (v, s))| crate::predict::to_record("fit", x, 0, i as u32, v, s, f64::INFINITY))
+        .map(|(i, (v, s))| {
+            crate::record::virtual_time::to_record("fit", x, 0, i as u32, v, s, f64::INFINITY)
+        })
         .collect()
 }
 

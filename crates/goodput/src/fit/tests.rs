@@ -45,11 +45,11 @@ fn records(config: &SimConfig, points: &[u32], n: u32, varied: bool) -> Vec<Requ
             config,
             &Arrivals::Closed { concurrency: x },
             &s,
-            crate::predict::CLIENT,
+            crate::record::virtual_time::CLIENT,
             1e6,
         );
         for (i, (v, s)) in v.iter().zip(&s).enumerate() {
-            out.push(crate::predict::to_record(
+            out.push(crate::record::virtual_time::to_record(
                 "e",
                 f64::from(x),
                 0,

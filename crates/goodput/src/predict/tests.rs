@@ -1,6 +1,7 @@
 use super::*;
 use crate::predict::validate;
 use crate::profile::{Overrides, Profile};
+use crate::record::ErrorKind;
 
 fn plan(extra: &str) -> Plan {
     let text = format!(
