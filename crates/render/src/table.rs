@@ -86,6 +86,16 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
     let slo = &report.slo;
     let got = trials_with_results(p);
     let trials = match row.expected_trials {
+        // Adaptive trials: how many ran, and why no more (a budget that left the
+        // point undecided is worth a look).
+        _ if p.trials_stopped.is_some() => {
+            let why = p.trials_stopped.as_ref().map_or("", |w| w.as_str());
+            let style = match p.trials_stopped {
+                Some(report::TrialsStopped::Budget) => Style::Warn,
+                _ => Style::Plain,
+            };
+            DisplayCell::text(format!("{got} ({why})"), style)
+        }
         // A search's confirmation trials go past the planned count: not "3/2".
         Some(e) if got > e => DisplayCell::text(format!("{got} ({} extra)", got - e), Style::Plain),
         Some(e) => DisplayCell::text(
@@ -447,6 +457,28 @@ mod tests {
         assert_eq!(csv_field(&Value::from("-3.5")), "-3.5");
         assert_eq!(csv_field(&Value::from(-3.5)), "-3.5");
         assert_eq!(csv_field(&Value::from("vllm")), "vllm");
+    }
+
+    #[test]
+    fn adaptive_trials_show_why_they_stopped() {
+        let text = include_str!("../../goodput/tests/render_fixtures/additive.json");
+        let mut report = report::io::parse_report(text).expect("fixture parses");
+        let engine = report.load.values_mut().next().expect("an engine");
+        engine.points[0].trials_stopped = Some(report::TrialsStopped::Budget);
+        engine.points[1].trials_stopped = Some(report::TrialsStopped::Decisive);
+        let rows = rows(&report);
+        let trials = |i: usize| {
+            let cells = display_cells(&report, &rows[i]).expect("a point");
+            let c = cells
+                .into_iter()
+                .find(|c| c.main.ends_with(')'))
+                .expect("the trials cell says why it stopped");
+            (c.main, matches!(c.style, Style::Warn))
+        };
+        let (budget, warned) = trials(0);
+        assert!(budget.ends_with("(budget)") && warned, "{budget}");
+        let (decisive, warned) = trials(1);
+        assert!(decisive.ends_with("(decisive)") && !warned, "{decisive}");
     }
 
     #[test]
