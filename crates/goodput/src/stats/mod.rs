@@ -72,27 +72,6 @@ pub fn row_seed(seed: u64, key: &str) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trials_needed_grows_with_the_noise() {
-        let a = trials_needed(0.01, 2, 0.02, 0.05).unwrap();
-        let b = trials_needed(0.02, 2, 0.02, 0.05).unwrap();
-        assert!(b >= 4 * a - 4, "{a} {b}");
-        assert_eq!(trials_needed(0.0, 2, 0.02, 0.05), None);
-        assert_eq!(trials_needed(f64::NAN, 2, 0.02, 0.05), None);
-    }
-
-    #[test]
-    fn p_values_are_two_sided() {
-        assert!((two_sided_p(1.959_964) - 0.05).abs() < 1e-4);
-        assert_eq!(two_sided_p(f64::INFINITY), 0.0);
-        assert_eq!(two_sided_p(f64::NAN), 1.0);
-    }
-}
-
-#[cfg(test)]
 mod median_tests {
     #[test]
     fn the_median_is_the_linear_rules_and_ignores_order_and_nan() {

@@ -1,0 +1,113 @@
+//! The verdict from a capacity search: each engine's largest load meeting the SLO,
+//! and the best engine.
+
+use super::*;
+
+/// The verdict of a capacity search: the best engine and its largest load meeting
+/// the SLO, how far ahead it is, and the notes that qualify an answer.
+pub(super) fn from_capacity(report: &Report) -> Vec<String> {
+    let slo = slo_words(report);
+    let mut found: Vec<(&str, f64)> = report
+        .capacity
+        .iter()
+        .filter_map(|(e, c)| c.max_load.map(|m| (e.as_str(), m)))
+        .collect();
+    found.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut out = Vec::new();
+    let Some(&(best, best_x)) = found.first() else {
+        let why: Vec<String> = report
+            .capacity
+            .iter()
+            .map(|(e, c)| format!("{e}: {}", c.note))
+            .collect();
+        out.push(format!(
+            "No engine serves {slo}, even at the lowest load probed ({}).",
+            why.join("; ")
+        ));
+        return out;
+    };
+    let others: Vec<String> = report
+        .capacity
+        .iter()
+        .filter(|(e, _)| e.as_str() != best)
+        .map(|(e, c)| match c.max_load {
+            Some(m) => format!("{e}: {}", num(m)),
+            None => format!(
+                "{e}: not even {}",
+                c.failing.map_or("the lowest load".into(), num)
+            ),
+        })
+        .collect();
+    let cap = &report.capacity[best];
+    let plus = match cap.limited_by {
+        Limit::Max => " (the search's max; it may serve more)",
+        Limit::Ttft
+        | Limit::Tpot
+        | Limit::E2el
+        | Limit::Ttfat
+        | Limit::NoAnswer
+        | Limit::Errors
+        | Limit::Slo
+        | Limit::MaxProbes
+        | Limit::Engine
+        | Limit::Unknown(_) => "",
+    };
+    let mut s = format!(
+        "{best} serves {slo} up to {}{plus}{}",
+        load_words(report, best_x),
+        cap.interval.map_or(String::new(), |i| format!(
+            " (the crossing of the target lies at {}, 95% interval {}–{})",
+            num(i.estimate),
+            num(i.low),
+            num(i.high)
+        ))
+    );
+    if !others.is_empty() {
+        s.push_str(&format!(" ({})", others.join("; ")));
+    }
+    s.push('.');
+    out.push(s);
+    if report.capacity.len() > 1 {
+        out.extend(lead(report, &found));
+    }
+    for (e, c) in &report.capacity {
+        let weak = match c.limited_by {
+            Limit::MaxProbes | Limit::Engine => true,
+            Limit::Ttft
+            | Limit::Tpot
+            | Limit::E2el
+            | Limit::Ttfat
+            | Limit::NoAnswer
+            | Limit::Errors
+            | Limit::Slo
+            | Limit::Max
+            | Limit::Unknown(_) => false,
+        };
+        if c.noisy || weak {
+            out.push(format!("{e}: {}.", c.note));
+        }
+    }
+    out
+}
+
+/// How far the best engine is ahead of the next (`found`: engines and their
+/// capacities, largest first), or who ties with it.
+pub(super) fn lead(report: &Report, found: &[(&str, f64)]) -> Option<String> {
+    let &(best, best_x) = found.first()?;
+    match found.get(1) {
+        Some(&(_, next)) if next > 0.0 && best_x > next => Some(format!(
+            "Best: {best}, {}x the load of the next.",
+            num(best_x / next)
+        )),
+        Some(&(_, nx)) if nx == best_x => {
+            let tied: Vec<&str> = found
+                .iter()
+                .filter(|f| f.1 == best_x)
+                .map(|f| f.0)
+                .collect();
+            Some(crate::rank::tie_break(report, &tied, best_x, and_list))
+        }
+        None => Some(format!("Best: {best}, the only engine that meets the SLO.")),
+        _ => None,
+    }
+}
