@@ -15,14 +15,13 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goodput_sim::clock::monotonic_ns;
 
 use super::os::pin_thread;
 use super::table::quantile;
-use super::{field, one_stream, start_server, Run, Shared, StreamResult};
+use super::{client_side, field, one_stream, start_server, Run, StreamResult};
 
 /// What one `arrival` run measured.
 pub(crate) struct ArrivalOutcome {
@@ -78,29 +77,7 @@ fn probe_once(conn: &mut TcpStream, addr: &str, ttft_ns: u64) -> Result<i64, Str
 pub(crate) fn run_arrival(run: Run, probes: usize, cpus: usize) -> ArrivalOutcome {
     let pin = run.pin && cpus >= 2;
     let server = start_server(run, pin.then_some(cpus - 1));
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(run.client_threads)
-        .thread_name("client")
-        .on_thread_start(move || {
-            if pin {
-                pin_thread(0);
-            }
-        })
-        .enable_all()
-        .build()
-        .expect("client runtime");
-    let shared = Arc::new(Shared {
-        client: reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .tcp_nodelay(true)
-            .build()
-            .expect("client"),
-        url: format!("http://{}/v1/completions", server.addr),
-        tokens: run.tokens,
-        mono: goodput_sim::clock::MonoClock::new(),
-        open: Default::default(),
-        peak: Default::default(),
-    });
+    let (client_rt, shared) = client_side(&run, pin, server.addr);
     let started = Instant::now();
     let handles: Vec<_> = (0..run.streams)
         .map(|i| {

@@ -215,10 +215,13 @@ fn start_server(run: Run, cpu: Option<usize>) -> Server {
     Server { addr, stop, thread }
 }
 
-fn run_once(run: Run) -> Outcome {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let pin = run.pin && cpus >= 2;
-    let server = start_server(run, pin.then_some(cpus - 1));
+/// The client side of a run: its runtime (pinned to CPU 0 when `pin`) and the
+/// state its streams share, aimed at the server at `addr`.
+pub(crate) fn client_side(
+    run: &Run,
+    pin: bool,
+    addr: std::net::SocketAddr,
+) -> (tokio::runtime::Runtime, Arc<Shared>) {
     let client_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(run.client_threads)
         .thread_name("client")
@@ -236,12 +239,20 @@ fn run_once(run: Run) -> Outcome {
             .tcp_nodelay(true)
             .build()
             .expect("client"),
-        url: format!("http://{}/v1/completions", server.addr),
+        url: format!("http://{addr}/v1/completions"),
         tokens: run.tokens,
         mono: MonoClock::new(),
         open: AtomicUsize::new(0),
         peak: AtomicUsize::new(0),
     });
+    (client_rt, shared)
+}
+
+fn run_once(run: Run) -> Outcome {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = run.pin && cpus >= 2;
+    let server = start_server(run, pin.then_some(cpus - 1));
+    let (client_rt, shared) = client_side(&run, pin, server.addr);
     let server_threads = ["sim-server", "goodput-sim-tim"];
     let cpu_before = threads_cpu_seconds(&server_threads);
     let started = Instant::now();
