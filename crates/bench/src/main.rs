@@ -36,7 +36,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    goodput::engine::install_cleanup_hooks();
+    goodput::drive::engine::install_cleanup_hooks();
     let result = match cli.command {
         Command::Client(args) => client::run(args),
     };

@@ -4,7 +4,7 @@
 //! tests).
 //!
 //! The child is started, watched and stopped by goodput's own engine handling
-//! ([`goodput::engine::start`]: its own process group, readiness, SIGTERM then
+//! ([`goodput::drive::engine::start`]: its own process group, readiness, SIGTERM then
 //! SIGKILL, cleanup on every exit path), as `goodput run` starts a simulator; pinned
 //! to CPUs through `taskset` (util-linux). A child process keeps the two sides apart:
 //! `getrusage(RUSAGE_SELF)` and RSS of this process are the client's alone.
@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use goodput::engine::{EngineContext, EngineHandle};
-use goodput::profile::{EngineKind, EngineSpec};
+use goodput::define::profile::{EngineKind, EngineSpec};
+use goodput::drive::engine::{EngineContext, EngineHandle};
 
 /// How to run the simulator.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ impl Sim {
             goodput_exe: bin.to_path_buf(),
             client: reqwest::Client::new(),
         };
-        let engine = goodput::engine::start(&format!("bench-sim-{n}"), &spec, &ctx)
+        let engine = goodput::drive::engine::start(&format!("bench-sim-{n}"), &spec, &ctx)
             .await
             .map_err(|f| anyhow::anyhow!("the simulator did not start: {}", f.message))?;
         sim.base_url = engine.base_url.clone();

@@ -12,8 +12,8 @@
 
 use std::time::Instant;
 
-use goodput::compare::simulated::{ab, calibration_plan, noisy_engine};
-use goodput::compare::{Direction, Options};
+use goodput::judge::compare::{Direction, Options};
+use goodput::model::predict::simulated::{ab, calibration_plan, noisy_engine};
 
 fn env(k: &str, d: u32) -> u32 {
     std::env::var(k)

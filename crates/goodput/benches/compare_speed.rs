@@ -9,9 +9,9 @@
 
 use std::time::Instant;
 
-use goodput::compare::simulated::noisy_engine;
-use goodput::compare::{compare, Input, Options};
-use goodput::profile::{Overrides, Profile};
+use goodput::define::profile::{Overrides, Profile};
+use goodput::judge::compare::{compare, Input, Options};
+use goodput::model::predict::simulated::noisy_engine;
 
 fn main() {
     let mut text = String::from(
@@ -27,7 +27,7 @@ fn main() {
     let plan = Profile::parse(&text, "speed")
         .and_then(|p| p.into_plan("speed", &Overrides::default()))
         .unwrap_or_else(|e| panic!("{e}"));
-    let (sweep, records) = goodput::predict::predict_sweep(&plan, &noisy_engine(1, 1.0));
+    let (sweep, records) = goodput::model::predict::predict_sweep(&plan, &noisy_engine(1, 1.0));
     let input = Input::with_records("speed.json", sweep.report(&plan), &records);
     let runs = 5;
     // Wall time, and the process's CPU time beside it: on a shared machine the

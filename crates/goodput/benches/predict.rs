@@ -33,13 +33,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use goodput::fit::{fit, render};
-use goodput::plan::Plan;
-use goodput::predict::interval;
-use goodput::predict::validate::{median, predicted, Compared};
-use goodput::predict::{finish_report, predict_sweep, Model};
-use goodput::profile::{Overrides, Profile};
-use goodput::record::{read_records, records_path};
+use goodput::define::plan::Plan;
+use goodput::define::profile::{Overrides, Profile};
+use goodput::drive::record::{read_records, records_path};
+use goodput::model::fit::{fit, render};
+use goodput::model::predict::interval;
+use goodput::model::predict::validate::{median, predicted, Compared};
+use goodput::model::predict::{finish_report, predict_sweep, Model};
 use goodput_sim::SimConfig;
 
 /// The simulated engine the fit must recover: not a preset.

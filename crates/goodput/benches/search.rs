@@ -11,10 +11,11 @@
 //! GOODPUT_BENCH_MAX=32 GOODPUT_BENCH_REQUESTS=32 cargo bench -p goodput --bench search
 //! ```
 
-use goodput::plan::Plan;
-use goodput::profile::{Overrides, Profile, SearchSpec};
+use goodput::define::options::RunOptions;
+use goodput::define::plan::Plan;
+use goodput::define::profile::{Overrides, Profile, SearchSpec};
+use goodput::judge::run::run;
 use goodput::render::point::point_meets;
-use goodput::run::{run, RunOptions};
 
 const PRESETS: &[&str] = &["vllm-fast-b", "vllm-ngram", "vllm-no-async", "default"];
 

@@ -4,7 +4,7 @@
 //! other requests than the prediction's), fitted from those records alone,
 //! predicted at held-out loads inside the
 //! fitted range and up to 2x beyond it, and compared with the truth
-//! ([`goodput::predict::validate`]). Prints per case the median error inside the
+//! ([`goodput::model::predict::validate`]). Prints per case the median error inside the
 //! range, the median error up to 2x beyond, and the coverage of the 90% intervals
 //! (an interval wider than the predicted value itself counts as a miss), and
 //! whether the fit kept the API server's per-chunk cost (`frontend_chunk_ms`).
@@ -17,7 +17,7 @@
 //! ```
 //! Real engines (llama.cpp, vLLM's CPU build) are measured by `--bench predict`.
 
-use goodput::predict::validate::{self, median, Case};
+use goodput::model::predict::validate::{self, median, Case};
 use goodput_sim::config::{Acceptance, SpeculativeConfig};
 use goodput_sim::SimConfig;
 

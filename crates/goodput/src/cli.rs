@@ -175,13 +175,13 @@ pub struct TrialArgs {
     /// Trials per load level: a number, or `auto` (adaptive: `[load] min_trials`
     /// to `max_trials`, until each point is settled; docs/statistics.md).
     #[arg(long, value_name = "N|auto")]
-    pub trials: Option<crate::profile::TrialsSpec>,
+    pub trials: Option<crate::define::profile::TrialsSpec>,
     /// Measured requests per trial.
     #[arg(long)]
     pub requests: Option<u32>,
     /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el and ttfat).
-    #[arg(long, value_parser = crate::profile::parse_slo)]
-    pub slo: Option<crate::profile::SloSpec>,
+    #[arg(long, value_parser = crate::define::profile::parse_slo)]
+    pub slo: Option<crate::define::profile::SloSpec>,
     /// Run only this engine (repeatable).
     #[arg(long = "engine", value_name = "NAME")]
     pub engines: Vec<String>,
@@ -190,7 +190,7 @@ pub struct TrialArgs {
     pub seed: Option<u64>,
     /// Price of an engine's GPUs, US dollars per hour: `2.5` for every engine or
     /// `NAME=2.5` for one (repeatable; over the profile's `usd_per_hour`).
-    #[arg(long, value_name = "[ENGINE=]USD", value_parser = crate::plan::price::parse_usd_per_hour)]
+    #[arg(long, value_name = "[ENGINE=]USD", value_parser = crate::define::plan::price::parse_usd_per_hour)]
     pub usd_per_hour: Vec<(Option<String>, f64)>,
 }
 
@@ -221,12 +221,12 @@ pub struct CommonArgs {
     /// engines first, load levels when there are fewer engines than shards;
     /// `goodput merge` joins the shard reports.
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::shard::Part>,
+    pub shard: Option<crate::distribute::shard::Part>,
     /// Be client I of N (I from 0) that share every load level, e.g. as the tasks
     /// of `srun -n N goodput run --load-shard $SLURM_PROCID/$SLURM_NTASKS`: each
     /// sends its share of the concurrency or rate; `goodput merge` pools them.
     #[arg(long, value_name = "I/N", conflicts_with = "shard")]
-    pub load_shard: Option<crate::shard::Part>,
+    pub load_shard: Option<crate::distribute::shard::Part>,
     /// With --load-shard: a folder all N clients see (on the shared file system),
     /// where they agree on a common start instant for every trial.
     #[arg(long, value_name = "DIR", requires = "load_shard")]
@@ -312,9 +312,9 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(args) => run_command(args).await,
         Command::Search(args) => search_command(args).await,
         Command::Sim(args) => sim_command(args).await,
-        Command::EngineGuard { argv } => Ok(crate::engine::guard::run(&argv)),
+        Command::EngineGuard { argv } => Ok(crate::drive::engine::guard::run(&argv)),
         Command::Show { report, format } => {
-            let r = crate::peers::read(&report)?;
+            let r = crate::measure::peers::read(&report)?;
             let format = format.format();
             let color = format == Format::Table
                 && std::io::stdout().is_terminal()
@@ -329,28 +329,28 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         } => {
             let mut loaded = Vec::new();
             for p in &reports {
-                loaded.push(crate::compare::load(p)?);
+                loaded.push(crate::judge::compare::load(p)?);
             }
-            let opts = crate::compare::Options {
+            let opts = crate::judge::compare::Options {
                 min_effect,
                 seed,
                 ..Default::default()
             };
             if format == CompareFormat::Json {
-                return print_out(&crate::compare::json(&loaded, &opts));
+                return print_out(&crate::judge::compare::json(&loaded, &opts));
             }
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            print_out(&crate::compare::text(&loaded, &opts, color))
+            print_out(&crate::judge::compare::text(&loaded, &opts, color))
         }
         Command::Report { report, output } => {
-            let r = crate::peers::read(&report)?;
+            let r = crate::measure::peers::read(&report)?;
             let out = output.unwrap_or_else(|| report.with_extension("html"));
             crate::redact::write_file(&out, &render::html(&r))?;
             eprintln!("wrote {}", out.display());
             Ok(0)
         }
-        Command::Fit(args) => crate::fit::command(&args.options()),
-        Command::Merge(args) => crate::shard::merge::command(&args.options()),
+        Command::Fit(args) => crate::model::fit::command(&args.options()),
+        Command::Merge(args) => crate::distribute::shard::merge::command(&args.options()),
         Command::Slurm(args) => cluster::slurm_command(args),
         Command::K8s(args) => cluster::k8s_command(args),
     }
@@ -393,7 +393,7 @@ impl ShowFormat {
     }
 }
 
-/// A search objective ([`crate::search::Objective`]) on the command line.
+/// A search objective ([`crate::define::profile::Objective`]) on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ObjectiveArg {
     /// The largest load that meets the SLO.
@@ -403,10 +403,10 @@ pub enum ObjectiveArg {
 }
 
 impl ObjectiveArg {
-    pub(super) fn objective(self) -> crate::search::Objective {
+    pub(super) fn objective(self) -> crate::define::profile::Objective {
         match self {
-            ObjectiveArg::Capacity => crate::search::Objective::Capacity,
-            ObjectiveArg::Cost => crate::search::Objective::Cost,
+            ObjectiveArg::Capacity => crate::define::profile::Objective::Capacity,
+            ObjectiveArg::Cost => crate::define::profile::Objective::Cost,
         }
     }
 }

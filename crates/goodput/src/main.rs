@@ -17,7 +17,8 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", goodput::term::safe(&format!("{e:#}")));
-            if e.downcast_ref::<goodput::profile::ProfileError>().is_some()
+            if e.downcast_ref::<goodput::define::profile::ProfileError>()
+                .is_some()
                 || e.downcast_ref::<goodput::UsageError>().is_some()
             {
                 2

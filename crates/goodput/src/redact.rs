@@ -73,7 +73,7 @@ pub fn remember_environment() {
 
 /// A secret-looking word of a flag or variable name (`--api-key`, `HF_TOKEN`):
 /// one of its `-`/`_`-separated words is one of these (so `--max-num-batched-tokens`
-/// is not), as [`crate::engine::command`] decides for command lines.
+/// is not), as [`crate::drive::engine::command`] decides for command lines.
 const SECRET_WORD: &str = "(?:key|token|secret|password|apikey)";
 
 static AUTHORIZATION: LazyLock<Regex> = LazyLock::new(|| {

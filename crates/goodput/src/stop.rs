@@ -2,9 +2,9 @@
 //!
 //! One cancellation tree: the run holds the root [`CancellationToken`], cancelled
 //! on the first signal; each trial's load takes a child of it (`no_new`: nothing
-//! new is sent, [`crate::load`]), whose own partner token abandons what is still in
+//! new is sent, [`crate::drive::load`]), whose own partner token abandons what is still in
 //! flight after the grace period; the GPU and `/metrics` samplers beside a trial
-//! stop on tokens of their own ([`crate::sampling`]), cancelled when the trial's
+//! stop on tokens of their own ([`crate::measure::sampling`]), cancelled when the trial's
 //! records are in (they keep reading through the grace period, which the records
 //! still cover). Every wait of the sweep (an engine's readiness, the GPU cool-down,
 //! a barrier, a trial) takes a [`Stop`], so that a signal ends it at once, never

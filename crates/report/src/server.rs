@@ -1,5 +1,5 @@
 //! goodput addition: the engine's own side of each trial, read from its Prometheus
-//! `/metrics` while the trial ran (see `goodput::server_metrics`).
+//! `/metrics` while the trial ran (see `goodput::measure::server_metrics`).
 //!
 //! Counter fields are deltas over the trial: the first scrape is taken just before
 //! the first request is sent (after the warm-up), the last one after the last

@@ -1,12 +1,12 @@
 //! Figures of one benchmark run, computed from the request records alone (pure).
 //!
 //! Percentiles use numpy's default linear interpolation ([`report::stats::quantile_linear`]),
-//! as [`goodput::metrics`] does.
+//! as [`goodput::measure::metrics`] does.
 //! Errors are measured − configured, in milliseconds: positive means late.
 
 use std::time::Duration;
 
-use goodput::record::RequestRecord;
+use goodput::drive::record::RequestRecord;
 use report::stats::quantile_linear as quantile;
 
 /// p50, p99 and max of a sample.
@@ -279,7 +279,7 @@ impl RateFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goodput::record::Chunk;
+    use goodput::drive::record::Chunk;
 
     fn rec(sent: u64, chunks: &[(u64, i64)]) -> RequestRecord {
         let mut r = RequestRecord::new("sim", 1.0, 0, 0, sent);

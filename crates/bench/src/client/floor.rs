@@ -21,7 +21,7 @@ use super::figures::Spread;
 use super::scenarios::StreamRun;
 use crate::os::cpu_time;
 use crate::sim::{Sim, SimKind};
-use goodput::record::now_ns;
+use goodput::drive::record::now_ns;
 
 const PROBE: &[u8] = b"\"goodput_probe_ns\":";
 const DONE: &[u8] = b"data: [DONE]";

@@ -20,7 +20,7 @@
 //!
 //! # Layout
 //! - [`plan`]: the flags, and the validated plan they become.
-//! - [`scenarios`]: one run each (closed loop or rate), through [`goodput::load`].
+//! - [`scenarios`]: one run each (closed loop or rate), through [`goodput::drive::load`].
 //! - [`figures`]: the figures of a run from its records (pure).
 //! - [`floor`]: the same runs through a minimal raw-socket client: the lag floor.
 //! - [`table`]: Markdown tables.
@@ -48,7 +48,7 @@ use table::SweepStep;
 /// Builds the client's runtime itself, on the (pinned) calling thread's CPUs.
 pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     let plan = BenchPlan::from_args(&args)?;
-    let host = goodput::environment::host();
+    let host = goodput::measure::environment::host();
     let fd_limit = os::raise_fd_limit();
     let cpus = os::allowed_cpus();
     let (client_cpus, sim_cpus) = if plan.pin && cpus.len() > plan.client_threads {
@@ -93,7 +93,7 @@ fn header(
     client_cpus: &[usize],
     sim_cpus: &[usize],
 ) -> String {
-    let commit = goodput::environment::GIT_COMMIT
+    let commit = goodput::measure::environment::GIT_COMMIT
         .filter(|c| !c.is_empty())
         .unwrap_or("unknown");
     let pinned = |c: &[usize]| {
@@ -149,7 +149,7 @@ fn print(text: &str) -> anyhow::Result<()> {
 /// What the runs leave: their records (to the `--records` file, or nowhere) and
 /// how many fidelity and rate runs failed.
 struct Kept {
-    records: Option<goodput::record::RecordsFile>,
+    records: Option<goodput::drive::record::RecordsFile>,
     failed_runs: usize,
 }
 
@@ -160,7 +160,7 @@ impl Kept {
             Some(path) => {
                 // A file left by an earlier run is replaced; one not there is fine.
                 let _ = std::fs::remove_file(path);
-                let file = goodput::record::RecordsFile::open(path)
+                let file = goodput::drive::record::RecordsFile::open(path)
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 Some(file)
             }
@@ -172,7 +172,7 @@ impl Kept {
         })
     }
 
-    fn keep(&mut self, records: &[goodput::record::RequestRecord]) -> anyhow::Result<()> {
+    fn keep(&mut self, records: &[goodput::drive::record::RequestRecord]) -> anyhow::Result<()> {
         if let Some(f) = self.records.as_mut() {
             f.append(records)
                 .with_context(|| format!("cannot write {}", f.path().display()))?;
@@ -184,7 +184,7 @@ impl Kept {
     /// ...` on stderr) is counted and gives `None`.
     fn figures<F>(
         &mut self,
-        run: anyhow::Result<(F, Vec<goodput::record::RequestRecord>)>,
+        run: anyhow::Result<(F, Vec<goodput::drive::record::RequestRecord>)>,
         what: &str,
     ) -> anyhow::Result<Option<F>> {
         match run {

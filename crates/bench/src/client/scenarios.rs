@@ -1,6 +1,6 @@
 //! One benchmark run each: a closed-loop fidelity run at a number of streams, or an
 //! open-loop run at a request rate, against a freshly started simulator, through
-//! goodput's own load generator ([`goodput::load::run_trial`]) and client.
+//! goodput's own load generator ([`goodput::drive::load::run_trial`]) and client.
 
 use std::time::{Duration, Instant};
 
@@ -12,12 +12,12 @@ use rand::{Rng, SeedableRng};
 use super::figures::{RateFigures, StreamFigures, Usage};
 use crate::os::{cpu_time, load_average, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
 use crate::sim::{Schedule, Sim, SimKind};
-use goodput::client::{http_client, Limits, SseLimits, Target};
-use goodput::load::{arrival_offsets, run_trial, Trial};
-use goodput::profile::LoadMode;
-use goodput::record::RequestRecord;
+use goodput::define::profile::LoadMode;
+use goodput::define::workload::Prepared;
+use goodput::drive::client::{http_client, Limits, SseLimits, Target};
+use goodput::drive::load::{arrival_offsets, run_trial, Trial};
+use goodput::drive::record::RequestRecord;
 use goodput::stop::Stop;
-use goodput::workload::Prepared;
 
 /// A closed-loop run: `streams` workers for `duration`, each request `tokens` long.
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +59,7 @@ fn request(tokens: u32) -> Prepared {
     });
     Prepared {
         body: Bytes::from(body.to_string()),
-        asked: goodput::workload::Asked {
+        asked: goodput::define::workload::Asked {
             max_tokens: Some(tokens),
             ..Default::default()
         },

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{LevelArgs, TrialArgs};
-use crate::cluster::k8s::K8sOptions;
-use crate::cluster::slurm::SlurmOptions;
-use crate::options::SweepOptions;
-use crate::plan::Plan;
-use crate::profile::Overrides;
+use crate::define::options::SweepOptions;
+use crate::define::plan::Plan;
+use crate::define::profile::Overrides;
+use crate::distribute::cluster::k8s::K8sOptions;
+use crate::distribute::cluster::slurm::SlurmOptions;
 
 /// The flags of `goodput run` a cluster job passes on to every shard.
 #[derive(Debug, Args, Clone, Default)]
@@ -130,7 +130,7 @@ pub struct K8sArgs {
 /// Runs `goodput slurm`.
 pub(super) fn slurm_command(args: SlurmArgs) -> anyhow::Result<i32> {
     let profile = match (&args.status, args.profile) {
-        (Some(dir), _) => return crate::cluster::slurm::status_command(dir),
+        (Some(dir), _) => return crate::distribute::cluster::slurm::status_command(dir),
         (None, Some(p)) => p,
         (None, None) => {
             return Err(
@@ -152,7 +152,7 @@ pub(super) fn slurm_command(args: SlurmArgs) -> anyhow::Result<i32> {
         sweep: args.sweep.options(),
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
-    crate::cluster::slurm::command(&opts, &plan)
+    crate::distribute::cluster::slurm::command(&opts, &plan)
 }
 
 /// Runs `goodput k8s`.
@@ -169,7 +169,7 @@ pub(super) fn k8s_command(args: K8sArgs) -> anyhow::Result<i32> {
         sweep: args.sweep.options(),
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
-    crate::cluster::k8s::command(&opts, &plan)
+    crate::distribute::cluster::k8s::command(&opts, &plan)
 }
 
 /// The plan `goodput run PROFILE` would run with `sweep`'s flags (before any

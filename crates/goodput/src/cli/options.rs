@@ -2,9 +2,9 @@
 //! the combinations of flags no command supports refused (exit 2, naming both).
 
 use super::{CommonArgs, FitArgs, LevelArgs, MergeArgs, RunArgs, TrialArgs};
-use crate::fit::FitOptions;
-use crate::options::{Execution, LevelOptions, TrialOptions};
-use crate::shard::merge::MergeOptions;
+use crate::define::options::{Execution, LevelOptions, TrialOptions};
+use crate::distribute::shard::merge::MergeOptions;
+use crate::model::fit::FitOptions;
 use crate::UsageError;
 
 /// `--concurrency 1,4,16` or `--rate 0.5,2`: load levels, each a finite number.
@@ -12,10 +12,10 @@ use crate::UsageError;
 pub struct Levels(pub Vec<f64>);
 
 impl std::str::FromStr for Levels {
-    type Err = crate::profile::SpellingError;
+    type Err = crate::define::profile::SpellingError;
 
     fn from_str(s: &str) -> Result<Levels, Self::Err> {
-        crate::profile::parse_points(s).map(Levels)
+        crate::define::profile::parse_points(s).map(Levels)
     }
 }
 

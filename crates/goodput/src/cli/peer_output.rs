@@ -6,8 +6,8 @@ use std::path::Path;
 use report::Report;
 
 use super::{CommonArgs, PeerArgs};
-use crate::peers::vllm_write::{self, VllmResultOptions};
-use crate::plan::Plan;
+use crate::define::plan::Plan;
+use crate::measure::peers::vllm_write::{self, VllmResultOptions};
 
 /// Prints, once, where goodput measures differently from `vllm bench serve`, when
 /// the run was asked for in vLLM's terms (a `--url`, or any of its spellings).

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 use super::peer::{ApiArg, DatasetName, PeerArgs};
-use crate::profile::{parse_slo, Profile, ProfileError};
+use crate::define::profile::{parse_slo, Profile, ProfileError};
 use crate::UsageError;
 
 /// The SLO of a profile with no `[slo]`: vLLM's usual `--goodput ttft:1000 tpot:100`.
@@ -412,10 +412,12 @@ fn apply_workload(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
     for (flag, key, val) in flags {
         let Some(val) = val else { continue };
         w.insert(key.into(), val);
-        if let Some((kind, stray)) = crate::profile::stray_in_table(w).filter(|(_, k)| k == key) {
+        if let Some((kind, stray)) =
+            crate::define::profile::stray_in_table(w).filter(|(_, k)| k == key)
+        {
             return Err(usage(format!(
                 "{flag}: {}",
-                crate::profile::stray_key_message(kind, &stray)
+                crate::define::profile::stray_key_message(kind, &stray)
             )));
         }
     }

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use super::{
     peer_output, print_out, resolve, CommonArgs, ModeArg, ObjectiveArg, RunArgs, SearchArgs,
 };
-use crate::options::Execution;
-use crate::profile::{Overrides, Profile};
+use crate::define::options::Execution;
+use crate::define::profile::{Overrides, Profile};
+use crate::judge::run::run;
 use crate::render::{self, Format};
-use crate::run::run;
 
 pub(super) async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     args.refuse_unsupported()?;
@@ -19,10 +19,10 @@ pub(super) async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 }
 
 /// The plan `goodput run` would run with these flags (before any `--shard`).
-pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::plan::Plan> {
+pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::define::plan::Plan> {
     let levels = args.levels.concurrency.is_some() || args.levels.rate.is_some();
     let (profile, origin) = load_profile(&args.profile, &args.common, levels)?;
-    let sweep = crate::options::SweepOptions {
+    let sweep = crate::define::options::SweepOptions {
         levels: args.levels.options(),
         trial: args.common.trial.options(),
     };
@@ -44,7 +44,7 @@ fn load_profile(
 pub(super) async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
     let (profile, origin) = load_profile(&args.profile, &args.common, false)?;
     let overrides = Overrides {
-        search: Some(crate::profile::SearchSpec {
+        search: Some(crate::define::profile::SearchSpec {
             min: args.min,
             max: args.max,
             resolution: args.resolution,
@@ -55,8 +55,8 @@ pub(super) async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
             objective: args.objective.map(ObjectiveArg::objective),
         }),
         mode: args.mode.map(|m| match m {
-            ModeArg::Concurrency => crate::profile::LoadMode::Concurrency,
-            ModeArg::Rate => crate::profile::LoadMode::Rate,
+            ModeArg::Concurrency => crate::define::profile::LoadMode::Concurrency,
+            ModeArg::Rate => crate::define::profile::LoadMode::Rate,
         }),
         ..args.common.trial.options().overrides()
     };
@@ -67,19 +67,19 @@ pub(super) async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
 /// Runs a plan (a sweep or a search), prints the table and the verdict, and
 /// returns the exit code.
 async fn execute(
-    plan: &crate::plan::Plan,
+    plan: &crate::define::plan::Plan,
     exec: &Execution,
     flags: &CommonArgs,
 ) -> anyhow::Result<i32> {
     if let Some(engine_config) = &flags.predict {
-        return crate::predict::command::execute(plan, exec, engine_config).await;
+        return crate::model::predict::command::execute(plan, exec, engine_config).await;
     }
     let (output, quiet, no_html) = (exec.output.as_path(), exec.quiet, !exec.html);
     let sliced;
     let (plan, shard) = match flags.shard {
         None => (plan, None),
         Some(part) => {
-            let (p, info) = crate::shard::slice(plan, part.index, part.count)?;
+            let (p, info) = crate::distribute::shard::slice(plan, part.index, part.count)?;
             sliced = p;
             (&sliced, Some(info))
         }
@@ -87,8 +87,8 @@ async fn execute(
     let load_shard = match flags.load_shard {
         None => None,
         Some(part) => {
-            crate::shard::load::check(plan, part.index, part.count)?;
-            Some(crate::shard::load::LoadShare {
+            crate::drive::load::share::check(plan, part.index, part.count)?;
+            Some(crate::define::options::LoadShare {
                 index: part.index,
                 count: part.count,
                 barrier: flags.load_barrier.clone(),
@@ -97,7 +97,7 @@ async fn execute(
     };
     let opts = exec.run_options(shard, load_shard);
     peer_output::header(plan, flags);
-    crate::engine::install_cleanup_hooks();
+    crate::drive::engine::install_cleanup_hooks();
     let (report, outcome) = run(plan, &opts).await?;
     peer_output::save_result(&report, output, &flags.peer)?;
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -105,7 +105,7 @@ async fn execute(
     // The answer again, last, where the eye lands when the run ends.
     print_out(&format!("\n{}", render::verdict::verdict_text(&report)))?;
     if !quiet {
-        let requests = crate::record::records_path(output);
+        let requests = crate::drive::record::records_path(output);
         eprintln!(
             "report: {} (every request: {})",
             output.display(),
@@ -115,7 +115,7 @@ async fn execute(
             eprintln!("charts: {}", output.with_extension("html").display());
         }
     }
-    if let crate::run::Outcome::Interrupted(sig) = outcome {
+    if let crate::judge::run::Outcome::Interrupted(sig) = outcome {
         eprintln!("interrupted by {sig}: the report holds what finished");
     }
     Ok(outcome.exit_code())

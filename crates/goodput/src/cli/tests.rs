@@ -4,7 +4,7 @@
 use clap::Parser;
 
 use super::{Cli, Command};
-use crate::options::SweepOptions;
+use crate::define::options::SweepOptions;
 
 fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("goodput").chain(args.iter().copied()))
@@ -151,7 +151,7 @@ fn each_command_gets_its_options() {
     };
     assert_eq!(
         r.common.shard,
-        Some(crate::shard::Part { index: 1, count: 4 })
+        Some(crate::distribute::shard::Part { index: 1, count: 4 })
     );
     let e = r.common.execution(&r.output);
     assert!(e.quiet && e.html && !e.fresh);

@@ -8,11 +8,13 @@
 //! - [`runs`]: whole runs of the binary: sweep, resume, search, fit/predict, cost;
 //! - [`distribute`]: shards and merge, shared load levels, Slurm and Kubernetes;
 //! - [`present`]: show in every format, the HTML page, warnings, verdict, compare;
+//! - [`layout`]: the crate's own map: families import only earlier ones, no circle;
 //! - [`common`]: what they share (servers on loopback, the binary, external programs).
 
 mod common;
 mod distribute;
 mod drive;
 mod engines;
+mod layout;
 mod present;
 mod runs;

@@ -2,8 +2,8 @@ use clap::Parser;
 
 use crate::cli::runs::run_plan;
 use crate::cli::{Cli, Command, RunArgs};
-use crate::plan::Workload;
-use crate::profile::LoadMode;
+use crate::define::plan::Workload;
+use crate::define::profile::LoadMode;
 
 fn run_args(args: &[&str]) -> RunArgs {
     let mut argv = vec!["goodput", "run"];
@@ -14,7 +14,7 @@ fn run_args(args: &[&str]) -> RunArgs {
     }
 }
 
-fn plan(args: &[&str]) -> anyhow::Result<crate::plan::Plan> {
+fn plan(args: &[&str]) -> anyhow::Result<crate::define::plan::Plan> {
     run_plan(&run_args(args))
 }
 
@@ -85,7 +85,7 @@ fn the_issues_command_maps_every_vllm_flag() {
     let (name, e) = p.engines.first().expect("one engine");
     assert_eq!(name, "tiny-llama");
     assert_eq!(e.model.as_deref(), Some("org/tiny-llama"));
-    assert_eq!(e.api, crate::profile::Api::Chat);
+    assert_eq!(e.api, crate::define::profile::Api::Chat);
 }
 
 #[test]
@@ -240,7 +240,7 @@ fn without_a_url_or_profile_the_quick_profile_runs_as_before() {
 #[test]
 fn the_quick_profile_says_its_milliseconds_are_ten_times_short() {
     let p = plan(&[]).expect("the quick profile");
-    let info = crate::run::plan_info(&p);
+    let info = crate::judge::run::plan_info(&p);
     assert_eq!(info.notices.len(), 3, "{:?}", info.notices);
     assert!(
         info.notices[0].kind == report::NoticeKind::TimeScale

@@ -1,9 +1,9 @@
 //! The processes a test started, found with the library's one scan of `/proc`
-//! (`goodput::engine::process::processes`), and signals sent to them.
+//! (`goodput::drive::engine::process::processes`), and signals sent to them.
 
 use std::path::Path;
 
-use goodput::engine::process::{self, ProcEntry};
+use goodput::drive::engine::process::{self, ProcEntry};
 pub use nix::sys::signal::Signal;
 
 /// Live (not zombie) pids of process group `pgid`.

@@ -63,7 +63,7 @@ impl Recorder {
 }
 
 async fn answer(State(log): State<Log>, body: Bytes) -> impl IntoResponse {
-    let at_ns = goodput::record::now_ns();
+    let at_ns = goodput::drive::record::now_ns();
     let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     log.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();

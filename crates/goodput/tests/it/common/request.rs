@@ -1,8 +1,8 @@
 //! One streaming request through goodput's client, the way the client tests send
 //! it: a fresh record, then [`stream_request`] to its end.
 
-use goodput::client::{stream_request, Limits, Target};
-use goodput::record::{now_ns, RequestRecord};
+use goodput::drive::client::{stream_request, Limits, Target};
+use goodput::drive::record::{now_ns, RequestRecord};
 
 /// Sends `body` (the fake servers ignore it) from `client` to `target` under
 /// `limits`, with `max_tokens` = `requested` in the record; the record.

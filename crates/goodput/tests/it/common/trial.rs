@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use goodput::client::{Limits, SseLimits};
-use goodput::load::Trial;
-use goodput::profile::LoadMode;
-use goodput::workload::Prepared;
+use goodput::define::profile::LoadMode;
+use goodput::define::workload::Prepared;
+use goodput::drive::client::{Limits, SseLimits};
+use goodput::drive::load::Trial;
 
 /// A trial at `x` in `mode` of `requests` sent at `offsets` (none: a closed
 /// loop), cut off after `timeout`.

@@ -125,7 +125,8 @@ fn shape_of(r: &Report) -> std::collections::BTreeSet<String> {
 
 /// (engine, x, trial, index) -> prompt tokens, from a report's requests file.
 fn requests(report: &Path) -> BTreeMap<(String, u64, u32, u32), Option<u64>> {
-    let recs = goodput::record::read_records(&goodput::record::records_path(report)).unwrap();
+    let recs = goodput::drive::record::read_records(&goodput::drive::record::records_path(report))
+        .unwrap();
     recs.into_iter()
         .map(|r| ((r.engine, r.x.to_bits(), r.trial, r.index), r.prompt_tokens))
         .collect()
@@ -220,7 +221,7 @@ fn show_compare_html_and_verdict_work_on_a_merged_report() {
     assert!(!String::from_utf8_lossy(&cmp.stdout).trim().is_empty());
     let html = merged.with_extension("html");
     let page = std::fs::read_to_string(&html).expect("merge writes the HTML page");
-    assert!(page.contains(goodput::run::HTML_GENERATOR) && page.contains("<svg"));
+    assert!(page.contains(goodput::judge::run::HTML_GENERATOR) && page.contains("<svg"));
     let again = f.path("again.html");
     ok(
         &goodput_output(&["report", s(&merged), "-o", s(&again)]),
@@ -317,8 +318,8 @@ fn a_shard_resumes_its_own_slice_and_no_other() {
     r.run.as_mut().unwrap().status = RunStatus::Running;
     report::write_report_atomic(&out, &r).unwrap();
     std::fs::copy(
-        goodput::record::records_path(&f.shard(2)),
-        goodput::record::records_path(&out),
+        goodput::drive::record::records_path(&f.shard(2)),
+        goodput::drive::record::records_path(&out),
     )
     .unwrap();
     let wrong = goodput_output(&[

@@ -167,7 +167,7 @@ fn wait(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
 }
 
 /// Live processes whose environment holds `GOODPUT_TEST_MARKER=marker`.
-fn marked(marker: &str) -> Vec<goodput::engine::process::ProcEntry> {
+fn marked(marker: &str) -> Vec<goodput::drive::engine::process::ProcEntry> {
     common::procs::marked(&format!("GOODPUT_TEST_MARKER={marker}"))
 }
 
@@ -215,7 +215,7 @@ fn a_sweep_runs_as_a_slurm_array_and_merges_and_scancel_leaves_no_engine() {
         run.reason
     );
     // Against the plan: its fingerprints, every engine and level, every request.
-    let plan = goodput::profile::Profile::load(&p)
+    let plan = goodput::define::profile::Profile::load(&p)
         .unwrap()
         .into_plan("p", &Default::default())
         .unwrap();
@@ -234,7 +234,9 @@ fn a_sweep_runs_as_a_slurm_array_and_merges_and_scancel_leaves_no_engine() {
     let info = run.merged.as_ref().unwrap();
     assert_eq!(info.count, 4);
     assert!(info.missing.is_empty());
-    let records = goodput::record::read_records(&goodput::record::records_path(&merged)).unwrap();
+    let records =
+        goodput::drive::record::read_records(&goodput::drive::record::records_path(&merged))
+            .unwrap();
     assert_eq!(records.len(), 3 * 2 * 3);
     // --status: every shard done, on this node.
     let status = cluster

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use common::request::send;
 use common::script::*;
-use goodput::client::{http_client, max_content_chunks, Limits, SseLimits, Target};
-use goodput::metrics::{request_metrics, trial_metrics};
-use goodput::profile::SloSpec;
-use goodput::record::{ErrorKind, RequestRecord};
+use goodput::define::profile::SloSpec;
+use goodput::drive::client::{http_client, max_content_chunks, Limits, SseLimits, Target};
+use goodput::drive::record::{ErrorKind, RequestRecord};
+use goodput::measure::metrics::{request_metrics, trial_metrics};
 
 /// Slack for a loaded 2-core machine.
 const TOL_MS: f64 = 40.0;

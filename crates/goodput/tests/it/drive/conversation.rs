@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::cli::Scratch;
-use goodput::client::Target;
-use goodput::load::{arrival_offsets, run_conversation_trial};
-use goodput::profile::{Api, LoadMode, Overrides, Profile};
-use goodput::record::RequestRecord;
-use goodput::workload::Builder;
+use goodput::define::profile::{Api, LoadMode, Overrides, Profile};
+use goodput::define::workload::Builder;
+use goodput::drive::client::Target;
+use goodput::drive::load::{arrival_offsets, run_conversation_trial};
+use goodput::drive::record::RequestRecord;
 
-fn plan(workload: &str, mode: &str) -> goodput::plan::Plan {
+fn plan(workload: &str, mode: &str) -> goodput::define::plan::Plan {
     let toml = format!(
         "name = \"c\"\n[slo]\nttft_ms = 1000\n[load]\nmode = \"{mode}\"\npoints = [1]\n\
          requests_per_trial = 12\n[workload]\nkind = \"conversation\"\ncalibrate = false\n\
@@ -30,7 +30,7 @@ fn plan(workload: &str, mode: &str) -> goodput::plan::Plan {
 }
 
 /// Runs one trial of the plan's conversations at `x` against `url`.
-async fn converse(url: &str, plan: &goodput::plan::Plan, x: f64) -> Vec<RequestRecord> {
+async fn converse(url: &str, plan: &goodput::define::plan::Plan, x: f64) -> Vec<RequestRecord> {
     let builder = Builder {
         workload: plan.workload.clone(),
         model: "m".into(),
@@ -48,7 +48,7 @@ async fn converse(url: &str, plan: &goodput::plan::Plan, x: f64) -> Vec<RequestR
     let trial = common::trial::trial(x, plan.mode, offsets, Vec::new(), Duration::from_secs(60));
     let stop = goodput::stop::Stop::never();
     let records = run_conversation_trial(
-        goodput::client::http_client(16).unwrap(),
+        goodput::drive::client::http_client(16).unwrap(),
         Target::new(url, "/v1/chat/completions", None),
         trial,
         conversations,
@@ -129,8 +129,8 @@ async fn each_turn_carries_the_earlier_messages_and_the_replies_the_server_sent(
         assert_eq!(turns[0].shared_tokens, Some(0));
     }
     // The per-turn metrics of the report's point.
-    let m = goodput::metrics::trial_metrics(&records, &plan.slo);
-    let p = goodput::metrics::point_summary(1.0, &[m], &[0.5], false);
+    let m = goodput::measure::metrics::trial_metrics(&records, &plan.slo);
+    let p = goodput::measure::metrics::point_summary(1.0, &[m], &[0.5], false);
     let c = p
         .conversation
         .expect("a conversation point has a per-turn table");
@@ -245,8 +245,8 @@ async fn a_history_too_long_for_the_context_is_cut_and_counted() {
     let got = server.bodies();
     let longest = got.iter().map(|r| messages(&r.body).len()).max().unwrap();
     assert_eq!(longest, 5, "at most 2 turns of history are sent");
-    let m = goodput::metrics::trial_metrics(&records, &plan.slo);
-    let p = goodput::metrics::point_summary(1.0, &[m], &[0.5], false);
+    let m = goodput::measure::metrics::trial_metrics(&records, &plan.slo);
+    let p = goodput::measure::metrics::point_summary(1.0, &[m], &[0.5], false);
     let c = p.conversation.clone().unwrap();
     assert_eq!((c.sessions, c.cut_sessions), (3, 3));
     // The report says so in every format.
@@ -338,7 +338,7 @@ async fn sharegpt_sessions_send_each_conversations_human_turns_in_order() {
     assert_eq!(m[1], ("assistant".to_string(), first.reply.clone()));
     assert!(got.iter().all(|r| r.body["max_tokens"] == 2));
     // The workload names its file and the file's SHA-256, so reports compare.
-    let goodput::plan::Workload::Conversation(w) = &plan.workload else {
+    let goodput::define::plan::Workload::Conversation(w) = &plan.workload else {
         panic!("a conversation workload");
     };
     let digest = {

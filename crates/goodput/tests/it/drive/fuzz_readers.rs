@@ -33,7 +33,7 @@ proptest! {
     #[test]
     fn profile_reader_never_panics_on_mutated_profiles(edits in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6)) {
         let text = mutate(PROFILE, &edits);
-        if let Ok(p) = goodput::profile::Profile::parse(&text, "fuzz.toml") {
+        if let Ok(p) = goodput::define::profile::Profile::parse(&text, "fuzz.toml") {
             let _ = p.into_plan("fuzz.toml", &Default::default());
         }
     }
@@ -41,8 +41,8 @@ proptest! {
     #[test]
     fn readers_never_panic_on_arbitrary_text(text in ".{0,400}") {
         let _ = report::io::parse_report(&text);
-        let _ = goodput::profile::Profile::parse(&text, "fuzz.toml");
-        let _ = serde_json::from_str::<goodput::record::RequestRecord>(&text);
+        let _ = goodput::define::profile::Profile::parse(&text, "fuzz.toml");
+        let _ = serde_json::from_str::<goodput::drive::record::RequestRecord>(&text);
     }
 }
 
@@ -50,11 +50,11 @@ proptest! {
 fn a_torn_last_line_of_the_requests_file_is_skipped_and_others_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("r.requests.jsonl");
-    let rec = goodput::record::RequestRecord::new("e", 1.0, 0, 0, 0);
+    let rec = goodput::drive::record::RequestRecord::new("e", 1.0, 0, 0, 0);
     let line = serde_json::to_string(&rec).unwrap();
     std::fs::write(&p, format!("{line}\n{line}\n{}", &line[..10])).unwrap();
-    assert_eq!(goodput::record::read_records(&p).unwrap().len(), 2);
+    assert_eq!(goodput::drive::record::read_records(&p).unwrap().len(), 2);
     std::fs::write(&p, format!("{line}\nnot json\n{line}\n")).unwrap();
-    let err = goodput::record::read_records(&p).unwrap_err();
+    let err = goodput::drive::record::read_records(&p).unwrap_err();
     assert!(err.contains(":2:"), "{err}");
 }

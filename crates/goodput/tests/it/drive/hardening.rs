@@ -251,7 +251,7 @@ preset = "fixed"
         .spawn()
         .unwrap();
     // Wait until the engine is launched (its log exists), then interrupt.
-    let log = goodput::run::logs_dir(&out).join("never.log");
+    let log = goodput::judge::run::logs_dir(&out).join("never.log");
     let t0 = std::time::Instant::now();
     while !log.exists() && t0.elapsed().as_secs() < 60 {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -407,7 +407,7 @@ fn every_example_profile_is_a_valid_plan() {
         }
         let planned = copy.path().join(path.file_name().unwrap());
         std::fs::write(&planned, text).unwrap();
-        let plan = goodput::profile::Profile::load(&planned)
+        let plan = goodput::define::profile::Profile::load(&planned)
             .and_then(|p| p.into_plan(&path.display().to_string(), &Default::default()));
         assert!(plan.is_ok(), "{}: {}", path.display(), plan.unwrap_err());
         n += 1;

@@ -314,7 +314,7 @@ async fn two_signals_close_together_still_end_the_run_gracefully() {
     let r = report::read_report(&out).unwrap();
     assert_eq!(r.run.as_ref().unwrap().status, report::RunStatus::Partial);
     // The trial in flight was kept, as an interrupted one: its records are written.
-    let records = std::fs::read_to_string(goodput::record::records_path(&out)).unwrap();
+    let records = std::fs::read_to_string(goodput::drive::record::records_path(&out)).unwrap();
     assert!(records.lines().count() >= 20, "{}", records.lines().count());
     let trials = &r.load["e"].points[0].trials;
     assert_eq!(trials.len(), 1, "{trials:?}");

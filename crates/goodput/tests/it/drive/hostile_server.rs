@@ -15,10 +15,10 @@ use std::time::Duration;
 use common::request::send;
 use common::script::{sse_head, text_chunk};
 use common::server::{spawn, Server};
-use goodput::client::{
+use goodput::drive::client::{
     http_client, max_content_chunks, Limits, SseLimits, Target, ERROR_BODY_BYTES,
 };
-use goodput::record::{ErrorKind, RequestRecord};
+use goodput::drive::record::{ErrorKind, RequestRecord};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The most this process's peak RSS may grow while one hostile request runs.

@@ -23,10 +23,10 @@ use common::cli::{goodput_output, goodput_run, succeeded, Scratch};
 use common::request::send;
 use common::script::*;
 use futures_util::StreamExt;
-use goodput::client::{http_client, Limits, SseLimits, Target};
-use goodput::metrics::{request_metrics, RequestMetrics};
-use goodput::profile::SloSpec;
-use goodput::record::RequestRecord;
+use goodput::define::profile::SloSpec;
+use goodput::drive::client::{http_client, Limits, SseLimits, Target};
+use goodput::drive::record::RequestRecord;
+use goodput::measure::metrics::{request_metrics, RequestMetrics};
 use serde_json::{json, Value};
 
 fn limits() -> Limits {
@@ -288,7 +288,7 @@ async fn the_report_measures_thinking_and_answering_apart() {
         let (prof, out) = (prof.clone(), out.clone());
         tokio::task::spawn_blocking(move || {
             let _ = std::fs::remove_file(&out);
-            let _ = std::fs::remove_file(goodput::record::records_path(&out));
+            let _ = std::fs::remove_file(goodput::drive::record::records_path(&out));
             let o = goodput_run(&prof, &out)
                 .args(["--slo", slo])
                 .output()
@@ -310,7 +310,8 @@ async fn the_report_measures_thinking_and_answering_apart() {
     assert_eq!(think.good, Some(vec![0]), "TTFAT over 150 ms: none good");
     assert_eq!(think.slo_check.as_ref().unwrap().misses["ttfat"], 4);
     // The raw facts in the requests file: each chunk's reasoning bytes.
-    let records = goodput::record::read_records(&goodput::record::records_path(&out)).unwrap();
+    let records =
+        goodput::drive::record::read_records(&goodput::drive::record::records_path(&out)).unwrap();
     let rec = records.iter().find(|r| r.engine == "think").unwrap();
     assert_eq!(rec.chunks.iter().filter(|c| c.reasoning > 0).count(), 20);
     assert_eq!(
@@ -365,12 +366,13 @@ async fn the_report_measures_thinking_and_answering_apart() {
 #[test]
 fn the_example_profile_runs_thinking_on_and_off_as_two_engines() {
     let text = include_str!("../../../../../examples/reasoning-sim.toml");
-    let plan = goodput::profile::Profile::parse(text, "reasoning-sim.toml")
+    let plan = goodput::define::profile::Profile::parse(text, "reasoning-sim.toml")
         .unwrap()
         .into_plan("reasoning-sim.toml", &Default::default())
         .unwrap();
     assert_eq!(plan.slo.ttfat_ms, Some(4000.0));
-    let fields = |e: &str| serde_json::Value::Object(goodput::plan::chat_fields(&plan.engines[e]));
+    let fields =
+        |e: &str| serde_json::Value::Object(goodput::define::plan::chat_fields(&plan.engines[e]));
     assert_eq!(fields("thinking"), json!({}));
     assert_eq!(
         fields("no-thinking"),

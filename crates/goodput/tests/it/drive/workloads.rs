@@ -7,10 +7,10 @@ use crate::common;
 
 use std::time::Duration;
 
-use goodput::client::Target;
-use goodput::load::run_trial;
-use goodput::profile::{Overrides, Profile};
-use goodput::workload::Builder;
+use goodput::define::profile::{Overrides, Profile};
+use goodput::define::workload::Builder;
+use goodput::drive::client::Target;
+use goodput::drive::load::run_trial;
 
 /// 12 requests over 1.1 s, with blocks shared as the hash ids say.
 fn mooncake_trace() -> String {
@@ -29,7 +29,7 @@ fn mooncake_trace() -> String {
     s
 }
 
-fn plan(dir: &std::path::Path, trace: &str) -> goodput::plan::Plan {
+fn plan(dir: &std::path::Path, trace: &str) -> goodput::define::plan::Plan {
     let path = dir.join("trace.jsonl");
     std::fs::write(&path, trace).unwrap();
     let toml = format!(
@@ -44,18 +44,18 @@ fn plan(dir: &std::path::Path, trace: &str) -> goodput::plan::Plan {
         .unwrap()
 }
 
-fn builder(plan: &goodput::plan::Plan) -> Builder {
+fn builder(plan: &goodput::define::plan::Plan) -> Builder {
     Builder {
         workload: plan.workload.clone(),
         model: "m".into(),
-        api: goodput::profile::Api::Completions,
+        api: goodput::define::profile::Api::Completions,
         tokens_per_word: 1.0,
         chat_fields: Default::default(),
     }
 }
 
 /// The prompts the plan's trial sends, in request order.
-fn planned_prompts(plan: &goodput::plan::Plan) -> Vec<String> {
+fn planned_prompts(plan: &goodput::define::plan::Plan) -> Vec<String> {
     builder(plan)
         .build(plan.requests_per_trial, 1, 0)
         .iter()
@@ -68,9 +68,9 @@ fn planned_prompts(plan: &goodput::plan::Plan) -> Vec<String> {
 
 async fn replay(
     url: &str,
-    plan: &goodput::plan::Plan,
+    plan: &goodput::define::plan::Plan,
     speedup: f64,
-) -> Vec<goodput::record::RequestRecord> {
+) -> Vec<goodput::drive::record::RequestRecord> {
     let builder = builder(plan);
     let requests = builder.build(plan.requests_per_trial, 1, 0);
     let trial = common::trial::trial(
@@ -81,7 +81,7 @@ async fn replay(
         Duration::from_secs(30),
     );
     let stop = goodput::stop::Stop::never();
-    let client = goodput::client::http_client(16).unwrap();
+    let client = goodput::drive::client::http_client(16).unwrap();
     run_trial(
         client,
         Target::new(url, "/v1/completions", None),

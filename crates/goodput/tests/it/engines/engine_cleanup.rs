@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use common::procs::{self, group, Signal};
 use common::require;
-use goodput::engine::{self, EngineContext};
-use goodput::profile::{EngineKind, EngineSpec};
+use goodput::define::profile::{EngineKind, EngineSpec};
+use goodput::drive::engine::{self, EngineContext};
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_engine.py");
 const MODE_VAR: &str = "GOODPUT_ENGINE_HOLDER";
@@ -188,7 +188,9 @@ fn check(mode: &str, signal: Option<Signal>) -> String {
             last = wait_line(&rx, "STOPPING");
             // A second signal sooner than INSIST_AFTER is the same request
             // (`timeout` signals the child, then its group); later, it insists.
-            std::thread::sleep(goodput::engine::process::INSIST_AFTER + Duration::from_millis(200));
+            std::thread::sleep(
+                goodput::drive::engine::process::INSIST_AFTER + Duration::from_millis(200),
+            );
             procs::signal(child.id(), Signal::SIGINT);
         } else {
             last = wait_line(&rx, "STOPPED");

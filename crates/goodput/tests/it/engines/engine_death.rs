@@ -66,7 +66,7 @@ fn death_mid_trial_is_recorded_and_the_next_engine_runs() {
         "the partial trial does not count as a trial"
     );
     // What was measured before the death is kept in the requests file.
-    let recs = goodput::record::read_records(&dir.path("r.requests.jsonl")).unwrap();
+    let recs = goodput::drive::record::read_records(&dir.path("r.requests.jsonl")).unwrap();
     assert!(
         recs.iter().any(|r| r.engine == "dies" && r.ok()),
         "some requests finished before the death"

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use common::procs::group;
 use common::require;
 
-use goodput::engine::{self, EngineContext, EngineHandle};
-use goodput::profile::{EngineKind, EngineSpec, PortSpec, TelemetrySpec};
-use goodput::{environment, telemetry};
+use goodput::define::profile::{EngineKind, EngineSpec, PortSpec, TelemetrySpec};
+use goodput::drive::engine::{self, EngineContext, EngineHandle};
+use goodput::measure::{environment, telemetry};
 use indexmap::IndexMap;
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_engine.py");

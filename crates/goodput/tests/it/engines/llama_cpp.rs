@@ -203,7 +203,7 @@ fn token_counts_and_decode_time_agree_with_llama_servers_own_counters() {
     let Some((server, model)) = require::llama_server() else {
         return;
     };
-    let port = goodput::engine::command::free_port().unwrap();
+    let port = goodput::drive::engine::command::free_port().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let log = std::fs::File::create(dir.path().join("llama-server.log")).unwrap();
     let mut srv = Server {

@@ -13,8 +13,8 @@ use axum::routing::get;
 use axum::Router;
 use common::cli::{goodput, goodput_run};
 use common::server::spawn_router;
-use goodput::record::RequestRecord;
-use goodput::server_metrics::{cross_check, ServerMetricsSpec, ServerSampler};
+use goodput::drive::record::RequestRecord;
+use goodput::measure::server_metrics::{cross_check, ServerMetricsSpec, ServerSampler};
 use report::ServerTrial;
 use serde_json::json;
 
@@ -135,8 +135,11 @@ async fn a_hanging_endpoint_gives_one_notice_and_no_counts() {
     assert_eq!(t.counts.generation_tokens, None);
     assert_eq!(t.client_generation_tokens, Some(10));
     let mut run = report::RunInfo::default();
-    goodput::server_metrics::notice(&mut run, "e", Some(&t));
-    goodput::server_metrics::notice(&mut run, "e", Some(&t));
+    for _ in 0..2 {
+        let n = goodput::measure::server_metrics::notice("e", Some(&t)).expect("a notice");
+        run.notice_once(n);
+    }
+    assert_eq!(goodput::measure::server_metrics::notice("e", None), None);
     let notices = &run.notices;
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(notices[0].kind, report::NoticeKind::ServerMetrics);
@@ -329,7 +332,7 @@ fn the_profile_table_is_validated_with_key_and_line() {
     let base = "name = \"p\"\n[slo]\nttft_ms = 100\n[load]\npoints = [1]\nrequests_per_trial = 4\n[workload]\n\
                 input_tokens = 8\noutput_tokens = 8\n[engines.s]\nkind = \"sim\"\n";
     let plan = |extra: &str| {
-        goodput::profile::Profile::parse(&format!("{base}{extra}"), "p.toml")
+        goodput::define::profile::Profile::parse(&format!("{base}{extra}"), "p.toml")
             .and_then(|p| p.into_plan("p.toml", &Default::default()))
     };
     let ok = plan("").unwrap();

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use axum::routing::get;
 use axum::{Json, Router};
-use goodput::profile::{CooldownSpec, TelemetrySpec};
-use goodput::telemetry;
+use goodput::define::profile::{CooldownSpec, TelemetrySpec};
+use goodput::measure::telemetry;
 
 /// Whether this machine has a working NVIDIA GPU.
 fn has_gpu() -> bool {
@@ -94,7 +94,7 @@ async fn telemetry_matches_the_machine() {
 async fn nothing_to_sample_is_one_notice_not_a_failure() {
     let closed = format!(
         "http://127.0.0.1:{}",
-        goodput::engine::command::free_port().unwrap()
+        goodput::drive::engine::command::free_port().unwrap()
     );
     let client = reqwest::Client::new();
     let (tel, notice) = telemetry::open(&spec("auto"), &closed, &client).await;

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use common::request::send;
 use common::script::*;
-use goodput::client::{http_client, Limits, SseLimits, Target};
-use goodput::metrics::request_metrics;
-use goodput::profile::SloSpec;
-use goodput::record::RequestRecord;
+use goodput::define::profile::SloSpec;
+use goodput::drive::client::{http_client, Limits, SseLimits, Target};
+use goodput::drive::record::RequestRecord;
+use goodput::measure::metrics::request_metrics;
 
 const GAP_MS: u64 = 20;
 

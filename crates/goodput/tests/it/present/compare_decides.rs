@@ -3,8 +3,8 @@
 //! median TPOT at every load level, and the conclusion names the better engine.
 //! On the simulator's engine model in virtual time (no sockets, no clock).
 
-use goodput::compare::simulated::{ab, calibration_plan, noisy_engine, side};
-use goodput::compare::{Direction, Options};
+use goodput::judge::compare::{Direction, Options};
+use goodput::model::predict::simulated::{ab, calibration_plan, noisy_engine, side};
 
 #[test]
 fn an_a_a_comparison_finds_no_detectable_difference() {
@@ -75,7 +75,7 @@ fn json_has_the_gateable_shape() {
         side(&plan, &noisy_engine(1, 1.0), "a.json"),
         side(&plan, &noisy_engine(2, 1.3), "b.json"),
     ];
-    let text = goodput::compare::json(&inputs, &Options::default());
+    let text = goodput::judge::compare::json(&inputs, &Options::default());
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert!(v["conclusion"].is_string(), "{v}");
     let row = &v["rows"][0];
@@ -113,7 +113,7 @@ fn the_text_leads_with_the_conclusion_and_says_how_it_decided() {
         side(&plan, &noisy_engine(1, 1.0), "a.json"),
         side(&plan, &noisy_engine(2, 1.0), "b.json"),
     ];
-    let text = goodput::compare::text(&inputs, &Options::default(), false);
+    let text = goodput::judge::compare::text(&inputs, &Options::default(), false);
     assert!(text.starts_with("Conclusion: "), "{text}");
     assert!(text.contains("Holm-corrected"), "{text}");
     assert!(text.contains("hierarchical bootstrap"), "{text}");

@@ -26,7 +26,7 @@ fn synthetic(input: u32) -> serde_json::Value {
 }
 
 fn compare(a: Report, b: Report) -> String {
-    goodput::compare::reports_text(
+    goodput::judge::compare::reports_text(
         &[("base.json".to_string(), a), ("cand.json".to_string(), b)],
         false,
     )

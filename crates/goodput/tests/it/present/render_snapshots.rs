@@ -66,13 +66,13 @@ fn show_additive_json() {
 #[test]
 fn compare_reference_engines() {
     let reports = vec![("l4-gpu1-vllm.json".to_string(), reference())];
-    insta::assert_snapshot!(goodput::compare::reports_text(&reports, false));
+    insta::assert_snapshot!(goodput::judge::compare::reports_text(&reports, false));
 }
 
 #[test]
 fn compare_additive_engines() {
     let reports = vec![("additive.json".to_string(), additive())];
-    insta::assert_snapshot!(goodput::compare::reports_text(&reports, false));
+    insta::assert_snapshot!(goodput::judge::compare::reports_text(&reports, false));
 }
 
 #[test]
@@ -97,14 +97,14 @@ fn compare_two_reports() {
         ("before.json".to_string(), base),
         ("after.json".to_string(), cand),
     ];
-    let out = goodput::compare::reports_text(&reports, false);
+    let out = goodput::judge::compare::reports_text(&reports, false);
     assert!(
         out.contains("engine vllm-no-async: only in before.json"),
         "{out}"
     );
     assert!(out.contains("vllm-ngram x=8: only in after.json"), "{out}");
     insta::assert_snapshot!(out);
-    let coloured = goodput::compare::reports_text(&reports, true);
+    let coloured = goodput::judge::compare::reports_text(&reports, true);
     assert!(coloured.contains("\x1b["));
 }
 
@@ -115,7 +115,7 @@ fn compare_three_reports_against_the_first() {
         ("b.json".to_string(), reference()),
         ("c.json".to_string(), additive()),
     ];
-    let out = goodput::compare::reports_text(&reports, false);
+    let out = goodput::judge::compare::reports_text(&reports, false);
     assert!(out.contains("b.json (candidate) against a.json (baseline)"));
     assert!(out.contains("c.json (candidate) against a.json (baseline)"));
     assert!(out.contains("profiles differ"));
@@ -123,7 +123,7 @@ fn compare_three_reports_against_the_first() {
 
 #[test]
 fn compare_nothing() {
-    assert!(goodput::compare::reports_text(&[], false).contains("Nothing to compare"));
+    assert!(goodput::judge::compare::reports_text(&[], false).contains("Nothing to compare"));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The goodput cell's colour, the chart strips and the verdict say the same of
 //! every point of every example report: the point's one SLO judgement.
 
-use goodput::compare::simulated::{calibration_plan, noisy_engine, side};
+use goodput::model::predict::simulated::{calibration_plan, noisy_engine, side};
 use goodput::report::Judgement;
 
 use super::charts::{color_of, strip_bars};

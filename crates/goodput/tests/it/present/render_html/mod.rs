@@ -101,7 +101,7 @@ fn meets(p: &Value, stat: &str, bound: &Value) -> bool {
 fn judgement(v: &Value, p: &Value) -> Option<report::Judgement> {
     let r = parse(&v.to_string());
     let point: report::Point = serde_json::from_value(p.clone()).expect("point parses");
-    goodput::metrics::judgement::point_judgement(&r, &point)
+    goodput::measure::metrics::judgement::point_judgement(&r, &point)
 }
 
 fn meets_slo(v: &Value, p: &Value) -> bool {

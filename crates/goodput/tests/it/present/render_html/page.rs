@@ -139,5 +139,5 @@ fn odd_reports_render_without_panicking() {
         assert!(render::html(r).contains("</html>"));
     }
     let pair = vec![("a".to_string(), base), ("b".to_string(), odd)];
-    assert!(goodput::compare::reports_text(&pair, true).contains("against"));
+    assert!(goodput::judge::compare::reports_text(&pair, true).contains("against"));
 }

@@ -1,0 +1,8 @@
+//! **Define** what runs: the profile as written ([`profile`]), validated into a
+//! plan ([`plan`]), what each request says ([`workload`]), and what a command was
+//! asked, typed ([`options`]; `cli` fills it). Imports nothing of the later stages.
+
+pub mod options;
+pub mod plan;
+pub mod profile;
+pub mod workload;

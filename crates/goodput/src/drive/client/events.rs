@@ -1,0 +1,268 @@
+//! Reading a response's SSE body into the record: the stall timer, a timestamp per
+//! read before any parsing, the bounds of a stream, and the checks of a stream that
+//! completed.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use super::{describe, max_content_chunks, Failure, Limits, SseParser};
+use crate::drive::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
+
+/// One timer for the whole stream, re-armed only when it fires: a stall is "no
+/// content chunk since `last_read + stall`" (comments and events without text do
+/// not count), checked lazily, so no timer is set per read.
+struct StallTimer {
+    start: tokio::time::Instant,
+    start_ns: u64,
+    stall: Option<Duration>,
+    deadline: tokio::time::Instant,
+    last_read_ns: u64,
+}
+
+impl StallTimer {
+    fn new(stall: Option<Duration>, deadline: tokio::time::Instant) -> StallTimer {
+        let start_ns = now_ns();
+        StallTimer {
+            start: tokio::time::Instant::now(),
+            start_ns,
+            stall,
+            deadline,
+            last_read_ns: start_ns,
+        }
+    }
+
+    /// When the stream stalls if nothing is read before.
+    fn stall_at(&self) -> Option<tokio::time::Instant> {
+        self.stall.map(|s| {
+            self.start + Duration::from_nanos(self.last_read_ns.saturating_sub(self.start_ns)) + s
+        })
+    }
+
+    /// When the timer should next fire: the stall time or the deadline, whichever first.
+    fn next_wake(&self) -> tokio::time::Instant {
+        self.stall_at()
+            .map_or(self.deadline, |at| at.min(self.deadline))
+    }
+
+    /// The timer fired: the failure it means, or `None` (a read came since it was
+    /// armed) to re-arm it at [`StallTimer::next_wake`].
+    fn fired(&self) -> Option<Failure> {
+        let now = tokio::time::Instant::now();
+        if self
+            .stall_at()
+            .is_some_and(|at| at < self.deadline && now >= at)
+        {
+            return Some(Failure::new(
+                ErrorKind::Stall,
+                "no data within the stall timeout",
+            ));
+        }
+        (now >= self.deadline).then(|| {
+            Failure::new(
+                ErrorKind::Timeout,
+                "stream still open at the request timeout",
+            )
+        })
+    }
+}
+
+/// What a stream has carried so far, and its bounds.
+struct Progress {
+    parser: SseParser,
+    /// The record holds at most this many chunks; a longer stream fails before it grows.
+    max_chunks: usize,
+    /// Bytes read, counted per read, so a stream of events without content
+    /// (comments, role-only or usage-only chunks), which `max_chunks` cannot see,
+    /// ends too.
+    received: u64,
+    max_bytes: u64,
+    saw_done: bool,
+}
+
+/// Reads `body` until `data: [DONE]` (or its end), recording every content chunk
+/// with the time its read arrived.
+pub(super) async fn read<E: std::error::Error>(
+    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    rec: &mut RequestRecord,
+    limits: &Limits,
+    deadline: tokio::time::Instant,
+    origin: u64,
+) -> Result<(), Failure> {
+    let mut progress = Progress {
+        parser: SseParser::new(limits.sse),
+        max_chunks: max_content_chunks(rec.requested_tokens),
+        received: 0,
+        max_bytes: limits.sse.max_stream_bytes,
+        saw_done: false,
+    };
+    // Room for every chunk asked for, so recording one never reallocates.
+    let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
+    rec.chunks.reserve(expected + 1);
+    let mut stall = StallTimer::new(limits.stall_timeout, deadline);
+    let timer = tokio::time::sleep_until(stall.next_wake());
+    tokio::pin!(timer);
+    while !progress.saw_done {
+        let next = tokio::select! {
+            biased;
+            next = body.next() => next,
+            () = &mut timer => {
+                if let Some(f) = stall.fired() {
+                    return Err(f);
+                }
+                timer.as_mut().reset(stall.next_wake());
+                continue;
+            }
+        };
+        let bytes = match next {
+            None => break,
+            Some(Ok(b)) => b,
+            Some(Err(e)) => return Err(Failure::new(ErrorKind::Reset, describe(&e))),
+        };
+        // Arrival time first, then parsing.
+        let t = now_ns();
+        let chunks_before = rec.chunks.len();
+        progress.take(&bytes, t.saturating_sub(origin), t, rec)?;
+        // Only generated text re-arms the stall timer: a server that sends nothing
+        // but keep-alive comments (or role-only, usage-only events) is stalled.
+        if rec.chunks.len() > chunks_before {
+            stall.last_read_ns = t;
+        }
+    }
+    if !progress.saw_done {
+        return Err(Failure::new(
+            ErrorKind::Incomplete,
+            "the stream ended without `data: [DONE]`",
+        ));
+    }
+    Ok(())
+}
+
+impl Progress {
+    /// One read: its events into the record. `t` is the read's time relative to the
+    /// trial, `t_abs` on the probe's clock.
+    fn take(
+        &mut self,
+        bytes: &[u8],
+        t: u64,
+        t_abs: u64,
+        rec: &mut RequestRecord,
+    ) -> Result<(), Failure> {
+        self.received += bytes.len() as u64;
+        if self.received > self.max_bytes {
+            return Err(Failure::new(
+                ErrorKind::Overlong,
+                format!("the stream is longer than {} bytes", self.max_bytes),
+            ));
+        }
+        let mut rest = bytes;
+        while let Some(data) = self
+            .parser
+            .next_event(&mut rest)
+            .map_err(|e| Failure::new(ErrorKind::TooLarge, e.to_string()))?
+        {
+            if data.trim_ascii() == b"[DONE]" {
+                self.saw_done = true;
+                continue;
+            }
+            let keep = rec.reply.as_mut().map(|r| (r, MAX_REPLY_BYTES));
+            let info = super::sse::parse_data_keeping(data, keep)
+                .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
+            if info.finish_reason.is_some() {
+                rec.finish_reason = info.finish_reason;
+            }
+            if let Some(u) = info.usage {
+                rec.prompt_tokens = u.prompt_tokens.or(rec.prompt_tokens);
+                rec.completion_tokens = u.completion_tokens.or(rec.completion_tokens);
+                rec.reasoning_tokens = u.reasoning_tokens().or(rec.reasoning_tokens);
+            }
+            if info.text_len == 0 {
+                continue;
+            }
+            if rec.chunks.len() >= self.max_chunks {
+                return Err(Failure::new(
+                    ErrorKind::Overlong,
+                    format!(
+                        "more than {} content chunks ({} tokens allowed)",
+                        self.max_chunks,
+                        allowed(rec)
+                    ),
+                ));
+            }
+            rec.chunks.push(Chunk {
+                t,
+                len: info.text_len,
+                reasoning: info.reasoning_len,
+                lag: info.probe_ns.map(|p| t_abs as i64 - p as i64),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn allowed(rec: &RequestRecord) -> String {
+    rec.requested_tokens.map_or("any".into(), |m| m.to_string())
+}
+
+/// The checks of a stream that ended with `[DONE]`: it carried text, and its usage
+/// block (when any) agrees with it; without one, the token count is the chunk count,
+/// marked estimated. Derived from the record, the one source of truth.
+pub(super) fn finish(rec: &mut RequestRecord) -> Result<(), Failure> {
+    let chunk_count = rec.chunks.len() as u64;
+    if chunk_count == 0 {
+        return Err(Failure::new(
+            ErrorKind::Empty,
+            "the stream carried no generated text",
+        ));
+    }
+    let most = plausible_tokens(rec);
+    match rec.completion_tokens {
+        None => {
+            rec.completion_tokens = Some(chunk_count);
+            rec.tokens_estimated = true;
+            Ok(())
+        }
+        // Every content chunk carries at least one token, the server may not
+        // generate more than it was allowed, and no token is shorter than a byte of
+        // text: anything else is a lying usage block.
+        Some(n)
+            if n < chunk_count
+                || rec.requested_tokens.is_some_and(|m| n > u64::from(m))
+                || (rec.requested_tokens.is_none() && n > most) =>
+        {
+            Err(Failure::new(
+                ErrorKind::BadUsage,
+                format!(
+                    "usage.completion_tokens = {n} contradicts the stream ({chunk_count} content chunks, \
+                     {} bytes of text: at most {most} tokens; {} tokens allowed)",
+                    text_bytes(rec),
+                    allowed(rec)
+                ),
+            ))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Bytes of generated text the stream carried.
+fn text_bytes(rec: &RequestRecord) -> u64 {
+    rec.chunks.iter().map(|c| u64::from(c.len)).sum()
+}
+
+/// The most output tokens a completed stream can hold, whatever the request allowed:
+/// every generated token decodes to at least one byte of text (a byte-fallback token
+/// to exactly one), except the few special tokens an engine counts but does not
+/// stream (the end-of-sequence token; a chunk's hidden stop string). So the bound is
+/// the text's bytes, plus one per chunk, plus [`SPECIAL_TOKEN_SLACK`]. It is what
+/// keeps a usage block from being believed when the request set no `max_tokens`
+/// (with one, `max_tokens` is the bound: a random-weight test model may generate
+/// tokens that decode to no text at all, so the byte bound is not applied there).
+pub(crate) fn plausible_tokens(rec: &RequestRecord) -> u64 {
+    text_bytes(rec)
+        .saturating_add(rec.chunks.len() as u64)
+        .saturating_add(SPECIAL_TOKEN_SLACK)
+}
+
+/// Tokens a stream may count beyond its text (see [`plausible_tokens`]).
+pub(crate) const SPECIAL_TOKEN_SLACK: u64 = 16;

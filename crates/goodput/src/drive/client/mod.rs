@@ -1,0 +1,493 @@
+//! Streams one request to an OpenAI-compatible endpoint and records raw facts.
+//!
+//! Built to stay out of the way of what it measures:
+//! - request bodies are serialised before the trial starts ([`crate::define::workload`]);
+//! - each chunk's arrival time is read before the chunk is parsed;
+//! - a chunk is parsed once, borrowing its text (no copies, no re-tokenizing): only
+//!   the text length is kept;
+//! - every stream owns its buffers; nothing is shared between streams in the hot path.
+//!
+//! A failure of any kind becomes an [`ErrorKind`] on the record; nothing here panics
+//! on what a server sends, and nothing it sends is kept without bound: an error body
+//! is read only as far as its kept start ([`ERROR_BODY_BYTES`]), a line or event is
+//! limited by [`SseLimits::max_event_bytes`], and a stream by the content chunks the
+//! request allows ([`max_content_chunks`]) and by [`SseLimits::max_stream_bytes`].
+
+pub mod direct;
+mod events;
+mod sse;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST};
+use reqwest::StatusCode;
+
+use crate::drive::record::{now_ns, ErrorKind, RequestRecord};
+pub use sse::{parse_data, ChunkInfo, SseError, SseLimits, SseParser};
+
+/// Where and how to send requests.
+#[derive(Clone)]
+pub struct Target {
+    /// Full endpoint URL (`http://host:port/v1/completions`).
+    pub url: String,
+    /// Prepared headers (content type, and authorisation when a key is set).
+    pub headers: HeaderMap,
+    /// Connections of our own for an `http://` URL ([`direct`]); `https` goes
+    /// through the `reqwest::Client` passed to [`stream_request`].
+    pool: Option<Arc<direct::Pool>>,
+    /// Stamp `sent` before a new connection is opened, so TTFT includes the
+    /// connection's set-up, as most peers measure it (default: after).
+    connect_in_ttft: bool,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Headers may hold the API key: never print them.
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .field("direct", &self.pool.is_some())
+            .field("connect_in_ttft", &self.connect_in_ttft)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Target {
+    /// A target for `base_url` + `path`, with an optional bearer key.
+    pub fn new(base_url: &str, path: &str, api_key: Option<&str>) -> Target {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = api_key {
+            if let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {key}")) {
+                v.set_sensitive(true);
+                headers.insert(AUTHORIZATION, v);
+            }
+        }
+        let url = format!("{}{}", base_url.trim_end_matches('/'), path);
+        let pool = direct::Pool::for_url(&url).map(Arc::new);
+        if let Some(p) = &pool {
+            if let Ok(host) = HeaderValue::from_str(&p.addr) {
+                headers.insert(HOST, host);
+            }
+        }
+        Target {
+            url,
+            headers,
+            pool,
+            connect_in_ttft: false,
+        }
+    }
+
+    /// The same target, with TTFT counted from before a new connection is opened
+    /// (`true`) or from the request's send (`false`, the default).
+    pub fn with_connect_in_ttft(mut self, yes: bool) -> Target {
+        self.connect_in_ttft = yes;
+        self
+    }
+
+    /// Opens connections before a trial until `n` are idle, so that no request of
+    /// the trial waits for one (`http://` targets; an `https` target opens its
+    /// connections as requests need them). Errs with the first failure.
+    pub async fn preconnect(&self, n: usize) -> Result<(), String> {
+        match &self.pool {
+            Some(p) => p.preconnect(n).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Idle connections of an `http://` target (0 for `https`).
+    pub fn idle_connections(&self) -> usize {
+        self.pool.as_ref().map_or(0, |p| p.idle())
+    }
+}
+
+/// Limits of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Whole request, send to end.
+    pub request_timeout: Duration,
+    /// Longest gap between two reads of the stream.
+    pub stall_timeout: Option<Duration>,
+    /// Size limits of the stream.
+    pub sse: SseLimits,
+}
+
+/// Bytes of a non-2xx response body kept in the error detail; no more is read.
+pub const ERROR_BODY_BYTES: usize = 300;
+
+/// Content chunks a stream may carry when the request did not say how many tokens
+/// it allows: above any model's context (so never a real answer), and a bounded
+/// record (32 bytes a chunk: 32 MiB).
+pub const UNASKED_MAX_CHUNKS: usize = 1 << 20;
+
+/// Most content-bearing chunks one stream may carry before it fails as
+/// [`ErrorKind::Overlong`]: `max_tokens + max(max_tokens, 64)`, or
+/// [`UNASKED_MAX_CHUNKS`] when `max_tokens` is unknown.
+///
+/// An honest server sends at most `max_tokens` content chunks (each carries at least
+/// one token; role-only, empty-content and usage-only chunks are not counted). The
+/// slack (twice the asked count, at least 64 more) keeps a server that splits one
+/// token's text over two chunks from failing; a stream past it is endless, not long.
+/// This is also the bound of the record's chunk list.
+pub fn max_content_chunks(max_tokens: Option<u32>) -> usize {
+    max_tokens.map_or(UNASKED_MAX_CHUNKS, |m| {
+        let m = m as usize;
+        m.saturating_add(m.max(64))
+    })
+}
+
+/// A shared HTTP client tuned for many concurrent streams on loopback.
+pub fn http_client(max_streams: usize) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(max_streams.max(16))
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// Sends one streaming request and fills `rec` with what happened.
+/// `origin` is the trial's start on [`now_ns`]'s clock; record times are relative to it.
+///
+/// The steps, each a function of its own: [`send`] (with one resend on a stale
+/// pooled connection), [`check_response`] (status, content type), then
+/// [`events::read`] (the stall timer, per-read timestamps and bounds, SSE parsing
+/// into the record) and [`events::finish`] (the checks of a completed stream).
+pub async fn stream_request(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    rec: &mut RequestRecord,
+    limits: &Limits,
+    origin: u64,
+) {
+    if let Err(f) = exchange(client, target, body, rec, limits, origin).await {
+        // A failure mid-stream ends the request now; one found by the final checks
+        // keeps the time the stream ended.
+        rec.done.get_or_insert(now_ns().saturating_sub(origin));
+        rec.error = Some(f.kind);
+        rec.error_detail = Some(f.detail);
+    }
+    // Chunks were reserved for the whole answer; a short one keeps no slack.
+    if rec.chunks.capacity() > 2 * rec.chunks.len() + 16 {
+        rec.chunks.shrink_to_fit();
+    }
+}
+
+/// Why a request failed: the record's error kind and detail.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    kind: ErrorKind,
+    detail: String,
+}
+
+impl Failure {
+    fn new(kind: ErrorKind, detail: impl Into<String>) -> Failure {
+        Failure {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+async fn exchange(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    rec: &mut RequestRecord,
+    limits: &Limits,
+    origin: u64,
+) -> Result<(), Failure> {
+    let deadline = tokio::time::Instant::now() + limits.request_timeout;
+    let at = Exchange {
+        rec,
+        limits,
+        deadline,
+        origin,
+    };
+    match &target.pool {
+        Some(pool) => exchange_direct(pool, target, body, at).await,
+        None => {
+            let resp = send(client, target, body, at.rec, deadline, origin).await?;
+            let (status, headers) = (resp.status(), resp.headers().clone());
+            let mut body = Box::pin(resp.bytes_stream());
+            at.consume(status, &headers, &mut body).await
+        }
+    }
+}
+
+/// One request's record and bounds, while its response is read.
+struct Exchange<'a> {
+    rec: &'a mut RequestRecord,
+    limits: &'a Limits,
+    deadline: tokio::time::Instant,
+    origin: u64,
+}
+
+impl Exchange<'_> {
+    /// Status, content type, then the events into the record, then the final checks.
+    async fn consume<E: std::error::Error>(
+        self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    ) -> Result<(), Failure> {
+        self.rec.status = Some(status.as_u16());
+        check_response(status, headers, body, self.deadline).await?;
+        events::read(body, self.rec, self.limits, self.deadline, self.origin).await?;
+        self.rec.done = Some(now_ns().saturating_sub(self.origin));
+        events::finish(self.rec)
+    }
+}
+
+/// [`exchange`] on a connection of our own: taken from the pool (or opened, its
+/// set-up time recorded as `connect`), driven by this task, and given back when the
+/// response ended cleanly. A pooled connection the server had closed is replaced
+/// once, as [`send`] does.
+async fn exchange_direct(
+    pool: &direct::Pool,
+    target: &Target,
+    body: Bytes,
+    at: Exchange<'_>,
+) -> Result<(), Failure> {
+    let (rec, deadline, origin) = (at.rec, at.deadline, at.origin);
+    let mut retried = false;
+    let (mut conn, resp) = loop {
+        // A resend never takes a pooled connection: it opens a new one.
+        let pooled = pool.checkout().filter(|_| !retried);
+        let reused = pooled.is_some();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => open_direct(pool, target, rec, deadline, origin).await?,
+        };
+        if !target.connect_in_ttft || reused {
+            rec.sent = now_ns().saturating_sub(origin);
+        }
+        let mut req = hyper::Request::post(pool.path.as_str())
+            .body(http_body_util::Full::new(body.clone()))
+            .map_err(|e| Failure::new(ErrorKind::Connect, e.to_string()))?;
+        *req.headers_mut() = target.headers.clone();
+        let sent = direct::drive(
+            &mut conn.driver,
+            &mut conn.ended,
+            conn.sender.send_request(req),
+        );
+        let outcome = tokio::time::timeout_at(deadline, sent).await;
+        match outcome {
+            Err(_) => {
+                return Err(Failure::new(
+                    ErrorKind::Timeout,
+                    "no response headers before the request timeout",
+                ))
+            }
+            // The connection closed before any response (a kept-alive one the server
+            // had closed meanwhile, as llama.cpp does after a few requests): the
+            // request never reached the engine, so it is sent once more on a fresh
+            // connection. `sent` is the resend; the delay shows as send lag.
+            Ok(Some(Err(e))) if !retried && (e.is_canceled() || e.is_incomplete_message()) => {
+                retried = true;
+            }
+            // The connection ended with the request unanswered: the same case.
+            Ok(None) if !retried => retried = true,
+            Ok(None) => {
+                return Err(Failure::new(
+                    ErrorKind::Connect,
+                    "the connection closed before a response",
+                ))
+            }
+            // Headers over hyper's limit are the server's answer, not a connection
+            // that failed.
+            Ok(Some(Err(e))) if e.is_parse_too_large() => {
+                return Err(Failure::new(
+                    ErrorKind::TooLarge,
+                    format!("the response's headers are too large ({})", describe(&e)),
+                ))
+            }
+            Ok(Some(Err(e))) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
+            Ok(Some(Ok(resp))) => break (conn, resp),
+        }
+    };
+    let (parts, incoming) = resp.into_parts();
+    let mut driven = direct::Driven {
+        driver: &mut conn.driver,
+        ended: &mut conn.ended,
+        body: incoming,
+    };
+    let at = Exchange {
+        rec,
+        limits: at.limits,
+        deadline,
+        origin,
+    };
+    at.consume(parts.status, &parts.headers, &mut driven)
+        .await?;
+    // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
+    // is stamped), so the connection can serve the next request.
+    let rest = async { while let Some(Ok(_)) = driven.next().await {} };
+    if tokio::time::timeout(DRAIN_WAIT, rest).await.is_ok() {
+        pool.checkin(conn);
+    }
+    Ok(())
+}
+
+/// Opens a connection for `rec` before `deadline`, its set-up time recorded as
+/// `connect` (and, with `connect_in_ttft`, `sent` stamped before it).
+async fn open_direct(
+    pool: &direct::Pool,
+    target: &Target,
+    rec: &mut RequestRecord,
+    deadline: tokio::time::Instant,
+    origin: u64,
+) -> Result<direct::Conn, Failure> {
+    let start = now_ns();
+    if target.connect_in_ttft {
+        rec.sent = start.saturating_sub(origin);
+    }
+    let c = match tokio::time::timeout_at(deadline, pool.connect()).await {
+        Err(_) => {
+            return Err(Failure::new(
+                ErrorKind::Timeout,
+                "no connection before the request timeout",
+            ))
+        }
+        Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, e)),
+        Ok(Ok(c)) => c,
+    };
+    rec.connect = Some(now_ns().saturating_sub(start));
+    Ok(c)
+}
+
+/// How long a finished response may take to end its body before its connection is
+/// dropped instead of kept.
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+
+/// Sends the request through reqwest; sets `rec.sent` (to the resend's time when it
+/// is resent). reqwest opens connections inside the call, so their set-up is part of
+/// what follows `sent`, and `connect` stays unknown.
+async fn send(
+    client: &reqwest::Client,
+    target: &Target,
+    body: Bytes,
+    rec: &mut RequestRecord,
+    deadline: tokio::time::Instant,
+    origin: u64,
+) -> Result<reqwest::Response, Failure> {
+    let mut retried = false;
+    loop {
+        rec.sent = now_ns().saturating_sub(origin);
+        let fut = client
+            .post(&target.url)
+            .headers(target.headers.clone())
+            .body(body.clone())
+            .send();
+        match tokio::time::timeout_at(deadline, fut).await {
+            Err(_) => {
+                return Err(Failure::new(
+                    ErrorKind::Timeout,
+                    "no response headers before the request timeout",
+                ))
+            }
+            // A pooled keep-alive connection the server had already closed (llama.cpp
+            // closes one after a few requests): the request never reached the engine,
+            // so it is sent once more on a fresh connection. The record's `sent` is
+            // the resend; `scheduled` keeps the plan, so the delay shows as send lag.
+            Ok(Err(e)) if !retried && e.is_request() && !e.is_connect() && !e.is_timeout() => {
+                retried = true
+            }
+            Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
+            Ok(Ok(r)) => return Ok(r),
+        }
+    }
+}
+
+/// A 2xx answer with an SSE content type, or the failure it is (an error status
+/// keeps the start of its body in the detail; the rest is never read).
+async fn check_response<E>(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    deadline: tokio::time::Instant,
+) -> Result<(), Failure> {
+    if !status.is_success() {
+        let mut kept = Vec::new();
+        // What arrived before the deadline is kept.
+        let _ = tokio::time::timeout_at(deadline, body_start(body, &mut kept)).await;
+        let detail = String::from_utf8_lossy(&kept);
+        return Err(Failure::new(
+            ErrorKind::Http,
+            format!("HTTP {status}: {detail}"),
+        ));
+    }
+    let ctype = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if !ctype.starts_with("text/event-stream") {
+        return Err(Failure::new(
+            ErrorKind::NotSse,
+            format!("content-type `{ctype}` is not text/event-stream"),
+        ));
+    }
+    // goodput asks for no compression; a compressed stream cannot be timed per
+    // event (and would read as one that never ends with `[DONE]`).
+    if let Some(enc) = headers
+        .get(reqwest::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .filter(|e| !e.trim().eq_ignore_ascii_case("identity"))
+    {
+        return Err(Failure::new(
+            ErrorKind::NotSse,
+            format!("the stream is compressed (content-encoding `{enc}`), which goodput did not ask for and cannot time per event"),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads `body` into `kept` until it holds [`ERROR_BODY_BYTES`] or the body ends;
+/// dropping the response then closes the connection with the rest unread.
+async fn body_start<E>(
+    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    kept: &mut Vec<u8>,
+) {
+    while kept.len() < ERROR_BODY_BYTES {
+        match body.next().await {
+            Some(Ok(b)) => {
+                let room = ERROR_BODY_BYTES - kept.len();
+                kept.extend_from_slice(&b[..b.len().min(room)]);
+            }
+            Some(Err(_)) | None => break,
+        }
+    }
+}
+
+/// An HTTP error without the URL's query or anything secret: its chain of causes.
+fn describe(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(cause) = src {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        src = cause.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drive::record::Chunk;
+
+    #[test]
+    fn content_chunk_bound_is_twice_max_tokens_and_at_least_64_more() {
+        assert_eq!(max_content_chunks(Some(0)), 64);
+        assert_eq!(max_content_chunks(Some(10)), 74);
+        assert_eq!(max_content_chunks(Some(64)), 128);
+        assert_eq!(max_content_chunks(Some(1000)), 2000);
+        assert_eq!(max_content_chunks(Some(u32::MAX)), 2 * u32::MAX as usize);
+        assert_eq!(max_content_chunks(None), UNASKED_MAX_CHUNKS);
+        // The unasked bound keeps a record within 32 MiB.
+        assert!(UNASKED_MAX_CHUNKS * std::mem::size_of::<Chunk>() <= 32 << 20);
+    }
+}

@@ -1,0 +1,551 @@
+//! A small, bounded Server-Sent Events parser and the OpenAI chunk reader.
+//!
+//! Why not a crate: the SSE crates we looked at (e.g. `eventsource-stream`) buffer a
+//! line without bound and hide when bytes arrived. This parser is fed the bytes of
+//! each read as they arrive (the caller takes the arrival time first), handles `\n`,
+//! `\r\n` and `\r` line endings, comments, multi-line `data`, events split across
+//! reads, and refuses a line or event beyond [`SseLimits`] instead of allocating.
+//! A UTF-8 byte order mark before the stream's first byte is skipped, as the SSE
+//! specification says (even split across reads).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::drive::record::ErrorKind;
+
+/// Size limits of a stream.
+#[derive(Debug, Clone, Copy)]
+pub struct SseLimits {
+    /// Longest line or event, bytes; enforced by [`SseParser`] (`too_large`).
+    pub max_event_bytes: usize,
+    /// Most bytes of one whole stream; enforced by the client per read (`overlong`).
+    /// Nothing is kept per byte, so this bounds time, not memory: it ends a stream
+    /// whose events carry no content, which the content-chunk bound cannot see.
+    pub max_stream_bytes: u64,
+}
+
+impl Default for SseLimits {
+    /// 4 MiB a line; 1 GiB a stream, far beyond a real answer (1M tokens at the
+    /// few hundred bytes a chunk takes).
+    fn default() -> Self {
+        SseLimits {
+            max_event_bytes: 4 << 20,
+            max_stream_bytes: 1 << 30,
+        }
+    }
+}
+
+/// A stream violated a limit.
+#[derive(Debug, thiserror::Error)]
+#[error("an SSE line or event is larger than {0} bytes")]
+pub struct SseError(pub usize);
+
+/// Incremental SSE parser yielding the `data` of each event.
+///
+/// [`SseParser::next_event`] is the hot path: it lends each event's data from one
+/// buffer the parser keeps for the whole stream, so parsing a stream allocates nothing
+/// per event, and a line that arrives whole in one read is not copied before it is
+/// looked at.
+#[derive(Debug)]
+pub struct SseParser {
+    limits: SseLimits,
+    /// The start of a line split across reads.
+    line: Vec<u8>,
+    data: Vec<u8>,
+    has_data: bool,
+    /// `data` was lent out by `next_event`: clear it before the next line.
+    dispatched: bool,
+    skip_lf: bool,
+    /// Bytes of a leading byte order mark seen so far; `None` once the stream's
+    /// start is past (a BOM, or the first byte that is not one).
+    bom: Option<usize>,
+}
+
+/// The UTF-8 byte order mark, U+FEFF.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+impl SseParser {
+    /// A parser with the given limits.
+    pub fn new(limits: SseLimits) -> Self {
+        SseParser {
+            limits,
+            line: Vec::with_capacity(512),
+            data: Vec::with_capacity(512),
+            has_data: false,
+            dispatched: false,
+            skip_lf: false,
+            bom: Some(0),
+        }
+    }
+
+    /// Skips a leading byte order mark, however the reads split it; the bytes of
+    /// a start that only looked like one are given back to the first line.
+    fn skip_bom(&mut self, bytes: &mut &[u8]) -> Result<(), SseError> {
+        while let (Some(seen), Some(&b)) = (self.bom, bytes.first()) {
+            if b == BOM[seen] {
+                *bytes = &bytes[1..];
+                self.bom = (seen + 1 < BOM.len()).then_some(seen + 1);
+            } else {
+                self.bom = None;
+                self.extend_line(&BOM[..seen])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds bytes; returns the data of every event completed by them.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<Vec<Vec<u8>>, SseError> {
+        let mut events = Vec::new();
+        while let Some(data) = self.next_event(&mut bytes)? {
+            events.push(data.to_vec());
+        }
+        Ok(events)
+    }
+
+    /// Consumes `bytes` up to the end of the next complete event and lends its data;
+    /// `None` once `bytes` is used up with no event completed (the rest is kept for
+    /// the next read). Call it until `None` for every read.
+    pub fn next_event(&mut self, bytes: &mut &[u8]) -> Result<Option<&[u8]>, SseError> {
+        if self.dispatched {
+            self.dispatched = false;
+            self.has_data = false;
+            self.data.clear();
+        }
+        if self.bom.is_some() {
+            self.skip_bom(bytes)?;
+        }
+        while !bytes.is_empty() {
+            if self.skip_lf {
+                self.skip_lf = false;
+                if bytes[0] == b'\n' {
+                    *bytes = &bytes[1..];
+                    continue;
+                }
+            }
+            let Some(i) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.extend_line(bytes)?;
+                *bytes = &[];
+                break;
+            };
+            let part = &bytes[..i];
+            self.skip_lf = bytes[i] == b'\r';
+            *bytes = &bytes[i + 1..];
+            let dispatch = if self.line.is_empty() {
+                if part.len() > self.limits.max_event_bytes {
+                    return Err(SseError(self.limits.max_event_bytes));
+                }
+                self.end_line(part)?
+            } else {
+                self.extend_line(part)?;
+                let line = std::mem::take(&mut self.line);
+                let dispatch = self.end_line(&line);
+                self.line = line;
+                self.line.clear();
+                dispatch?
+            };
+            if dispatch {
+                self.dispatched = true;
+                return Ok(Some(&self.data));
+            }
+        }
+        Ok(None)
+    }
+
+    fn extend_line(&mut self, part: &[u8]) -> Result<(), SseError> {
+        if self.line.len() + part.len() > self.limits.max_event_bytes {
+            return Err(SseError(self.limits.max_event_bytes));
+        }
+        self.line.extend_from_slice(part);
+        Ok(())
+    }
+
+    /// Takes one complete line; true when it completes an event with data.
+    fn end_line(&mut self, line: &[u8]) -> Result<bool, SseError> {
+        if line.is_empty() {
+            return Ok(self.has_data);
+        }
+        if line[0] == b':' {
+            return Ok(false);
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        if field == b"data" {
+            if self.data.len() + value.len() + 1 > self.limits.max_event_bytes {
+                return Err(SseError(self.limits.max_event_bytes));
+            }
+            if self.has_data {
+                self.data.push(b'\n');
+            }
+            self.data.extend_from_slice(value);
+            self.has_data = true;
+        }
+        Ok(false)
+    }
+}
+
+/// What goodput needs from one OpenAI streaming chunk.
+#[derive(Debug, Default, PartialEq)]
+pub struct ChunkInfo {
+    /// Bytes of generated text (completions `text`, chat `delta.content` and
+    /// the reasoning, see [`ChunkInfo::reasoning_len`]).
+    pub text_len: u32,
+    /// Bytes of reasoning text among them: chat `delta.reasoning` (vLLM 0.19.1 and
+    /// later), else `delta.reasoning_content` (older vLLM, SGLang, llama.cpp). A
+    /// server that sends both names with the same text (vLLM kept them in sync for
+    /// a while) is counted once.
+    pub reasoning_len: u32,
+    /// The usage block, when present.
+    pub usage: Option<Usage>,
+    /// The simulator's timing probe.
+    pub probe_ns: Option<u64>,
+    /// The first choice's `finish_reason`, when the chunk gives one (`stop`,
+    /// `length`), cut to [`MAX_FINISH_REASON`] bytes.
+    pub finish_reason: Option<String>,
+}
+
+/// Longest `finish_reason` kept: the engines' are a word (`stop`, `length`,
+/// `abort`, `tool_calls`), and a server's must not grow the record.
+pub const MAX_FINISH_REASON: usize = 32;
+
+/// `usage` of a chunk.
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// Generated tokens.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    /// `completion_tokens_details` (`reasoning_tokens`), where the engine gives it.
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct CompletionDetails {
+    /// Tokens of the completion that were reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `completion_tokens_details.reasoning_tokens`.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens)
+    }
+}
+
+#[derive(Deserialize)]
+struct Msg<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    goodput_probe_ns: Option<u64>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+}
+
+impl Delta<'_> {
+    /// The reasoning text: `reasoning`, else `reasoning_content` (never both: a
+    /// server that sends both sends the same text twice).
+    fn reasoning(&self) -> &str {
+        self.reasoning
+            .as_deref()
+            .or(self.reasoning_content.as_deref())
+            .unwrap_or("")
+    }
+}
+
+/// A chunk goodput cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum ChunkError {
+    /// Not JSON, or not the expected shape.
+    #[error("malformed chunk: {0}")]
+    Malformed(String),
+    /// The server reported an error inside the stream.
+    #[error("error in stream: {0}")]
+    Server(String),
+}
+
+impl ChunkError {
+    /// The record's error kind.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ChunkError::Malformed(_) => ErrorKind::Malformed,
+            ChunkError::Server(_) => ErrorKind::ServerError,
+        }
+    }
+}
+
+fn excerpt(data: &[u8]) -> String {
+    String::from_utf8_lossy(&data[..data.len().min(200)]).into_owned()
+}
+
+/// Parses the data of one event (not `[DONE]`).
+pub fn parse_data(data: &[u8]) -> Result<ChunkInfo, ChunkError> {
+    parse_data_keeping(data, None)
+}
+
+/// [`parse_data`], appending the chunk's generated text to `keep` (when given) up to
+/// `limit` bytes in all (cut at a character boundary).
+pub fn parse_data_keeping(
+    data: &[u8],
+    mut keep: Option<(&mut String, usize)>,
+) -> Result<ChunkInfo, ChunkError> {
+    let msg: Msg = serde_json::from_slice(data)
+        .map_err(|e| ChunkError::Malformed(format!("{e} in `{}`", excerpt(data))))?;
+    if msg.error.is_some() {
+        return Err(ChunkError::Server(excerpt(data)));
+    }
+    let Some(choices) = msg.choices else {
+        if msg.usage.is_some() {
+            return Ok(ChunkInfo {
+                text_len: 0,
+                reasoning_len: 0,
+                usage: msg.usage,
+                probe_ns: msg.goodput_probe_ns,
+                finish_reason: None,
+            });
+        }
+        return Err(ChunkError::Malformed(format!(
+            "chunk without `choices`: `{}`",
+            excerpt(data)
+        )));
+    };
+    let (mut len, mut reasoning) = (0usize, 0usize);
+    for c in &choices {
+        len += c.text.as_deref().map_or(0, str::len);
+        if let Some(d) = &c.delta {
+            len += d.content.as_deref().map_or(0, str::len);
+            reasoning += d.reasoning().len();
+        }
+        // The reply as a conversation carries it on: the answer's text, not its
+        // reasoning.
+        if let Some((kept, limit)) = keep.as_mut() {
+            let text = c
+                .text
+                .as_deref()
+                .or(c.delta.as_ref().and_then(|d| d.content.as_deref()));
+            push_bounded(kept, text.unwrap_or(""), *limit);
+        }
+    }
+    let finish_reason = choices
+        .iter()
+        .find_map(|c| c.finish_reason.as_deref())
+        .map(|f| {
+            let mut end = f.len().min(MAX_FINISH_REASON);
+            while !f.is_char_boundary(end) {
+                end -= 1;
+            }
+            f[..end].to_string()
+        });
+    let bytes = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Ok(ChunkInfo {
+        text_len: bytes(len.saturating_add(reasoning)),
+        reasoning_len: bytes(reasoning),
+        usage: msg.usage,
+        probe_ns: msg.goodput_probe_ns,
+        finish_reason,
+    })
+}
+
+/// Appends `text` to `kept` while `kept` stays within `limit` bytes.
+fn push_bounded(kept: &mut String, text: &str, limit: usize) {
+    let room = limit.saturating_sub(kept.len());
+    if text.len() <= room {
+        kept.push_str(text);
+        return;
+    }
+    let mut end = room;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    kept.push_str(&text[..end]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(parts: &[&[u8]]) -> Vec<String> {
+        let mut p = SseParser::new(SseLimits::default());
+        let mut out = Vec::new();
+        for part in parts {
+            for e in p.push(part).unwrap() {
+                out.push(String::from_utf8(e).unwrap());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn events_split_anywhere_and_any_line_ending() {
+        let text = b"data: {\"a\":1}\r\n\r\n: comment\n\ndata:x\rdata: y\r\rdata: [DONE]\n\n";
+        let whole = all(&[text]);
+        assert_eq!(whole, vec!["{\"a\":1}", "x\ny", "[DONE]"]);
+        // every split point, including between \r and \n
+        for i in 0..text.len() {
+            assert_eq!(all(&[&text[..i], &text[i..]]), whole, "split at {i}");
+        }
+        // byte by byte
+        let bytes: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(all(&bytes), whole);
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_skipped_however_split() {
+        let text = b"\xEF\xBB\xBFdata: a\n\ndata: b\n\n";
+        for i in 0..text.len() {
+            assert_eq!(all(&[&text[..i], &text[i..]]), ["a", "b"], "split at {i}");
+        }
+        // Only at the start; a start that merely begins like one is kept.
+        assert_eq!(all(&[b"data: \xEF\xBB\xBFa\n\n"]).len(), 1);
+        assert_eq!(all(&[b"\xEF\xBBdata: a\n\n"]), Vec::<String>::new());
+        assert_eq!(all(&[b"\xEF", b"data: a\n\n", b"data: b\n\n"]), ["b"]);
+    }
+
+    #[test]
+    fn reasoning_under_either_name_is_text_and_counted_once() {
+        for field in ["reasoning", "reasoning_content"] {
+            let data = format!(r#"{{"choices":[{{"delta":{{"{field}":"abc"}}}}]}}"#);
+            let c = parse_data(data.as_bytes()).unwrap();
+            assert_eq!((c.text_len, c.reasoning_len), (3, 3), "{field}");
+        }
+        // vLLM kept both names in sync for a while: the same text, counted once.
+        let c = parse_data(
+            br#"{"choices":[{"delta":{"reasoning":"abc","reasoning_content":"abc","content":"d"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!((c.text_len, c.reasoning_len), (4, 3));
+        let c = parse_data(br#"{"choices":[{"delta":{"reasoning":null,"content":"d"}}]}"#).unwrap();
+        assert_eq!((c.text_len, c.reasoning_len), (1, 0));
+        let c = parse_data(
+            br#"{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":5}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.usage.unwrap().reasoning_tokens(), Some(5));
+    }
+
+    #[test]
+    fn other_fields_are_ignored_and_event_without_data_is_not_dispatched() {
+        assert_eq!(all(&[b"event: x\nid: 3\n\nretry: 5\ndata\n\n"]), vec![""]);
+    }
+
+    #[test]
+    fn oversize_line_is_an_error_not_an_allocation() {
+        let mut p = SseParser::new(SseLimits {
+            max_event_bytes: 64,
+            ..SseLimits::default()
+        });
+        let big = vec![b'a'; 65];
+        assert!(p.push(&big).is_err());
+        let mut p = SseParser::new(SseLimits {
+            max_event_bytes: 64,
+            ..SseLimits::default()
+        });
+        for _ in 0..10 {
+            if p.push(&[b'a'; 10]).is_err() {
+                return;
+            }
+        }
+        panic!("limit not enforced across pushes");
+    }
+
+    #[test]
+    fn kept_reply_text_is_the_answer_bounded_at_a_character() {
+        let mut kept = String::new();
+        let c = parse_data_keeping(
+            br#"{"choices":[{"delta":{"content":"h\u00e9","reasoning_content":"no"}}]}"#,
+            Some((&mut kept, 64)),
+        )
+        .unwrap();
+        assert_eq!((c.text_len, kept.as_str()), (5, "h\u{e9}"));
+        parse_data_keeping(
+            br#"{"choices":[{"text":"xy\u00e9z"}]}"#,
+            Some((&mut kept, 6)),
+        )
+        .unwrap();
+        // 3 bytes kept, room for 3 more: "xy" and not half of the two-byte character.
+        assert_eq!(kept, "h\u{e9}xy");
+    }
+
+    #[test]
+    fn chunk_shapes() {
+        let c = parse_data(br#"{"choices":[{"index":0,"text":"hello"}]}"#).unwrap();
+        assert_eq!(c.text_len, 5);
+        let c = parse_data(br#"{"choices":[{"delta":{"role":"assistant"}}]}"#).unwrap();
+        assert_eq!(c.text_len, 0);
+        let c =
+            parse_data(br#"{"choices":[{"delta":{"content":"h\u00e9"}}],"goodput_probe_ns":7}"#)
+                .unwrap();
+        assert_eq!((c.text_len, c.probe_ns), (3, Some(7)));
+        let c = parse_data(br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9}}"#)
+            .unwrap();
+        assert_eq!(c.usage.unwrap().completion_tokens, Some(9));
+        let c = parse_data(br#"{"usage":{"prompt_tokens":3,"completion_tokens":9}}"#).unwrap();
+        assert_eq!(c.text_len, 0);
+        assert!(matches!(
+            parse_data(b"{not json"),
+            Err(ChunkError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_data(br#"{"id":"x"}"#),
+            Err(ChunkError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_data(br#"{"error":{"message":"boom"}}"#),
+            Err(ChunkError::Server(_))
+        ));
+        assert!(matches!(
+            parse_data(br#"{"choices":3}"#),
+            Err(ChunkError::Malformed(_))
+        ));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_and_stays_bounded(chunks in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..200), 0..20)) {
+            let mut p = SseParser::new(SseLimits { max_event_bytes: 256, ..SseLimits::default() });
+            for c in &chunks {
+                if let Ok(events) = p.push(c) {
+                    for e in events {
+                        proptest::prop_assert!(e.len() <= 256);
+                        let _ = parse_data(&e);
+                    }
+                }
+                proptest::prop_assert!(p.line.len() <= 256 && p.data.len() <= 256);
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! A search's answer per engine, for the report's `capacity`: read off the
+//! measured points whenever the search over them is over (so a resumed search, and
+//! the report written after each trial, give it as soon as it is known).
+
+use report::{Capacity, EngineFailure, Limit, Point, Report};
+
+use crate::define::plan::Plan;
+use crate::define::plan::SearchConfig;
+use crate::define::profile::LoadMode;
+use crate::judge::search::{next_step, Found, Reason, Step};
+use crate::render::text::num;
+
+use super::Sweep;
+
+/// Each engine's capacity, for the engines whose search is over (or that failed).
+pub(crate) fn capacities(
+    plan: &Plan,
+    sweep: &Sweep,
+    report: &Report,
+) -> indexmap::IndexMap<String, Capacity> {
+    let mut out = indexmap::IndexMap::new();
+    let Some(cfg) = &plan.search else {
+        return out;
+    };
+    for (name, state) in &sweep.engines {
+        let Some(result) = report.load.get(name) else {
+            continue;
+        };
+        let obs = sweep.observations(plan, name);
+        let probed = Probed {
+            cfg,
+            points: &result.points,
+            probes: obs.len() as u32,
+            trials: obs.iter().map(|o| o.trials).sum(),
+        };
+        let capacity = match next_step(cfg, &obs) {
+            Step::Done(found) => Some(probed.capacity(&found)),
+            Step::Run { .. } => state.error.as_ref().map(|e| probed.failed(e)),
+        };
+        if let Some(c) = capacity {
+            out.insert(name.clone(), c);
+        }
+    }
+    out
+}
+
+/// One engine's search so far: its measured points, probes and trials.
+struct Probed<'a> {
+    cfg: &'a SearchConfig,
+    points: &'a [Point],
+    probes: u32,
+    trials: u32,
+}
+
+impl Probed<'_> {
+    /// The point measured at `x`.
+    fn point(&self, x: Option<f64>) -> Option<&Point> {
+        x.and_then(|x| self.points.iter().find(|p| p.x == x))
+    }
+
+    /// The capacity of a search the engine's failure ended before it was over.
+    fn failed(&self, e: &EngineFailure) -> Capacity {
+        Capacity {
+            mode: self.cfg.mode.into(),
+            probes: self.probes,
+            trials: self.trials,
+            limited_by: Limit::Engine,
+            note: format!(
+                "the search did not finish: the engine failed ({}: {})",
+                e.kind, e.message
+            ),
+            ..Default::default()
+        }
+    }
+
+    /// The capacity a finished search found.
+    fn capacity(&self, found: &Found) -> Capacity {
+        let pass = self.point(found.passing);
+        let fail = self.point(found.failing);
+        let limited_by = match found.reason {
+            Reason::MaxPasses => Limit::Max,
+            Reason::ProbeBudget => Limit::MaxProbes,
+            Reason::Resolved | Reason::LowestFails => missed_most(fail).unwrap_or(Limit::Slo),
+        };
+        let mut note = self.note(found, pass, fail, &limited_by);
+        let noisy = !found.noisy.is_empty();
+        if noisy {
+            let xs: Vec<String> = found.noisy.iter().map(|x| num(*x)).collect();
+            note.push_str(&format!(
+                "; noise: the attainment's 95% interval at x={} still straddles the target after {} trials, so the bracket could not be narrowed with confidence (more requests per trial would)",
+                xs.join(", "),
+                self.cfg.max_trials_per_probe
+            ));
+        }
+        if found.non_monotone {
+            note.push_str(
+                "; a higher load passed where a lower one failed: the lowest failure decides",
+            );
+        }
+        Capacity {
+            mode: self.cfg.mode.into(),
+            max_load: found.passing,
+            passing: found.passing,
+            failing: found.failing,
+            attainment_at_max: attainment(pass).or_else(|| attainment(fail)),
+            probes: self.probes,
+            trials: self.trials,
+            limited_by,
+            noisy,
+            note,
+            cheapest_load: found.cheapest,
+            interval: pass.zip(fail).and_then(|(p, f)| {
+                let seed = crate::stats::row_seed(crate::stats::DEFAULT_SEED, &format!("{}", p.x));
+                crate::stats::capacity::interval(&probe(p), &probe(f), self.cfg.target, 2000, seed)
+            }),
+        }
+    }
+
+    /// What the search found, in a sentence (`pass` and `fail` are the points at
+    /// its passing and failing loads).
+    fn note(
+        &self,
+        found: &Found,
+        pass: Option<&Point>,
+        fail: Option<&Point>,
+        limited_by: &Limit,
+    ) -> String {
+        let unit = |x: f64| unit(self.cfg.mode, x);
+        match (found.reason, found.passing, found.failing) {
+            (Reason::LowestFails, _, Some(f)) => format!(
+                "even the lowest load probed, {}, does not meet the SLO ({} attainment, {} missed most)",
+                unit(f),
+                pct(attainment(fail)),
+                limited_by
+            ),
+            (Reason::MaxPasses, Some(p), _) => format!(
+                "meets the SLO up to the search's max, {} ({} attainment); the capacity may be higher: raise max",
+                unit(p),
+                pct(attainment(pass))
+            ),
+            (Reason::ProbeBudget, p, f) => format!(
+                "the probe budget ran out with the answer between {} and {}",
+                p.map_or("nothing".into(), unit),
+                f.map_or("max".into(), unit)
+            ),
+            (_, Some(p), Some(f)) => format!(
+                "meets the SLO at {} ({} attainment), not at {} ({}; {} missed most)",
+                unit(p),
+                pct(attainment(pass)),
+                unit(f),
+                pct(attainment(fail)),
+                limited_by
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
+/// A load in words: `4 concurrent requests`, `2.5 requests/s`, `2x the trace's speed`.
+fn unit(mode: LoadMode, x: f64) -> String {
+    match mode {
+        LoadMode::Concurrency => format!(
+            "{} concurrent request{}",
+            num(x),
+            if x == 1.0 { "" } else { "s" }
+        ),
+        LoadMode::Rate => format!("{} requests/s", num(x)),
+        LoadMode::Trace => format!("{}x the trace's speed", num(x)),
+    }
+}
+
+/// A probe's trials as `(good, sent)`, for the capacity's interval: the per-trial
+/// details, else the per-trial counts.
+fn probe(p: &Point) -> crate::stats::capacity::Probe {
+    let trials: Vec<(u64, u64)> = if p.trials.is_empty() {
+        let good = p.good.clone().unwrap_or_default();
+        let failed = p.failed.clone().unwrap_or_default();
+        good.iter()
+            .zip(&p.completed)
+            .enumerate()
+            .map(|(i, (g, c))| (*g, c + failed.get(i).copied().unwrap_or(0)))
+            .collect()
+    } else {
+        p.trials
+            .iter()
+            .map(|t| (t.good, t.completed + t.failed))
+            .collect()
+    };
+    crate::stats::capacity::Probe { x: p.x, trials }
+}
+
+/// A point's measured SLO attainment.
+fn attainment(p: Option<&Point>) -> Option<f64> {
+    p.and_then(|p| p.slo_check.as_ref())
+        .and_then(|c| c.attainment)
+}
+
+fn pct(a: Option<f64>) -> String {
+    a.map_or("unknown".into(), |a| format!("{}%", num(a * 100.0)))
+}
+
+/// The bound the requests at a failing point missed most (`errors` for failures).
+fn missed_most(p: Option<&Point>) -> Option<Limit> {
+    let misses = &p?.slo_check.as_ref()?.misses;
+    misses
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(k, _)| Limit::from_word(k))
+}

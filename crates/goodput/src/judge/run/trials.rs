@@ -1,0 +1,344 @@
+//! One engine's share of the sweep: every load level and trial, with the engine's
+//! death detected after each trial and, when the profile allows, a bounded number
+//! of recorded restarts.
+
+use anyhow::Context;
+use report::{Notice, NoticeKind, RunStatus, TrialInfo};
+
+use super::drive::{drive, AfterDeath, At, Backend, Ran};
+use super::gpu_release::SweepEngine;
+use super::state::PointKey;
+use super::{Ctx, TrialState};
+use crate::define::plan::Plan;
+use crate::define::profile::EngineSpec;
+use crate::define::workload::Builder;
+use crate::drive::client::Target;
+use crate::drive::engine::{EngineContext, EngineHandle};
+use crate::drive::load::share;
+use crate::drive::load::Trial;
+use crate::drive::record::RequestRecord;
+use crate::measure::metrics::{trial_metrics, trial_slo, TrialMetrics};
+use crate::measure::telemetry;
+
+mod restart;
+mod send;
+mod setup;
+
+use restart::{death, restart};
+use send::{measure, preconnect, shard_requests, spec_decode, trial_of, warm_up, TrialLoad};
+use setup::{note_connect_in_ttft, note_sources, request_builder, sample_sharegpt, target_of};
+
+/// Runs every load level and trial of one engine; returns the handle to stop (none
+/// when a restart failed: the dead engine was stopped already).
+pub(crate) async fn run_engine(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    spec: &EngineSpec,
+    engine_ctx: &EngineContext,
+    handle: SweepEngine,
+    tel: &telemetry::Telemetry,
+) -> anyhow::Result<Option<SweepEngine>> {
+    note_sources(ctx, name, &handle, tel);
+    let builder = request_builder(ctx, name, &handle).await;
+    if !sample_sharegpt(ctx, name, &handle).await? {
+        return Ok(Some(handle));
+    }
+    note_connect_in_ttft(ctx);
+    let target = target_of(&ctx.run, &handle);
+    let plan = ctx.run.plan;
+    let whole = ctx.run.opts.shard.as_ref().map(|s| s.plan_points.clone());
+    let mut http = Http {
+        ctx,
+        spec,
+        engine_ctx,
+        handle: Some(handle),
+        tel,
+        builder,
+        target,
+        restarts: 0,
+    };
+    drive(plan, name, whole.as_deref(), &mut http).await?;
+    Ok(http.handle)
+}
+
+/// The HTTP backend of the trial loop: a launched or reached engine, sent load by
+/// the load generator, its trials made durable in the run's files.
+struct Http<'c, 'a> {
+    ctx: &'c mut Ctx<'a>,
+    spec: &'c EngineSpec,
+    engine_ctx: &'c EngineContext,
+    /// The engine; `None` once a restart failed (the dead one is stopped).
+    handle: Option<SweepEngine>,
+    tel: &'c telemetry::Telemetry,
+    builder: Builder,
+    target: Target,
+    restarts: u32,
+}
+
+impl Backend for Http<'_, '_> {
+    fn sweep(&self) -> &super::Sweep {
+        &self.ctx.journal.sweep
+    }
+
+    fn stopped(&self) -> bool {
+        self.ctx.stopped()
+    }
+
+    fn notice(&mut self, notice: Notice) {
+        self.ctx.journal.info.notices.push(notice);
+    }
+
+    async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
+        let Some(handle) = self.handle.as_mut() else {
+            return Ok(Ran::NotStarted);
+        };
+        let ran = run_one(self.ctx, at, handle, self.tel, &self.builder, &self.target).await?;
+        Ok(ran)
+    }
+
+    async fn died(&mut self, at: &At<'_>, status: String) -> anyhow::Result<AfterDeath> {
+        let Some(handle) = self.handle.take() else {
+            return Ok(AfterDeath::Over);
+        };
+        let failure = death(self.ctx, &handle, at, status);
+        if self.restarts >= self.spec.max_restarts {
+            self.ctx.journal.sweep.engine(at.name).error = Some(failure);
+            self.ctx.save()?;
+            self.handle = Some(handle);
+            return Ok(AfterDeath::Over);
+        }
+        // A restart the profile allows: recorded, and the trial runs again.
+        self.restarts += 1;
+        let restarted = restart(
+            self.ctx,
+            at.name,
+            self.spec,
+            self.engine_ctx,
+            handle,
+            failure,
+            self.restarts,
+        )
+        .await?;
+        let Some(h) = restarted else {
+            return Ok(AfterDeath::Over);
+        };
+        self.target = target_of(&self.ctx.run, &h);
+        self.handle = Some(h);
+        self.ctx.save()?;
+        Ok(AfterDeath::Restarted)
+    }
+}
+
+/// Runs one trial: cool the GPU, open connections, warm up, measure, record.
+async fn run_one(
+    ctx: &mut Ctx<'_>,
+    at: &At<'_>,
+    handle: &mut EngineHandle,
+    tel: &telemetry::Telemetry,
+    builder: &Builder,
+    target: &Target,
+) -> anyhow::Result<Ran> {
+    let trial_no = trial_no(ctx.run.plan, at.t);
+    let Some(cooldown_wait_s) = cool_down(ctx, tel, at.x, &trial_no).await else {
+        // Interrupted while the GPU cooled: the trial does not start.
+        return Ok(Ran::NotStarted);
+    };
+    let x_sent = match &ctx.run.opts.load_shard {
+        Some(l) => share::share(ctx.run.plan.mode, at.x, l.index, l.count)?,
+        None => at.x,
+    };
+    preconnect(ctx, at.name, target, x_sent).await;
+    let warmup_server = warm_up(&ctx.run, at, handle, builder, target).await;
+    let TrialLoad {
+        requests,
+        conversations,
+        offsets,
+        first,
+    } = shard_requests(&ctx.run, at, builder, x_sent)?;
+    // A load shard sends its share of the level, and its records carry the whole
+    // level and the whole trial's request indexes.
+    let trial = Trial {
+        x: x_sent,
+        first_index: first,
+        ..trial_of(&ctx.run, at, requests, ctx.run.plan.mode, offsets)
+    };
+    ctx.progress.phase(format!(
+        "{}: x={} ({}) trial {trial_no}",
+        ctx.engine_label,
+        at.x,
+        point_label(ctx, at),
+    ));
+    let label = format!("{} x={} trial {trial_no}", at.name, at.x);
+    let m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
+    let server = m.server.finish(&m.records).await;
+    abandoned_notice(ctx, at, &m.records);
+    let died = handle.exit_status();
+    let metrics = trial_metrics(&m.records, &ctx.run.plan.slo);
+    let (status, error) = status_of(died.as_deref(), ctx.stopped());
+    let info = TrialInfo {
+        index: at.t,
+        attempt: at.attempt,
+        status,
+        duration_s: metrics.duration_s,
+        completed: metrics.completed,
+        failed: metrics.failed,
+        good: metrics.good,
+        error,
+        cooldown_wait_s,
+        spec_decode: spec_decode(m.spec_before, m.spec_after),
+        gpu_samples: m.gpu_samples,
+        server,
+        warmup_server,
+        energy: m.energy,
+    };
+    keep_trial(ctx, at, &trial_no, &m.records, metrics, info)?;
+    Ok(died.map_or(Ran::Kept, Ran::Died))
+}
+
+/// A trial abandoned for requests that timed out in a row says so, with how many
+/// of its requests were never sent.
+fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
+    if !crate::drive::load::was_abandoned(records) {
+        return;
+    }
+    let unsent = (ctx.run.plan.requests_per_trial as usize).saturating_sub(records.len());
+    ctx.journal.info.notices.push(Notice::engine(
+        NoticeKind::Abandoned,
+        at.name,
+        format!(
+            "{}: x={} trial {}: abandoned after {} requests in a row got no answer within the \
+         request timeout ({} s); {unsent} requests were not sent (is the server answering at all?)",
+            at.name,
+            at.x,
+            at.t + 1,
+            crate::drive::load::TIMEOUTS_TO_ABANDON,
+            ctx.run.plan.request_timeout.as_secs()
+        ),
+    ));
+}
+
+/// `2/3`; a search's extra confirmation trials go past the planned count and are
+/// shown as `4 (extra)`.
+fn trial_no(plan: &Plan, t: u32) -> String {
+    if t < plan.trials {
+        format!("{}/{}", t + 1, plan.trials)
+    } else {
+        format!("{} (extra)", t + 1)
+    }
+}
+
+/// Waits until the GPU is cool, when the profile asks: `Some(seconds waited)`, or
+/// `None` when the run was interrupted meanwhile.
+async fn cool_down(
+    ctx: &Ctx<'_>,
+    tel: &telemetry::Telemetry,
+    x: f64,
+    trial_no: &str,
+) -> Option<Option<f64>> {
+    let Some(c) = &ctx.run.plan.telemetry.cooldown else {
+        return Some(None);
+    };
+    ctx.progress.phase(format!(
+        "{}: x={x} trial {trial_no}: cooling the GPU",
+        ctx.engine_label,
+    ));
+    ctx.stop().until(tel.cooldown(c)).await
+}
+
+/// `point 2/5` of a plain run; `probe 3` of a search (its load levels so far,
+/// this one counted).
+fn point_label(ctx: &Ctx<'_>, at: &At<'_>) -> String {
+    let plan = ctx.run.plan;
+    match &plan.search {
+        None => format!(
+            "point {}/{}",
+            plan.points.iter().position(|&p| p == at.x).unwrap_or(0) + 1,
+            plan.points.len()
+        ),
+        Some(_) => {
+            let points = ctx.journal.sweep.engines.get(at.name).map(|e| &e.points);
+            let known = points.is_some_and(|p| p.contains_key(&PointKey::new(plan.mode, at.x)));
+            format!(
+                "probe {}",
+                points.map_or(0, |p| p.len()) + usize::from(!known)
+            )
+        }
+    }
+}
+
+/// A trial is partial when the engine died during it or the run was interrupted;
+/// the error says which.
+fn status_of(died: Option<&str>, interrupted: bool) -> (RunStatus, Option<String>) {
+    match (died, interrupted) {
+        (Some(s), _) => (
+            RunStatus::Partial,
+            Some(format!("the engine exited during the trial ({s})")),
+        ),
+        (None, true) => (RunStatus::Partial, Some(report::INTERRUPTED.into())),
+        (None, false) => (RunStatus::Complete, None),
+    }
+}
+
+/// Keeps a trial: its records appended, a status line, the trial in the sweep,
+/// and the report rewritten.
+fn keep_trial(
+    ctx: &mut Ctx<'_>,
+    at: &At<'_>,
+    trial_no: &str,
+    records: &[RequestRecord],
+    metrics: TrialMetrics,
+    info: TrialInfo,
+) -> anyhow::Result<()> {
+    let name = at.name;
+    let slo = trial_slo(records, &ctx.run.plan.slo);
+    if let Some(n) = crate::measure::server_metrics::notice(name, info.server.as_ref()) {
+        ctx.journal.info.notice_once(n);
+    }
+    // Durable order: records first, then the report that refers to them.
+    ctx.journal
+        .records
+        .append(records)
+        .with_context(|| format!("cannot append to {}", ctx.journal.records.path().display()))?;
+    say!(
+        ctx,
+        "{name} x={} trial {trial_no}: {} ok, {} failed, {} good{}{}",
+        at.x,
+        metrics.completed,
+        metrics.failed,
+        metrics.good,
+        info.error.as_ref().map_or(String::new(), |e| format!(
+            " ({e}: kept as a partial trial, which the point's figures do not count)"
+        )),
+        first_failure(records).unwrap_or_default()
+    );
+    ctx.journal.sweep.add_trial(
+        name,
+        PointKey::new(ctx.run.plan.mode, at.x),
+        TrialState { metrics, info, slo },
+    );
+    ctx.progress.trial_done();
+    ctx.save()?;
+    Ok(())
+}
+
+/// `; first failure: LABEL: DETAIL` (the detail cut to 200 characters) for the
+/// status line of a trial with a failed request.
+fn first_failure(records: &[RequestRecord]) -> Option<String> {
+    let r = records.iter().find(|r| !r.ok())?;
+    let detail: String = r
+        .error_detail
+        .as_deref()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect();
+    Some(format!(
+        "; first failure: {}{}",
+        r.error_label().unwrap_or_else(|| "failed".into()),
+        if detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {detail}")
+        }
+    ))
+}

@@ -1,0 +1,433 @@
+//! Every metric, derived from [`RequestRecord`]s in one place. Pure: no clock, no I/O.
+//!
+//! Definitions (also in docs/report.md, "Metrics"):
+//! - **TTFT** = first content-bearing chunk − send time. The send time is taken once
+//!   the request has a connection, so a connection opened for it (its `connect`, a
+//!   raw fact not summarised here) is not in TTFT, unless the run asked for
+//!   `--ttft-includes-connect` (then the client takes the send time before connecting).
+//! - **E2EL** = last content-bearing chunk − send time.
+//! - **output tokens** = `usage.completion_tokens`; without usage, the number of
+//!   content chunks, and the request is counted as *estimated*.
+//! - **TPOT** = (E2EL − TTFT) / (output tokens − 1), for requests of more than one
+//!   output token. A chunk may carry several tokens (speculative decoding): TPOT
+//!   counts tokens, ITL counts chunks.
+//! - **ITL** = gaps between successive content chunks, pooled over the trial's requests.
+//! - **good** request: succeeded, TTFT ≤ `slo.ttft_ms`, TPOT ≤ `slo.tpot_ms` (a
+//!   one-token request has TPOT 0 here) and, when given, E2EL ≤ `slo.e2el_ms` and
+//!   TTFAT ≤ `slo.ttfat_ms`; never a request that reasoned and gave no answer.
+//! - **Reasoning models** ([`reasoning`]): a chunk of `delta.reasoning` (or
+//!   `delta.reasoning_content`) text is a *reasoning* chunk, one of `delta.content`
+//!   an *answer* chunk. TTFT and TPOT count tokens of either kind (vLLM's
+//!   definition). **TTFAT** (time to first answer token) = first answer chunk −
+//!   send time (= TTFT for a model that does not reason). **reasoning tokens** =
+//!   `usage.completion_tokens_details.reasoning_tokens`, else the number of
+//!   reasoning chunks (counted as *estimated*), at most the output tokens; **answer
+//!   tokens** = output tokens − reasoning tokens; **answer TPOT** = (E2EL − TTFAT) /
+//!   (answer tokens − 1). A request that streamed reasoning and no answer chunk is
+//!   a **no answer**: it succeeded, is never good, has no TTFAT, and counts as
+//!   infinitely slow in the percentile form of a TTFAT bound.
+//! - **trial duration** = first send → last completion (of any request of the trial);
+//!   output_throughput = output tokens of successful requests / duration;
+//!   request_throughput = successful requests / duration; goodput_rps = good / duration.
+//! - **achieved rate** = (n − 1) / (last send − first send) over the trial's n requests;
+//!   **scheduled rate** = (n − 1) / (last scheduled − first scheduled): the rate the
+//!   trial's own arrival schedule drew (a short Poisson draw lands away from the
+//!   nominal x). The client is judged by send lag and achieved vs scheduled rate.
+//! - **achieved concurrency** = mean requests in flight over the trial: the integral
+//!   of the in-flight count over [first send, last completion] divided by its length,
+//!   i.e. Σ (done − sent) over requests with an end time / trial duration.
+//! - **first error** = `label: detail` of the failed request sent first (the first
+//!   trial with a failure, per point), cut to [`FIRST_ERROR_MAX_CHARS`] characters.
+//! - **outliers** ([`outliers`]): per point, over the pooled per-request TTFT and E2EL,
+//!   with `m` the median and `MAD` the median absolute deviation, a request whose
+//!   modified Z-score `0.6745 (v − m) / MAD` exceeds 14 (hyperfine's rule) and whose
+//!   value is at least 2 m (a MAD of 0 counts as infinitely far); or whose value
+//!   exceeds 10 m whatever the spread (one such request is the p99 of a small
+//!   trial). Slow side only; at least [`OUTLIER_MIN_REQUESTS`] requests.
+//! - **per turn** (conversation workloads, [`conversation_summary`]): requests grouped
+//!   by their turn index in the session (1: no history), all trials pooled: completed
+//!   and failed counts, median and p99 TTFT and TPOT (linear rule), mean prompt
+//!   tokens. Turn 1 against later turns shows what a prefix cache saves. **Cut
+//!   sessions**: sessions with a request whose history dropped earlier turns to fit
+//!   the context (`context_cut_turns`).
+//! - Per-trial median and p99: numpy's linear interpolation ([`quantile_linear`]).
+//! - Per point: each scalar summarised over trials as `{median,min,max,n}`; the
+//!   quantile grids pool the per-request TTFT and TPOT of all trials with the
+//!   "lower" rule ([`quantile_lower`]) — the same per-request values as the scalars.
+
+use indexmap::IndexMap;
+use report::stats::{quantile_linear, quantile_lower, sort_values};
+use report::{Point, Stat};
+
+use crate::define::profile::SloSpec;
+use crate::drive::record::RequestRecord;
+
+pub mod cost;
+pub mod judgement;
+mod outlier;
+pub mod reasoning;
+mod slo;
+mod turns;
+
+pub use outlier::*;
+pub use reasoning::{reasoning_summary, request_reasoning, RequestReasoning, TrialReasoning};
+pub use slo::*;
+pub use turns::*;
+
+const NS_PER_MS: f64 = 1e6;
+
+/// The first error's text is cut to this many characters.
+pub const FIRST_ERROR_MAX_CHARS: usize = 200;
+
+/// Metrics of one successful request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestMetrics {
+    /// Time to first token, ms.
+    pub ttft_ms: f64,
+    /// End-to-end latency, ms.
+    pub e2el_ms: f64,
+    /// Time per output token, ms; `None` for a one-token request.
+    pub tpot_ms: Option<f64>,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Reasoning and answer apart (TTFAT, tokens of each).
+    pub reasoning: RequestReasoning,
+    /// Met the SLO.
+    pub good: bool,
+}
+
+/// Derives a request's metrics; `None` when it failed or streamed no content.
+pub fn request_metrics(r: &RequestRecord, slo: &SloSpec) -> Option<RequestMetrics> {
+    if !r.ok() {
+        return None;
+    }
+    let first = r.chunks.first()?;
+    let last = r.chunks.last()?;
+    let ttft_ms = first.t.saturating_sub(r.sent) as f64 / NS_PER_MS;
+    let e2el_ms = last.t.saturating_sub(r.sent) as f64 / NS_PER_MS;
+    let output_tokens = r.completion_tokens.unwrap_or(r.chunks.len() as u64);
+    let tpot_ms = (output_tokens > 1).then(|| (e2el_ms - ttft_ms) / (output_tokens - 1) as f64);
+    let reasoning = request_reasoning(r, output_tokens, e2el_ms);
+    let good = slo.ttft_ms.is_none_or(|b| ttft_ms <= b)
+        && slo.tpot_ms.is_none_or(|b| tpot_ms.unwrap_or(0.0) <= b)
+        && slo.e2el_ms.is_none_or(|b| e2el_ms <= b)
+        && slo
+            .ttfat_ms
+            .is_none_or(|b| reasoning.ttfat_ms.is_some_and(|t| t <= b))
+        && !reasoning.no_answer();
+    Some(RequestMetrics {
+        ttft_ms,
+        e2el_ms,
+        tpot_ms,
+        output_tokens,
+        reasoning,
+        good,
+    })
+}
+
+/// Metrics of one trial.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrialMetrics {
+    /// Successful requests.
+    pub completed: u64,
+    /// Failed requests.
+    pub failed: u64,
+    /// Good requests (successful and within every SLO bound).
+    pub good: u64,
+    /// Failed requests by error label.
+    pub errors: IndexMap<String, u64>,
+    /// Requests whose token count was estimated.
+    pub estimated: u64,
+    /// Successful requests that asked for an exact output length.
+    pub exact_asked: u64,
+    /// Of those, the ones with fewer tokens, by `finish_reason` (`none` when the
+    /// stream gave none).
+    pub short: IndexMap<String, u64>,
+    /// First send to last completion, s; `None` when nothing was sent.
+    pub duration_s: Option<f64>,
+    /// Output tokens / s.
+    pub output_throughput: Option<f64>,
+    /// Successful requests / s.
+    pub request_throughput: Option<f64>,
+    /// Good requests / s.
+    pub goodput_rps: Option<f64>,
+    /// Median TTFT (numpy's linear rule), ms.
+    pub median_ttft_ms: Option<f64>,
+    /// p99 TTFT, ms.
+    pub p99_ttft_ms: Option<f64>,
+    /// Median TPOT, ms.
+    pub median_tpot_ms: Option<f64>,
+    /// p99 TPOT, ms.
+    pub p99_tpot_ms: Option<f64>,
+    /// Median ITL, ms.
+    pub median_itl_ms: Option<f64>,
+    /// p99 ITL, ms.
+    pub p99_itl_ms: Option<f64>,
+    /// Median E2EL, ms.
+    pub median_e2el_ms: Option<f64>,
+    /// p99 E2EL, ms.
+    pub p99_e2el_ms: Option<f64>,
+    /// Mean prompt tokens (from usage).
+    pub mean_input_tokens: Option<f64>,
+    /// Mean output tokens.
+    pub mean_output_tokens: Option<f64>,
+    /// Requests sent per second between the first and last send (rate mode).
+    pub achieved_rate: Option<f64>,
+    /// Requests per second of the schedule, first to last scheduled send.
+    pub scheduled_rate: Option<f64>,
+    /// Mean requests in flight between the first send and the last completion.
+    pub achieved_concurrency: Option<f64>,
+    /// `label: detail` of the failed request sent first.
+    pub first_error: Option<String>,
+    /// The trial's index (from its records; 0 when it has none).
+    pub trial: u32,
+    /// p99 of sent − scheduled, ms.
+    pub p99_send_lag_ms: Option<f64>,
+    /// Per-request TTFTs of successful requests, ms (for the pooled grid).
+    pub ttfts_ms: Vec<f64>,
+    /// Per-request E2ELs of the same requests, in the same order, ms.
+    pub e2els_ms: Vec<f64>,
+    /// Request indexes of the same requests, in the same order.
+    pub request_indexes: Vec<u32>,
+    /// Per-request TPOTs (multi-token successful requests), ms.
+    pub tpots_ms: Vec<f64>,
+    /// Conversation workloads: the trial's requests by turn.
+    pub turns: Option<TrialTurns>,
+    /// Reasoning models: TTFAT, reasoning and answer tokens, no-answer requests.
+    pub reasoning: TrialReasoning,
+    /// Output tokens of successful requests (see [`cost`]).
+    pub output_tokens: u64,
+    /// Output tokens of good requests (see [`cost`]).
+    pub good_output_tokens: u64,
+}
+
+/// Derives a trial's metrics from its records.
+pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
+    let mut m = TrialMetrics {
+        trial: records.first().map(|r| r.trial).unwrap_or(0),
+        ..TrialMetrics::default()
+    };
+    let mut itls = Vec::new();
+    let mut out_tokens = 0u64;
+    let mut in_tokens = (0u64, 0u64);
+    let mut lags = Vec::with_capacity(records.len());
+    for r in records {
+        lags.push(r.sent.saturating_sub(r.scheduled) as f64 / NS_PER_MS);
+        match request_metrics(r, slo) {
+            Some(rm) => {
+                m.completed += 1;
+                m.good += rm.good as u64;
+                m.estimated += r.tokens_estimated as u64;
+                count_short(&mut m, r, rm.output_tokens);
+                out_tokens = out_tokens.saturating_add(rm.output_tokens);
+                if rm.good {
+                    m.good_output_tokens = m.good_output_tokens.saturating_add(rm.output_tokens);
+                }
+                if let Some(p) = r.prompt_tokens {
+                    in_tokens = (in_tokens.0.saturating_add(p), in_tokens.1 + 1);
+                }
+                m.ttfts_ms.push(rm.ttft_ms);
+                m.tpots_ms.extend(rm.tpot_ms);
+                m.e2els_ms.push(rm.e2el_ms);
+                m.request_indexes.push(r.index);
+                m.reasoning.add(&rm.reasoning);
+                itls.extend(
+                    r.chunks
+                        .windows(2)
+                        .map(|w| w[1].t.saturating_sub(w[0].t) as f64 / NS_PER_MS),
+                );
+            }
+            None => {
+                m.failed += 1;
+                let label = r.error_label().unwrap_or_else(|| "empty".into());
+                *m.errors.entry(label).or_default() += 1;
+            }
+        }
+    }
+    m.first_error = records
+        .iter()
+        .filter(|r| request_metrics(r, slo).is_none())
+        .min_by_key(|r| (r.sent, r.index))
+        .map(error_text);
+    m.output_tokens = out_tokens;
+    rates(&mut m, records, out_tokens);
+    let mut ttfts = m.ttfts_ms.clone();
+    (m.median_ttft_ms, m.p99_ttft_ms) = crate::stats::median_p99(&mut ttfts);
+    let mut tpots = m.tpots_ms.clone();
+    (m.median_tpot_ms, m.p99_tpot_ms) = crate::stats::median_p99(&mut tpots);
+    (m.median_itl_ms, m.p99_itl_ms) = crate::stats::median_p99(&mut itls);
+    let mut e2els = m.e2els_ms.clone();
+    (m.median_e2el_ms, m.p99_e2el_ms) = crate::stats::median_p99(&mut e2els);
+    sort_values(&mut lags);
+    m.p99_send_lag_ms = quantile_linear(&lags, 0.99);
+    if m.completed > 0 {
+        m.mean_output_tokens = Some(out_tokens as f64 / m.completed as f64);
+    }
+    if in_tokens.1 > 0 {
+        m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
+    }
+    m.turns = trial_turns(records, slo);
+    m.reasoning.finish();
+    m
+}
+
+/// Counts a successful request that asked for an exact length, and whether its
+/// answer came short (the one definition of a short output).
+fn count_short(m: &mut TrialMetrics, r: &RequestRecord, output_tokens: u64) {
+    let Some(asked) = r.requested_tokens.filter(|_| r.exact_tokens) else {
+        return;
+    };
+    m.exact_asked += 1;
+    if output_tokens < u64::from(asked) {
+        let why = r.finish_reason.clone().unwrap_or_else(|| "none".into());
+        *m.short.entry(why).or_insert(0) += 1;
+    }
+}
+
+/// A trial's duration and what is per second of it (throughputs, achieved
+/// concurrency), and its achieved and scheduled rates (the module doc's
+/// definitions); `out_tokens`: the output tokens of its successful requests.
+fn rates(m: &mut TrialMetrics, records: &[RequestRecord], out_tokens: u64) {
+    let first_send = records.iter().map(|r| r.sent).min();
+    let last_done = records.iter().filter_map(|r| r.done).max();
+    if let (Some(a), Some(b)) = (first_send, last_done) {
+        let d = b.saturating_sub(a) as f64 / 1e9;
+        if d > 0.0 {
+            m.duration_s = Some(d);
+            m.output_throughput = Some(out_tokens as f64 / d);
+            m.request_throughput = Some(m.completed as f64 / d);
+            m.goodput_rps = Some(m.good as f64 / d);
+            let busy_ns: u64 = records
+                .iter()
+                .filter_map(|r| r.done.map(|done| done.saturating_sub(r.sent)))
+                .sum();
+            m.achieved_concurrency = Some(busy_ns as f64 / 1e9 / d);
+        }
+    }
+    m.achieved_rate = rate_between(records.iter().map(|r| r.sent));
+    m.scheduled_rate = rate_between(records.iter().map(|r| r.scheduled));
+}
+
+/// `(n - 1) / (last - first)` per second of n nanosecond times; `None` for fewer
+/// than two or when they all coincide.
+fn rate_between(times: impl Iterator<Item = u64> + Clone) -> Option<f64> {
+    let n = times.clone().count();
+    let (a, b) = (times.clone().min()?, times.max()?);
+    (n > 1 && b > a).then(|| (n - 1) as f64 / ((b - a) as f64 / 1e9))
+}
+
+/// `label: detail` of a failed request, cut to [`FIRST_ERROR_MAX_CHARS`] characters.
+fn error_text(r: &RequestRecord) -> String {
+    let label = r.error_label().unwrap_or_else(|| "empty".into());
+    let text = match r.error_detail.as_deref().map(str::trim) {
+        Some(d) if !d.is_empty() => format!("{label}: {d}"),
+        _ => label,
+    };
+    if text.chars().count() <= FIRST_ERROR_MAX_CHARS {
+        return text;
+    }
+    let mut cut: String = text.chars().take(FIRST_ERROR_MAX_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// The point's short outputs, summed over its trials (`None` when no request
+/// asked for an exact length).
+fn short_outputs(trials: &[TrialMetrics]) -> Option<report::ShortOutputs> {
+    let of: u64 = trials.iter().map(|t| t.exact_asked).sum();
+    if of == 0 {
+        return None;
+    }
+    let mut finish_reasons = IndexMap::new();
+    for t in trials {
+        for (k, v) in &t.short {
+            *finish_reasons.entry(k.clone()).or_insert(0u64) += v;
+        }
+    }
+    Some(report::ShortOutputs {
+        requests: finish_reasons.values().sum(),
+        of,
+        finish_reasons,
+    })
+}
+
+/// The report point of a load level, from its trials' metrics (in trial order).
+/// GPU telemetry, speculative decoding and per-trial details are filled by the caller.
+pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mode: bool) -> Point {
+    let stat = |f: fn(&TrialMetrics) -> Option<f64>| Stat::from_trials(trials.iter().map(f));
+    let grid = |values: &mut Vec<f64>| -> Vec<f64> {
+        sort_values(values);
+        if values.is_empty() {
+            return Vec::new();
+        }
+        quantiles
+            .iter()
+            .filter_map(|&q| quantile_lower(values, q))
+            .collect()
+    };
+    let mut ttfts: Vec<f64> = trials
+        .iter()
+        .flat_map(|t| t.ttfts_ms.iter().copied())
+        .collect();
+    let mut tpots: Vec<f64> = trials
+        .iter()
+        .flat_map(|t| t.tpots_ms.iter().copied())
+        .collect();
+    let mut errors = IndexMap::new();
+    for t in trials {
+        for (k, v) in &t.errors {
+            *errors.entry(k.clone()).or_insert(0u64) += v;
+        }
+    }
+    Point {
+        x,
+        output_throughput: stat(|t| t.output_throughput),
+        median_ttft_ms: stat(|t| t.median_ttft_ms),
+        p99_ttft_ms: stat(|t| t.p99_ttft_ms),
+        median_tpot_ms: stat(|t| t.median_tpot_ms),
+        p99_tpot_ms: stat(|t| t.p99_tpot_ms),
+        p99_itl_ms: stat(|t| t.p99_itl_ms),
+        median_itl_ms: stat(|t| t.median_itl_ms),
+        goodput_rps: stat(|t| t.goodput_rps),
+        request_throughput: stat(|t| t.request_throughput),
+        completed: trials.iter().map(|t| t.completed).collect(),
+        gpu: None,
+        ttft_quantiles_ms: grid(&mut ttfts),
+        tpot_quantiles_ms: grid(&mut tpots),
+        status: None,
+        planned_trials: None,
+        good: Some(trials.iter().map(|t| t.good).collect()),
+        failed: Some(trials.iter().map(|t| t.failed).collect()),
+        errors,
+        estimated_tokens: Some(trials.iter().map(|t| t.estimated).sum()),
+        short_outputs: short_outputs(trials),
+        median_e2el_ms: Some(stat(|t| t.median_e2el_ms)),
+        p99_e2el_ms: Some(stat(|t| t.p99_e2el_ms)),
+        mean_input_tokens: Some(stat(|t| t.mean_input_tokens)),
+        mean_output_tokens: Some(stat(|t| t.mean_output_tokens)),
+        offered_rate: rate_mode.then_some(x),
+        achieved_rate: rate_mode.then(|| stat(|t| t.achieved_rate)),
+        p99_send_lag_ms: Some(stat(|t| t.p99_send_lag_ms)),
+        scheduled_rate: rate_mode.then(|| stat(|t| t.scheduled_rate)),
+        achieved_concurrency: Some(stat(|t| t.achieved_concurrency)),
+        first_error: trials.iter().find_map(|t| t.first_error.clone()),
+        outliers: (!trials.is_empty()).then(|| outliers(trials)),
+        spec_decode: None,
+        trials: Vec::new(),
+        attainment: None,
+        slo_check: None,
+        predicted_interval: None,
+        extrapolated: false,
+        trials_stopped: None,
+        extra: Default::default(),
+        server: None,
+        conversation: conversation_summary(trials),
+        reasoning: reasoning_summary(trials),
+        energy: None,
+        cost: None,
+    }
+}
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

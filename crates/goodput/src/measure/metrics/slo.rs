@@ -1,0 +1,170 @@
+//! A trial and a point judged against the SLO: attainment (good / sent) with its
+//! Wilson interval, or the percentile form.
+
+use indexmap::IndexMap;
+use report::stats::sort_values;
+use report::{SloForm, Stat};
+
+use super::judgement::{all_of, decided_by, judge_attainment, judge_percentile};
+use super::request_metrics;
+use crate::define::profile::SloSpec;
+use crate::drive::record::RequestRecord;
+
+/// What one trial says about the SLO: requests sent and good, which bounds the
+/// requests missed, and the per-request values the percentile form needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrialSlo {
+    /// Requests sent (successful and failed).
+    pub sent: u64,
+    /// Good requests.
+    pub good: u64,
+    /// Failed requests (they count as not good, and as infinitely slow).
+    pub failed: u64,
+    /// Requests that missed each bound (`ttft`, `tpot`, `e2el`, `ttfat`), failed
+    /// (`errors`), or reasoned and gave no answer (`no_answer`).
+    pub misses: IndexMap<String, u64>,
+    /// Successful requests that reasoned and gave no answer (infinitely slow to
+    /// their first answer token).
+    pub no_answer: u64,
+    /// TTFAT of each successful request that answered, ms.
+    pub ttfats_ms: Vec<f64>,
+    /// TTFT of each successful request, ms.
+    pub ttfts_ms: Vec<f64>,
+    /// TPOT of each successful request (0 for a one-token request), ms.
+    pub tpots_ms: Vec<f64>,
+    /// E2EL of each successful request, ms.
+    pub e2els_ms: Vec<f64>,
+}
+
+impl TrialSlo {
+    /// Attainment: good / sent (`None` when nothing was sent).
+    pub fn attainment(&self) -> Option<f64> {
+        (self.sent > 0).then(|| self.good as f64 / self.sent as f64)
+    }
+}
+
+/// Derives a trial's [`TrialSlo`] from its records.
+pub fn trial_slo(records: &[RequestRecord], slo: &SloSpec) -> TrialSlo {
+    let mut t = TrialSlo::default();
+    for r in records {
+        t.sent += 1;
+        let Some(m) = request_metrics(r, slo) else {
+            t.failed += 1;
+            *t.misses.entry("errors".into()).or_default() += 1;
+            continue;
+        };
+        t.good += m.good as u64;
+        let tpot = m.tpot_ms.unwrap_or(0.0);
+        let ttfat = m.reasoning.ttfat_ms;
+        if m.reasoning.no_answer() {
+            t.no_answer += 1;
+            *t.misses.entry("no_answer".into()).or_default() += 1;
+        }
+        if slo.ttfat_ms.is_some_and(|b| ttfat.is_none_or(|v| v > b)) {
+            *t.misses.entry("ttfat".into()).or_default() += 1;
+        }
+        t.ttfats_ms.extend(ttfat);
+        for (name, v, bound) in [
+            ("ttft", m.ttft_ms, slo.ttft_ms),
+            ("tpot", tpot, slo.tpot_ms),
+            ("e2el", m.e2el_ms, slo.e2el_ms),
+        ] {
+            if bound.is_some_and(|b| v > b) {
+                *t.misses.entry(name.into()).or_default() += 1;
+            }
+        }
+        t.ttfts_ms.push(m.ttft_ms);
+        t.tpots_ms.push(tpot);
+        t.e2els_ms.push(m.e2el_ms);
+    }
+    t
+}
+
+pub use report::slo::DEFAULT_ATTAINMENT;
+
+/// The percentile of `values` (successful requests) among `values.len() + failed`
+/// requests by nearest rank: the value at rank `ceil(p/100 × n)`, a failed request
+/// ranking above every value. `None` when that rank falls on a failed request or
+/// there are no requests.
+pub fn percentile_with_failures(values: &[f64], failed: u64, p: f64) -> Option<f64> {
+    let mut v = values.to_vec();
+    sort_values(&mut v);
+    let n = v.len() as u64 + failed;
+    if n == 0 {
+        return None;
+    }
+    let rank = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
+    v.get((rank - 1) as usize).copied()
+}
+
+/// A point judged against the SLO from its trials' [`TrialSlo`]: per-trial
+/// attainment as `{median,min,max,n}`, and the pooled check (attainment with its
+/// 95% Wilson score interval; `meets` when the point estimate reaches the target,
+/// or in the percentile form when each bounded metric's p-th percentile is within
+/// its bound; and the judgement with its interval, [`super::judgement`]).
+pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck) {
+    let per_trial = Stat::from_trials(trials.iter().map(TrialSlo::attainment));
+    let good: u64 = trials.iter().map(|t| t.good).sum();
+    let sent: u64 = trials.iter().map(|t| t.sent).sum();
+    let failed: u64 = trials.iter().map(|t| t.failed).sum();
+    let mut misses = IndexMap::new();
+    for t in trials {
+        for (k, v) in &t.misses {
+            *misses.entry(k.clone()).or_insert(0u64) += v;
+        }
+    }
+    let target = slo.attainment.unwrap_or(DEFAULT_ATTAINMENT);
+    let attainment = (sent > 0).then(|| good as f64 / sent as f64);
+    let ci = report::stats::wilson_interval(good, sent, report::stats::Z95);
+    let mut percentiles_ms = IndexMap::new();
+    let (form, meets, judgement) = match slo.percentile {
+        None => (
+            SloForm::Attainment,
+            attainment.is_some_and(|a| a >= target - 1e-12),
+            judge_attainment(good, sent, target),
+        ),
+        Some(p) => {
+            let pool = |f: fn(&TrialSlo) -> &Vec<f64>| -> Vec<f64> {
+                trials.iter().flat_map(|t| f(t).iter().copied()).collect()
+            };
+            let mut ok = sent > 0;
+            let no_answer: u64 = trials.iter().map(|t| t.no_answer).sum();
+            let mut parts = Vec::new();
+            for (name, bound, values, slow) in [
+                ("ttft", slo.ttft_ms, pool(|t| &t.ttfts_ms), failed),
+                ("tpot", slo.tpot_ms, pool(|t| &t.tpots_ms), failed),
+                ("e2el", slo.e2el_ms, pool(|t| &t.e2els_ms), failed),
+                (
+                    "ttfat",
+                    slo.ttfat_ms,
+                    pool(|t| &t.ttfats_ms),
+                    failed + no_answer,
+                ),
+            ] {
+                let Some(b) = bound else { continue };
+                let v = percentile_with_failures(&values, slow, p);
+                ok &= v.is_some_and(|v| v <= b);
+                parts.push(judge_percentile(&values, slow, p, b));
+                percentiles_ms.insert(name.to_string(), v);
+            }
+            (SloForm::Percentile, ok, (sent > 0).then(|| all_of(parts)))
+        }
+    };
+    let check = report::SloCheck {
+        good,
+        sent,
+        attainment,
+        ci_low: ci.map(|c| c.0),
+        ci_high: ci.map(|c| c.1),
+        target,
+        form: form.clone(),
+        meets,
+        judgement,
+        decided_by: (form == SloForm::Attainment)
+            .then(|| decided_by(good, sent, target))
+            .flatten(),
+        misses,
+        percentiles_ms,
+    };
+    (per_trial, check)
+}

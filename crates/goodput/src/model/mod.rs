@@ -1,0 +1,6 @@
+//! **Model**: an engine's configuration fitted from its records ([`fit`]), and that
+//! configuration run on the simulator's engine model in virtual time, through the
+//! same trial loop as a real sweep ([`predict`]): what-if reports marked predicted.
+
+pub mod fit;
+pub mod predict;
