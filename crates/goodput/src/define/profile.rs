@@ -3,7 +3,7 @@
 //! Two stages, as in ripgrep: [`Profile`] is the TOML file as written (every table
 //! rejects unknown keys, and the error names the key and its line), and
 //! [`Profile::into_plan`] turns it, with the command-line overrides, into a
-//! validated [`Plan`] in which nothing is left to a silent default.
+//! validated [`Plan`](crate::define::plan::Plan) in which nothing is left to a silent default.
 
 use std::path::{Path, PathBuf};
 

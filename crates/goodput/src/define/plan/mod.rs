@@ -1,4 +1,4 @@
-//! The validated plan: a [`Profile`] with overrides applied and every value checked.
+//! The validated plan: a [`Profile`](crate::define::profile::Profile) with overrides applied and every value checked.
 
 use std::time::Duration;
 

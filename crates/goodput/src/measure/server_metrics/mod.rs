@@ -10,7 +10,7 @@
 //!   then one every `interval_ms` on its own task (it never delays a request), and
 //!   the last after the last request ended; [`ServerSampler::finish`] turns them
 //!   into the trial's [`ServerTrial`].
-//! - [`summary`]: trials to the point's [`ServerSummary`], and the cross-check of
+//! - [`summary`]: trials to the point's `ServerSummary`, and the cross-check of
 //!   server-counted tokens and requests against the client's.
 //!
 //! A failing, slow or malformed endpoint never fails a trial: the trial's `server`

@@ -1,5 +1,5 @@
 //! The step cost by least squares: `ms = fixed + prefill × P + decode × D + kv × K
-//! + prefill_step × [N > 0] + per_prefill_seq × N` (N: requests prefilled) over
+//! + prefill_step × (1 if N > 0) + per_prefill_seq × N` (N: requests prefilled) over
 //! reconstructed steps ([`super::steps`]), the simulator's own step-cost form.
 //!
 //! Why this and not a general optimiser over simulated runs: the model is linear
