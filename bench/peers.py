@@ -43,6 +43,14 @@ arrival); vllm-rs writes no scheduled times (its detailed result has `start_time
 only), so its lag cannot be read from its own output and is shown as "-". Achieved
 rate = measured requests / (last send - first send).
 
+Paced open loop (`--paced-rates`, default 100,1000 req/s): the same, with even gaps,
+so that every tool's schedule is known from its own output: vLLM's clients with
+`--burstiness 1e9` (Gamma gaps of shape 10^9: each gap 1/R, so the schedule is the
+first send plus i/R), goodput with `burstiness = 1000` (its bound; its records keep
+each scheduled time). Send lag = sent - scheduled, less the tool's smallest (its
+least-late request, so a constant between a tool's schedule clock and its send clock
+drops out), the same formula for every tool.
+
 The tools come from where each is published, when the script runs (never by the
 tests): vllm-rs is the Rust `vllm bench serve` inside vLLM's PyPI wheel (`vllm/vllm-rs`
 in `vllm-0.33.*-cp38-abi3-manylinux_2_28_x86_64.whl`), fetched with
@@ -60,7 +68,7 @@ and the rest go on.
 
 Usage (one command; builds goodput in release first):
   bench/peers.py [--concurrency 1,100,500,1000] [--rates 100,1000] [--repetitions 2]
-                 [--tools goodput,vllm-rs,vllm,guidellm,aiperf] [--capture-at 100]
+                 [--paced-rates 100,1000] [--tools goodput,vllm-rs,vllm,guidellm,aiperf] [--capture-at 100]
                  [--rounds 10] [--no-pin] [--no-capture] [--out FILE.md]
 """
 
@@ -83,6 +91,9 @@ import peers_tables
 import peers_wire
 
 ROOT = Path(__file__).resolve().parent.parent
+# Paced open loop: goodput's most even arrivals (Gamma gaps of shape 1000, its
+# `burstiness` bound: gaps within about 3% of 1/R).
+GOODPUT_PACED_SHAPE = 1000.0
 VERSIONS = {"guidellm": "0.8.1", "aiperf": "0.13.0"}
 TOKENIZER_PY = r'''
 import codecs, sys, this
@@ -281,11 +292,13 @@ def ensure_tokenizer(python, out_dir):
 
 # --- one tool at one concurrency: per-request TTFT, ITL/req, ITL/gap in ms ---------------
 
-def run_goodput(goodput, url, a, work, cpu, *, c=None, n, rate=None, tag):
+def run_goodput(goodput, url, a, work, cpu, *, c=None, n, rate=None, paced=False, tag):
     """goodput closed loop (`c` streams, `c` warm-up requests) or open loop (`rate`
-    req/s, Poisson, one warm-up request): ({ttft, itl_req, itl_gap, lag, rate}, reason)."""
+    req/s, Poisson, one warm-up request; `paced`: Gamma gaps of shape 1000, goodput's
+    most even): ({ttft, itl_req, itl_gap, lag, paced_lag, rate}, reason)."""
+    shape = GOODPUT_PACED_SHAPE if paced else 1.0
     load = (f'mode = "concurrency"\npoints = [{c}]\nwarmup_requests = {c}' if rate is None else
-            f'mode = "rate"\npoints = [{rate}]\nburstiness = 1.0\nwarmup_requests = 1')
+            f'mode = "rate"\npoints = [{rate}]\nburstiness = {shape}\nwarmup_requests = 1')
     profile = work / f"goodput-{tag}.toml"
     profile.write_text(f"""name = "peers-{tag}"
 [slo]
@@ -329,6 +342,7 @@ url = "{url}"
         s["rate"] = (len(sent) - 1) / ((max(sent) - min(sent)) / 1e9)
     if rate is None:
         s["lag"] = None
+    s["paced_lag"] = peers_tables.anchored(s["lag"]) if paced else None
     return s, ""
 
 
@@ -413,12 +427,13 @@ def steal_share(before, after):
 
 # --- the runs ------------------------------------------------------------------------------
 
-def one_run(tool, exes, goodput, sim, a, work, tokenizer, cpu, *, c=None, n, rate=None, tag):
+def one_run(tool, exes, goodput, sim, a, work, tokenizer, cpu, *, c=None, n, rate=None, paced=False,
+            tag):
     if tool == "goodput":
-        return run_goodput(goodput, sim.url, a, work, cpu, c=c, n=n, rate=rate, tag=tag)
+        return run_goodput(goodput, sim.url, a, work, cpu, c=c, n=n, rate=rate, paced=paced, tag=tag)
     if tool in ("vllm-rs", "vllm"):
         return peers_vllm.run_vllm(tool, exes[tool], sim.url, a, work, tokenizer, cpu, run,
-                                   c=c, n=n, rate=rate, tag=tag)
+                                   c=c, n=n, rate=rate, paced=paced, tag=tag)
     if tool == "guidellm":
         return as_samples(run_guidellm(exes[tool], sim.url, c, n, a, work, tokenizer, cpu))
     if tool == "aiperf":
@@ -468,6 +483,8 @@ def main():
     p.add_argument("--open-seconds", type=float, default=5.0, help="open loop: rate x this requests")
     p.add_argument("--tools", default="goodput,vllm-rs,vllm,guidellm,aiperf")
     p.add_argument("--open-tools", default="goodput,vllm-rs,vllm")
+    p.add_argument("--paced-rates", default="100,1000",
+                   help="paced open loop (even gaps), req/s ('' for none): send lag from every tool's own records")
     p.add_argument("--capture-at", type=int, default=100, help="concurrency of the captured runs")
     p.add_argument("--no-capture", action="store_true")
     p.add_argument("--ttft-ms", type=float, default=50.0)
@@ -489,6 +506,7 @@ def main():
     open_tools = [t for t in (x.strip() for x in a.open_tools.split(",")) if t in tools]
     concurrencies = [int(x) for x in a.concurrency.split(",") if x.strip()]
     rates = [float(x) if "." in x else int(x) for x in a.rates.split(",") if x.strip()]
+    paced_rates = [float(x) if "." in x else int(x) for x in a.paced_rates.split(",") if x.strip()]
 
     goodput = a.goodput or str(Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "goodput")
     if not a.goodput:
@@ -534,7 +552,7 @@ def main():
 
     load_start, cpu_start = os.getloadavg(), cpu_times()
     started = datetime.datetime.now(datetime.timezone.utc)
-    closed, opened, usage, probes, notes = {}, {}, {}, {}, []
+    closed, opened, paced, usage, probes, notes = {}, {}, {}, {}, {}, []
     for rep in range(a.repetitions):
         for c in concurrencies:
             n = max(c * a.rounds, 16)
@@ -566,6 +584,20 @@ def main():
                 probes.setdefault((f"{rate}/s", tool), []).append(probe)
                 if samples is None:
                     notes.append(f"- {tool} at {rate} req/s, repetition {rep + 1}: {why}")
+        for rate in paced_rates:
+            n = max(int(rate * a.open_seconds), 16)
+            for tool in order(open_tools, rep):
+                runs = paced.setdefault((rate, tool), [])
+                if tool in unavailable:
+                    runs.append(None)
+                    continue
+                log(f"repetition {rep + 1}: {tool} paced at {rate} req/s, {n} requests")
+                samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
+                                                    n=n, rate=rate, paced=True, tag=f"p{rate}-r{rep}")
+                runs.append(samples)
+                probes.setdefault((f"{rate}/s paced", tool), []).append(probe)
+                if samples is None:
+                    notes.append(f"- {tool} paced at {rate} req/s, repetition {rep + 1}: {why}")
     wire, wire_ttft = {}, {}
     if capture and a.capture_at:
         c = a.capture_at
@@ -619,6 +651,14 @@ goodput's |error| / the peer's |error| (below 1: goodput is closer to the truth;
 {peers_tables.open_table(opened, a.ttft_ms, open_tools)}
 
 Send lag = sent − scheduled, from goodput's records and the Python client's `queue_times`; vllm-rs writes no scheduled times ("-"). Achieved rate = (requests − 1) / (last send − first send).
+"""
+    if paced_rates:
+        out += f"""
+### Open loop, paced: send lag from every tool's own records
+
+{peers_tables.paced_table(paced, open_tools)}
+
+Paced: vLLM's clients with `--burstiness 1e9` (Gamma gaps of shape 10^9: every gap 1/R), goodput with `burstiness = {GOODPUT_PACED_SHAPE:g}` (its bound: gaps within about 3% of 1/R), so every tool's schedule is known from its own output: goodput's records keep each request's scheduled time; a vLLM client's is its first send plus i/R. Send lag = sent − scheduled, less the tool's smallest (its least-late request: a constant between its schedule and its send clock drops out), the same formula for every tool; "late > 1 ms" counts requests sent more than 1 ms behind their schedule.
 """
     out += f"""
 ### The simulator's own figures (its probe; worst run shown)

@@ -157,3 +157,32 @@ def open_table(results, truth_ttft, tools):
                      f"{fmt(quantile(lag, 0.5) if lag else None, 3)} | {fmt(quantile(lag, 0.99) if lag else None, 3)} | "
                      f"{quantile(ttft, 0.5) - truth_ttft:+.2f} | {quantile(ttft, 0.99) - truth_ttft:+.2f} |")
     return "\n".join(lines)
+
+
+def anchored(lags):
+    """Send lags (ms) minus the smallest: each request's lag behind the tool's
+    least-late request, whatever constant separates the tool's clock for its
+    schedule from its clock for its sends. The same formula for every tool."""
+    if not lags:
+        return None
+    least = min(lags)
+    return [x - least for x in lags]
+
+
+def paced_table(results, tools):
+    """results: {(rate, tool): [samples per repetition]}, paced open loop."""
+    lines = ["| rate req/s | tool | requests | achieved req/s | send lag p50 ms | p99 ms | max ms | "
+             "late > 1 ms |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for (rate, tool) in sorted(results, key=lambda x: (x[0], tools.index(x[1]) if x[1] in tools else 99)):
+        runs = results[(rate, tool)]
+        lag = pooled(runs, "paced_lag")
+        if not lag:
+            lines.append(f"| {rate} | {tool} | - | - | - | - | - | - |")
+            continue
+        rates = [r["rate"] for r in runs if r and r.get("rate")]
+        ach = sum(rates) / len(rates) if rates else None
+        late = sum(1 for x in lag if x > 1.0)
+        lines.append(f"| {rate} | {tool} | {len(lag)} | {fmt(ach, 1)} | {fmt(quantile(lag, 0.5), 3)} | "
+                     f"{fmt(quantile(lag, 0.99), 3)} | {fmt(max(lag), 3)} | {late} |")
+    return "\n".join(lines)

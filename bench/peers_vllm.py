@@ -20,6 +20,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import peers_tables
+
 VLLM_RS = "0.33.*"
 WHEEL_PATH = "vllm/vllm-rs"
 RUNNER_PY = r'''
@@ -96,9 +98,11 @@ def command(tool, exe, work):
     return [str(exe), str(runner)]
 
 
-def run_vllm(tool, exe, url, a, work, tokenizer, cpu, runner, *, c=None, n, rate=None, tag):
-    """One `bench serve` run, closed loop (`c` streams) or open loop (`rate` req/s).
-    Returns ({ttft, itl_req, itl_gap, lag, rate}, reason)."""
+def run_vllm(tool, exe, url, a, work, tokenizer, cpu, runner, *, c=None, n, rate=None, paced=False,
+             tag):
+    """One `bench serve` run, closed loop (`c` streams) or open loop (`rate` req/s;
+    Poisson, or `paced`: `--burstiness 1e9`, every gap 1/R).
+    Returns ({ttft, itl_req, itl_gap, lag, paced_lag, rate}, reason)."""
     name = f"{tool}-{tag}.json"
     out = work / name
     out.unlink(missing_ok=True)
@@ -112,7 +116,8 @@ def run_vllm(tool, exe, url, a, work, tokenizer, cpu, runner, *, c=None, n, rate
     if rate is None:
         cmd += ["--max-concurrency", str(c), "--request-rate", "inf", "--num-warmups", str(c)]
     else:
-        cmd += ["--request-rate", str(rate), "--burstiness", "1", "--num-warmups", "1"]
+        burstiness = "1000000000" if paced else "1"
+        cmd += ["--request-rate", str(rate), "--burstiness", burstiness, "--num-warmups", "1"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     ok, why = runner(cmd if cpu is None else ["taskset", "-c", str(cpu)] + cmd,
                      work / f"{tool}-{tag}.log", 1800, cwd=work, env=env)
@@ -135,6 +140,12 @@ def run_vllm(tool, exe, url, a, work, tokenizer, cpu, runner, *, c=None, n, rate
     # no scheduled times.
     q = d.get("queue_times")
     s["lag"] = [q[i] * 1e3 for i in ok_idx if i < len(q)] if (rate is not None and q) else None
+    # Paced: gaps of 1/R, so the i-th send (in send order) is due at a constant
+    # plus i/R; its lag is its start minus i/R, less the smallest such (ms).
+    s["paced_lag"] = None
+    if paced and len(starts) > 1:
+        s["paced_lag"] = peers_tables.anchored(
+            [(x - i / rate) * 1e3 for i, x in enumerate(sorted(starts))])
     if not s["ttft"]:
         return None, f"no successful request in {out} ({d.get('failed')} failed: {errors[:1]})"
     return s, ""
