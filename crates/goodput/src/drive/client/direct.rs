@@ -27,14 +27,17 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+use super::stamped::{Received, StampedTcp};
+
+type Driver = http1::Connection<TokioIo<StampedTcp>, Full<Bytes>>;
 
 /// Bytes each read from a connection may fill. hyper's adaptive default reserves
 /// 8 KiB before every read and, since each chunk it hands out shares that buffer,
 /// moves a busy stream to a new 16 KiB one (heaptrack: the largest single cost of
 /// 10,000 open streams). An SSE chunk is a few hundred bytes, and a burst that does
 /// not fit is read by the next read of the same poll, so what is measured does not
-/// change (each chunk's arrival time is read when its read returns).
+/// change (each chunk's arrival time is its read's kernel receive time,
+/// [`super::stamped`]).
 const READ_BUF_BYTES: usize = 2048;
 
 /// One HTTP/1.1 connection: the half that sends requests and the half that does
@@ -44,6 +47,8 @@ pub(crate) struct Conn {
     pub driver: Driver,
     /// The driver has completed: the connection is closed.
     pub ended: bool,
+    /// The kernel's receive time of what the connection read last.
+    pub received: Received,
 }
 
 /// Idle connections to one `host:port`.
@@ -95,13 +100,14 @@ impl Pool {
         })
     }
 
-    /// Opens a connection (TCP with `TCP_NODELAY`, then HTTP/1.1 set-up, which sends
-    /// nothing).
+    /// Opens a connection (TCP with `TCP_NODELAY` and kernel receive timestamps,
+    /// then HTTP/1.1 set-up, which sends nothing).
     pub(crate) async fn connect(&self) -> Result<Conn, String> {
         let tcp = TcpStream::connect(&self.addr)
             .await
             .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
         let _ = tcp.set_nodelay(true);
+        let (tcp, received) = StampedTcp::new(tcp);
         let (sender, driver) = http1::Builder::new()
             .read_buf_exact_size(Some(READ_BUF_BYTES))
             .handshake(TokioIo::new(tcp))
@@ -111,6 +117,7 @@ impl Pool {
             sender,
             driver,
             ended: false,
+            received,
         })
     }
 
@@ -184,10 +191,12 @@ fn poll_driver(driver: &mut Driver, ended: &mut bool, cx: &mut Context<'_>) {
 }
 
 /// A response body whose connection is driven by whoever reads it: data frames as
-/// a stream of bytes (trailers are skipped).
+/// a stream of bytes (trailers are skipped), with the receive time of the read
+/// that brought them.
 pub(crate) struct Driven<'a> {
     pub driver: &'a mut Driver,
     pub ended: &'a mut bool,
+    pub received: &'a Received,
     pub body: Incoming,
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
+use super::stamped::{chunk_time, Received};
 use super::{describe, max_content_chunks, Failure, Limits, SseParser};
 use crate::drive::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
@@ -81,15 +82,30 @@ struct Progress {
     saw_done: bool,
 }
 
+/// When a response is read: its deadline, the records' origin, and the
+/// connection's kernel receive times when its transport keeps them.
+pub(super) struct ReadAt<'a> {
+    pub deadline: tokio::time::Instant,
+    pub origin: u64,
+    pub received: Option<&'a Received>,
+}
+
 /// Reads `body` until `data: [DONE]` (or its end), recording every content chunk
-/// with the time its read arrived.
+/// with the time its read arrived: the kernel's receive time of that read where the
+/// connection keeps it ([`super::stamped`]), else the time the read returned.
 pub(super) async fn read<E: std::error::Error>(
     body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
     rec: &mut RequestRecord,
     limits: &Limits,
-    deadline: tokio::time::Instant,
-    origin: u64,
+    at: ReadAt<'_>,
 ) -> Result<(), Failure> {
+    let ReadAt {
+        deadline,
+        origin,
+        received,
+    } = at;
+    // Nothing of this response arrived before the request was sent.
+    let mut floor = origin.saturating_add(rec.sent);
     let mut progress = Progress {
         parser: SseParser::new(limits.sse),
         max_chunks: max_content_chunks(rec.requested_tokens),
@@ -121,7 +137,8 @@ pub(super) async fn read<E: std::error::Error>(
             Some(Err(e)) => return Err(Failure::new(ErrorKind::Reset, describe(&e))),
         };
         // Arrival time first, then parsing.
-        let t = now_ns();
+        let t = chunk_time(received.and_then(Received::latest), floor, now_ns());
+        floor = t;
         let chunks_before = rec.chunks.len();
         progress.take(&bytes, t.saturating_sub(origin), t, rec)?;
         // Only generated text re-arms the stall timer: a server that sends nothing

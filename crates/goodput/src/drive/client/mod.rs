@@ -16,6 +16,7 @@
 pub mod direct;
 mod events;
 mod sse;
+mod stamped;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -212,7 +213,7 @@ async fn exchange(
             let resp = send(client, target, body, at.rec, deadline, origin).await?;
             let (status, headers) = (resp.status(), resp.headers().clone());
             let mut body = Box::pin(resp.bytes_stream());
-            at.consume(status, &headers, &mut body).await
+            at.consume(status, &headers, &mut body, None).await
         }
     }
 }
@@ -232,10 +233,16 @@ impl Exchange<'_> {
         status: StatusCode,
         headers: &HeaderMap,
         body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+        received: Option<&stamped::Received>,
     ) -> Result<(), Failure> {
         self.rec.status = Some(status.as_u16());
         check_response(status, headers, body, self.deadline).await?;
-        events::read(body, self.rec, self.limits, self.deadline, self.origin).await?;
+        let at = events::ReadAt {
+            deadline: self.deadline,
+            origin: self.origin,
+            received,
+        };
+        events::read(body, self.rec, self.limits, at).await?;
         self.rec.done = Some(now_ns().saturating_sub(self.origin));
         events::finish(self.rec)
     }
@@ -312,6 +319,7 @@ async fn exchange_direct(
     let mut driven = direct::Driven {
         driver: &mut conn.driver,
         ended: &mut conn.ended,
+        received: &conn.received,
         body: incoming,
     };
     let at = Exchange {
@@ -320,7 +328,8 @@ async fn exchange_direct(
         deadline,
         origin,
     };
-    at.consume(parts.status, &parts.headers, &mut driven)
+    let received = driven.received.clone();
+    at.consume(parts.status, &parts.headers, &mut driven, Some(&received))
         .await?;
     // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
     // is stamped), so the connection can serve the next request.

@@ -405,3 +405,75 @@ async fn oversized_headers_and_compressed_streams_are_named_for_what_they_are() 
     assert_eq!(r.error, Some(ErrorKind::NotSse), "{:?}", r.error_detail);
     assert!(r.error_detail.unwrap().contains("gzip"));
 }
+
+/// A busy client thread does not delay what it measures. The server answers at
+/// once, writes the first token 100 ms after it read the request and the second
+/// 300 ms later; the client's only thread is blocked from when the server read the
+/// request until 300 ms after. On an `http://` connection a chunk's time is the
+/// kernel's receive time of its read, so TTFT reads about 100 ms and the gap about
+/// 300 ms, not 300 and 100 as the read times would say.
+#[tokio::test(flavor = "current_thread")]
+async fn a_busy_client_thread_stamps_the_arrival_not_the_read() {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let request_read = Arc::new(tokio::sync::Notify::new());
+    let notify = request_read.clone();
+    // A server on a thread of its own (blocking I/O), so the blocked runtime does
+    // not hold it back; it serves one request and ends.
+    let server = std::thread::spawn(move || {
+        let (mut sock, _) = listener.accept().unwrap();
+        sock.set_nodelay(true).unwrap();
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 1024];
+        while !String::from_utf8_lossy(&buf).contains("\r\n\r\n{}") {
+            let n = sock.read(&mut tmp).unwrap();
+            assert!(n > 0, "the client closed before its request was read");
+            buf.extend_from_slice(&tmp[..n]);
+        }
+        notify.notify_one();
+        let pause = Duration::from_millis(100);
+        sock.write_all(&sse_head()).unwrap();
+        std::thread::sleep(pause);
+        sock.write_all(text_chunk(" a").as_bytes()).unwrap();
+        std::thread::sleep(3 * pause);
+        let end = [text_chunk(" b"), usage_chunk(3, 2), DONE.to_string()].concat();
+        sock.write_all(end.as_bytes()).unwrap();
+    });
+    // Blocks the runtime's one thread once the server has the request.
+    let blocker = tokio::spawn(async move {
+        request_read.notified().await;
+        let start = goodput::drive::record::now_ns();
+        std::thread::sleep(Duration::from_millis(300));
+        start
+    });
+    let client = http_client(4).unwrap();
+    let target = Target::new(&url, "/v1/completions", None);
+    // `send` times the record from its own origin, taken just after this one.
+    let origin = goodput::drive::record::now_ns();
+    let rec = send(&client, &target, b"{}", None, &limits()).await;
+    let blocked_at = blocker.await.unwrap();
+    server.join().unwrap();
+    assert!(rec.ok(), "{:?}", rec.error_detail);
+    // The block began before the first token was written (100 ms after the
+    // request was read), else this test shows nothing.
+    let since_send_ms = blocked_at.saturating_sub(origin + rec.sent) as f64 / 1e6;
+    assert!(
+        since_send_ms < 90.0,
+        "the block began {since_send_ms:.1} ms after the send"
+    );
+    let m = request_metrics(&rec, &slo()).unwrap();
+    assert!(
+        (95.0..200.0).contains(&m.ttft_ms),
+        "TTFT {:.1} ms: the first token arrived about 100 ms after the send, and the \
+         thread could read it only about 300 ms after",
+        m.ttft_ms
+    );
+    let tpot = m.tpot_ms.unwrap();
+    assert!(
+        (250.0..350.0).contains(&tpot),
+        "TPOT {tpot:.1} ms: the tokens arrived 300 ms apart (the read times: ~100 ms)"
+    );
+}
