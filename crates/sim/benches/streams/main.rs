@@ -194,8 +194,9 @@ fn start_server(run: Run, cpu: Option<usize>) -> Server {
             }
             .expect("server runtime");
             rt.block_on(async move {
-                // The timer thread is started by the first sleep (the baseline's, on
-                // this CPU, or this one), and inherits the pin of its starter.
+                // On one thread the server's sleeps use this thread's local timer;
+                // with more, the shared timer thread, started by the first sleep
+                // (the baseline's, on this CPU, or this one), inheriting its pin.
                 goodput_sim::server::timer::sleep(Duration::from_micros(10)).await;
                 let listener = goodput_sim::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
                     .expect("listen");
@@ -368,6 +369,8 @@ fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
             .build()
             .expect("runtime");
         rt.block_on(async {
+            // The simulator's timer path on one thread (its local timer).
+            goodput_sim::server::timer::install_local();
             let mut lates = Vec::with_capacity(1000);
             let mut deadline = Instant::now() + Duration::from_millis(1);
             for _ in 0..1000 {

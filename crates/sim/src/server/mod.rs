@@ -89,8 +89,12 @@ impl std::fmt::Debug for SimState {
 impl SimState {
     /// Start an engine for `config`: its clock starts now (and `/health`
     /// answers 503 for `load_time_ms`). Outside fixed-schedule mode this
-    /// spawns the driver task, so it must be called inside a tokio runtime.
+    /// spawns the driver task, so it must be called inside a tokio runtime; on a
+    /// current-thread runtime it installs that thread's local timer
+    /// ([`timer::install_local`]).
     pub fn new(config: SimConfig) -> SimState {
+        // On one thread, that thread's own timer (a `timerfd` on its runtime).
+        timer::install_local();
         let start = Instant::now();
         let clock = SimClock {
             start,

@@ -2,26 +2,66 @@
 //!
 //! tokio's timer wheel has a 1 ms resolution and rounds deadlines up, so a
 //! token scheduled at `t` would leave between `t` and `t + 1 ms`. This timer
-//! keeps deadlines in a heap served by one dedicated thread that sleeps with
-//! nanosecond timeouts (timer slack reduced to 1 µs) and wakes the waiting
-//! tasks when their instant has come.
+//! keeps deadlines in a heap and wakes the waiting tasks when their instant has
+//! come, never before. Two ways of serving a heap:
+//!
+//! - **local** (a current-thread runtime that called [`install_local`], as the
+//!   simulator's server does): the heap belongs to that runtime's thread, and a
+//!   `timerfd` armed at its earliest deadline is registered with the runtime's own
+//!   I/O driver, so the thread that writes the chunks also sleeps until the next
+//!   one is due: one wake-up per deadline, on that thread, with no other thread
+//!   to switch to and no cross-thread wake (an `eventfd` write per task). While
+//!   the thread is busy (a burst of writes), every sleep it polls also wakes the
+//!   tasks that have fallen due since, in deadline order, so they queue behind
+//!   the work already there rather than waiting for the next I/O poll;
+//! - **shared** (everything else: multi-thread runtimes, other threads): one
+//!   dedicated thread sleeps with nanosecond timeouts (timer slack reduced to
+//!   1 µs) and wakes the tasks from there.
 
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::future::Future;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 
-#[derive(Debug, Default)]
+/// An entry's states.
+const WAITING: u8 = 0;
+/// Its deadline has come: the sleep completes.
+const FIRED: u8 = 1;
+/// Its local timer went away before the deadline: the sleep registers again.
+const ORPHANED: u8 = 2;
+
+#[derive(Debug)]
 struct Entry {
-    fired: AtomicBool,
+    state: AtomicU8,
     waker: Mutex<Option<Waker>>,
+}
+
+impl Entry {
+    fn new(waker: &Waker) -> Entry {
+        Entry {
+            state: AtomicU8::new(WAITING),
+            waker: Mutex::new(Some(waker.clone())),
+        }
+    }
+
+    /// Sets the state and wakes the task.
+    fn settle(&self, state: u8) {
+        self.state.store(state, Ordering::Release);
+        if let Some(w) = self.waker.lock().take() {
+            w.wake();
+        }
+    }
 }
 
 struct Item {
@@ -51,7 +91,48 @@ impl Ord for Item {
 struct Heap {
     items: BinaryHeap<Reverse<Item>>,
     seq: u64,
+    /// Local timer: the deadline its `timerfd` is armed for (`None`: disarmed, or
+    /// expired and not yet handled).
+    armed: Option<Instant>,
 }
+
+impl Heap {
+    fn push(&mut self, deadline: Instant, entry: Arc<Entry>) {
+        self.seq += 1;
+        let seq = self.seq;
+        self.items.push(Reverse(Item {
+            deadline,
+            seq,
+            entry,
+        }));
+    }
+
+    /// Moves every entry due at `now` to `due`, earliest first.
+    fn pop_due(&mut self, now: Instant, due: &mut Vec<Arc<Entry>>) {
+        while self
+            .items
+            .peek()
+            .is_some_and(|Reverse(top)| top.deadline <= now)
+        {
+            if let Some(Reverse(item)) = self.items.pop() {
+                due.push(item.entry);
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.items.peek().map(|Reverse(i)| i.deadline)
+    }
+}
+
+/// Wakes `due`'s tasks, in order.
+fn fire(due: Vec<Arc<Entry>>) {
+    for entry in due {
+        entry.settle(FIRED);
+    }
+}
+
+// --- the shared timer thread ------------------------------------------------
 
 struct Shared {
     heap: Mutex<Heap>,
@@ -80,27 +161,14 @@ fn timer_thread() {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0);
     }
     let shared = shared();
-    let mut due: Vec<Arc<Entry>> = Vec::new();
     loop {
+        let mut due = Vec::new();
         let next = {
             let mut heap = shared.heap.lock();
-            let now = Instant::now();
-            while let Some(Reverse(top)) = heap.items.peek() {
-                if top.deadline > now {
-                    break;
-                }
-                if let Some(Reverse(item)) = heap.items.pop() {
-                    due.push(item.entry);
-                }
-            }
-            heap.items.peek().map(|Reverse(i)| i.deadline)
+            heap.pop_due(Instant::now(), &mut due);
+            heap.next_deadline()
         };
-        for entry in due.drain(..) {
-            entry.fired.store(true, Ordering::Release);
-            if let Some(w) = entry.waker.lock().take() {
-                w.wake();
-            }
-        }
+        fire(due);
         match next {
             Some(deadline) => {
                 let now = Instant::now();
@@ -111,6 +179,212 @@ fn timer_thread() {
             None => std::thread::park(),
         }
     }
+}
+
+// --- the local timer ----------------------------------------------------------
+
+/// A runtime thread's own heap, served by a `timerfd` on its runtime's I/O driver.
+struct Local {
+    heap: Mutex<Heap>,
+    /// `timerfd` (CLOCK_MONOTONIC, non-blocking), armed at the earliest deadline.
+    fd: OwnedFd,
+    /// Set when the serving task is gone (its runtime shut down).
+    dead: AtomicBool,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Arc<Local>>> = const { RefCell::new(None) };
+}
+
+/// This thread's live local timer, if it has one.
+fn local() -> Option<Arc<Local>> {
+    LOCAL
+        .try_with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot
+                .as_ref()
+                .is_some_and(|l| l.dead.load(Ordering::Acquire))
+            {
+                *slot = None;
+            }
+            slot.clone()
+        })
+        .ok()
+        .flatten()
+}
+
+impl Local {
+    /// A local timer with a fresh `timerfd`, not yet served.
+    fn new() -> std::io::Result<Local> {
+        // SAFETY: timerfd_create takes no pointers; a negative result is an error.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Local {
+            heap: Mutex::new(Heap::default()),
+            // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
+            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+            dead: AtomicBool::new(false),
+        })
+    }
+
+    /// Arms the `timerfd` for the heap's earliest deadline unless it is armed for
+    /// that or an earlier one (whose expiry re-arms it).
+    fn rearm(&self, heap: &mut Heap) {
+        let Some(next) = heap.next_deadline() else {
+            return;
+        };
+        if heap.armed.is_some_and(|a| a <= next) {
+            return;
+        }
+        // Relative to a time read just before the call: the kernel counts from
+        // the call, so the expiry is at or after `next`, never before.
+        let wait = next
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: wait.as_secs() as libc::time_t,
+                tv_nsec: wait.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: `fd` is an open timerfd owned by `self`; `spec` is a valid
+        // itimerspec and the old value is not asked for (null).
+        let rc =
+            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        if rc == 0 {
+            heap.armed = Some(next);
+        }
+    }
+
+    /// Registers `entry` for `deadline`; wakes what has fallen due by `now`.
+    fn register(&self, deadline: Instant, entry: Arc<Entry>, now: Instant) {
+        let mut due = Vec::new();
+        {
+            let mut heap = self.heap.lock();
+            heap.push(deadline, entry);
+            heap.pop_due(now, &mut due);
+            self.rearm(&mut heap);
+        }
+        fire(due);
+    }
+
+    /// Wakes what has fallen due by `now` (cheap when nothing has).
+    fn fire_due(&self, now: Instant) {
+        let mut due = Vec::new();
+        {
+            let mut heap = self.heap.lock();
+            if heap.next_deadline().is_none_or(|d| d > now) {
+                return;
+            }
+            heap.pop_due(now, &mut due);
+            self.rearm(&mut heap);
+        }
+        fire(due);
+    }
+
+    /// The `timerfd` expired: wakes what is due and arms it for the next deadline.
+    fn expired(&self) {
+        let mut due = Vec::new();
+        {
+            let mut heap = self.heap.lock();
+            heap.armed = None;
+            heap.pop_due(Instant::now(), &mut due);
+            self.rearm(&mut heap);
+        }
+        fire(due);
+    }
+
+    /// The serving task is gone: every waiting sleep registers again elsewhere.
+    fn retire(&self) {
+        self.dead.store(true, Ordering::Release);
+        let items = std::mem::take(&mut self.heap.lock().items);
+        for Reverse(item) in items {
+            item.entry.settle(ORPHANED);
+        }
+    }
+}
+
+/// The `timerfd`'s descriptor for [`AsyncFd`]: the local timer that owns it,
+/// which keeps it open as long as the registration lives.
+struct TimerFd(Arc<Local>);
+
+impl AsRawFd for TimerFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.fd.as_raw_fd()
+    }
+}
+
+/// What the serving task owns: the local timer's registration with the
+/// runtime's I/O driver. Dropped with the task (the runtime shut down, even
+/// before the task first ran): the local timer retires.
+struct Server(AsyncFd<TimerFd>);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.0.get_ref().0.retire();
+    }
+}
+
+/// The task that serves a local timer: waits for its `timerfd`, then wakes
+/// what is due.
+async fn serve_local(server: Server) {
+    let local = server.0.get_ref().0.clone();
+    loop {
+        let Ok(mut ready) = server.0.readable().await else {
+            return;
+        };
+        // Not read: arming the timerfd again resets its expiry count, and its
+        // next expiry is a new edge for the (edge-triggered) driver either way.
+        ready.clear_ready();
+        local.expired();
+    }
+}
+
+/// Serve this thread's sleeps from a local timer (see the module docs): on a
+/// current-thread tokio runtime with I/O enabled, call it from inside the
+/// runtime. Returns whether a local timer serves this thread (installed now or
+/// before); elsewhere (a multi-thread runtime, no runtime, no `timerfd`) it
+/// does nothing and sleeps go on using the shared timer thread. The local timer
+/// lives as long as the runtime.
+pub fn install_local() -> bool {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return false;
+    };
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread {
+        return false;
+    }
+    if local().is_some() {
+        return true;
+    }
+    let Ok(local) = Local::new() else {
+        return false;
+    };
+    let local = Arc::new(local);
+    // SAFETY: the descriptor is the open timerfd owned by the `Local` that
+    // `TimerFd` holds, so it stays open and the same as long as the `AsyncFd`.
+    let Ok(async_fd) =
+        (unsafe { AsyncFd::register_with_interest(TimerFd(local.clone()), Interest::READABLE) })
+    else {
+        return false;
+    };
+    let installed = LOCAL
+        .try_with(|cell| *cell.borrow_mut() = Some(local))
+        .is_ok();
+    if installed {
+        handle.spawn(serve_local(Server(async_fd)));
+    }
+    installed
 }
 
 /// Future that completes at an absolute instant. See [`sleep_until`].
@@ -142,25 +416,57 @@ impl Sleep {
     }
 }
 
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        // The entry stays in its heap until due; it must not wake the task then.
+        if let Some(entry) = &self.entry {
+            entry.waker.lock().take();
+        }
+    }
+}
+
 impl Future for Sleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.deadline {
+        let now = Instant::now();
+        if now >= self.deadline {
+            // Others that have fallen due meanwhile go next.
+            if let Some(l) = local() {
+                l.fire_due(now);
+            }
             return Poll::Ready(());
         }
         if let Some(f) = self.fallback.as_mut() {
             return f.as_mut().poll(cx);
         }
         if let Some(entry) = &self.entry {
-            if entry.fired.load(Ordering::Acquire) {
-                return Poll::Ready(());
+            match entry.state.load(Ordering::Acquire) {
+                FIRED => return Poll::Ready(()),
+                WAITING => {
+                    {
+                        let mut waker = entry.waker.lock();
+                        if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                            *waker = Some(cx.waker().clone());
+                        }
+                    }
+                    // It may have settled between the check and storing the waker.
+                    match entry.state.load(Ordering::Acquire) {
+                        WAITING => return Poll::Pending,
+                        FIRED => return Poll::Ready(()),
+                        _ => {}
+                    }
+                }
+                _ => {}
             }
-            *entry.waker.lock() = Some(cx.waker().clone());
-            // It may have fired between the check and storing the waker.
-            if entry.fired.load(Ordering::Acquire) {
-                return Poll::Ready(());
-            }
+            // Orphaned by a local timer that went away: register again.
+            self.entry = None;
+        }
+        let entry = Arc::new(Entry::new(cx.waker()));
+        let deadline = self.deadline;
+        if let Some(l) = local() {
+            l.register(deadline, entry.clone(), now);
+            self.entry = Some(entry);
             return Poll::Pending;
         }
         let shared = shared();
@@ -170,23 +476,10 @@ impl Future for Sleep {
             self.fallback = Some(f);
             return poll;
         };
-        let entry = Arc::new(Entry {
-            fired: AtomicBool::new(false),
-            waker: Mutex::new(Some(cx.waker().clone())),
-        });
         let earliest = {
             let mut heap = shared.heap.lock();
-            heap.seq += 1;
-            let seq = heap.seq;
-            let earlier = heap
-                .items
-                .peek()
-                .is_none_or(|Reverse(top)| self.deadline < top.deadline);
-            heap.items.push(Reverse(Item {
-                deadline: self.deadline,
-                seq,
-                entry: entry.clone(),
-            }));
+            let earlier = heap.next_deadline().is_none_or(|top| deadline < top);
+            heap.push(deadline, entry.clone());
             earlier
         };
         self.entry = Some(entry);
@@ -200,6 +493,136 @@ impl Future for Sleep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::task::Wake;
+
+    /// A waker that records its name when woken.
+    struct Named(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+    impl Wake for Named {
+        fn wake(self: Arc<Self>) {
+            self.1.lock().push(self.0);
+        }
+    }
+
+    fn entry(name: &'static str, log: &Arc<Mutex<Vec<&'static str>>>) -> Arc<Entry> {
+        Arc::new(Entry::new(&Waker::from(Arc::new(Named(name, log.clone())))))
+    }
+
+    /// The local heap wakes only what is due at the time it is given, earliest
+    /// first, and arms its timerfd for the earliest deadline; retiring it sends
+    /// the rest back to register again. (Times are given, not read: no timing.)
+    #[test]
+    fn local_timer_wakes_due_entries_in_deadline_order() {
+        let local = Local::new().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let (a, b, c, d) = (
+            entry("3", &log),
+            entry("1", &log),
+            entry("2", &log),
+            entry("2 again", &log),
+        );
+        local.register(t0 + ms(3000), a.clone(), t0);
+        local.register(t0 + ms(1000), b.clone(), t0);
+        local.register(t0 + ms(2000), c.clone(), t0);
+        assert!(log.lock().is_empty(), "nothing is due at t0");
+        assert_eq!(local.heap.lock().armed, Some(t0 + ms(1000)));
+        // Same deadline as "2": after it (registration order).
+        local.register(t0 + ms(2000), d.clone(), t0 + ms(500));
+        local.fire_due(t0 + ms(1999));
+        assert_eq!(*log.lock(), ["1"]);
+        // A registration wakes what has fallen due by its own time.
+        local.register(t0 + ms(2500), entry("2.5", &log), t0 + ms(2000));
+        assert_eq!(*log.lock(), ["1", "2", "2 again"]);
+        for e in [&b, &c, &d] {
+            assert_eq!(e.state.load(Ordering::Acquire), FIRED);
+        }
+        assert_eq!(a.state.load(Ordering::Acquire), WAITING);
+        local.retire();
+        assert_eq!(a.state.load(Ordering::Acquire), ORPHANED);
+        assert!(local.heap.lock().items.is_empty());
+    }
+
+    /// On a current-thread runtime the local timer serves the sleeps: none
+    /// completes before its deadline, and they complete in deadline order when
+    /// registered together. After that runtime is gone, the thread's next
+    /// runtime gets a timer of its own.
+    #[test]
+    fn local_timer_serves_a_current_thread_runtime() {
+        for _ in 0..2 {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                assert!(install_local());
+                assert!(local().is_some());
+                let start = Instant::now() + Duration::from_millis(5);
+                let order = Arc::new(Mutex::new(Vec::new()));
+                let handles: Vec<_> = (0..20u64)
+                    .rev()
+                    .map(|i| {
+                        let order = order.clone();
+                        let deadline = start + Duration::from_micros(300 * i);
+                        tokio::spawn(async move {
+                            sleep_until(deadline).await;
+                            order.lock().push(i);
+                            Instant::now() >= deadline
+                        })
+                    })
+                    .collect();
+                // Every task registers its sleep before this task goes on.
+                tokio::task::yield_now().await;
+                let registered_in_time = Instant::now() < start;
+                for h in handles {
+                    assert!(h.await.unwrap(), "a sleep completed before its deadline");
+                }
+                // Registered before the first fell due, they complete in deadline
+                // order (on a machine too slow for that, the late ones complete at
+                // once, in spawn order: not checked).
+                if registered_in_time {
+                    assert_eq!(*order.lock(), (0..20).collect::<Vec<u64>>());
+                }
+            });
+            drop(rt);
+            assert!(local().is_none(), "retired with its runtime");
+        }
+    }
+
+    #[test]
+    fn no_local_timer_on_a_multi_thread_runtime() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert!(!install_local());
+            let deadline = Instant::now() + Duration::from_millis(1);
+            sleep_until(deadline).await;
+            assert!(Instant::now() >= deadline);
+        });
+    }
+
+    /// A sleep whose local timer goes away registers again and still completes.
+    #[test]
+    fn an_orphaned_sleep_registers_again() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert!(install_local());
+            let deadline = Instant::now() + Duration::from_millis(20);
+            let mut sleep = Box::pin(sleep_until(deadline));
+            assert!(futures_util::poll!(sleep.as_mut()).is_pending());
+            local().unwrap().retire();
+            assert!(local().is_none());
+            sleep.await;
+            assert!(Instant::now() >= deadline);
+        });
+    }
 
     #[tokio::test]
     async fn wakes_close_to_the_deadline() {
