@@ -121,6 +121,7 @@ fn sources(
                     itl: ms(s.itl_ms, config.time_scale),
                     stats: stats.clone(),
                     _inflight: InFlight(stats),
+                    sleep: None,
                 }
             }
             (None, Some(commands)) => {

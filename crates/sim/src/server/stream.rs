@@ -7,14 +7,15 @@
 //! its choice's index. Faults count tokens over all choices together.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use futures_util::stream::{select_all, SelectAll};
-use futures_util::{FutureExt, Stream, StreamExt};
+use futures_util::FutureExt;
 use tokio::sync::{mpsc, watch};
 
 use super::driver::{Command, Delivery};
@@ -72,36 +73,46 @@ pub(crate) enum Source {
         itl: Duration,
         stats: Arc<ScheduleStats>,
         _inflight: InFlight,
+        /// The wait for the next token, once started.
+        sleep: Option<timer::Sleep>,
     },
 }
 
 impl Source {
-    async fn next(&mut self) -> Option<Delivery> {
+    /// The next delivery when it is due; `None` at the end.
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
         match self {
-            Source::Model { rx, .. } => rx.recv().await,
+            Source::Model { rx, .. } => rx.poll_recv(cx),
             Source::Schedule {
                 next,
                 total,
                 first_at,
                 itl,
                 stats,
+                sleep,
                 ..
             } => {
                 if total.is_some_and(|t| *next >= t) {
-                    return None;
+                    return Poll::Ready(None);
                 }
-                let offset = itl.saturating_mul(u32::try_from(*next).unwrap_or(u32::MAX));
-                let at = first_at.checked_add(offset).unwrap_or(*first_at);
-                timer::sleep_until(at).await;
+                // Kept across polls (and a dropped `now_or_never`): one timer
+                // registration per token.
+                let wait = sleep.get_or_insert_with(|| {
+                    let offset = itl.saturating_mul(u32::try_from(*next).unwrap_or(u32::MAX));
+                    timer::sleep_until(first_at.checked_add(offset).unwrap_or(*first_at))
+                });
+                ready!(Pin::new(&mut *wait).poll(cx));
+                let at = wait.deadline();
+                *sleep = None;
                 *next += 1;
                 stats
                     .generation_tokens
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Some(Delivery {
+                Poll::Ready(Some(Delivery {
                     tokens: 1,
                     finished: total.is_some_and(|t| *next >= t),
                     scheduled: at,
-                })
+                }))
             }
         }
     }
@@ -109,20 +120,55 @@ impl Source {
 
 /// What one choice's source yields: a delivery, or its end.
 type SourceItem = (usize, Option<Delivery>);
-type Sources = SelectAll<Pin<Box<dyn Stream<Item = SourceItem> + Send>>>;
 
-/// Every choice's source as one stream; each ends with `(index, None)`.
-fn merge(sources: Vec<Source>) -> Sources {
-    select_all(sources.into_iter().enumerate().map(|(i, source)| {
-        let s = futures_util::stream::unfold(Some(source), move |state| async move {
-            let mut source = state?;
-            match source.next().await {
-                Some(d) => Some(((i, Some(d)), Some(source))),
-                None => Some(((i, None), None)),
+/// Every choice's source, merged: each yields its deliveries, then `(index,
+/// None)` once at its end; `None` when all have ended. Polled in turn from the
+/// one after the last that yielded, so choices due together go in index order
+/// and none is starved.
+struct Sources {
+    list: Vec<Option<Source>>,
+    start: usize,
+}
+
+impl Sources {
+    fn new(sources: Vec<Source>) -> Sources {
+        Sources {
+            list: sources.into_iter().map(Some).collect(),
+            start: 0,
+        }
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<SourceItem>> {
+        let n = self.list.len();
+        let mut live = false;
+        for k in 0..n {
+            let i = (self.start + k) % n;
+            let Some(source) = &mut self.list[i] else {
+                continue;
+            };
+            live = true;
+            match source.poll_next(cx) {
+                Poll::Ready(Some(d)) => {
+                    self.start = (i + 1) % n;
+                    return Poll::Ready(Some((i, Some(d))));
+                }
+                Poll::Ready(None) => {
+                    self.list[i] = None;
+                    return Poll::Ready(Some((i, None)));
+                }
+                Poll::Pending => {}
             }
-        });
-        Box::pin(s) as Pin<Box<dyn Stream<Item = SourceItem> + Send>>
-    }))
+        }
+        if live {
+            Poll::Pending
+        } else {
+            Poll::Ready(None)
+        }
+    }
+
+    async fn next(&mut self) -> Option<SourceItem> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
 }
 
 /// One choice's progress.
@@ -205,6 +251,8 @@ pub(crate) struct Writer {
     /// in the waiting future, so a batch's `now_or_never` that drops the future
     /// does not lose it.
     held: Option<(usize, Delivery)>,
+    /// The wait for `held`'s time, kept across polls like `held`.
+    held_sleep: Option<timer::Sleep>,
 }
 
 fn abort(reason: &str) -> io::Error {
@@ -242,7 +290,7 @@ impl Writer {
             probe,
             mono,
             shutdown,
-            sources: merge(sources),
+            sources: Sources::new(sources),
             unfinished: choices.len(),
             choices,
             tokens: 0,
@@ -252,6 +300,7 @@ impl Writer {
             done: false,
             deferred: None,
             held: None,
+            held_sleep: None,
         }
     }
 
@@ -314,7 +363,7 @@ impl Writer {
 
     /// Drop every source (frees the model's sequences).
     fn close_sources(&mut self) {
-        self.sources = select_all(Vec::new());
+        self.sources = Sources::new(Vec::new());
     }
 
     /// Frames after the last token.
@@ -412,7 +461,11 @@ impl Writer {
                 return None;
             }
             if let Some((i, d)) = self.held {
-                super::timer::sleep_until(d.scheduled).await;
+                let wait = self
+                    .held_sleep
+                    .get_or_insert_with(|| timer::sleep_until(d.scheduled));
+                (&mut *wait).await;
+                self.held_sleep = None;
                 self.held = None;
                 self.deliver(i, d);
                 if self.unfinished == 0 {
@@ -541,5 +594,61 @@ fn logprobs_json(endpoint: Endpoint, lps: &[TokenLogprob]) -> serde_json::Value 
     match endpoint {
         Endpoint::Completions => logprobs::completion_json(lps),
         Endpoint::Chat => logprobs::chat_json(lps),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixed schedule already due (first token in the past): every poll is ready.
+    fn due_schedule(tokens: u64, stats: &Arc<ScheduleStats>) -> Source {
+        let past = Instant::now() - Duration::from_secs(1);
+        stats
+            .running
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Source::Schedule {
+            next: 0,
+            total: Some(tokens),
+            first_at: past,
+            itl: Duration::from_millis(1),
+            stats: stats.clone(),
+            _inflight: InFlight(stats.clone()),
+            sleep: None,
+        }
+    }
+
+    /// Choices due together are merged in turn (index order), each ends once
+    /// with `(index, None)`, then the whole ends; the scheduled times are the
+    /// schedule's.
+    #[test]
+    fn sources_take_turns_and_end_once() {
+        let stats = Arc::new(ScheduleStats::default());
+        let mut sources = Sources::new(vec![due_schedule(2, &stats), due_schedule(1, &stats)]);
+        let mut seen = Vec::new();
+        let mut scheduled = Vec::new();
+        while let Some((i, d)) = sources.next().now_or_never().expect("due: ready at once") {
+            seen.push((i, d.map(|d| d.finished)));
+            scheduled.extend(d.map(|d| d.scheduled));
+        }
+        assert_eq!(
+            seen,
+            [
+                (0, Some(false)),
+                (1, Some(true)),
+                (0, Some(true)),
+                (1, None),
+                (0, None)
+            ]
+        );
+        assert_eq!(scheduled[0] + Duration::from_millis(1), scheduled[2]);
+        assert_eq!(
+            stats
+                .generation_tokens
+                .load(std::sync::atomic::Ordering::Relaxed),
+            3
+        );
+        drop(sources);
+        assert_eq!(stats.running.load(std::sync::atomic::Ordering::Relaxed), 0);
     }
 }
