@@ -125,7 +125,9 @@ pub fn run_standalone(opts: SimOptions) -> anyhow::Result<()> {
     opts.config.validate()?;
     let runtime = match opts.threads {
         Some(0) => anyhow::bail!("--threads: 0 threads"),
+        // Its timer armed only before it parks (see `server::timer`).
         Some(1) => tokio::runtime::Builder::new_current_thread()
+            .on_thread_park(server::timer::before_park)
             .enable_all()
             .build(),
         Some(n) => tokio::runtime::Builder::new_multi_thread()

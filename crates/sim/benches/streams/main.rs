@@ -182,7 +182,9 @@ fn start_server(run: Run, cpu: Option<usize>) -> Server {
                 pin_thread(cpu);
             }
             let rt = if run.server_threads == 1 {
+                // As `goodput sim --threads 1` builds it.
                 tokio::runtime::Builder::new_current_thread()
+                    .on_thread_park(goodput_sim::server::timer::before_park)
                     .enable_all()
                     .build()
             } else {
@@ -365,6 +367,7 @@ fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
             pin_thread(cpu);
         }
         let rt = tokio::runtime::Builder::new_current_thread()
+            .on_thread_park(goodput_sim::server::timer::before_park)
             .enable_all()
             .build()
             .expect("runtime");

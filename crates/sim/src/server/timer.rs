@@ -13,7 +13,11 @@
 //!   to switch to and no cross-thread wake (an `eventfd` write per task). While
 //!   the thread is busy (a burst of writes), every sleep it polls also wakes the
 //!   tasks that have fallen due since, in deadline order, so they queue behind
-//!   the work already there rather than waiting for the next I/O poll;
+//!   the work already there rather than waiting for the next I/O poll. With
+//!   [`before_park`] as the runtime's park hook (`goodput sim --threads 1`), the
+//!   `timerfd` is armed only when the thread is about to park, and a deadline
+//!   less than 20 µs away is waited out instead: no timer programming while
+//!   busy;
 //! - **shared** (everything else: multi-thread runtimes, other threads): one
 //!   dedicated thread sleeps with nanosecond timeouts (timer slack reduced to
 //!   1 µs) and wakes the tasks from there.
@@ -55,12 +59,12 @@ impl Entry {
         }
     }
 
-    /// Sets the state and wakes the task.
-    fn settle(&self, state: u8) {
+    /// Sets the state and wakes the task; whether there was one (a dropped
+    /// sleep leaves none).
+    fn settle(&self, state: u8) -> bool {
         self.state.store(state, Ordering::Release);
-        if let Some(w) = self.waker.lock().take() {
-            w.wake();
-        }
+        let waker = self.waker.lock().take();
+        waker.map(Waker::wake).is_some()
     }
 }
 
@@ -125,11 +129,9 @@ impl Heap {
     }
 }
 
-/// Wakes `due`'s tasks, in order.
-fn fire(due: Vec<Arc<Entry>>) {
-    for entry in due {
-        entry.settle(FIRED);
-    }
+/// Wakes `due`'s tasks, in order; how many there were.
+fn fire(due: Vec<Arc<Entry>>) -> usize {
+    due.into_iter().filter(|e| e.settle(FIRED)).count()
 }
 
 // --- the shared timer thread ------------------------------------------------
@@ -168,7 +170,7 @@ fn timer_thread() {
             heap.pop_due(Instant::now(), &mut due);
             heap.next_deadline()
         };
-        fire(due);
+        let _ = fire(due);
         match next {
             Some(deadline) => {
                 let now = Instant::now();
@@ -190,6 +192,9 @@ struct Local {
     fd: OwnedFd,
     /// Set when the serving task is gone (its runtime shut down).
     dead: AtomicBool,
+    /// Armed only before the thread parks ([`before_park`] is its runtime's
+    /// park hook), not at every registration or expiry.
+    lazy: AtomicBool,
 }
 
 thread_local! {
@@ -231,12 +236,20 @@ impl Local {
             // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
             fd: unsafe { OwnedFd::from_raw_fd(raw) },
             dead: AtomicBool::new(false),
+            lazy: AtomicBool::new(false),
         })
+    }
+
+    /// [`Local::arm`], unless arming waits for the thread to park.
+    fn rearm(&self, heap: &mut Heap) {
+        if !self.lazy.load(Ordering::Relaxed) {
+            self.arm(heap);
+        }
     }
 
     /// Arms the `timerfd` for the heap's earliest deadline unless it is armed for
     /// that or an earlier one (whose expiry re-arms it).
-    fn rearm(&self, heap: &mut Heap) {
+    fn arm(&self, heap: &mut Heap) {
         let Some(next) = heap.next_deadline() else {
             return;
         };
@@ -276,7 +289,7 @@ impl Local {
             heap.pop_due(now, &mut due);
             self.rearm(&mut heap);
         }
-        fire(due);
+        let _ = fire(due);
     }
 
     /// Wakes what has fallen due by `now` (cheap when nothing has).
@@ -290,7 +303,7 @@ impl Local {
             heap.pop_due(now, &mut due);
             self.rearm(&mut heap);
         }
-        fire(due);
+        let _ = fire(due);
     }
 
     /// The `timerfd` expired: wakes what is due and arms it for the next deadline.
@@ -302,7 +315,41 @@ impl Local {
             heap.pop_due(Instant::now(), &mut due);
             self.rearm(&mut heap);
         }
-        fire(due);
+        let _ = fire(due);
+    }
+
+    /// The thread is about to park: wakes what is due; if nothing was, waits
+    /// out a deadline closer than [`SPIN`] on the spot, else arms the `timerfd`
+    /// for the earliest deadline.
+    fn before_park(&self) {
+        loop {
+            let mut due = Vec::new();
+            let spin_to = {
+                let mut heap = self.heap.lock();
+                let now = Instant::now();
+                heap.pop_due(now, &mut due);
+                match heap.next_deadline() {
+                    Some(next) if due.is_empty() && next.saturating_duration_since(now) <= SPIN => {
+                        Some(next)
+                    }
+                    _ => {
+                        self.arm(&mut heap);
+                        None
+                    }
+                }
+            };
+            // A task woken: the runtime runs it instead of parking, and parks
+            // (calling this again) after.
+            if fire(due) > 0 {
+                return;
+            }
+            let Some(next) = spin_to else {
+                return;
+            };
+            while Instant::now() < next {
+                std::hint::spin_loop();
+            }
+        }
     }
 
     /// The serving task is gone: every waiting sleep registers again elsewhere.
@@ -310,7 +357,7 @@ impl Local {
         self.dead.store(true, Ordering::Release);
         let items = std::mem::take(&mut self.heap.lock().items);
         for Reverse(item) in items {
-            item.entry.settle(ORPHANED);
+            let _ = item.entry.settle(ORPHANED);
         }
     }
 }
@@ -348,6 +395,24 @@ async fn serve_local(server: Server) {
         // next expiry is a new edge for the (edge-triggered) driver either way.
         ready.clear_ready();
         local.expired();
+    }
+}
+
+/// Before parking, a deadline this close is waited out on the spot: arming the
+/// `timerfd` and waking from idle cost more (a VM exit each on a virtual machine)
+/// and come later.
+const SPIN: Duration = Duration::from_micros(20);
+
+/// For a current-thread runtime's park hook
+/// (`Builder::on_thread_park(timer::before_park)`): from its first call, this
+/// thread's local timer arms its `timerfd` only when the thread is about to
+/// park (for the earliest deadline, or waits out one closer than 20 µs), not at
+/// every registration and expiry, while sleeps polled meanwhile wake what falls
+/// due. Nothing without a local timer.
+pub fn before_park() {
+    if let Some(l) = local() {
+        l.lazy.store(true, Ordering::Relaxed);
+        l.before_park();
     }
 }
 
@@ -544,27 +609,37 @@ mod tests {
         assert!(local.heap.lock().items.is_empty());
     }
 
-    /// On a current-thread runtime the local timer serves the sleeps: none
-    /// completes before its deadline, and they complete in deadline order when
-    /// registered together. After that runtime is gone, the thread's next
-    /// runtime gets a timer of its own.
+    /// On a current-thread runtime the local timer serves the sleeps, armed
+    /// eagerly or (with the park hook) before parking: none completes before its
+    /// deadline, and they complete in deadline order when registered together.
+    /// After that runtime is gone, the thread's next runtime gets a timer of its
+    /// own.
     #[test]
     fn local_timer_serves_a_current_thread_runtime() {
-        for _ in 0..2 {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+        for hook in [false, true, false] {
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            if hook {
+                builder.on_thread_park(before_park);
+            }
+            let rt = builder.enable_all().build().unwrap();
             rt.block_on(async {
                 assert!(install_local());
                 assert!(local().is_some());
                 let start = Instant::now() + Duration::from_millis(5);
                 let order = Arc::new(Mutex::new(Vec::new()));
+                // 300 µs apart, or 7 µs (waited out before parking, with the hook).
+                let gap = |i: u64| {
+                    Duration::from_micros(if i.is_multiple_of(2) {
+                        300 * i
+                    } else {
+                        300 * i - 293
+                    })
+                };
                 let handles: Vec<_> = (0..20u64)
                     .rev()
                     .map(|i| {
                         let order = order.clone();
-                        let deadline = start + Duration::from_micros(300 * i);
+                        let deadline = start + gap(i);
                         tokio::spawn(async move {
                             sleep_until(deadline).await;
                             order.lock().push(i);
@@ -584,6 +659,7 @@ mod tests {
                 if registered_in_time {
                     assert_eq!(*order.lock(), (0..20).collect::<Vec<u64>>());
                 }
+                assert_eq!(local().unwrap().lazy.load(Ordering::Relaxed), hook);
             });
             drop(rt);
             assert!(local().is_none(), "retired with its runtime");
