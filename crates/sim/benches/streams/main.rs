@@ -181,6 +181,8 @@ fn start_server(run: Run, cpu: Option<usize>) -> Server {
             if let Some(cpu) = cpu {
                 pin_thread(cpu);
             }
+            // As `goodput sim` does before serving.
+            goodput_sim::warm_allocator();
             let rt = if run.server_threads == 1 {
                 // As `goodput sim --threads 1` builds it.
                 tokio::runtime::Builder::new_current_thread()
