@@ -409,7 +409,7 @@ fn main() {
         "goodput-sim stream benchmark: {} CPUs, simulator on {} runtime thread(s){}, client on {} thread(s); load average {} at start",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         base.server_threads,
-        if base.pin { " pinned with its timer thread to the last CPU, client to CPU 0" } else { "" },
+        if base.pin { " pinned to the last CPU (with the shared timer thread when it has more than one), client to CPU 0" } else { "" },
         base.client_threads,
         load_average()
     );
