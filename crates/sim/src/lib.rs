@@ -126,7 +126,7 @@ const WARM_HEAP: usize = 16 << 20;
 /// `mprotect` at a time, a page or so each, and hands freed memory back above a
 /// small threshold: measured at 500 streams, the first wave of requests paid
 /// ~1,570 `mprotect` calls (6 MB) and their page faults, on the thread that also
-/// writes every stream's chunks. Here the arena grows once by [`WARM_HEAP`], its
+/// writes every stream's chunks. Here the arena grows once by 16 MiB, its
 /// pages are touched, and freed memory is kept (trim threshold 64 MiB). Nothing
 /// outside glibc on Linux.
 pub fn warm_allocator() {
