@@ -6,7 +6,8 @@
 //!   time, so its clock starts when it arrived.
 //! - [`driver`]: the task that owns the engine and runs steps on the wall clock.
 //! - `generate`: `/v1/completions` and `/v1/chat/completions` handlers.
-//! - `stream`: response bodies (SSE or JSON), timing probe, stream faults.
+//! - `stream`: response bodies (SSE or JSON), timing probe, stream faults;
+//!   `source`: where their tokens come from (the driver, a fixed schedule).
 //! - `format`: vLLM's chunk and response shapes; `logprobs`: fake logprobs.
 //! - [`openai`]: request types and error bodies.
 //! - [`params`]: which fields are accepted, and vLLM's range checks.
@@ -27,6 +28,7 @@ pub mod plan;
 mod probe_stats;
 mod reasoning;
 mod routes;
+mod source;
 mod stream;
 pub mod timer;
 

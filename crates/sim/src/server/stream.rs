@@ -3,173 +3,32 @@
 //! stream-level faults (drop, stall, malformed, no choices, bad usage).
 //!
 //! A response has one source per choice (its own sequence in the model);
-//! their deliveries are merged as they come, each streamed as a chunk with
+//! their deliveries are merged (`source`), each streamed as a chunk with
 //! its choice's index. Faults count tokens over all choices together.
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::FutureExt;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use super::driver::{Command, Delivery};
+use super::driver::Delivery;
 use super::format::{ChunkChoice, ChunkFormat, FullChoice, Probe};
 use super::logprobs::{self, TokenLogprob};
 use super::plan::{Endpoint, Job, Plan};
 use super::probe_stats::ProbeStats;
+use super::source::{Source, Sources};
 use super::timer;
-use super::ScheduleStats;
 use crate::clock::{monotonic_ns, MonoClock};
 use crate::faults::FaultSpec;
-use crate::model::RequestId;
 use crate::text;
 
 /// How long a `drop_after` fault waits before it drops the connection, so that the
 /// chunks before it reach the client (real time, whatever the time scale).
 const DROP_FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// Tells the driver to drop a request when its response body goes away.
-pub(crate) struct CancelGuard {
-    pub id: RequestId,
-    pub commands: mpsc::UnboundedSender<Command>,
-}
-
-impl Drop for CancelGuard {
-    fn drop(&mut self) {
-        // Harmless if the request already finished; ignored if the driver is gone.
-        let _ = self.commands.send(Command::Cancel { id: self.id });
-    }
-}
-
-/// Counts a fixed-schedule request as running while its body lives.
-pub(crate) struct InFlight(pub Arc<ScheduleStats>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0
-            .running
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Where a request's tokens come from.
-pub(crate) enum Source {
-    /// The model's driver task.
-    Model {
-        rx: mpsc::Receiver<Delivery>,
-        _guard: CancelGuard,
-    },
-    /// Fixed schedule: first token at `first_at`, then one every `itl`.
-    Schedule {
-        next: u64,
-        total: Option<u64>,
-        first_at: Instant,
-        itl: Duration,
-        stats: Arc<ScheduleStats>,
-        _inflight: InFlight,
-        /// The wait for the next token, once started.
-        sleep: Option<timer::Sleep>,
-    },
-}
-
-impl Source {
-    /// The next delivery when it is due; `None` at the end.
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
-        match self {
-            Source::Model { rx, .. } => rx.poll_recv(cx),
-            Source::Schedule {
-                next,
-                total,
-                first_at,
-                itl,
-                stats,
-                sleep,
-                ..
-            } => {
-                if total.is_some_and(|t| *next >= t) {
-                    return Poll::Ready(None);
-                }
-                // Kept across polls (and a dropped `now_or_never`): one timer
-                // registration per token.
-                let wait = sleep.get_or_insert_with(|| {
-                    let offset = itl.saturating_mul(u32::try_from(*next).unwrap_or(u32::MAX));
-                    timer::sleep_until(first_at.checked_add(offset).unwrap_or(*first_at))
-                });
-                ready!(Pin::new(&mut *wait).poll(cx));
-                let at = wait.deadline();
-                *sleep = None;
-                *next += 1;
-                stats
-                    .generation_tokens
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Poll::Ready(Some(Delivery {
-                    tokens: 1,
-                    finished: total.is_some_and(|t| *next >= t),
-                    scheduled: at,
-                }))
-            }
-        }
-    }
-}
-
-/// What one choice's source yields: a delivery, or its end.
-type SourceItem = (usize, Option<Delivery>);
-
-/// Every choice's source, merged: each yields its deliveries, then `(index,
-/// None)` once at its end; `None` when all have ended. Polled in turn from the
-/// one after the last that yielded, so choices due together go in index order
-/// and none is starved.
-struct Sources {
-    list: Vec<Option<Source>>,
-    start: usize,
-}
-
-impl Sources {
-    fn new(sources: Vec<Source>) -> Sources {
-        Sources {
-            list: sources.into_iter().map(Some).collect(),
-            start: 0,
-        }
-    }
-
-    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<SourceItem>> {
-        let n = self.list.len();
-        let mut live = false;
-        for k in 0..n {
-            let i = (self.start + k) % n;
-            let Some(source) = &mut self.list[i] else {
-                continue;
-            };
-            live = true;
-            match source.poll_next(cx) {
-                Poll::Ready(Some(d)) => {
-                    self.start = (i + 1) % n;
-                    return Poll::Ready(Some((i, Some(d))));
-                }
-                Poll::Ready(None) => {
-                    self.list[i] = None;
-                    return Poll::Ready(Some((i, None)));
-                }
-                Poll::Pending => {}
-            }
-        }
-        if live {
-            Poll::Pending
-        } else {
-            Poll::Ready(None)
-        }
-    }
-
-    async fn next(&mut self) -> Option<SourceItem> {
-        std::future::poll_fn(|cx| self.poll_next(cx)).await
-    }
-}
 
 /// One choice's progress.
 struct Choice {
@@ -594,61 +453,5 @@ fn logprobs_json(endpoint: Endpoint, lps: &[TokenLogprob]) -> serde_json::Value 
     match endpoint {
         Endpoint::Completions => logprobs::completion_json(lps),
         Endpoint::Chat => logprobs::chat_json(lps),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A fixed schedule already due (first token in the past): every poll is ready.
-    fn due_schedule(tokens: u64, stats: &Arc<ScheduleStats>) -> Source {
-        let past = Instant::now() - Duration::from_secs(1);
-        stats
-            .running
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Source::Schedule {
-            next: 0,
-            total: Some(tokens),
-            first_at: past,
-            itl: Duration::from_millis(1),
-            stats: stats.clone(),
-            _inflight: InFlight(stats.clone()),
-            sleep: None,
-        }
-    }
-
-    /// Choices due together are merged in turn (index order), each ends once
-    /// with `(index, None)`, then the whole ends; the scheduled times are the
-    /// schedule's.
-    #[test]
-    fn sources_take_turns_and_end_once() {
-        let stats = Arc::new(ScheduleStats::default());
-        let mut sources = Sources::new(vec![due_schedule(2, &stats), due_schedule(1, &stats)]);
-        let mut seen = Vec::new();
-        let mut scheduled = Vec::new();
-        while let Some((i, d)) = sources.next().now_or_never().expect("due: ready at once") {
-            seen.push((i, d.map(|d| d.finished)));
-            scheduled.extend(d.map(|d| d.scheduled));
-        }
-        assert_eq!(
-            seen,
-            [
-                (0, Some(false)),
-                (1, Some(true)),
-                (0, Some(true)),
-                (1, None),
-                (0, None)
-            ]
-        );
-        assert_eq!(scheduled[0] + Duration::from_millis(1), scheduled[2]);
-        assert_eq!(
-            stats
-                .generation_tokens
-                .load(std::sync::atomic::Ordering::Relaxed),
-            3
-        );
-        drop(sources);
-        assert_eq!(stats.running.load(std::sync::atomic::Ordering::Relaxed), 0);
     }
 }
