@@ -70,6 +70,7 @@ Usage (one command; builds goodput in release first):
   bench/peers.py [--concurrency 1,100,500,1000] [--rates 100,1000] [--repetitions 2]
                  [--paced-rates 100,1000] [--tools goodput,vllm-rs,vllm,guidellm,aiperf] [--capture-at 100]
                  [--rounds 10] [--no-pin] [--no-capture] [--out FILE.md]
+                 [--goodput PATH] [--sim-goodput PATH]
 """
 
 import argparse
@@ -444,7 +445,7 @@ def one_run(tool, exes, goodput, sim, a, work, tokenizer, cpu, *, c=None, n, rat
 def measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu, capture=None, **kw):
     """One run against a fresh simulator: (samples, reason, usage, sim probe, wire)."""
     try:
-        sim = Sim(goodput, work, a.ttft_ms, a.itl_ms, sim_cpu)
+        sim = Sim(a.sim_goodput or goodput, work, a.ttft_ms, a.itl_ms, sim_cpu)
     except RuntimeError as e:
         return None, str(e), None, None, None
     cap, wire = None, None
@@ -492,6 +493,8 @@ def main():
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--prompt-tokens", type=int, default=16)
     p.add_argument("--goodput", help="goodput binary (default: build target/release/goodput)")
+    p.add_argument("--sim-goodput", help="goodput binary that runs the simulator (default: --goodput's); "
+                                          "to compare two simulators under one client")
     p.add_argument("--work", default=str(ROOT / "target" / "peers"))
     p.add_argument("--out", help="also write the Markdown here (default: WORK/peers.md)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the tools and the simulator")

@@ -16,6 +16,8 @@ pub(crate) async fn floor_serve(
     run: Run,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) {
+    // The simulator's own timer path (on one thread: the thread's local timer).
+    goodput_sim::server::timer::install_local();
     let mono = MonoClock::new();
     let accept = async {
         while let Ok((tcp, _)) = listener.accept().await {

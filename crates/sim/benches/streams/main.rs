@@ -181,8 +181,12 @@ fn start_server(run: Run, cpu: Option<usize>) -> Server {
             if let Some(cpu) = cpu {
                 pin_thread(cpu);
             }
+            // As `goodput sim` does before serving.
+            goodput_sim::warm_allocator();
             let rt = if run.server_threads == 1 {
+                // As `goodput sim --threads 1` builds it.
                 tokio::runtime::Builder::new_current_thread()
+                    .on_thread_park(goodput_sim::server::timer::before_park)
                     .enable_all()
                     .build()
             } else {
@@ -194,8 +198,9 @@ fn start_server(run: Run, cpu: Option<usize>) -> Server {
             }
             .expect("server runtime");
             rt.block_on(async move {
-                // The timer thread is started by the first sleep (the baseline's, on
-                // this CPU, or this one), and inherits the pin of its starter.
+                // On one thread the server's sleeps use this thread's local timer;
+                // with more, the shared timer thread, started by the first sleep
+                // (the baseline's, on this CPU, or this one), inheriting its pin.
                 goodput_sim::server::timer::sleep(Duration::from_micros(10)).await;
                 let listener = goodput_sim::listen(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
                     .expect("listen");
@@ -364,10 +369,13 @@ fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
             pin_thread(cpu);
         }
         let rt = tokio::runtime::Builder::new_current_thread()
+            .on_thread_park(goodput_sim::server::timer::before_park)
             .enable_all()
             .build()
             .expect("runtime");
         rt.block_on(async {
+            // The simulator's timer path on one thread (its local timer).
+            goodput_sim::server::timer::install_local();
             let mut lates = Vec::with_capacity(1000);
             let mut deadline = Instant::now() + Duration::from_millis(1);
             for _ in 0..1000 {
@@ -401,7 +409,7 @@ fn main() {
         "goodput-sim stream benchmark: {} CPUs, simulator on {} runtime thread(s){}, client on {} thread(s); load average {} at start",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         base.server_threads,
-        if base.pin { " pinned with its timer thread to the last CPU, client to CPU 0" } else { "" },
+        if base.pin { " pinned to the last CPU (with the shared timer thread when it has more than one), client to CPU 0" } else { "" },
         base.client_threads,
         load_average()
     );

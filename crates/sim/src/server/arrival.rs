@@ -30,6 +30,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::clock::monotonic_ns;
 
+/// The most one read takes (a longer request takes more reads; each keeps the
+/// receive time of its last segment).
+const READ_AT_ONCE: usize = 4096;
+
 /// A kernel timestamp older than this at read time is not believed (the wall
 /// clock was stepped); the read time is kept instead.
 const MAX_AGE: Duration = Duration::from_secs(10);
@@ -148,7 +152,10 @@ impl AsyncRead for StampedStream {
         let this = self.get_mut();
         loop {
             ready!(this.tcp.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
+            // At most READ_AT_ONCE bytes: zeroing hyper's whole spare buffer
+            // (8 KiB or more) before every read cost more than the read.
+            let n = buf.remaining().min(READ_AT_ONCE);
+            let unfilled = buf.initialize_unfilled_to(n);
             match this.recv(unfilled) {
                 Ok((n, stamp)) => {
                     if n > 0 {

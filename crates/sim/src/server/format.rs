@@ -1,6 +1,8 @@
 //! Response bodies in vLLM's shapes, built as strings (this runs once per
 //! streamed chunk, so it avoids building JSON trees).
 
+use std::io::Write as _;
+
 use bytes::Bytes;
 use serde_json::{json, Value};
 
@@ -73,6 +75,21 @@ fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
 }
 
+/// `s` as a JSON string (serde_json's escaping), appended to `b`.
+fn push_json_str(b: &mut Vec<u8>, s: &str) {
+    if serde_json::to_writer(&mut *b, s).is_err() {
+        b.extend_from_slice(b"\"\"");
+    }
+}
+
+/// `s` as a JSON string, or `null`.
+fn push_json_or_null(b: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => push_json_str(b, s),
+        None => b.extend_from_slice(b"null"),
+    }
+}
+
 impl ChunkFormat {
     pub fn new(endpoint: Endpoint, id: String, created: u64, model: &str) -> ChunkFormat {
         let object = match endpoint {
@@ -93,95 +110,114 @@ impl ChunkFormat {
         }
     }
 
-    fn finish(mut s: String, probe: Option<Probe>) -> Bytes {
+    /// Closes a chunk: the probe's fields, when on, and `}\n\n`.
+    fn finish(mut b: Vec<u8>, probe: Option<Probe>) -> Bytes {
         if let Some(p) = probe {
-            s.push_str(&format!(
+            let _ = write!(
+                b,
                 ",\"goodput_probe_ns\":{},\"goodput_sched_ns\":{}",
                 p.sent_ns, p.scheduled_ns
-            ));
+            );
         }
-        s.push_str("}\n\n");
-        Bytes::from(s)
+        b.extend_from_slice(b"}\n\n");
+        Bytes::from(b)
     }
 
     /// `data: {...}\n\n` carrying one choice's text.
+    ///
+    /// Written into one buffer (one allocation per chunk): this runs for every
+    /// chunk, on the thread that also writes them.
     pub fn token_chunk(&self, c: &ChunkChoice, no_choices: bool, probe: Option<Probe>) -> Bytes {
-        let mut s = String::with_capacity(self.head.len() + c.text.len() + 160);
-        s.push_str("data: ");
-        s.push_str(&self.head);
+        let mut b = Vec::with_capacity(self.head.len() + c.text.len() + c.reasoning.len() + 200);
+        b.extend_from_slice(b"data: ");
+        b.extend_from_slice(self.head.as_bytes());
         if !no_choices {
-            let finish = c.finish_reason.map_or("null".to_string(), json_str);
-            let logprobs = c.logprobs.map_or("null".to_string(), Value::to_string);
-            let index = c.index;
+            let _ = write!(b, ",\"choices\":[{{\"index\":{}", c.index);
             match self.endpoint {
                 Endpoint::Completions => {
-                    let stop = c.stop_reason.map_or("null".to_string(), json_str);
-                    s.push_str(&format!(
-                        ",\"choices\":[{{\"index\":{index},\"text\":{},\"logprobs\":{logprobs},\
-                         \"finish_reason\":{finish},\"stop_reason\":{stop}}}]",
-                        json_str(c.text)
-                    ))
+                    b.extend_from_slice(b",\"text\":");
+                    push_json_str(&mut b, c.text);
+                    Self::push_logprobs_finish(&mut b, c);
+                    b.extend_from_slice(b",\"stop_reason\":");
+                    push_json_or_null(&mut b, c.stop_reason);
                 }
                 Endpoint::Chat => {
-                    let role = if c.first {
-                        "\"role\":\"assistant\","
-                    } else {
-                        ""
-                    };
+                    b.extend_from_slice(b",\"delta\":{");
+                    if c.first {
+                        b.extend_from_slice(b"\"role\":\"assistant\",");
+                    }
+                    Self::push_delta(&mut b, c);
+                    b.push(b'}');
+                    Self::push_logprobs_finish(&mut b, c);
                     // vLLM sets `stop_reason` on chat chunks only when finishing;
                     // it is left out unless a stop string matched.
-                    let stop = c.stop_reason.map_or(String::new(), |r| {
-                        format!(",\"stop_reason\":{}", json_str(r))
-                    });
-                    s.push_str(&format!(
-                        ",\"choices\":[{{\"index\":{index},\"delta\":{{{role}{}}},\
-                         \"logprobs\":{logprobs},\"finish_reason\":{finish}{stop}}}]",
-                        Self::delta(c)
-                    ));
+                    if let Some(r) = c.stop_reason {
+                        b.extend_from_slice(b",\"stop_reason\":");
+                        push_json_str(&mut b, r);
+                    }
                 }
             }
+            b.extend_from_slice(b"}]");
         }
         if let Some(usage) = c.usage {
-            s.push_str(&Self::usage_json(usage));
+            Self::push_usage(&mut b, usage);
         }
-        Self::finish(s, probe)
+        Self::finish(b, probe)
+    }
+
+    /// `,"logprobs":...,"finish_reason":...`.
+    fn push_logprobs_finish(b: &mut Vec<u8>, c: &ChunkChoice) {
+        b.extend_from_slice(b",\"logprobs\":");
+        match c.logprobs {
+            Some(v) => {
+                let _ = serde_json::to_writer(&mut *b, v);
+            }
+            None => b.extend_from_slice(b"null"),
+        }
+        b.extend_from_slice(b",\"finish_reason\":");
+        push_json_or_null(b, c.finish_reason);
     }
 
     /// A chat delta's text fields: `"content"`, or vLLM's `"reasoning"` while the
     /// model thinks (both in the chunk where thinking turns into the answer).
-    fn delta(c: &ChunkChoice) -> String {
-        match (c.reasoning.is_empty(), c.text.is_empty()) {
-            (true, _) => format!("\"content\":{}", json_str(c.text)),
-            (false, true) => format!("\"reasoning\":{}", json_str(c.reasoning)),
-            (false, false) => format!(
-                "\"reasoning\":{},\"content\":{}",
-                json_str(c.reasoning),
-                json_str(c.text)
-            ),
+    fn push_delta(b: &mut Vec<u8>, c: &ChunkChoice) {
+        if !c.reasoning.is_empty() {
+            b.extend_from_slice(b"\"reasoning\":");
+            push_json_str(b, c.reasoning);
+            if c.text.is_empty() {
+                return;
+            }
+            b.push(b',');
         }
+        b.extend_from_slice(b"\"content\":");
+        push_json_str(b, c.text);
     }
 
     /// `,"usage":{...}`.
-    fn usage_json((prompt, completion, reasoning): Usage) -> String {
-        let details = if reasoning > 0 {
-            format!(",\"completion_tokens_details\":{{\"reasoning_tokens\":{reasoning}}}")
-        } else {
-            String::new()
-        };
-        format!(
+    fn push_usage(b: &mut Vec<u8>, (prompt, completion, reasoning): Usage) {
+        let _ = write!(
+            b,
             ",\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\
-             \"completion_tokens\":{completion}{details}}}",
+             \"completion_tokens\":{completion}",
             prompt + completion
-        )
+        );
+        if reasoning > 0 {
+            let _ = write!(
+                b,
+                ",\"completion_tokens_details\":{{\"reasoning_tokens\":{reasoning}}}"
+            );
+        }
+        b.push(b'}');
     }
 
     /// The final usage chunk (`"choices": []`).
     pub fn usage_chunk(&self, usage: Usage, probe: Option<Probe>) -> Bytes {
-        let mut s = String::from("data: ");
-        s.push_str(&self.head);
-        s.push_str(",\"choices\":[]");
-        s.push_str(&Self::usage_json(usage));
-        Self::finish(s, probe)
+        let mut b = Vec::with_capacity(self.head.len() + 256);
+        b.extend_from_slice(b"data: ");
+        b.extend_from_slice(self.head.as_bytes());
+        b.extend_from_slice(b",\"choices\":[]");
+        Self::push_usage(&mut b, usage);
+        Self::finish(b, probe)
     }
 
     /// A chunk that is not valid JSON (fault injection).

@@ -16,7 +16,8 @@ use super::driver::{Command, DELIVERY_CAPACITY};
 use super::format::ChunkFormat;
 use super::openai::ApiError;
 use super::plan::{plan_body, Endpoint, Plan};
-use super::stream::{CancelGuard, InFlight, Source, Writer};
+use super::source::{CancelGuard, InFlight, Source};
+use super::stream::Writer;
 use super::SimState;
 use crate::faults::FaultSpec;
 use crate::model::RequestSpec;
@@ -121,6 +122,7 @@ fn sources(
                     itl: ms(s.itl_ms, config.time_scale),
                     stats: stats.clone(),
                     _inflight: InFlight(stats),
+                    sleep: None,
                 }
             }
             (None, Some(commands)) => {

@@ -6,7 +6,8 @@
 //!   time, so its clock starts when it arrived.
 //! - [`driver`]: the task that owns the engine and runs steps on the wall clock.
 //! - `generate`: `/v1/completions` and `/v1/chat/completions` handlers.
-//! - `stream`: response bodies (SSE or JSON), timing probe, stream faults.
+//! - `stream`: response bodies (SSE or JSON), timing probe, stream faults;
+//!   `source`: where their tokens come from (the driver, a fixed schedule).
 //! - `format`: vLLM's chunk and response shapes; `logprobs`: fake logprobs.
 //! - [`openai`]: request types and error bodies.
 //! - [`params`]: which fields are accepted, and vLLM's range checks.
@@ -27,6 +28,7 @@ pub mod plan;
 mod probe_stats;
 mod reasoning;
 mod routes;
+mod source;
 mod stream;
 pub mod timer;
 
@@ -89,8 +91,12 @@ impl std::fmt::Debug for SimState {
 impl SimState {
     /// Start an engine for `config`: its clock starts now (and `/health`
     /// answers 503 for `load_time_ms`). Outside fixed-schedule mode this
-    /// spawns the driver task, so it must be called inside a tokio runtime.
+    /// spawns the driver task, so it must be called inside a tokio runtime; on a
+    /// current-thread runtime it installs that thread's local timer
+    /// ([`timer::install_local`]).
     pub fn new(config: SimConfig) -> SimState {
+        // On one thread, that thread's own timer (a `timerfd` on its runtime).
+        timer::install_local();
         let start = Instant::now();
         let clock = SimClock {
             start,

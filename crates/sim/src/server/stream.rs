@@ -3,127 +3,32 @@
 //! stream-level faults (drop, stall, malformed, no choices, bad usage).
 //!
 //! A response has one source per choice (its own sequence in the model);
-//! their deliveries are merged as they come, each streamed as a chunk with
+//! their deliveries are merged (`source`), each streamed as a chunk with
 //! its choice's index. Faults count tokens over all choices together.
 
 use std::collections::VecDeque;
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
-use futures_util::stream::{select_all, SelectAll};
-use futures_util::{FutureExt, Stream, StreamExt};
-use tokio::sync::{mpsc, watch};
+use futures_util::FutureExt;
+use tokio::sync::watch;
 
-use super::driver::{Command, Delivery};
+use super::driver::Delivery;
 use super::format::{ChunkChoice, ChunkFormat, FullChoice, Probe};
 use super::logprobs::{self, TokenLogprob};
 use super::plan::{Endpoint, Job, Plan};
 use super::probe_stats::ProbeStats;
+use super::source::{Source, Sources};
 use super::timer;
-use super::ScheduleStats;
 use crate::clock::{monotonic_ns, MonoClock};
 use crate::faults::FaultSpec;
-use crate::model::RequestId;
 use crate::text;
 
 /// How long a `drop_after` fault waits before it drops the connection, so that the
 /// chunks before it reach the client (real time, whatever the time scale).
 const DROP_FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// Tells the driver to drop a request when its response body goes away.
-pub(crate) struct CancelGuard {
-    pub id: RequestId,
-    pub commands: mpsc::UnboundedSender<Command>,
-}
-
-impl Drop for CancelGuard {
-    fn drop(&mut self) {
-        // Harmless if the request already finished; ignored if the driver is gone.
-        let _ = self.commands.send(Command::Cancel { id: self.id });
-    }
-}
-
-/// Counts a fixed-schedule request as running while its body lives.
-pub(crate) struct InFlight(pub Arc<ScheduleStats>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0
-            .running
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Where a request's tokens come from.
-pub(crate) enum Source {
-    /// The model's driver task.
-    Model {
-        rx: mpsc::Receiver<Delivery>,
-        _guard: CancelGuard,
-    },
-    /// Fixed schedule: first token at `first_at`, then one every `itl`.
-    Schedule {
-        next: u64,
-        total: Option<u64>,
-        first_at: Instant,
-        itl: Duration,
-        stats: Arc<ScheduleStats>,
-        _inflight: InFlight,
-    },
-}
-
-impl Source {
-    async fn next(&mut self) -> Option<Delivery> {
-        match self {
-            Source::Model { rx, .. } => rx.recv().await,
-            Source::Schedule {
-                next,
-                total,
-                first_at,
-                itl,
-                stats,
-                ..
-            } => {
-                if total.is_some_and(|t| *next >= t) {
-                    return None;
-                }
-                let offset = itl.saturating_mul(u32::try_from(*next).unwrap_or(u32::MAX));
-                let at = first_at.checked_add(offset).unwrap_or(*first_at);
-                timer::sleep_until(at).await;
-                *next += 1;
-                stats
-                    .generation_tokens
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Some(Delivery {
-                    tokens: 1,
-                    finished: total.is_some_and(|t| *next >= t),
-                    scheduled: at,
-                })
-            }
-        }
-    }
-}
-
-/// What one choice's source yields: a delivery, or its end.
-type SourceItem = (usize, Option<Delivery>);
-type Sources = SelectAll<Pin<Box<dyn Stream<Item = SourceItem> + Send>>>;
-
-/// Every choice's source as one stream; each ends with `(index, None)`.
-fn merge(sources: Vec<Source>) -> Sources {
-    select_all(sources.into_iter().enumerate().map(|(i, source)| {
-        let s = futures_util::stream::unfold(Some(source), move |state| async move {
-            let mut source = state?;
-            match source.next().await {
-                Some(d) => Some(((i, Some(d)), Some(source))),
-                None => Some(((i, None), None)),
-            }
-        });
-        Box::pin(s) as Pin<Box<dyn Stream<Item = SourceItem> + Send>>
-    }))
-}
 
 /// One choice's progress.
 struct Choice {
@@ -205,6 +110,8 @@ pub(crate) struct Writer {
     /// in the waiting future, so a batch's `now_or_never` that drops the future
     /// does not lose it.
     held: Option<(usize, Delivery)>,
+    /// The wait for `held`'s time, kept across polls like `held`.
+    held_sleep: Option<timer::Sleep>,
 }
 
 fn abort(reason: &str) -> io::Error {
@@ -242,7 +149,7 @@ impl Writer {
             probe,
             mono,
             shutdown,
-            sources: merge(sources),
+            sources: Sources::new(sources),
             unfinished: choices.len(),
             choices,
             tokens: 0,
@@ -252,6 +159,7 @@ impl Writer {
             done: false,
             deferred: None,
             held: None,
+            held_sleep: None,
         }
     }
 
@@ -314,7 +222,7 @@ impl Writer {
 
     /// Drop every source (frees the model's sequences).
     fn close_sources(&mut self) {
-        self.sources = select_all(Vec::new());
+        self.sources = Sources::new(Vec::new());
     }
 
     /// Frames after the last token.
@@ -412,7 +320,11 @@ impl Writer {
                 return None;
             }
             if let Some((i, d)) = self.held {
-                super::timer::sleep_until(d.scheduled).await;
+                let wait = self
+                    .held_sleep
+                    .get_or_insert_with(|| timer::sleep_until(d.scheduled));
+                (&mut *wait).await;
+                self.held_sleep = None;
                 self.held = None;
                 self.deliver(i, d);
                 if self.unfinished == 0 {

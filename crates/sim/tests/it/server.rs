@@ -442,3 +442,69 @@ async fn speculative_chunks_carry_several_words() {
     }
     assert!(multi > 0);
 }
+
+/// A server on one thread built as `goodput sim --threads 1` builds it (its own
+/// timer, armed before the thread parks): many concurrent streams, none of their
+/// chunks written before its time, every planned gap the ITL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_thread_server_with_its_own_timer_is_never_early() {
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        goodput_sim::warm_allocator();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .on_thread_park(goodput_sim::server::timer::before_park)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            goodput_sim::serve(listener, fixed(30.0, 5.0), async {
+                let _ = stop_rx.await;
+            })
+            .await
+            .unwrap();
+        });
+    });
+    let addr = addr_rx.recv().unwrap();
+    let url = format!("http://{addr}/v1/completions");
+    let streams: Vec<_> = (0..20)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let resp = client()
+                    .post(url)
+                    .header("x-goodput-probe", "1")
+                    .json(&json!({"prompt": "a b", "max_tokens": 10, "stream": true, "ignore_eos": true}))
+                    .send()
+                    .await
+                    .unwrap();
+                read_sse(resp).await
+            })
+        })
+        .collect();
+    for s in streams {
+        let (events, err) = s.await.unwrap();
+        assert!(err.is_none(), "{err:?}");
+        let tokens: Vec<Value> = events
+            .iter()
+            .filter(|e| e.data != "[DONE]")
+            .map(|e| e.json())
+            .collect();
+        assert_eq!(tokens.len(), 10);
+        let ns = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+        for t in &tokens {
+            assert!(
+                ns(t, "goodput_probe_ns") >= ns(t, "goodput_sched_ns"),
+                "written before its time: {t}"
+            );
+        }
+        for w in tokens.windows(2) {
+            let gap = ns(&w[1], "goodput_sched_ns") - ns(&w[0], "goodput_sched_ns");
+            assert!(gap.abs_diff(5_000_000) < 10_000, "planned ITL {gap} ns");
+        }
+    }
+    let _ = stop_tx.send(());
+    thread.join().unwrap();
+}
