@@ -25,6 +25,7 @@ pub mod config;
 pub mod faults;
 pub mod model;
 pub mod server;
+pub mod stamped;
 pub mod text;
 
 use std::io::Write as _;

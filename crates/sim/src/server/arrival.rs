@@ -14,7 +14,6 @@
 //! kept; without a stamped connection at all, the handler's time.
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,20 +22,15 @@ use std::time::{Duration, Instant};
 
 use axum::extract::connect_info::Connected;
 use axum::serve::{IncomingStream, Listener};
-use nix::sys::socket::{self, sockopt, ControlMessageOwned, MsgFlags};
-use nix::sys::time::TimeSpec;
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::clock::monotonic_ns;
+use crate::stamped;
 
 /// The most one read takes (a longer request takes more reads; each keeps the
 /// receive time of its last segment).
 const READ_AT_ONCE: usize = 4096;
-
-/// A kernel timestamp older than this at read time is not believed (the wall
-/// clock was stepped); the read time is kept instead.
-const MAX_AGE: Duration = Duration::from_secs(10);
 
 /// The arrival time of a connection's latest request: CLOCK_MONOTONIC ns of the
 /// last bytes read (0: nothing read yet). Shared by the connection's reader and
@@ -60,15 +54,6 @@ impl Arrival {
     }
 }
 
-/// CLOCK_MONOTONIC ns of a `CLOCK_REALTIME` kernel timestamp, taken now; `None`
-/// if it is in the future or older than [`MAX_AGE`].
-fn monotonic_of(real: TimeSpec) -> Option<u64> {
-    let now_real = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME).ok()?;
-    let now_mono = monotonic_ns();
-    let age = Duration::from(now_real).checked_sub(Duration::from(real))?;
-    (age <= MAX_AGE).then(|| now_mono.saturating_sub(age.as_nanos() as u64))
-}
-
 /// A listener whose connections stamp what they read ([`StampedStream`]), with
 /// `TCP_NODELAY` (streaming latency: Nagle must not hold back a small chunk).
 pub struct StampedListener {
@@ -79,7 +64,7 @@ impl StampedListener {
     /// Asks the kernel for receive timestamps on `inner` (inherited by every
     /// accepted socket); if it refuses, reads are stamped with the read time.
     pub fn new(inner: TcpListener) -> StampedListener {
-        let _ = socket::setsockopt(&inner, sockopt::ReceiveTimestampns, &true);
+        stamped::enable(&inner);
         StampedListener { inner }
     }
 }
@@ -92,11 +77,11 @@ impl Listener for StampedListener {
         let (tcp, addr) = Listener::accept(&mut self.inner).await;
         let _ = tcp.set_nodelay(true);
         // Inherited from the listener on Linux; set again in case it was not.
-        let _ = socket::setsockopt(&tcp, sockopt::ReceiveTimestampns, &true);
+        stamped::enable(&tcp);
         let stream = StampedStream {
             tcp,
             arrival: Arrival::default(),
-            cmsg: nix::cmsg_space!(TimeSpec),
+            reader: stamped::Reader::new(READ_AT_ONCE),
         };
         (stream, addr)
     }
@@ -117,30 +102,7 @@ impl Connected<IncomingStream<'_, StampedListener>> for Arrival {
 pub struct StampedStream {
     tcp: TcpStream,
     arrival: Arrival,
-    /// Room for one `SCM_TIMESTAMPNS` control message.
-    cmsg: Vec<u8>,
-}
-
-impl StampedStream {
-    /// One `recvmsg` into `buf`: bytes read and the receive time, if the kernel
-    /// gave one.
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        let fd = self.tcp.as_raw_fd();
-        let cmsg = &mut self.cmsg;
-        self.tcp.try_io(Interest::READABLE, || {
-            let mut iov = [io::IoSliceMut::new(buf)];
-            let msg = socket::recvmsg::<()>(fd, &mut iov, Some(cmsg), MsgFlags::empty())?;
-            let mut stamp = None;
-            if let Ok(cmsgs) = msg.cmsgs() {
-                for c in cmsgs {
-                    if let ControlMessageOwned::ScmTimestampns(ts) = c {
-                        stamp = monotonic_of(ts);
-                    }
-                }
-            }
-            Ok((msg.bytes, stamp))
-        })
-    }
+    reader: stamped::Reader,
 }
 
 impl AsyncRead for StampedStream {
@@ -150,25 +112,10 @@ impl AsyncRead for StampedStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        loop {
-            ready!(this.tcp.poll_read_ready(cx))?;
-            // At most READ_AT_ONCE bytes: zeroing hyper's whole spare buffer
-            // (8 KiB or more) before every read cost more than the read.
-            let n = buf.remaining().min(READ_AT_ONCE);
-            let unfilled = buf.initialize_unfilled_to(n);
-            match this.recv(unfilled) {
-                Ok((n, stamp)) => {
-                    if n > 0 {
-                        this.arrival.set(stamp.unwrap_or_else(monotonic_ns));
-                    }
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                // Not readable after all: `try_io` cleared the readiness; wait again.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
+        if let Some(at) = ready!(this.reader.poll_read(&this.tcp, cx, buf))? {
+            this.arrival.set(at);
         }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -205,6 +152,7 @@ impl AsyncWrite for StampedStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::sys::socket::{self, sockopt};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Bytes that waited in the socket while the reader was busy keep their
@@ -252,18 +200,5 @@ mod tests {
         server.write_all(b"ok").await.unwrap();
         let n = client.read(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"ok");
-    }
-
-    #[test]
-    fn old_or_future_timestamps_are_not_believed() {
-        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME).unwrap();
-        let ago = TimeSpec::from(Duration::from(now) - Duration::from_millis(5));
-        let mono = monotonic_of(ago).unwrap();
-        let age = monotonic_ns() - mono;
-        assert!((5_000_000..1_000_000_000).contains(&age), "{age}");
-        let future = TimeSpec::from(Duration::from(now) + Duration::from_secs(60));
-        assert_eq!(monotonic_of(future), None);
-        let stale = TimeSpec::from(Duration::from(now) - Duration::from_secs(60));
-        assert_eq!(monotonic_of(stale), None);
     }
 }

@@ -27,7 +27,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::stamped::{Received, StampedTcp};
+use super::stamped::{StampedTcp, Stamps};
 
 type Driver = http1::Connection<TokioIo<StampedTcp>, Full<Bytes>>;
 
@@ -47,8 +47,9 @@ pub(crate) struct Conn {
     pub driver: Driver,
     /// The driver has completed: the connection is closed.
     pub ended: bool,
-    /// The kernel's receive time of what the connection read last.
-    pub received: Received,
+    /// The kernel's receive time of what the connection read last, and when its
+    /// latest request's first write began.
+    pub stamps: Stamps,
 }
 
 /// Idle connections to one `host:port`.
@@ -107,7 +108,7 @@ impl Pool {
             .await
             .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
         let _ = tcp.set_nodelay(true);
-        let (tcp, received) = StampedTcp::new(tcp);
+        let (tcp, stamps) = StampedTcp::new(tcp);
         let (sender, driver) = http1::Builder::new()
             .read_buf_exact_size(Some(READ_BUF_BYTES))
             .handshake(TokioIo::new(tcp))
@@ -117,7 +118,7 @@ impl Pool {
             sender,
             driver,
             ended: false,
-            received,
+            stamps,
         })
     }
 
@@ -196,7 +197,7 @@ fn poll_driver(driver: &mut Driver, ended: &mut bool, cx: &mut Context<'_>) {
 pub(crate) struct Driven<'a> {
     pub driver: &'a mut Driver,
     pub ended: &'a mut bool,
-    pub received: &'a Received,
+    pub stamps: &'a Stamps,
     pub body: Incoming,
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
-use super::stamped::{chunk_time, Received};
+use super::stamped::{chunk_time, Stamps};
 use super::{describe, max_content_chunks, Failure, Limits, SseParser};
 use crate::drive::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
@@ -87,7 +87,7 @@ struct Progress {
 pub(super) struct ReadAt<'a> {
     pub deadline: tokio::time::Instant,
     pub origin: u64,
-    pub received: Option<&'a Received>,
+    pub received: Option<&'a Stamps>,
 }
 
 /// Reads `body` until `data: [DONE]` (or its end), recording every content chunk
@@ -137,7 +137,7 @@ pub(super) async fn read<E: std::error::Error>(
             Some(Err(e)) => return Err(Failure::new(ErrorKind::Reset, describe(&e))),
         };
         // Arrival time first, then parsing.
-        let t = chunk_time(received.and_then(Received::latest), floor, now_ns());
+        let t = chunk_time(received.and_then(Stamps::latest), floor, now_ns());
         floor = t;
         let chunks_before = rec.chunks.len();
         progress.take(&bytes, t.saturating_sub(origin), t, rec)?;

@@ -233,7 +233,7 @@ impl Exchange<'_> {
         status: StatusCode,
         headers: &HeaderMap,
         body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
-        received: Option<&stamped::Received>,
+        received: Option<&stamped::Stamps>,
     ) -> Result<(), Failure> {
         self.rec.status = Some(status.as_u16());
         check_response(status, headers, body, self.deadline).await?;
@@ -268,9 +268,11 @@ async fn exchange_direct(
             Some(c) => c,
             None => open_direct(pool, target, rec, deadline, origin).await?,
         };
-        if !target.connect_in_ttft || reused {
+        let sent_is_now = !target.connect_in_ttft || reused;
+        if sent_is_now {
             rec.sent = now_ns().saturating_sub(origin);
         }
+        conn.stamps.expect_send();
         let mut req = hyper::Request::post(pool.path.as_str())
             .body(http_body_util::Full::new(body.clone()))
             .map_err(|e| Failure::new(ErrorKind::Connect, e.to_string()))?;
@@ -312,14 +314,21 @@ async fn exchange_direct(
                 ))
             }
             Ok(Some(Err(e))) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
-            Ok(Some(Ok(resp))) => break (conn, resp),
+            Ok(Some(Ok(resp))) => {
+                // The request left when its first write began (handed to the
+                // kernel), not when it was queued.
+                if let Some(w) = conn.stamps.first_write().filter(|_| sent_is_now) {
+                    rec.sent = rec.sent.max(w.saturating_sub(origin));
+                }
+                break (conn, resp);
+            }
         }
     };
     let (parts, incoming) = resp.into_parts();
     let mut driven = direct::Driven {
         driver: &mut conn.driver,
         ended: &mut conn.ended,
-        received: &conn.received,
+        stamps: &conn.stamps,
         body: incoming,
     };
     let at = Exchange {
@@ -328,8 +337,8 @@ async fn exchange_direct(
         deadline,
         origin,
     };
-    let received = driven.received.clone();
-    at.consume(parts.status, &parts.headers, &mut driven, Some(&received))
+    let stamps = driven.stamps.clone();
+    at.consume(parts.status, &parts.headers, &mut driven, Some(&stamps))
         .await?;
     // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
     // is stamped), so the connection can serve the next request.

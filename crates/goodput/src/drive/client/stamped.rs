@@ -10,7 +10,9 @@
 //! kernel's receive time of what it read (converted to the records' monotonic
 //! clock); [`super::events::read`] takes it for every chunk of that read, within the
 //! bounds it can be believed (not before the request was sent or the previous
-//! chunk, not after the read). Where the kernel gives none (another OS, a socket
+//! chunk, not after the read). Its writes keep when the first write after a
+//! request was queued began: the request's send time, when it was handed to the
+//! kernel (not when the client decided to send it). Where the kernel gives none (another OS, a socket
 //! option refused), a read keeps its read time, as before.
 //!
 //! The kernel keeps one time per read, that of the last segment the read took: a
@@ -19,92 +21,76 @@
 //! later than the read. A read that finds one write, the usual case, is exact.
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
 
-use nix::sys::socket::{self, sockopt, ControlMessageOwned, MsgFlags};
-use nix::sys::time::TimeSpec;
-use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use goodput_sim::stamped::{self, Reader};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::drive::record::now_ns;
 
-/// A kernel timestamp older than this at read time is not believed (the wall
-/// clock was stepped in between); the read keeps its read time.
-const MAX_AGE: Duration = Duration::from_secs(10);
+/// The most one read takes: hyper's buffer for a connection (`direct.rs`).
+const READ_AT_ONCE: usize = 2048;
 
-/// The receive time (the records' clock, ns) of the bytes a connection read last;
-/// 0 before any. Shared between the connection's reader and the request reading
-/// its response.
+/// A connection's times on the records' clock (ns; 0: none yet), shared between
+/// the connection's reader and writer and the request using it: the receive time
+/// of the bytes it read last, and when the first write since the request was
+/// queued began (the request handed to the kernel).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Received(Arc<AtomicU64>);
+pub(crate) struct Stamps(Arc<[AtomicU64; 2]>);
 
-impl Received {
+const RECEIVED: usize = 0;
+const WRITTEN: usize = 1;
+
+impl Stamps {
     /// The receive time of the latest read, if any read was stamped.
     pub(crate) fn latest(&self) -> Option<u64> {
-        Some(self.0.load(Ordering::Relaxed)).filter(|&t| t != 0)
+        Some(self.0[RECEIVED].load(Ordering::Relaxed)).filter(|&t| t != 0)
     }
 
-    fn set(&self, ns: u64) {
-        self.0.store(ns.max(1), Ordering::Relaxed);
+    fn set_received(&self, ns: u64) {
+        self.0[RECEIVED].store(ns.max(1), Ordering::Relaxed);
     }
-}
 
-/// The records' clock (CLOCK_MONOTONIC ns) of a `CLOCK_REALTIME` kernel timestamp,
-/// read against both clocks now; `None` if it is in the future or older than
-/// [`MAX_AGE`].
-fn monotonic_of(real: TimeSpec) -> Option<u64> {
-    let now_real = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME).ok()?;
-    let now_mono = now_ns();
-    let age = Duration::from(now_real).checked_sub(Duration::from(real))?;
-    (age <= MAX_AGE).then(|| now_mono.saturating_sub(age.as_nanos() as u64))
+    /// A request is about to be queued on the connection: the next write is its.
+    pub(crate) fn expect_send(&self) {
+        self.0[WRITTEN].store(0, Ordering::Relaxed);
+    }
+
+    /// When the first write since [`Stamps::expect_send`] began, if one did.
+    pub(crate) fn first_write(&self) -> Option<u64> {
+        Some(self.0[WRITTEN].load(Ordering::Relaxed)).filter(|&t| t != 0)
+    }
+
+    fn wrote(&self, began: u64) {
+        let _ =
+            self.0[WRITTEN].compare_exchange(0, began.max(1), Ordering::Relaxed, Ordering::Relaxed);
+    }
 }
 
 /// A TCP connection that reads with `recvmsg` and keeps the receive time of what
-/// it read in its [`Received`].
+/// it read, and the time its writes began, in its [`Stamps`].
 pub(crate) struct StampedTcp {
     tcp: TcpStream,
-    received: Received,
-    /// Room for one `SCM_TIMESTAMPNS` control message.
-    cmsg: Vec<u8>,
+    stamps: Stamps,
+    reader: Reader,
 }
 
 impl StampedTcp {
     /// `tcp`, asking the kernel for receive timestamps (when it refuses, reads keep
     /// their read time).
-    pub(crate) fn new(tcp: TcpStream) -> (StampedTcp, Received) {
-        let _ = socket::setsockopt(&tcp, sockopt::ReceiveTimestampns, &true);
-        let received = Received::default();
+    pub(crate) fn new(tcp: TcpStream) -> (StampedTcp, Stamps) {
+        stamped::enable(&tcp);
+        let stamps = Stamps::default();
         let s = StampedTcp {
             tcp,
-            received: received.clone(),
-            cmsg: nix::cmsg_space!(TimeSpec),
+            stamps: stamps.clone(),
+            reader: Reader::new(READ_AT_ONCE),
         };
-        (s, received)
-    }
-
-    /// One `recvmsg` into `buf`: the bytes read and their receive time, if the
-    /// kernel gave one.
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
-        let fd = self.tcp.as_raw_fd();
-        let cmsg = &mut self.cmsg;
-        self.tcp.try_io(Interest::READABLE, || {
-            let mut iov = [io::IoSliceMut::new(buf)];
-            let msg = socket::recvmsg::<()>(fd, &mut iov, Some(cmsg), MsgFlags::empty())?;
-            let mut stamp = None;
-            if let Ok(cmsgs) = msg.cmsgs() {
-                for c in cmsgs {
-                    if let ControlMessageOwned::ScmTimestampns(ts) = c {
-                        stamp = monotonic_of(ts);
-                    }
-                }
-            }
-            Ok((msg.bytes, stamp))
-        })
+        (s, stamps)
     }
 }
 
@@ -115,22 +101,10 @@ impl AsyncRead for StampedTcp {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        loop {
-            ready!(this.tcp.poll_read_ready(cx))?;
-            let unfilled = buf.initialize_unfilled();
-            match this.recv(unfilled) {
-                Ok((n, stamp)) => {
-                    if n > 0 {
-                        this.received.set(stamp.unwrap_or_else(now_ns));
-                    }
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                // Not readable after all: `try_io` cleared the readiness; wait again.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
+        if let Some(at) = ready!(this.reader.poll_read(&this.tcp, cx, buf))? {
+            this.stamps.set_received(at);
         }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -140,7 +114,13 @@ impl AsyncWrite for StampedTcp {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+        let this = self.get_mut();
+        let began = now_ns();
+        let r = Pin::new(&mut this.tcp).poll_write(cx, buf);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.stamps.wrote(began);
+        }
+        r
     }
 
     fn poll_write_vectored(
@@ -148,7 +128,13 @@ impl AsyncWrite for StampedTcp {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let began = now_ns();
+        let r = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            this.stamps.wrote(began);
+        }
+        r
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -177,6 +163,7 @@ pub(crate) fn chunk_time(received: Option<u64>, floor: u64, now: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
@@ -192,41 +179,68 @@ mod tests {
         assert_eq!(chunk_time(None, 100, 200), 200);
     }
 
-    #[test]
-    fn old_or_future_timestamps_are_not_believed() {
-        let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME).unwrap();
-        let future = now + TimeSpec::from_duration(Duration::from_secs(5));
-        assert_eq!(monotonic_of(future), None);
-        let old = now - TimeSpec::from_duration(MAX_AGE + Duration::from_secs(1));
-        assert_eq!(monotonic_of(old), None);
-        let recent = now - TimeSpec::from_duration(Duration::from_millis(30));
-        let m = monotonic_of(recent).unwrap();
-        let age = now_ns() - m;
-        assert!(age >= 30_000_000, "{age}");
+    /// A request's send time is when its first write began; later writes keep it.
+    #[tokio::test]
+    async fn the_first_write_after_a_send_is_expected_is_kept() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut all = Vec::new();
+            let _ = s.read_to_end(&mut all).await;
+            all
+        });
+        let (mut stream, stamps) = StampedTcp::new(TcpStream::connect(addr).await.unwrap());
+        stream.write_all(b"before").await.unwrap();
+        stamps.expect_send();
+        assert_eq!(stamps.first_write(), None);
+        let before = now_ns();
+        stream.write_all(b"request").await.unwrap();
+        let after = now_ns();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        stream.write_all(b"more").await.unwrap();
+        let w = stamps.first_write().expect("a write");
+        assert!((before..=after).contains(&w), "{before} <= {w} <= {after}");
+        drop(stream);
+        assert_eq!(server.await.unwrap(), b"beforerequestmore");
     }
 
     /// Bytes that wait in the socket while the reader is busy keep the time they
     /// arrived, not the time they were read.
     #[tokio::test]
     async fn a_late_read_keeps_the_arrival_time() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            s.write_all(b"data: first\n\n").await.unwrap();
+        let (go, went) = std::sync::mpsc::channel::<()>();
+        let (wrote, written) = std::sync::mpsc::channel::<()>();
+        // The writer on a thread of its own, so that it writes while the reader's
+        // thread is busy.
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(b"warm").unwrap();
+            went.recv().unwrap();
+            s.write_all(b"data: first\n\n").unwrap();
+            wrote.send(()).unwrap();
             let mut rest = Vec::new();
-            let _ = s.read_to_end(&mut rest).await;
+            let _ = s.read_to_end(&mut rest);
         });
-        let (mut stream, received) = StampedTcp::new(TcpStream::connect(addr).await.unwrap());
-        // Wait until the bytes are there, then stay busy before reading them.
-        stream.tcp.readable().await.unwrap();
-        let arrived_by = now_ns();
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        let (mut stream, stamps) = StampedTcp::new(TcpStream::connect(addr).await.unwrap());
+        // The kernel turns receive timestamps on a moment after they are first
+        // asked for (a deferred static key): one exchange first, then a pause.
         let mut buf = [0u8; 64];
+        let n = stream.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"warm");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        go.send(()).unwrap();
+        // The bytes are in the socket; the reader stays busy before reading them.
+        written.recv().unwrap();
+        let arrived_by = now_ns();
+        std::thread::sleep(Duration::from_millis(60));
         let n = stream.read(&mut buf).await.unwrap();
         let read_at = now_ns();
         assert_eq!(&buf[..n], b"data: first\n\n");
-        let k = received.latest().expect("a stamped read");
+        let k = stamps.latest().expect("a stamped read");
         assert!(k <= arrived_by, "stamped {k}, arrived by {arrived_by}");
         assert!(
             read_at - k >= 50_000_000,
@@ -234,6 +248,6 @@ mod tests {
             (read_at - k) / 1_000_000
         );
         drop(stream);
-        server.await.unwrap();
+        server.join().unwrap();
     }
 }
