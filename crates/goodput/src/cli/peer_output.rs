@@ -19,7 +19,7 @@ pub(super) fn header(plan: &Plan, flags: &CommonArgs) {
     let ttft = if flags.ttft_includes_connect {
         "TTFT includes connection set-up, as vLLM's does (--ttft-includes-connect)"
     } else {
-        "TTFT starts when the request is sent on an open connection (vLLM's includes connection set-up; --ttft-includes-connect to match)"
+        "TTFT runs from the request's write on an open connection to the kernel's receive time of the first token (vLLM's includes connection set-up and stamps both ends in its own thread; --ttft-includes-connect to count set-up)"
     };
     let warm = match plan.warmup_requests {
         0 => "no warm-up requests (--num-warmups 0)".to_string(),
