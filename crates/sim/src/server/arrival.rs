@@ -112,6 +112,12 @@ impl AsyncRead for StampedStream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        // Chunks that fell due go first: this read's request has its arrival
+        // stamp from the kernel, so parsing it a moment later moves nothing.
+        if super::timer::wake_due() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if let Some(at) = ready!(this.reader.poll_read(&this.tcp, cx, buf))? {
             this.arrival.set(at);
         }

@@ -123,18 +123,18 @@ impl Local {
         let _ = fire(due);
     }
 
-    /// Wakes what has fallen due by `now` (cheap when nothing has).
-    pub(super) fn fire_due(&self, now: Instant) {
+    /// Wakes what has fallen due by `now` (cheap when nothing has); how many.
+    pub(super) fn fire_due(&self, now: Instant) -> usize {
         let mut due = Vec::new();
         {
             let mut heap = self.heap.lock();
             if heap.next_deadline().is_none_or(|d| d > now) {
-                return;
+                return 0;
             }
             heap.pop_due(now, &mut due);
             self.rearm(&mut heap);
         }
-        let _ = fire(due);
+        fire(due)
     }
 
     /// The `timerfd` expired: wakes what is due and arms it for the next deadline.
@@ -336,6 +336,46 @@ mod tests {
         local.retire();
         assert_eq!(a.state.load(Ordering::Acquire), ORPHANED);
         assert!(local.heap.lock().items.is_empty());
+    }
+
+    /// `fire_due` says how many it woke (what lets a request's parsing wait for
+    /// the chunks that fell due: `wake_due`); nothing due, none.
+    #[test]
+    fn fire_due_counts_what_it_wakes() {
+        let local = Local::new().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        local.register(t0 + ms(10), entry("a", &log), t0);
+        local.register(t0 + ms(10), entry("b", &log), t0);
+        local.register(t0 + ms(20), entry("c", &log), t0);
+        assert_eq!(local.fire_due(t0 + ms(5)), 0);
+        assert_eq!(local.fire_due(t0 + ms(10)), 2);
+        assert_eq!(local.fire_due(t0 + ms(10)), 0, "each is woken once");
+        assert_eq!(*log.lock(), ["a", "b"]);
+        local.retire();
+    }
+
+    /// On a current-thread runtime with the local timer, `wake_due` wakes a
+    /// sleep that has fallen due and says so; with nothing due it says no.
+    #[test]
+    fn wake_due_lets_due_sleeps_go_first() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            assert!(install_local());
+            assert!(!super::super::wake_due(), "nothing registered");
+            let deadline = Instant::now() + Duration::from_millis(5);
+            let mut sleep = Box::pin(super::super::sleep_until(deadline));
+            // Registered, not yet due.
+            assert!(futures_util::poll!(&mut sleep).is_pending());
+            assert!(!super::super::wake_due());
+            std::thread::sleep(Duration::from_millis(10));
+            assert!(super::super::wake_due(), "the sleep fell due");
+            assert!(futures_util::poll!(&mut sleep).is_ready());
+        });
     }
 
     /// On a current-thread runtime the local timer serves the sleeps, armed

@@ -192,6 +192,14 @@ pub struct Sleep {
     fallback: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
+/// On a thread with its own timer: wakes what has fallen due and says whether
+/// anything had, so that work that can wait (reading and parsing a new request,
+/// whose clock started at its arrival stamp anyway) lets those chunks go first.
+/// `false` elsewhere.
+pub fn wake_due() -> bool {
+    local::local().is_some_and(|l| l.fire_due(Instant::now()) > 0)
+}
+
 /// Complete at `deadline` (immediately if it has passed).
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
