@@ -572,35 +572,24 @@ def main():
                 probes.setdefault((f"C={c}", tool), []).append(probe)
                 if samples is None:
                     notes.append(f"- {tool} at {c} streams, repetition {rep + 1}: {why}")
-        for rate in rates:
-            n = max(int(rate * a.open_seconds), 16)
-            for tool in order(open_tools, rep):
-                runs = opened.setdefault((rate, tool), [])
-                if tool in unavailable:
-                    runs.append(None)
-                    continue
-                log(f"repetition {rep + 1}: {tool} at {rate} req/s, {n} requests")
-                samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
-                                                    n=n, rate=rate, tag=f"r{rate}-r{rep}")
-                runs.append(samples)
-                usage.setdefault((f"{rate}/s", tool), []).append(u)
-                probes.setdefault((f"{rate}/s", tool), []).append(probe)
-                if samples is None:
-                    notes.append(f"- {tool} at {rate} req/s, repetition {rep + 1}: {why}")
-        for rate in paced_rates:
-            n = max(int(rate * a.open_seconds), 16)
-            for tool in order(open_tools, rep):
-                runs = paced.setdefault((rate, tool), [])
-                if tool in unavailable:
-                    runs.append(None)
-                    continue
-                log(f"repetition {rep + 1}: {tool} paced at {rate} req/s, {n} requests")
-                samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
-                                                    n=n, rate=rate, paced=True, tag=f"p{rate}-r{rep}")
-                runs.append(samples)
-                probes.setdefault((f"{rate}/s paced", tool), []).append(probe)
-                if samples is None:
-                    notes.append(f"- {tool} paced at {rate} req/s, repetition {rep + 1}: {why}")
+        for rate_list, results, kind, is_paced in ((rates, opened, "", False), (paced_rates, paced, " paced", True)):
+            for rate in rate_list:
+                n = max(int(rate * a.open_seconds), 16)
+                level = f"{rate}/s{kind}"
+                for tool in order(open_tools, rep):
+                    runs = results.setdefault((rate, tool), [])
+                    if tool in unavailable:
+                        runs.append(None)
+                        continue
+                    log(f"repetition {rep + 1}: {tool}{kind} at {rate} req/s, {n} requests")
+                    samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
+                                                        n=n, rate=rate, paced=is_paced,
+                                                        tag=f"{'p' if is_paced else 'r'}{rate}-r{rep}")
+                    runs.append(samples)
+                    usage.setdefault((level, tool), []).append(u)
+                    probes.setdefault((level, tool), []).append(probe)
+                    if samples is None:
+                        notes.append(f"- {tool}{kind} at {rate} req/s, repetition {rep + 1}: {why}")
     wire, wire_ttft = {}, {}
     if capture and a.capture_at:
         c = a.capture_at

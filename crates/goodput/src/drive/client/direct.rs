@@ -192,12 +192,10 @@ fn poll_driver(driver: &mut Driver, ended: &mut bool, cx: &mut Context<'_>) {
 }
 
 /// A response body whose connection is driven by whoever reads it: data frames as
-/// a stream of bytes (trailers are skipped), with the receive time of the read
-/// that brought them.
+/// a stream of bytes (trailers are skipped).
 pub(crate) struct Driven<'a> {
     pub driver: &'a mut Driver,
     pub ended: &'a mut bool,
-    pub stamps: &'a Stamps,
     pub body: Incoming,
 }
 

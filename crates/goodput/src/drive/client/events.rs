@@ -87,7 +87,7 @@ struct Progress {
 pub(super) struct ReadAt<'a> {
     pub deadline: tokio::time::Instant,
     pub origin: u64,
-    pub received: Option<&'a Stamps>,
+    pub stamps: Option<&'a Stamps>,
 }
 
 /// Reads `body` until `data: [DONE]` (or its end), recording every content chunk
@@ -102,7 +102,7 @@ pub(super) async fn read<E: std::error::Error>(
     let ReadAt {
         deadline,
         origin,
-        received,
+        stamps,
     } = at;
     // Nothing of this response arrived before the request was sent.
     let mut floor = origin.saturating_add(rec.sent);
@@ -137,7 +137,7 @@ pub(super) async fn read<E: std::error::Error>(
             Some(Err(e)) => return Err(Failure::new(ErrorKind::Reset, describe(&e))),
         };
         // Arrival time first, then parsing.
-        let t = chunk_time(received.and_then(Stamps::latest), floor, now_ns());
+        let t = chunk_time(stamps.and_then(Stamps::latest), floor, now_ns());
         floor = t;
         let chunks_before = rec.chunks.len();
         progress.take(&bytes, t.saturating_sub(origin), t, rec)?;

@@ -233,14 +233,14 @@ impl Exchange<'_> {
         status: StatusCode,
         headers: &HeaderMap,
         body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
-        received: Option<&stamped::Stamps>,
+        stamps: Option<&stamped::Stamps>,
     ) -> Result<(), Failure> {
         self.rec.status = Some(status.as_u16());
         check_response(status, headers, body, self.deadline).await?;
         let at = events::ReadAt {
             deadline: self.deadline,
             origin: self.origin,
-            received,
+            stamps,
         };
         events::read(body, self.rec, self.limits, at).await?;
         self.rec.done = Some(now_ns().saturating_sub(self.origin));
@@ -328,7 +328,6 @@ async fn exchange_direct(
     let mut driven = direct::Driven {
         driver: &mut conn.driver,
         ended: &mut conn.ended,
-        stamps: &conn.stamps,
         body: incoming,
     };
     let at = Exchange {
@@ -337,9 +336,13 @@ async fn exchange_direct(
         deadline,
         origin,
     };
-    let stamps = driven.stamps.clone();
-    at.consume(parts.status, &parts.headers, &mut driven, Some(&stamps))
-        .await?;
+    at.consume(
+        parts.status,
+        &parts.headers,
+        &mut driven,
+        Some(&conn.stamps),
+    )
+    .await?;
     // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
     // is stamped), so the connection can serve the next request.
     let rest = async { while let Some(Ok(_)) = driven.next().await {} };
