@@ -73,7 +73,7 @@ pub enum Command {
         /// `table` (text) or `json` (`{"conclusion", "rows": [...]}`).
         #[arg(long, short, value_enum, default_value = "table")]
         format: CompareFormat,
-        /// The bootstrap's seed (the same seed gives the same intervals).
+        /// Accepted for old scripts; compare's tests are exact and draw nothing.
         #[arg(long, default_value_t = crate::stats::DEFAULT_SEED)]
         seed: u64,
     },

@@ -66,14 +66,12 @@ pub fn verdict_text(r: &Row, min_effect: f64) -> (String, Style) {
     match r.direction {
         Direction::Better => ("better".into(), Style::Good),
         Direction::Worse => ("worse".into(), Style::Bad),
+        Direction::Same => (format!("same (within ±{})", pct(min_effect)), Style::Dim),
         Direction::NoDetectableDifference => {
-            let settled =
-                r.ci.is_some_and(|[lo, hi]| lo > -min_effect && hi < min_effect);
             let apart = r.ci.is_some_and(|[lo, hi]| lo > 0.0 || hi < 0.0);
             let words = match r.trials_needed {
-                _ if settled => format!("same (within ±{})", pct(min_effect)),
                 _ if apart && r.change.is_some_and(|c| c.abs() < min_effect) => {
-                    format!("no difference of {} or more", pct(min_effect))
+                    format!("below the {} threshold", pct(min_effect))
                 }
                 Some(n) if apart => format!("not beyond noise over the table (~{n} trials)"),
                 Some(n) if n > 1000 => "no detectable difference (>1000 trials)".into(),
@@ -158,29 +156,45 @@ fn table(rows: &[Row], min_effect: f64, color: bool) -> String {
     align(&lines, &[2, 6], color)
 }
 
-/// How the rows were decided, in a sentence.
+/// How the rows were decided, in a sentence; and why rows were not testable.
 fn method_line(rows: &[Row], c: &Comparison) -> String {
-    let better = rows
-        .iter()
-        .filter(|r| r.direction == Direction::Better)
-        .count();
-    let worse = rows
-        .iter()
-        .filter(|r| r.direction == Direction::Worse)
-        .count();
-    let boot = rows.iter().any(|r| r.method == Method::Bootstrap);
-    let welch = rows.iter().any(|r| r.method == Method::Welch);
-    let how = match (boot, welch) {
-        (true, false) => "intervals: hierarchical bootstrap over trials, then requests",
-        (false, true) => "intervals: Welch t over per-trial values (no requests files)",
-        (true, true) => "intervals: hierarchical bootstrap where both requests files are at hand, else Welch t over trials",
+    let count = |d: Direction| rows.iter().filter(|r| r.direction == d).count();
+    let (better, worse, same) = (
+        count(Direction::Better),
+        count(Direction::Worse),
+        count(Direction::Same),
+    );
+    let trials = rows.iter().any(|r| r.method == Method::Trials);
+    let share = rows.iter().any(|r| r.method == Method::Newcombe);
+    let how = match (trials, share) {
+        (true, true) => "intervals: Welch t over trials (trial-to-trial variance pooled over each side's load levels), Newcombe for attainment",
+        (true, false) => "intervals: Welch t over trials (trial-to-trial variance pooled over each side's load levels)",
+        (false, true) => "intervals: Newcombe for attainment",
         (false, false) => "nothing testable",
     };
-    format!(
-        "{better} better, {worse} worse of {} rows: better/worse when the 95% interval excludes 0, \
-         the Holm-corrected p-value over all {} rows is ≤ 0.05, and the change is at least {} (--min-effect); {how}.\n",
+    let mut out = format!(
+        "{better} better, {worse} worse, {same} same of {} rows: better/worse when the 95% interval excludes 0, \
+         the Holm-corrected p-value over all {} rows is ≤ 0.05, and the change is at least {} (--min-effect); \
+         same when the two one-sided tests put it within ±{} (Holm too); {how}. \
+         Values: the mean over trials (`show` prints the median over trials: the same for two trials).\n",
         rows.len(),
         c.rows.len(),
+        pct(c.min_effect),
         pct(c.min_effect)
-    )
+    );
+    let mut whys: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.not_testable.as_deref())
+        .collect();
+    whys.dedup();
+    whys.sort_unstable();
+    whys.dedup();
+    for why in whys {
+        let n = rows
+            .iter()
+            .filter(|r| r.not_testable.as_deref() == Some(why))
+            .count();
+        out.push_str(&format!("  not testable ({n} rows): {why}\n"));
+    }
+    out
 }

@@ -1,85 +1,172 @@
 //! The verdict's ranking of engines whose capacities tie: by goodput at the shared
-//! load, with the same test `compare` makes on what a report holds (Welch's t over
-//! per-trial goodput, Holm-corrected over the engines, at least
-//! [`report::compare::DEFAULT_MIN_EFFECT`] apart); or, when that cannot tell them
-//! apart, a sentence saying so and what would separate them.
+//! load, judged by `compare`'s own decision on the same report
+//! ([`report::compare::within`]: each engine against the report's first, Welch's t
+//! over trials with the variance pooled over load levels, Holm over the whole
+//! table, at least [`report::compare::DEFAULT_MIN_EFFECT`] apart), so the verdict
+//! and `compare` cannot disagree, and quoting the interval `compare` prints.
+//!
+//! Every engine is ranked, not all or nothing: the engines are ordered by their
+//! mean goodput over trials and each is set apart from the next only when the
+//! test says so. Two neighbours of which neither is the report's first engine are
+//! not in `compare`'s table; they get the same test directly, Holm-corrected over
+//! those direct tests, and the sentence says so. Neighbours that cannot be told
+//! apart are said to tie, with how much they could differ and the trials that
+//! would separate a difference of the size seen.
 
-use report::{Point, Report};
+use report::compare::{pct, sample, within, Direction, Row, Rule, GOODPUT_METRIC, METRICS};
+use report::stats::trials_needed;
+use report::Report;
 
 use super::text::num;
-use report::compare::{pct, summary_values, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, METRICS};
-use report::stats::{multiple, trials_needed, welch};
 
-/// Per-trial goodput of `engine` at `x`, when measured.
-fn goodput_at<'a>(report: &'a Report, engine: &str, x: f64) -> Option<(&'a Point, Vec<f64>)> {
+/// Mean goodput over trials of `engine` at `x`, when measured.
+fn goodput_at(report: &Report, engine: &str, x: f64) -> Option<f64> {
+    let m = METRICS.iter().find(|m| m.name == GOODPUT_METRIC)?;
     let p = report.load.get(engine)?.points.iter().find(|p| p.x == x)?;
-    let (v, _) = summary_values(&METRICS[5], p);
-    (!v.is_empty()).then_some((p, v))
+    sample(m, p).estimate()
 }
 
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
+/// The goodput row of `a` against `b` (either way round) at `x` in `rows`.
+fn row_of<'a>(rows: &'a [Row], a: &str, b: &str, x: f64) -> Option<&'a Row> {
+    rows.iter().find(|r| {
+        r.metric == GOODPUT_METRIC
+            && r.x == x
+            && ((r.engine == a && r.baseline == b) || (r.engine == b && r.baseline == a))
+    })
 }
 
-/// The sentence on engines `tied` at load `x`: who leads at that load, beyond
-/// noise, or that they cannot be told apart and what would separate them.
+/// `vllm-ngram 52% (47–57%) more than vllm-fast-b`, from the row's own side.
+fn difference(r: &Row) -> String {
+    let (Some(ch), Some([lo, hi])) = (r.change, r.ci) else {
+        return format!("{} against {}: not testable", r.engine, r.baseline);
+    };
+    let way = if ch >= 0.0 { "more" } else { "less" };
+    let signed = |v: f64| format!("{}{}", if v < 0.0 { "−" } else { "+" }, pct(v));
+    let range = if lo * hi > 0.0 {
+        let (a, b) = (lo.abs().min(hi.abs()), lo.abs().max(hi.abs()));
+        format!("{}–{}", pct(a).trim_end_matches('%'), pct(b))
+    } else {
+        format!("{} to {}", signed(lo), signed(hi))
+    };
+    format!(
+        "{} has {} ({range}) {way} goodput than {}",
+        r.engine,
+        pct(ch),
+        r.baseline
+    )
+}
+
+/// What would separate two engines that the row cannot: how far apart they
+/// could be, and the trials a side for a difference of the size seen.
+fn unseparated(r: &Row, rule: &Rule, tests: usize) -> String {
+    let (Some(ch), Some([lo, hi])) = (r.change, r.ci) else {
+        let why = r.not_testable.as_deref().unwrap_or("nothing to test");
+        return format!("{} and {} cannot be ranked ({why})", r.engine, r.baseline);
+    };
+    let signed = |v: f64| format!("{}{}", if v < 0.0 { "−" } else { "+" }, pct(v));
+    let need = r.se.and_then(|se| {
+        trials_needed(
+            se,
+            r.df.unwrap_or(f64::INFINITY),
+            r.trials,
+            ch.abs().max(rule.min_effect),
+            rule.alpha / tests.max(1) as f64,
+        )
+    });
+    let more = match need {
+        Some(n) => format!(
+            "about {n} trials each would separate a difference of {}",
+            pct(ch.abs().max(rule.min_effect))
+        ),
+        None => "more trials would tell".to_string(),
+    };
+    format!(
+        "{} and {} cannot be told apart: {}'s goodput is {} ({} to {}) against {}'s; {more}",
+        r.engine,
+        r.baseline,
+        r.engine,
+        signed(ch),
+        signed(lo),
+        signed(hi),
+        r.baseline
+    )
+}
+
+/// The sentence on engines `tied` at load `x`: their order by goodput at that
+/// load, each set apart from the next only beyond noise, with the interval.
 pub fn tie_break(
     report: &Report,
     tied: &[&str],
     x: f64,
     and_list: fn(&[&str]) -> String,
 ) -> String {
-    let mut at: Vec<(&str, Vec<f64>)> = tied
-        .iter()
-        .filter_map(|e| goodput_at(report, e, x).map(|(_, v)| (*e, v)))
-        .collect();
     let head = format!("{} tie at {}", and_list(tied), num(x));
+    let mut at: Vec<(&str, f64)> = tied
+        .iter()
+        .filter_map(|e| goodput_at(report, e, x).map(|v| (*e, v)))
+        .collect();
     if at.len() < 2 {
         return format!(
             "{head}; the report holds no goodput of theirs at that load, so they cannot be ranked."
         );
     }
-    at.sort_by(|a, b| mean(&b.1).total_cmp(&mean(&a.1)));
-    let (lead, lead_v) = (&at[0].0, &at[0].1);
-    let tests: Vec<_> = at[1..]
-        .iter()
-        .map(|(e, v)| (*e, welch::change(v, lead_v)))
-        .collect();
-    let ps: Vec<f64> = tests.iter().map(|(_, c)| c.map_or(1.0, |c| c.p)).collect();
-    let adj = multiple::holm(&ps);
-    let beats_all = tests.iter().zip(&adj).all(|((_, c), p)| {
-        c.is_some_and(|c| c.ci.0 > 0.0 && *p <= DEFAULT_ALPHA && c.change >= DEFAULT_MIN_EFFECT)
-    });
-    let (second, ch) = (&tests[0].0, tests[0].1);
-    if let (true, Some(c)) = (beats_all, ch) {
-        return format!(
-            "{head}; at that load {lead} has the most goodput: {} ({}–{}) more than {second} (Welch t over trials, Holm-corrected).",
-            pct(c.change),
-            pct(c.ci.0).trim_end_matches('%'),
-            pct(c.ci.1)
-        );
+    at.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let rule = Rule::default();
+    let table = within(report, &rule);
+    let first = report.load.keys().next().map(String::as_str).unwrap_or("");
+    // Neighbours outside compare's table: the same test, decided among themselves.
+    let mut direct: Vec<Row> = Vec::new();
+    for w in at.windows(2) {
+        let (hi, lo) = (w[0].0, w[1].0);
+        if hi != first && lo != first {
+            if let (Some(h), Some(l)) = (report.load.get(hi), report.load.get(lo)) {
+                direct.extend(
+                    report::compare::pair_rows((lo, l), (hi, h), true, &rule)
+                        .into_iter()
+                        .filter(|r| r.metric == GOODPUT_METRIC && r.x == x),
+                );
+            }
+        }
     }
-    let values: Vec<String> = at
-        .iter()
-        .map(|(e, v)| format!("{e} {} req/s", num(mean(v))))
-        .collect();
-    let need = ch.and_then(|c| {
-        trials_needed(
-            c.se,
-            c.trials,
-            DEFAULT_MIN_EFFECT,
-            DEFAULT_ALPHA / tests.len() as f64,
-        )
-    });
-    let more = match need {
-        Some(n) => format!("about {n} trials each"),
-        None if ch.is_none() => "at least two trials each".to_string(),
-        None => "more trials".to_string(),
+    report::compare::decide(&mut direct, &rule);
+    let tests = table.iter().filter(|r| r.p.is_some()).count();
+    let mut parts = Vec::new();
+    let mut any_direct = false;
+    for (i, w) in at.windows(2).enumerate() {
+        let (hi, lo) = (w[0].0, w[1].0);
+        let (row, from_direct) = match row_of(&table, hi, lo, x) {
+            Some(r) => (Some(r), false),
+            None => (row_of(&direct, hi, lo, x), true),
+        };
+        let Some(r) = row else {
+            parts.push(format!(
+                "{hi} and {lo} cannot be ranked (no goodput test at that load)"
+            ));
+            continue;
+        };
+        any_direct |= from_direct;
+        let separated = matches!(r.direction, Direction::Better | Direction::Worse);
+        let text = if separated {
+            let lead = if i == 0 {
+                format!("{hi} leads: ")
+            } else {
+                format!("then {hi}: ")
+            };
+            format!("{lead}{}", difference(r))
+        } else {
+            unseparated(r, &rule, if from_direct { direct.len() } else { tests })
+        };
+        parts.push(text);
+    }
+    let values: Vec<String> = at.iter().map(|(e, v)| format!("{e} {}", num(*v))).collect();
+    let how = if any_direct {
+        "compare's test: Welch t over trials, Holm over compare's table; neighbours that are not in that table, which sets each engine against the first, tested directly"
+    } else {
+        "compare's test: Welch t over trials, Holm over compare's table"
     };
     format!(
-        "{head} and cannot be told apart at that load (goodput {}); {more} would separate a {} difference, or a finer search between {} and the next load.",
+        "{head}; at that load (goodput req/s, mean over trials: {}) {} ({how}).",
         values.join(", "),
-        pct(DEFAULT_MIN_EFFECT),
-        num(x)
+        parts.join("; ")
     )
 }

@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+use crate::stats::Change;
 use crate::{Capacity, Point, Stat};
 
 /// The smallest relative change `compare` calls better or worse by default (2%).
@@ -35,9 +36,12 @@ pub enum Direction {
     Better,
     /// Beyond noise and the threshold, the bad way.
     Worse,
+    /// Shown to be within ±threshold (the two one-sided tests, Holm-corrected over
+    /// the table).
+    Same,
     /// Within noise, or smaller than the threshold.
     NoDetectableDifference,
-    /// Not testable (a value missing, a zero baseline, one trial only).
+    /// Not testable (a value missing, a zero baseline, one trial a side).
     Unknown,
 }
 
@@ -45,10 +49,12 @@ pub enum Direction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
-    /// Hierarchical bootstrap over trials and requests.
-    Bootstrap,
-    /// Welch's t over per-trial values (no requests file).
-    Welch,
+    /// Welch's t over per-trial figures, the trial-to-trial variance pooled over the
+    /// side's load levels ([`crate::stats::trials`]).
+    Trials,
+    /// Newcombe's interval for a share of requests over the effective requests
+    /// ([`crate::stats::proportion`]).
+    Newcombe,
     /// Nothing to test.
     None,
 }
@@ -83,6 +89,14 @@ pub struct Row {
     /// Trials per side that would detect the threshold (rows without a
     /// detectable difference, when it can be said).
     pub trials_needed: Option<u64>,
+    /// p-value of "the change is at least the threshold either way" (the two
+    /// one-sided tests), before correction.
+    pub p_same: Option<f64>,
+    /// Degrees of freedom of the test (absent: normal reference).
+    pub df: Option<f64>,
+    /// Why the row is not testable, and what would make it so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_testable: Option<String>,
     /// How the interval was made.
     pub method: Method,
     /// Which way is better for the metric (not written: the conclusion's input).
@@ -144,17 +158,6 @@ pub struct Pair {
     pub candidate_capacity: Option<Capacity>,
 }
 
-/// What is computed over a (resampled) set of trials.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Statistic {
-    /// The q-quantile of the pooled values (lower rule: `sorted[floor(q (n-1))]`).
-    Quantile(f64),
-    /// Per trial, the sum of its values over its duration; the mean over trials.
-    Rate,
-    /// The mean of the pooled values (a share, for 0/1 values).
-    Mean,
-}
-
 /// Whether a metric is better when lower (latency) or higher (throughput).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {
@@ -164,37 +167,36 @@ pub enum Better {
     Higher,
 }
 
-/// Which per-request value a metric takes.
+/// What a metric's test reads of a point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Value {
-    Ttft,
-    /// Time to first answer token (reasoning models; a request without reasoning:
-    /// its TTFT).
-    Ttfat,
-    /// No per-request value: compared from the report's per-trial figures (energy
-    /// and cost, measured per trial).
-    PerTrial,
-    Tpot,
-    Itl,
-    Tokens,
-    Good,
+pub enum Kind {
+    /// Each trial's figure ([`crate::TrialInfo::figures`]); for reports without
+    /// them, the trial values the point's summary still holds.
+    Figure,
+    /// A share of requests: each trial's good and sent requests.
+    Share,
+    /// Only the point's summary over trials (energy and cost, measured per trial).
+    Summary,
 }
 
 /// A compared metric.
 pub struct Metric {
     /// Display name (and the JSON `metric`).
     pub name: &'static str,
+    /// Its key in a trial's figures.
+    pub key: &'static str,
     /// Which way is better.
     pub better: Better,
-    /// The per-request value.
-    pub value: Value,
-    /// The statistic over the pooled (or per-trial) values.
-    pub statistic: Statistic,
+    /// What its test reads.
+    pub kind: Kind,
     /// The SLO defines it: compared only under the same SLO.
     pub slo_bound: bool,
-    /// The report's summary of it, for reports without their requests.
+    /// The report's summary of it over trials.
     pub summary: fn(&Point) -> Option<&Stat>,
 }
+
+/// The key of good requests per second in a trial's figures.
+pub const GOODPUT_KEY: &str = "goodput_rps";
 
 /// The metrics `compare` tests, in order (seven a load level: a four-level
 /// comparison is a 28-row table; TTFAT only where a side reasoned, energy and cost
@@ -202,89 +204,89 @@ pub struct Metric {
 pub const METRICS: [Metric; 11] = [
     Metric {
         name: "median TTFT ms",
+        key: "median_ttft_ms",
         better: Better::Lower,
-        value: Value::Ttft,
-        statistic: Statistic::Quantile(0.5),
+        kind: Kind::Figure,
         slo_bound: false,
         summary: |p| Some(&p.median_ttft_ms),
     },
     Metric {
         name: "p99 TTFT ms",
+        key: "p99_ttft_ms",
         better: Better::Lower,
-        value: Value::Ttft,
-        statistic: Statistic::Quantile(0.99),
+        kind: Kind::Figure,
         slo_bound: false,
         summary: |p| Some(&p.p99_ttft_ms),
     },
     Metric {
         name: "median TPOT ms",
+        key: "median_tpot_ms",
         better: Better::Lower,
-        value: Value::Tpot,
-        statistic: Statistic::Quantile(0.5),
+        kind: Kind::Figure,
         slo_bound: false,
         summary: |p| Some(&p.median_tpot_ms),
     },
     Metric {
         name: "median ITL ms",
+        key: "median_itl_ms",
         better: Better::Lower,
-        value: Value::Itl,
-        statistic: Statistic::Quantile(0.5),
+        kind: Kind::Figure,
         slo_bound: false,
         summary: |p| Some(&p.median_itl_ms),
     },
     Metric {
         name: "output tok/s",
+        key: "output_throughput",
         better: Better::Higher,
-        value: Value::Tokens,
-        statistic: Statistic::Rate,
+        kind: Kind::Figure,
         slo_bound: false,
         summary: |p| Some(&p.output_throughput),
     },
     Metric {
-        name: "goodput req/s",
+        name: GOODPUT_METRIC,
+        key: GOODPUT_KEY,
         better: Better::Higher,
-        value: Value::Good,
-        statistic: Statistic::Rate,
+        kind: Kind::Figure,
         slo_bound: true,
         summary: |p| Some(&p.goodput_rps),
     },
     Metric {
         name: "SLO attainment",
+        key: "attainment",
         better: Better::Higher,
-        value: Value::Good,
-        statistic: Statistic::Mean,
+        kind: Kind::Share,
         slo_bound: true,
         summary: |p| p.attainment.as_ref(),
     },
     Metric {
         name: TTFAT_METRIC,
+        key: "median_ttfat_ms",
         better: Better::Lower,
-        value: Value::Ttfat,
-        statistic: Statistic::Quantile(0.5),
+        kind: Kind::Figure,
         slo_bound: false,
         summary: |p| p.reasoning.as_ref().map(|r| &r.median_ttfat_ms),
     },
     Metric {
         name: "J/output token",
+        key: "joules_per_output_token",
         better: Better::Lower,
-        value: Value::PerTrial,
-        statistic: Statistic::Mean,
+        kind: Kind::Summary,
         slo_bound: false,
         summary: |p| p.energy.as_ref().map(|e| &e.joules_per_output_token),
     },
     Metric {
         name: "$/M output tokens",
+        key: "usd_per_million_output_tokens",
         better: Better::Lower,
-        value: Value::PerTrial,
-        statistic: Statistic::Mean,
+        kind: Kind::Summary,
         slo_bound: false,
         summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_output_tokens),
     },
     Metric {
         name: "$/M good tokens",
+        key: "usd_per_million_good_tokens",
         better: Better::Lower,
-        value: Value::PerTrial,
-        statistic: Statistic::Mean,
+        kind: Kind::Summary,
         slo_bound: true,
         summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_good_tokens),
     },
@@ -292,50 +294,360 @@ pub const METRICS: [Metric; 11] = [
 
 /// Time to first answer token: compared where either side streamed reasoning.
 pub const TTFAT_METRIC: &str = "median TTFAT ms";
+/// Good requests per second.
+pub const GOODPUT_METRIC: &str = "goodput req/s";
 
 impl Metric {
     /// Whether a point pair has this metric to compare: attainment where a side
-    /// recorded it (or requests are at hand), TTFAT where a side reasoned, energy
-    /// and cost where a side has the figure; the rest always.
-    pub fn recorded(&self, base: &Point, cand: &Point, have_requests: bool) -> bool {
+    /// recorded it, TTFAT where a side reasoned, energy and cost where a side has
+    /// the figure; the rest always.
+    pub fn recorded(&self, base: &Point, cand: &Point) -> bool {
         let has = |p: &Point| (self.summary)(p).is_some_and(|s| s.n > 0);
-        match (self.name, self.value) {
-            ("SLO attainment", _) => have_requests || has(base) || has(cand),
-            (_, Value::Ttfat | Value::PerTrial) => has(base) || has(cand),
-            _ => true,
+        match self.kind {
+            Kind::Share => has(base) || has(cand) || !base.trials.is_empty(),
+            Kind::Summary => has(base) || has(cand),
+            Kind::Figure if self.name == TTFAT_METRIC => has(base) || has(cand),
+            Kind::Figure => true,
+        }
+    }
+
+    /// The metric of the given name.
+    pub fn named(name: &str) -> Option<&'static Metric> {
+        METRICS.iter().find(|m| m.name == name)
+    }
+}
+
+/// What a point holds for one metric's test.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sample {
+    /// Per-trial figures (with their within-trial variances when known).
+    Trials(crate::stats::trials::Trials),
+    /// Per-trial `(good, sent)`.
+    Counts(Vec<(u64, u64)>),
+    /// Only a `{median, min, max, n}` of more than three trials: the trial values
+    /// are not all there.
+    Summary(u32),
+    /// Nothing measured.
+    Missing,
+}
+
+impl Sample {
+    /// The value a row shows: the mean over trials, or the pooled share.
+    pub fn estimate(&self) -> Option<f64> {
+        match self {
+            Sample::Trials(t) => t.mean(),
+            Sample::Counts(c) => {
+                let (g, n) = c.iter().fold((0, 0), |a, t| (a.0 + t.0, a.1 + t.1));
+                (n > 0).then(|| g as f64 / n as f64)
+            }
+            Sample::Summary(_) | Sample::Missing => None,
+        }
+    }
+
+    /// The figures, when per trial.
+    pub fn trials(&self) -> Option<&crate::stats::trials::Trials> {
+        match self {
+            Sample::Trials(t) => Some(t),
+            _ => None,
         }
     }
 }
 
-/// Per-trial values of a metric from a report's summaries, for a report without
-/// its requests: exact for goodput and attainment when the report lists its
-/// trials, else the trial values a `{median,min,max,n}` still holds (all of them
-/// for up to three trials; `exact` false beyond).
-pub fn summary_values(m: &Metric, p: &Point) -> (Vec<f64>, bool) {
-    if m.slo_bound && m.value == Value::Good && !p.trials.is_empty() {
-        let v: Vec<f64> = p
-            .trials
-            .iter()
-            .filter_map(|t| match m.statistic {
-                Statistic::Rate => t.duration_s.filter(|d| *d > 0.0).map(|d| t.good as f64 / d),
-                _ => {
+/// The sampling variance of good requests per second of one trial: `good` of
+/// `sent` over `duration_s`, binomial on the share with the Agresti–Coull
+/// adjustment (`(good + 2) / (sent + 4)`) so that all-good and none-good trials
+/// still carry their uncertainty. The one definition, for the figures a run
+/// stores and for reports that only hold the counts.
+pub fn goodput_var(good: u64, sent: u64, duration_s: f64) -> Option<f64> {
+    if sent == 0 || !(duration_s > 0.0 && duration_s.is_finite()) {
+        return None;
+    }
+    let p = (good.min(sent) as f64 + 2.0) / (sent as f64 + 4.0);
+    Some(sent as f64 * p * (1.0 - p) / (duration_s * duration_s))
+}
+
+/// The complete trials of a point.
+fn complete(p: &Point) -> impl Iterator<Item = &crate::TrialInfo> {
+    p.trials
+        .iter()
+        .filter(|t| t.status == crate::RunStatus::Complete)
+}
+
+/// What point `p` holds for metric `m`'s test: the trials' figures when the
+/// report stores them; good requests per second and attainment from the per-trial
+/// counts; else the trial values a `{median,min,max,n}` still holds (all of them
+/// for up to three trials).
+pub fn sample(m: &Metric, p: &Point) -> Sample {
+    use crate::stats::trials::Trials;
+    if m.kind == Kind::Share {
+        let c: Vec<(u64, u64)> = if p.trials.is_empty() {
+            let good = p.good.clone().unwrap_or_default();
+            let failed = p.failed.clone().unwrap_or_default();
+            good.iter()
+                .zip(&p.completed)
+                .enumerate()
+                .map(|(i, (g, c))| (*g, c + failed.get(i).copied().unwrap_or(0)))
+                .collect()
+        } else {
+            complete(p)
+                .map(|t| (t.good, t.completed + t.failed))
+                .collect()
+        };
+        if c.iter().any(|t| t.1 > 0) {
+            return Sample::Counts(c.into_iter().filter(|t| t.1 > 0).collect());
+        }
+        // No counts (another tool's report): the per-trial shares its summary holds.
+    }
+    if m.kind == Kind::Figure {
+        let figures: Option<Vec<crate::Figure>> =
+            complete(p).map(|t| t.figures.get(m.key).copied()).collect();
+        if let Some(f) = figures.filter(|f| !f.is_empty()) {
+            return Sample::Trials(Trials {
+                values: f.iter().map(|f| f.value).collect(),
+                within: f.iter().map(|f| f.var).collect(),
+            });
+        }
+        if m.key == GOODPUT_KEY {
+            let t: Vec<(f64, Option<f64>)> = complete(p)
+                .filter_map(|t| {
+                    let d = t.duration_s.filter(|d| *d > 0.0)?;
                     let sent = t.completed + t.failed;
-                    (sent > 0).then(|| t.good as f64 / sent as f64)
-                }
-            })
-            .collect();
-        if !v.is_empty() {
-            return (v, true);
+                    Some((t.good as f64 / d, goodput_var(t.good, sent, d)))
+                })
+                .collect();
+            if !t.is_empty() {
+                return Sample::Trials(Trials {
+                    values: t.iter().map(|v| v.0).collect(),
+                    within: t.iter().map(|v| v.1).collect(),
+                });
+            }
         }
     }
     let Some(s) = (m.summary)(p) else {
-        return (Vec::new(), true);
+        return Sample::Missing;
     };
-    match (s.n, s.min, s.median, s.max) {
-        (1, _, Some(v), _) => (vec![v], true),
-        (2, Some(a), _, Some(b)) => (vec![a, b], true),
-        (3, Some(a), Some(b), Some(c)) => (vec![a, b, c], true),
-        (n, Some(a), Some(b), Some(c)) if n > 3 => (vec![a, b, c], false),
-        _ => (Vec::new(), true),
+    let v = match (s.n, s.min, s.median, s.max) {
+        (1, _, Some(v), _) => vec![v],
+        (2, Some(a), _, Some(b)) => vec![a, b],
+        (3, Some(a), Some(b), Some(c)) => vec![a, b, c],
+        (n, Some(_), Some(_), Some(_)) if n > 3 => return Sample::Summary(n),
+        _ => return Sample::Missing,
+    };
+    Sample::Trials(Trials::of(v))
+}
+
+/// The trial-to-trial spread of `m` pooled over `points` (one engine's load
+/// levels, [`crate::stats::trials::pooled_spread`]).
+pub fn spread(m: &Metric, points: &[Point]) -> Option<crate::stats::trials::Spread> {
+    let samples: Vec<Sample> = points.iter().map(|p| sample(m, p)).collect();
+    crate::stats::trials::pooled_spread(samples.iter().filter_map(Sample::trials))
+}
+
+/// One side of a test: what its point holds, and its spread over its levels.
+pub struct Side<'a> {
+    /// The point's sample.
+    pub sample: &'a Sample,
+    /// The side's spread over its load levels.
+    pub spread: Option<crate::stats::trials::Spread>,
+}
+
+/// The one test of `m` between two sides: Welch over trials for figures,
+/// Newcombe for a share. The error says why it cannot be tested.
+pub fn test(base: &Side, cand: &Side) -> Result<Change, String> {
+    use crate::stats::trials::Untestable;
+    match (base.sample, cand.sample) {
+        (Sample::Counts(b), Sample::Counts(c)) => {
+            crate::stats::proportion::change(b, c).map_err(|e| e.to_string())
+        }
+        (Sample::Trials(b), Sample::Trials(c)) => {
+            crate::stats::trials::change(b, base.spread, c, cand.spread).map_err(|e| e.to_string())
+        }
+        (Sample::Summary(n), _) | (_, Sample::Summary(n)) => Err(format!(
+            "the report keeps only the min, median and max of its {n} trials (a report written by this version, or its requests file, keeps each trial's)"
+        )),
+        _ => Err(Untestable::NoValue.to_string()),
     }
+}
+
+/// How a test of `m` was made.
+pub fn method_of(m: &Metric) -> Method {
+    match m.kind {
+        Kind::Share => Method::Newcombe,
+        _ => Method::Trials,
+    }
+}
+
+/// The thresholds of a comparison: the practical threshold and the chance of any
+/// false "better"/"worse" in the table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rule {
+    /// The smallest relative change called better or worse (0.02: 2%).
+    pub min_effect: f64,
+    /// The chance of any false "better"/"worse" in the table (0.05).
+    pub alpha: f64,
+}
+
+impl Default for Rule {
+    fn default() -> Self {
+        Rule {
+            min_effect: DEFAULT_MIN_EFFECT,
+            alpha: DEFAULT_ALPHA,
+        }
+    }
+}
+
+/// The rows of `cand` against `base` at their common load levels (every metric
+/// each has, SLO-bound ones only under the same SLO), not yet decided: the one
+/// place a row is made, for `compare` and for the verdict.
+pub fn pair_rows(
+    (base_name, base): (&str, &crate::EngineResult),
+    (cand_name, cand): (&str, &crate::EngineResult),
+    same_slo: bool,
+    rule: &Rule,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for bp in &base.points {
+        let Some(cp) = cand.points.iter().find(|c| same_x(c.x, bp.x)) else {
+            continue;
+        };
+        for m in METRICS.iter().filter(|m| same_slo || !m.slo_bound) {
+            // Attainment only where a side recorded it (the reference does not);
+            // TTFAT, energy and cost where a side has them.
+            if !m.recorded(bp, cp) {
+                continue;
+            }
+            let (bs, cs) = (sample(m, bp), sample(m, cp));
+            let change = test(
+                &Side {
+                    sample: &bs,
+                    spread: spread(m, &base.points),
+                },
+                &Side {
+                    sample: &cs,
+                    spread: spread(m, &cand.points),
+                },
+            );
+            rows.push(row(
+                (cand_name, base_name, bp.x),
+                m,
+                (change, bs.estimate(), cs.estimate()),
+                rule,
+            ));
+        }
+    }
+    rows
+}
+
+/// Two load levels are the same.
+pub fn same_x(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// A row from a test's result and both sides' estimates.
+fn row(
+    (engine, baseline, x): (&str, &str, f64),
+    m: &Metric,
+    (change, base, cand): (Result<Change, String>, Option<f64>, Option<f64>),
+    rule: &Rule,
+) -> Row {
+    let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
+    let (ch, why) = match change {
+        Ok(c) => (Some(c), None),
+        Err(why) => (None, Some(why)),
+    };
+    let ci =
+        ch.and_then(|c| (c.ci.0.is_finite() && c.ci.1.is_finite()).then_some([c.ci.0, c.ci.1]));
+    Row {
+        engine: engine.to_string(),
+        baseline: baseline.to_string(),
+        x,
+        metric: m.name,
+        baseline_value: finite(base),
+        candidate_value: finite(cand),
+        change: finite(ch.map(|c| c.change)),
+        ci,
+        significant: false,
+        direction: Direction::Unknown,
+        p: finite(ch.map(|c| c.p)),
+        p_adjusted: None,
+        trials_needed: None,
+        p_same: finite(ch.map(|c| c.p_same(rule.min_effect))),
+        df: finite(ch.map(|c| c.df)),
+        not_testable: why,
+        method: if ch.is_some() {
+            method_of(m)
+        } else {
+            Method::None
+        },
+        better: Some(m.better),
+        se: finite(ch.map(|c| c.se)),
+        trials: ch.map_or(0, |c| c.trials),
+    }
+}
+
+/// Fills `significant`, `direction`, `p_adjusted` and `trials_needed` over a whole
+/// table: Holm over the rows' tests of "no change", and separately over their
+/// tests of "a change of at least the threshold" (equivalence). The one decision,
+/// for `compare` and the verdict.
+pub fn decide(rows: &mut [Row], rule: &Rule) {
+    use crate::stats::multiple::holm;
+    let tested: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].p.is_some()).collect();
+    let ps: Vec<f64> = tested.iter().map(|&i| rows[i].p.unwrap_or(1.0)).collect();
+    let adjusted = holm(&ps);
+    let same: Vec<f64> = tested
+        .iter()
+        .map(|&i| rows[i].p_same.unwrap_or(1.0))
+        .collect();
+    let same_adjusted = holm(&same);
+    let m = tested.len().max(1);
+    for (k, &i) in tested.iter().enumerate() {
+        let r = &mut rows[i];
+        r.p_adjusted = Some(adjusted[k]);
+        let (Some(change), Some([lo, hi])) = (r.change, r.ci) else {
+            continue;
+        };
+        let excludes_zero = lo > 0.0 || hi < 0.0;
+        r.significant =
+            excludes_zero && adjusted[k] <= rule.alpha && change.abs() >= rule.min_effect;
+        r.direction = if r.significant {
+            if (change < 0.0) == (r.better == Some(Better::Lower)) {
+                Direction::Better
+            } else {
+                Direction::Worse
+            }
+        } else if same_adjusted[k] <= rule.alpha {
+            Direction::Same
+        } else {
+            Direction::NoDetectableDifference
+        };
+        if r.direction == Direction::NoDetectableDifference {
+            r.trials_needed = r.se.and_then(|se| {
+                crate::stats::trials_needed(
+                    se,
+                    r.df.unwrap_or(f64::INFINITY),
+                    r.trials,
+                    rule.min_effect,
+                    rule.alpha / m as f64,
+                )
+            });
+        }
+    }
+}
+
+/// A report's engines against its first, decided as `compare` decides them on
+/// that report (the verdict reads its ranking from these rows).
+pub fn within(report: &crate::Report, rule: &Rule) -> Vec<Row> {
+    let mut engines = report.load.iter();
+    let Some((base_name, base)) = engines.next() else {
+        return Vec::new();
+    };
+    let mut rows = Vec::new();
+    for (name, result) in engines {
+        if base.points.is_empty() || result.points.is_empty() {
+            continue;
+        }
+        rows.extend(pair_rows((base_name, base), (name, result), true, rule));
+    }
+    decide(&mut rows, rule);
+    rows
 }

@@ -63,6 +63,7 @@ use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 
 pub mod cost;
+pub mod figures;
 pub mod judgement;
 mod outlier;
 pub mod reasoning;
@@ -199,6 +200,8 @@ pub struct TrialMetrics {
     pub output_tokens: u64,
     /// Output tokens of good requests (see [`cost`]).
     pub good_output_tokens: u64,
+    /// The trial's figures as `compare` tests them ([`figures`]).
+    pub figures: IndexMap<String, report::Figure>,
 }
 
 /// Derives a trial's metrics from its records.
@@ -208,6 +211,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
         ..TrialMetrics::default()
     };
     let mut itls = Vec::new();
+    let mut tokens = Vec::new();
     let mut out_tokens = 0u64;
     let mut in_tokens = (0u64, 0u64);
     let mut lags = Vec::with_capacity(records.len());
@@ -220,6 +224,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
                 m.estimated += r.tokens_estimated as u64;
                 count_short(&mut m, r, rm.output_tokens);
                 out_tokens = out_tokens.saturating_add(rm.output_tokens);
+                tokens.push(rm.output_tokens as f64);
                 if rm.good {
                     m.good_output_tokens = m.good_output_tokens.saturating_add(rm.output_tokens);
                 }
@@ -268,6 +273,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     }
     m.turns = trial_turns(records, slo);
     m.reasoning.finish();
+    m.figures = figures::figures(&m, &itls, &tokens);
     m
 }
 

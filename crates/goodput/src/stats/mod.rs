@@ -7,16 +7,14 @@
 //!   ed., §5.2): `[x_(l), x_(u)]` with ranks chosen from Binomial(n, q) so that
 //!   the interval covers the true q-quantile with probability ≥ 95%, whatever the
 //!   distribution.
-//! - [`bootstrap`]: the hierarchical (two-stage) bootstrap for nested data
-//!   (Davison & Hinkley, *Bootstrap Methods and their Application*, §3.8; Saravanan
-//!   et al. 2020, "Application of the hierarchical bootstrap to multi-level data"):
-//!   resample trials with replacement, then requests within each drawn trial, so
-//!   that trial-to-trial variation is not hidden by many requests. Used for every
-//!   change `compare` reports when the per-request records are at hand.
-//! - [`welch`] (in the report crate, as the verdict's ranking uses it too): Welch's
-//!   t interval on per-trial values, for reports whose requests file is gone (only per-trial summaries left), as AIPerf does across runs.
-//! - [`multiple`] (in the report crate): Holm's step-down correction (Holm 1979)
-//!   over a table of tests, controlling the chance of any false "better"/"worse" in the table at 5%.
+//! - `compare`'s tests, in the report crate so that the verdict repeats them on a
+//!   report alone: [`report::stats::trials`] (Welch's t over trials, the
+//!   trial-to-trial variance pooled over load levels and floored by the noise
+//!   within a trial; Welch 1947, Satterthwaite 1946), [`report::stats::proportion`]
+//!   (Newcombe's interval for a share of requests, over the effective requests),
+//!   equivalence by the two one-sided tests (Schuirmann 1987), and [`multiple`]:
+//!   Holm's step-down correction (Holm 1979) over a table of tests, controlling the
+//!   chance of any false "better"/"worse" in the table at 5%.
 //! - [`capacity`]: the interval of a search's capacity from a bootstrap over the
 //!   bracketing probes' trials.
 //! - [`spread`]: Student's t interval of a mean over trials, as a share of the
@@ -27,7 +25,6 @@
 //!
 //! docs/statistics.md says what each interval means and how `compare` decides.
 
-pub mod bootstrap;
 pub mod capacity;
 pub mod order;
 pub mod spread;
@@ -54,10 +51,11 @@ pub fn median_p99(values: &mut Vec<f64>) -> (Option<f64>, Option<f64>) {
 /// The confidence level of every interval goodput reports.
 pub const LEVEL: f64 = 0.95;
 
-/// The seed of `compare`'s bootstrap when none is given.
+/// The seed of the capacity's bootstrap (and `compare --seed`'s default, which
+/// changes nothing now that compare's tests draw nothing).
 pub const DEFAULT_SEED: u64 = 0x5eed_600d;
 
-pub use report::stats::{multiple, normal_quantile, trials_needed, two_sided_p, welch, Change};
+pub use report::stats::{multiple, normal_quantile, trials_needed, two_sided_p, Change};
 
 /// A seed for one row of a table, from the table's seed and the row's key, so that
 /// a row's interval does not depend on which other rows the table has.

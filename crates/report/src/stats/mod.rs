@@ -11,17 +11,21 @@
 //!
 //! Both take an already sorted slice without NaN; callers sort once with [`sort_values`].
 //!
-//! Tests a renderer repeats on what a report holds: [`welch`] (Welch's t over
-//! per-trial values), [`multiple`] (Holm's correction), [`change`] (a relative
-//! change, its p-value, the trials that would detect it).
+//! The tests behind every "better" and "worse", here so that `compare` and the
+//! verdict (which reads a report alone) call the same ones: [`trials`] (Welch's t
+//! over trials, the trial-to-trial variance pooled over load levels),
+//! [`proportion`] (Newcombe's interval for a share of requests), [`multiple`]
+//! (Holm's correction), [`change`] (a relative change, its p-value, equivalence,
+//! the trials that would detect it).
 
 use serde::{Deserialize, Serialize};
 
 pub mod change;
 pub mod multiple;
-pub mod welch;
+pub mod proportion;
+pub mod trials;
 
-pub use change::{normal_quantile, trials_needed, two_sided_p, Change};
+pub use change::{normal_quantile, t_quantile, trials_needed, two_sided_p, upper_tail, Change};
 
 /// Sorts values ascending, dropping NaN (a NaN is never a measurement).
 pub fn sort_values(values: &mut Vec<f64>) {

@@ -335,4 +335,22 @@ pub struct TrialInfo {
     /// The GPU energy measured over the trial (see [`super::TrialEnergy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<super::TrialEnergy>,
+    /// The trial's figures that `compare` and the verdict test, by the metric's
+    /// key in [`crate::compare::METRICS`] (`median_ttft_ms`, `goodput_rps`, ...),
+    /// each with its sampling variance from the trial's own requests, so that a
+    /// report alone carries what the tests need (any number of trials).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub figures: IndexMap<String, Figure>,
+}
+
+/// One trial's figure of a metric and how precisely its requests measured it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// The trial's value (the same definition as the point's summary of it).
+    pub value: f64,
+    /// The sampling variance of `value` from the trial's own requests (for a
+    /// quantile, from its distribution-free 95% interval; for good requests per
+    /// second, binomial), when it could be estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub var: Option<f64>,
 }

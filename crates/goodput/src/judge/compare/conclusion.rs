@@ -157,6 +157,22 @@ fn nothing_detected(
     capacity: Option<String>,
 ) -> String {
     let tested = rows.iter().filter(|r| r.p.is_some()).count();
+    if tested == 0 {
+        let why = rows
+            .iter()
+            .find_map(|r| r.not_testable.as_deref())
+            .unwrap_or("no row had a value on both sides");
+        return format!(
+            "Nothing could be compared between {} and {} (0 of {} rows testable: {why}).",
+            pair.candidate,
+            pair.baseline,
+            rows.len()
+        );
+    }
+    let same = rows
+        .iter()
+        .filter(|r| r.direction == Direction::Same)
+        .count();
     let mut s = format!(
         "No detectable difference between {} and {} ({tested} of {} rows tested; Holm-corrected 95%, threshold {})",
         pair.candidate,
@@ -174,6 +190,12 @@ fn nothing_detected(
             pct(opts.min_effect),
             metric_words(r.metric),
             num(r.x)
+        ));
+    }
+    if same > 0 {
+        s.push_str(&format!(
+            "; {same} shown the same within ±{}",
+            pct(opts.min_effect)
         ));
     }
     if let Some(cap) = capacity {

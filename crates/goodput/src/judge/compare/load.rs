@@ -1,53 +1,56 @@
-//! A report to compare, with its requests when the file beside it is there.
+//! A report to compare; a report written before trials stored their figures gets
+//! them from its requests file when that is there.
 
 use std::path::{Path, PathBuf};
 
 use report::Report;
 
-use super::samples::{slo_spec, Requests};
+use super::samples::{fill_figures, has_figures};
 use crate::drive::record::{read_records, records_path};
 
-/// One report to compare: its label (the file), the report, and its requests
-/// grouped by point, or why they are missing.
+/// One report to compare: its label (the file), the report (its trials' figures
+/// filled in from its requests where it had none), and what is missing.
 #[derive(Debug)]
 pub struct Input {
     /// How the report is named in the output (its path).
     pub label: String,
     /// The report.
     pub report: Report,
-    /// Its requests, judged against its SLO; `None` when missing.
-    pub requests: Option<Requests>,
-    /// Why the requests are missing (`None` when they are at hand).
+    /// Why some rows can only use the summaries over trials (no figures stored and
+    /// no requests file); `None` when every trial's figures are at hand.
     pub missing: Option<String>,
 }
 
 impl Input {
-    /// A report without its requests (`why`: what to say about that).
+    /// A report as it is (`why`: what to say when it stores no figures).
     pub fn summaries_only(
         label: impl Into<String>,
         report: Report,
         why: impl Into<String>,
     ) -> Input {
+        let missing = (!has_figures(&report)).then(|| why.into());
         Input {
             label: label.into(),
             report,
-            requests: None,
-            missing: Some(why.into()),
+            missing,
         }
     }
 
-    /// A report with its records.
+    /// A report with its records: the figures it lacks computed from them.
     pub fn with_records(
         label: impl Into<String>,
-        report: Report,
+        mut report: Report,
         records: &[crate::drive::record::RequestRecord],
     ) -> Input {
-        let requests = Requests::group(records, &slo_spec(&report.slo));
+        if !has_figures(&report) {
+            fill_figures(&mut report, records);
+        }
+        let missing = (!has_figures(&report))
+            .then(|| "some trials have neither stored figures nor requests".to_string());
         Input {
             label: label.into(),
             report,
-            requests: Some(requests),
-            missing: None,
+            missing,
         }
     }
 }
@@ -61,11 +64,15 @@ pub fn requests_file(path: &Path, report: &Report) -> PathBuf {
     }
 }
 
-/// Reads the report at `path` and, when it is there, its requests file.
+/// Reads the report at `path` and, when it stores no per-trial figures and its
+/// requests file is there, its requests.
 pub fn load(path: &Path) -> anyhow::Result<Input> {
     // A goodput report, or a peer's result file converted (vLLM, GuideLLM, AIPerf).
     let report = crate::measure::peers::read_noting(path)?;
     let label = path.display().to_string();
+    if has_figures(&report) {
+        return Ok(Input::summaries_only(label, report, ""));
+    }
     let file = requests_file(path, &report);
     if !file.exists() {
         let why = format!("no requests file ({} not found)", file.display());

@@ -10,20 +10,18 @@
 
 use report::{EngineResult, LoadMode, Report};
 
-use super::samples::{Requests, METRICS};
-use super::{row, test_metric, Input, Options, SideData};
+use super::{pair_rows, Input, Options};
 pub use report::compare::{Pair, Section};
 
 use crate::render::point::slo_bounds_text;
 use crate::render::text::x_label;
 
-/// One side: a name for the rows, its engine's results, its requests.
+/// One side: a name for the rows, its engine's results.
 struct Side<'a> {
     name: String,
     engine: &'a str,
     label: &'a str,
     result: &'a EngineResult,
-    requests: Option<&'a Requests>,
 }
 
 /// The sections of a comparison of `inputs` (rows not yet decided).
@@ -38,7 +36,7 @@ pub fn sections(inputs: &[Input], opts: &Options) -> Vec<Section> {
 fn requests_note(i: &Input) -> Option<String> {
     i.missing.as_ref().map(|why| {
         format!(
-            "{}: {why}; its intervals are Welch t intervals over per-trial values (trial-to-trial variation only, from its summaries)",
+            "{}: its trials' figures are not stored and {why}: its rows use the trial values its summaries hold (up to three trials; rows of more are not testable)",
             i.label
         )
     })
@@ -69,7 +67,6 @@ fn within(input: &Input, opts: &Options) -> Section {
         engine: base_name,
         label: &input.label,
         result: base_result,
-        requests: input.requests.as_ref(),
     };
     for (name, result) in engines {
         let cand = Side {
@@ -77,7 +74,6 @@ fn within(input: &Input, opts: &Options) -> Section {
             engine: name,
             label: &input.label,
             result,
-            requests: input.requests.as_ref(),
         };
         s.pairs.push(Pair {
             baseline: base.name.clone(),
@@ -145,6 +141,7 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
         return s;
     }
     s.notes.extend(predicted_note(base, cand));
+    s.notes.push(RUN_TO_RUN_NOTE.to_string());
     s.notes.extend(requests_note(base));
     s.notes.extend(requests_note(cand));
     let same_slo = b.slo == c.slo;
@@ -180,14 +177,12 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
             engine: name,
             label: &base.label,
             result: bres,
-            requests: base.requests.as_ref(),
         };
         let cs = Side {
             name: format!("{name} ({})", cand.label),
             engine: name,
             label: &cand.label,
             result: cres,
-            requests: cand.requests.as_ref(),
         };
         s.pairs.push(Pair {
             baseline: bs.name.clone(),
@@ -206,9 +201,10 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
     s
 }
 
-fn same_x(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-}
+/// Said of every comparison of two separate runs.
+pub const RUN_TO_RUN_NOTE: &str = "two separate runs: what changed between them (the machine's load, the engine's caches and state) is part of each difference, and one run a side cannot tell it from the engines; the intervals hold the variation between trials within each run (interleaved engines in one profile, or several runs a side, separate the two)";
+
+use report::compare::same_x;
 
 /// Says that load level `x` of `side` has no match on `other`.
 fn only_note(side: &Side, other: &Side, x: f64, within: bool) -> String {
@@ -248,34 +244,16 @@ fn engines_rows(
         }
     }
     for bp in &base.result.points {
-        let Some(cp) = cand.result.points.iter().find(|c| same_x(c.x, bp.x)) else {
+        if !cand.result.points.iter().any(|c| same_x(c.x, bp.x)) {
             s.notes.push(only_note(base, cand, bp.x, within));
-            continue;
-        };
-        let bd = SideData {
-            requests: base.requests.and_then(|r| r.point(base.engine, bp.x)),
-            point: bp,
-        };
-        let cd = SideData {
-            requests: cand.requests.and_then(|r| r.point(cand.engine, cp.x)),
-            point: cp,
-        };
-        for m in METRICS.iter().filter(|m| same_slo || !m.slo_bound) {
-            let tested = test_metric(
-                m,
-                &bd,
-                &cd,
-                opts,
-                &format!("{}|{}|{}|{}", base.name, cand.name, bp.x, m.name),
-            );
-            // Attainment only where a side recorded it (the reference does not);
-            // TTFAT, energy and cost where a side has them.
-            if m.recorded(bp, cp, bd.requests.is_some()) {
-                s.rows
-                    .push(row(cand.name.clone(), base.name.clone(), bp.x, m, tested));
-            }
         }
     }
+    s.rows.extend(pair_rows(
+        (&base.name, base.result),
+        (&cand.name, cand.result),
+        same_slo,
+        &opts.rule(),
+    ));
     for cp in &cand.result.points {
         if !base.result.points.iter().any(|b| same_x(b.x, cp.x)) {
             s.notes.push(only_note(cand, base, cp.x, within));

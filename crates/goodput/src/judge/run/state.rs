@@ -176,7 +176,13 @@ impl Sweep {
                     e.telemetry_source.as_deref().unwrap_or("unknown"),
                 );
                 p.spec_decode = sum_spec(done.iter().filter_map(|t| t.info.spec_decode.as_ref()));
-                p.trials = trials.values().map(|t| t.info.clone()).collect();
+                p.trials = trials
+                    .values()
+                    .map(|t| report::TrialInfo {
+                        figures: t.metrics.figures.clone(),
+                        ..t.info.clone()
+                    })
+                    .collect();
                 let slos: Vec<TrialSlo> = done.iter().map(|t| t.slo.clone()).collect();
                 if !slos.is_empty() {
                     let (attainment, check) = point_slo(&slos, &plan.slo);

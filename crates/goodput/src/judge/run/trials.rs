@@ -190,6 +190,7 @@ async fn run_one(
         server,
         warmup_server,
         energy: m.energy,
+        figures: Default::default(),
     };
     keep_trial(ctx, at, &trial_no, &m.records, metrics, info)?;
     Ok(died.map_or(Ran::Kept, Ran::Died))
