@@ -354,15 +354,15 @@ impl Sample {
 }
 
 /// The sampling variance of good requests per second of one trial: `good` of
-/// `sent` over `duration_s`, binomial on the share with the Agresti–Coull
-/// adjustment (`(good + 2) / (sent + 4)`) so that all-good and none-good trials
-/// still carry their uncertainty. The one definition, for the figures a run
+/// `sent` over `duration_s`, binomial on the share `(good + ½) / (sent + 1)` (the
+/// Jeffreys prior's mean) so that all-good and none-good trials still carry their
+/// uncertainty. The one definition, for the figures a run
 /// stores and for reports that only hold the counts.
 pub fn goodput_var(good: u64, sent: u64, duration_s: f64) -> Option<f64> {
     if sent == 0 || !(duration_s > 0.0 && duration_s.is_finite()) {
         return None;
     }
-    let p = (good.min(sent) as f64 + 2.0) / (sent as f64 + 4.0);
+    let p = (good.min(sent) as f64 + 0.5) / (sent as f64 + 1.0);
     Some(sent as f64 * p * (1.0 - p) / (duration_s * duration_s))
 }
 
