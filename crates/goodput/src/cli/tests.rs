@@ -180,7 +180,8 @@ fn slurm_status_takes_none_of_the_flags_that_write_a_job() {
 
 #[test]
 fn interleave_flags_are_typed_and_exclusive() {
-    let trial = |flags: &[&str]| run_sweep(&flags.iter().map(|f| f.to_string()).collect::<Vec<_>>()).trial;
+    let trial =
+        |flags: &[&str]| run_sweep(&flags.iter().map(|f| f.to_string()).collect::<Vec<_>>()).trial;
     assert_eq!(trial(&[]).interleave, None);
     assert_eq!(trial(&["--interleave"]).interleave, Some(true));
     assert_eq!(trial(&["--no-interleave"]).interleave, Some(false));

@@ -378,6 +378,10 @@ fn merged_run(
         .filter_map(|r| r.updated_unix_s)
         .reduce(f64::max);
     run.fingerprints = plan.plan_fingerprints.clone();
+    // Interleaved only if every shard interleaved every engine it ran; engines
+    // split over shards ran apart (on other machines, at other times).
+    run.interleaved =
+        (plan.plan_engines.len() > 1).then(|| runs.iter().all(|r| r.interleaved == Some(true)));
     run.notices = Vec::new();
     let partial = warnings
         .iter()

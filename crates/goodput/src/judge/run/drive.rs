@@ -143,8 +143,7 @@ impl<'n> Lane<'n> {
         let name = self.name;
         let mut attempt = 0u32;
         while !backend.stopped() {
-            let Some(next) = schedule::next_trial(plan, backend.sweep(), name, whole_points)
-            else {
+            let Some(next) = schedule::next_trial(plan, backend.sweep(), name, whole_points) else {
                 return Ok(false);
             };
             // A trial that neither completed nor killed the engine is not run
@@ -269,7 +268,11 @@ mod tests {
     }
 
     fn mock(script: &[Does], restarts_left: u32) -> Mock {
-        mock_of(script, restarts_left, "[engines.e]\nurl = \"http://127.0.0.1:1\"\n")
+        mock_of(
+            script,
+            restarts_left,
+            "[engines.e]\nurl = \"http://127.0.0.1:1\"\n",
+        )
     }
 
     fn mock_of(script: &[Does], restarts_left: u32, engines: &str) -> Mock {
@@ -355,7 +358,8 @@ mod tests {
         assert_eq!(m.ran.len(), 3);
     }
 
-    const TWO: &str = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n[engines.b]\nurl = \"http://127.0.0.1:2\"\n";
+    const TWO: &str =
+        "[engines.a]\nurl = \"http://127.0.0.1:1\"\n[engines.b]\nurl = \"http://127.0.0.1:2\"\n";
 
     fn run_both(m: &mut Mock) {
         let plan = m.plan.clone();
@@ -377,7 +381,11 @@ mod tests {
                 .filter(|(n, _)| *n == e)
                 .map(|(_, r)| *r)
                 .collect();
-            assert_eq!(own, [(1.0, 0, 0), (1.0, 1, 0), (2.0, 0, 0), (2.0, 1, 0)], "{e}");
+            assert_eq!(
+                own,
+                [(1.0, 0, 0), (1.0, 1, 0), (2.0, 0, 0), (2.0, 1, 0)],
+                "{e}"
+            );
         }
         // Rounds of one trial each, in the order drawn for the round from seed 11.
         for (k, pair) in m.engines.chunks(2).enumerate() {

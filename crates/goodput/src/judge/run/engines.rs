@@ -13,7 +13,10 @@ use crate::measure::telemetry;
 
 /// Every engine of the plan, until the run is stopped: interleaved when the plan
 /// says so ([`Plan::interleaves`](crate::define::plan::Plan::interleaves)), else one after the other.
-pub(super) async fn run_engines(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyhow::Result<()> {
+pub(super) async fn run_engines(
+    ctx: &mut Ctx<'_>,
+    engine_ctx: &EngineContext,
+) -> anyhow::Result<()> {
     if ctx.run.plan.interleaves() {
         return run_interleaved(ctx, engine_ctx).await;
     }
@@ -152,4 +155,3 @@ async fn start_engine<'a>(
     ctx.refresh_environment();
     trials::set_up(ctx, name, spec, handle, tel).await.map(Some)
 }
-

@@ -111,9 +111,7 @@ mod tests {
     fn who_goes_first_is_balanced_over_many_rounds() {
         // Over 2,000 rounds, engine 0 leads about half of them (a fixed ABAB
         // order would lead every one; 3 standard deviations is about ±67).
-        let first0 = (0..2000)
-            .filter(|&k| round_order(3, k, 2)[0] == 0)
-            .count();
+        let first0 = (0..2000).filter(|&k| round_order(3, k, 2)[0] == 0).count();
         assert!((933..=1067).contains(&first0), "{first0}");
         // Three engines: each position taken by each engine about a third.
         let mut counts = [[0u32; 3]; 3];

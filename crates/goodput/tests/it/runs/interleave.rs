@@ -40,7 +40,9 @@ fn by_start(r: &Report) -> Vec<(String, f64, u32)> {
                     .iter()
                     .filter(|t| t.status == RunStatus::Complete)
                     .map(move |t| {
-                        let at = t.started_unix_s.expect("every measured trial has its start");
+                        let at = t
+                            .started_unix_s
+                            .expect("every measured trial has its start");
                         (at, n.clone(), p.x, t.index)
                     })
             })
@@ -98,8 +100,7 @@ fn two_simulators_interleave_in_the_seeded_order_and_the_same_seed_repeats_it() 
         assert_eq!(order, seeded(7, 4), "rounds in the order drawn from seed 7");
         assert_own_order(&r);
         // The requests file holds the trials in the order they ran, too.
-        let records =
-            goodput::drive::record::read_records(&dir.path("r.requests.jsonl")).unwrap();
+        let records = goodput::drive::record::read_records(&dir.path("r.requests.jsonl")).unwrap();
         let mut in_file: Vec<String> = records.iter().map(|r| r.engine.clone()).collect();
         in_file.dedup();
         let mut want = order.clone();
@@ -213,7 +214,63 @@ fn an_interrupted_interleaved_run_resumes_the_same_order_to_the_same_trials() {
     // The same final set of trials, in the order an uninterrupted run takes.
     assert_eq!(engine_order(&after), whole);
     assert_own_order(&after);
-    assert_eq!(&by_start(&after)[..kept.len()], &kept[..], "kept, not rerun");
+    assert_eq!(
+        &by_start(&after)[..kept.len()],
+        &kept[..],
+        "kept, not rerun"
+    );
     let records = goodput::drive::record::read_records(&dir.path("r.requests.jsonl")).unwrap();
-    assert_eq!(records.len(), 2 * 2 * 2 * 10, "no duplicate of the killed trial");
+    assert_eq!(
+        records.len(),
+        2 * 2 * 2 * 10,
+        "no duplicate of the killed trial"
+    );
+}
+
+#[test]
+fn a_search_over_two_simulators_interleaves_each_engines_own_probes() {
+    let dir = Scratch::new();
+    let cfg = common::search::write_three_slots(dir.dir(), "sim.toml");
+    let engines = common::search::sim_engines(&["a", "b"], &cfg);
+    let p = dir.write(
+        "p.toml",
+        &common::search::profile(
+            "search-two",
+            "[1]",
+            "[search]\nmin = 1\nmax = 8\n",
+            &engines,
+        ),
+    );
+    let out = dir.path("s.json");
+    let o = common::cli::goodput()
+        .args([
+            "search",
+            &p.display().to_string(),
+            "-o",
+            &out.display().to_string(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    common::cli::succeeded(&o, "goodput search");
+    let r = report::read_report(&out).unwrap();
+    assert_eq!(r.run.as_ref().unwrap().interleaved, Some(true));
+    // Each engine's own search, as one engine alone finds it: the knee at 3.
+    for e in ["a", "b"] {
+        let c = &r.capacity[e];
+        assert_eq!((c.passing, c.failing), (Some(3.0), Some(4.0)), "{e}: {c:?}");
+    }
+    // The same engines probe the same levels: their trials go in the seeded rounds
+    // (seed 0), each engine's probes in its own search's order.
+    let trials = r.capacity["a"].trials as usize;
+    assert_eq!(r.capacity["b"].trials as usize, trials);
+    assert_eq!(engine_order(&r), seeded(0, trials));
+    let probes = |e: &str| -> Vec<f64> {
+        by_start(&r)
+            .into_iter()
+            .filter(|(n, ..)| n == e)
+            .map(|(_, x, _)| x)
+            .collect()
+    };
+    assert_eq!(probes("a"), probes("b"));
 }
