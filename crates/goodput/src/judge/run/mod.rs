@@ -390,7 +390,7 @@ fn sequential_notice(plan: &Plan) -> Option<Notice> {
                 .map(|(n, _)| n.as_str())
                 .collect();
             format!(
-                "{} launched by goodput, each alone on the GPU",
+                "{} launched by goodput, each assumed to need the GPU alone",
                 launched.join(", ")
             )
         }
