@@ -192,6 +192,14 @@ pub struct TrialArgs {
     /// `NAME=2.5` for one (repeatable; over the profile's `usd_per_hour`).
     #[arg(long, value_name = "[ENGINE=]USD", value_parser = crate::define::plan::price::parse_usd_per_hour)]
     pub usd_per_hour: Vec<(Option<String>, f64)>,
+    /// Interleave the engines' trials (rounds in a seeded order, every engine up
+    /// at once), over `[load] interleave`; the default when no engine is launched
+    /// on a GPU.
+    #[arg(long, conflicts_with = "no_interleave")]
+    pub interleave: bool,
+    /// Run the engines one after the other (each started, measured, stopped).
+    #[arg(long)]
+    pub no_interleave: bool,
 }
 
 /// The flags `run` and `search` share: what each trial is, where it goes.

@@ -37,6 +37,11 @@ impl TrialArgs {
             engines: self.engines.clone(),
             seed: self.seed,
             usd_per_hour: self.usd_per_hour.clone(),
+            interleave: match (self.interleave, self.no_interleave) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
         }
     }
 }

@@ -39,6 +39,8 @@ fn cluster_argv_reads_back_as_the_same_options() {
             "40",
         ][..],
         &["--concurrency", "2", "--trials", "auto"][..],
+        &["--concurrency", "2", "--interleave"][..],
+        &["--rate", "1", "--no-interleave"][..],
         &[
             "--rate",
             "0.5, 2.25,1e-3",
@@ -174,4 +176,15 @@ fn slurm_status_takes_none_of_the_flags_that_write_a_job() {
         assert_eq!(e.exit_code(), 2, "{argv:?}");
         assert!(e.to_string().contains("--status"), "{argv:?}: {e}");
     }
+}
+
+#[test]
+fn interleave_flags_are_typed_and_exclusive() {
+    let trial =
+        |flags: &[&str]| run_sweep(&flags.iter().map(|f| f.to_string()).collect::<Vec<_>>()).trial;
+    assert_eq!(trial(&[]).interleave, None);
+    assert_eq!(trial(&["--interleave"]).interleave, Some(true));
+    assert_eq!(trial(&["--no-interleave"]).interleave, Some(false));
+    assert!(parse(&["run", "p.toml", "--interleave", "--no-interleave"]).is_err());
+    assert!(parse(&["search", "p.toml", "--no-interleave"]).is_ok());
 }

@@ -34,6 +34,8 @@ pub struct TrialOptions {
     pub seed: Option<u64>,
     /// `--usd-per-hour [ENGINE=]USD` (repeatable), in order.
     pub usd_per_hour: Vec<(Option<String>, f64)>,
+    /// `--interleave` (`Some(true)`) or `--no-interleave` (`Some(false)`).
+    pub interleave: Option<bool>,
 }
 
 impl TrialOptions {
@@ -46,6 +48,7 @@ impl TrialOptions {
             engines: self.engines.clone(),
             seed: self.seed,
             usd_per_hour: self.usd_per_hour.clone(),
+            interleave: self.interleave,
             ..Default::default()
         }
     }
@@ -89,6 +92,11 @@ impl SweepOptions {
         opt("--requests", t.requests.map(|v| v.to_string()));
         opt("--slo", t.slo.as_ref().map(format_slo));
         opt("--seed", t.seed.map(|v| v.to_string()));
+        match t.interleave {
+            Some(true) => a.push("--interleave".into()),
+            Some(false) => a.push("--no-interleave".into()),
+            None => {}
+        }
         for e in &t.engines {
             a.push("--engine".into());
             a.push(e.clone());

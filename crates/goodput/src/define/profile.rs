@@ -207,6 +207,11 @@ pub struct LoadSpec {
     /// then are failed as `trial_timeout`.
     #[serde(default)]
     pub trial_timeout_s: Option<f64>,
+    /// Several engines: run their trials interleaved (rounds in a seeded order,
+    /// every engine up at once) or one engine after the other. Default: interleaved
+    /// when no engine is launched on a GPU (kinds `url` and `sim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<bool>,
 }
 
 fn default_trials() -> TrialsSpec {
@@ -370,6 +375,8 @@ pub struct Overrides {
     pub mode: Option<LoadMode>,
     /// `--usd-per-hour [ENGINE=]USD` (repeatable): engine prices, in order.
     pub usd_per_hour: Vec<(Option<String>, f64)>,
+    /// `--interleave` (`Some(true)`) or `--no-interleave` (`Some(false)`).
+    pub interleave: Option<bool>,
 }
 
 /// `[search]`: how `goodput search` looks for the largest load that meets the SLO.

@@ -304,6 +304,11 @@ pub struct TrialInfo {
     pub attempt: u32,
     /// `complete`, or `partial` when the trial was cut short or failed.
     pub status: RunStatus,
+    /// goodput addition: Unix time (seconds) when the trial's measured load
+    /// started (after cool-down and warm-up): the order trials ran in, across
+    /// engines. Absent in older reports and predicted ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
     /// First send to last completion, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,

@@ -67,6 +67,13 @@ pub struct RunInfo {
     /// is one of N clients sharing one load (`goodput run --load-shard I/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_shard: Option<crate::LoadShardInfo>,
+    /// goodput addition: with several engines, whether their trials interleaved
+    /// (`true`: rounds in which every engine ran its next trial, in an order
+    /// shuffled per round from the seed, so that drift over the run is not
+    /// confounded with the engine) or ran one engine after the other (`false`).
+    /// Absent with one engine, and in reports written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleaved: Option<bool>,
     /// goodput addition: the profile as run, every flag applied and every default
     /// filled (TOML): `goodput run` on it repeats the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -191,6 +191,10 @@ words! {
         Merged => "merged",
         /// A prediction's knee and verdict (`search --predict`).
         Predicted => "predicted",
+        /// The engines ran one after the other, not interleaved: drift over the
+        /// run is confounded with the engine (docs/statistics.md, "Design against
+        /// drift").
+        Sequential => "sequential",
     }
 }
 

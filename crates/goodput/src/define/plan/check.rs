@@ -149,6 +149,7 @@ impl Profile {
             seed: spec.seed,
             burstiness: spec.burstiness,
             max_concurrency: spec.max_concurrency,
+            interleave: spec.interleave,
             workload,
             telemetry: self.telemetry,
             engines,

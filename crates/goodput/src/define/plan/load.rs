@@ -191,6 +191,9 @@ impl LoadSpec {
         if let Some(m) = ov.mode {
             self.mode = m;
         }
+        if let Some(i) = ov.interleave {
+            self.interleave = Some(i);
+        }
         self
     }
 }

@@ -58,6 +58,9 @@ pub struct Plan {
     pub burstiness: f64,
     /// Rate mode cap on requests in flight.
     pub max_concurrency: Option<u32>,
+    /// `[load] interleave` (or `--interleave`, `--no-interleave`) as given;
+    /// [`Plan::interleaves`] applies the default.
+    pub interleave: Option<bool>,
     /// What to send.
     pub workload: Workload,
     /// GPU telemetry.
@@ -77,6 +80,17 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether the engines' trials interleave: as `[load] interleave` says, else
+    /// when there are several engines and every one can be up beside the others
+    /// (reached at a `url`, or goodput's simulator); an engine launched on a GPU
+    /// runs alone. One engine never interleaves.
+    pub fn interleaves(&self) -> bool {
+        self.engines.len() > 1
+            && self
+                .interleave
+                .unwrap_or_else(|| self.engines.values().all(coexists))
+    }
+
     /// SHA-256 fingerprints (16 hex digits) of the parts of the plan that decide
     /// what a trial measures: `slo`, `load` (mode, requests, warm-up, timeouts,
     /// seed, burstiness, cap), `workload` (as described, plus every JSONL prompt),
@@ -132,6 +146,12 @@ impl Plan {
             .map(|(k, v)| (k, fingerprint(&v)))
             .collect()
     }
+}
+
+/// An engine that can run beside others: nothing of it is launched on a GPU.
+pub fn coexists(e: &EngineSpec) -> bool {
+    use crate::define::profile::EngineKind;
+    matches!(e.effective_kind(), EngineKind::Url | EngineKind::Sim)
 }
 
 /// The first 16 hex digits of the SHA-256 of a value's compact JSON.

@@ -317,3 +317,52 @@ fn a_key_of_another_kind_is_refused_naming_key_kind_and_line() {
         }
     }
 }
+
+#[test]
+fn engines_interleave_by_default_only_when_none_is_launched_on_a_gpu() {
+    let url = |n: &str| format!("[engines.{n}]\nurl = \"http://127.0.0.1:1\"\n");
+    let sim = |n: &str| format!("[engines.{n}]\nkind = \"sim\"\npreset = \"fixed\"\n");
+    let vllm = |n: &str| format!("[engines.{n}]\nkind = \"vllm\"\nmodel = \"m\"\n");
+    let cmd = |n: &str| format!("[engines.{n}]\ncommand = [\"server\", \"{{port}}\"]\n");
+    assert!(plan(&format!("{}{}", url("a"), sim("b")))
+        .unwrap()
+        .interleaves());
+    assert!(!plan(&url("a")).unwrap().interleaves(), "one engine");
+    assert!(!plan(&format!("{}{}", sim("a"), vllm("b")))
+        .unwrap()
+        .interleaves());
+    assert!(!plan(&format!("{}{}", url("a"), cmd("b")))
+        .unwrap()
+        .interleaves());
+    // The key, and the flags over it, force either way.
+    let keyed = |v: &str, engines: String| {
+        let text = format!("{BASE}{engines}").replace(
+            "requests_per_trial = 3\n",
+            &format!("requests_per_trial = 3\ninterleave = {v}\n"),
+        );
+        Profile::parse(&text, "p.toml").unwrap()
+    };
+    let ov = |i: Option<bool>| Overrides {
+        interleave: i,
+        ..Default::default()
+    };
+    let two_sims = || format!("{}{}", sim("a"), sim("b"));
+    let two_gpus = || format!("{}{}", vllm("a"), vllm("b"));
+    let p = keyed("false", two_sims())
+        .into_plan("p", &ov(None))
+        .unwrap();
+    assert!(!p.interleaves());
+    let p = keyed("true", two_gpus()).into_plan("p", &ov(None)).unwrap();
+    assert!(p.interleaves());
+    let p = keyed("false", two_sims())
+        .into_plan("p", &ov(Some(true)))
+        .unwrap();
+    assert!(p.interleaves());
+    let p = keyed("true", two_sims())
+        .into_plan("p", &ov(Some(false)))
+        .unwrap();
+    assert!(!p.interleaves());
+    // The profile as run keeps the choice, so running it again repeats it.
+    let toml = p.profile_toml.unwrap();
+    assert!(toml.contains("interleave = false"), "{toml}");
+}

@@ -378,6 +378,16 @@ fn merged_run(
         .filter_map(|r| r.updated_unix_s)
         .reduce(f64::max);
     run.fingerprints = plan.plan_fingerprints.clone();
+    // Interleaved only if every shard interleaved all the plan's engines; engines
+    // split over shards ran apart (on other machines, at other times).
+    run.interleaved = (plan.plan_engines.len() > 1).then(|| {
+        runs.iter().all(|r| {
+            r.interleaved == Some(true)
+                && r.shard
+                    .as_ref()
+                    .is_some_and(|s| s.engines.len() == plan.plan_engines.len())
+        })
+    });
     run.notices = Vec::new();
     let partial = warnings
         .iter()

@@ -4,8 +4,10 @@
 //! and mock executors. The loop asks [`schedule::next_trial`] what runs next, has
 //! the backend run and keep it, and handles an engine that died: the backend
 //! restarts it when the profile allows, and the trial runs again as the next
-//! attempt.
+//! attempt. With several engines up at once, [`drive_interleaved`] takes their
+//! trials in rounds ([`interleave`]).
 
+use super::interleave;
 use super::schedule::{self, Next};
 use super::state::Sweep;
 use crate::define::plan::Plan;
@@ -77,37 +79,99 @@ pub(crate) async fn drive<B: Backend>(
     whole_points: Option<&[f64]>,
     backend: &mut B,
 ) -> anyhow::Result<()> {
-    let mut attempt = 0u32;
-    let mut last: Option<(u64, u32)> = None;
+    let mut lane = Lane::new(name);
+    while !backend.stopped() && lane.turn(plan, whole_points, backend).await? {}
+    Ok(())
+}
+
+/// Runs the trials of every engine in `names` (all up at once) interleaved: in
+/// rounds, each engine with a trial left runs its next one, in the round's seeded
+/// order ([`interleave::next_engine`]), until none has a trial left or the run is
+/// stopped. An engine that is gone drops out; the others go on.
+pub(crate) async fn drive_interleaved<B: Backend>(
+    plan: &Plan,
+    names: &[&str],
+    whole_points: Option<&[f64]>,
+    backend: &mut B,
+) -> anyhow::Result<()> {
+    let mut lanes: Vec<Lane> = names.iter().map(|n| Lane::new(n)).collect();
     while !backend.stopped() {
-        let Some(next) = schedule::next_trial(plan, backend.sweep(), name, whole_points) else {
+        let done: Vec<Option<u32>> = lanes
+            .iter()
+            .map(|l| {
+                let left = !l.over
+                    && schedule::next_trial(plan, backend.sweep(), l.name, whole_points).is_some();
+                left.then(|| backend.sweep().complete_trials_of(l.name) as u32)
+            })
+            .collect();
+        let Some(i) = interleave::next_engine(plan.seed, &done) else {
             break;
         };
-        // A trial that neither completed nor killed the engine is not run again
-        // (that would never end); the report shows it as partial.
-        if last == Some((next.x.to_bits(), next.t)) && attempt == 0 {
-            backend.notice(report::Notice::engine(
-                report::NoticeKind::NotRetried,
-                name,
-                format!(
-                    "{name}: trial {} at x={} did not complete and was not retried",
-                    next.t + 1,
-                    next.x
-                ),
-            ));
-            break;
-        }
-        last = Some((next.x.to_bits(), next.t));
-        let at = At::new(name, next, attempt);
-        match backend.trial(&at).await? {
-            Ran::Kept | Ran::NotStarted => attempt = 0,
-            Ran::Died(status) => match backend.died(&at, status).await? {
-                AfterDeath::Restarted => attempt += 1,
-                AfterDeath::Over => break,
-            },
-        }
+        let lane = &mut lanes[i];
+        lane.over = !lane.turn(plan, whole_points, backend).await?;
     }
     Ok(())
+}
+
+/// One engine's place in the loop: the trial it ran last (a trial that comes up
+/// again without a death between is not run again), and whether its share is over.
+struct Lane<'n> {
+    name: &'n str,
+    last: Option<(u64, u32)>,
+    over: bool,
+}
+
+impl<'n> Lane<'n> {
+    fn new(name: &'n str) -> Lane<'n> {
+        Lane {
+            name,
+            last: None,
+            over: false,
+        }
+    }
+
+    /// One turn: the engine's next trial, run again as the next attempt after each
+    /// restart of the engine, until it is kept. `false` when the engine's share is
+    /// over (no trial left, a trial that did not complete, or the engine gone);
+    /// `true` otherwise, and when the run was stopped.
+    async fn turn<B: Backend>(
+        &mut self,
+        plan: &Plan,
+        whole_points: Option<&[f64]>,
+        backend: &mut B,
+    ) -> anyhow::Result<bool> {
+        let name = self.name;
+        let mut attempt = 0u32;
+        while !backend.stopped() {
+            let Some(next) = schedule::next_trial(plan, backend.sweep(), name, whole_points) else {
+                return Ok(false);
+            };
+            // A trial that neither completed nor killed the engine is not run
+            // again (that would never end); the report shows it as partial.
+            if self.last == Some((next.x.to_bits(), next.t)) && attempt == 0 {
+                backend.notice(report::Notice::engine(
+                    report::NoticeKind::NotRetried,
+                    name,
+                    format!(
+                        "{name}: trial {} at x={} did not complete and was not retried",
+                        next.t + 1,
+                        next.x
+                    ),
+                ));
+                return Ok(false);
+            }
+            self.last = Some((next.x.to_bits(), next.t));
+            let at = At::new(name, next, attempt);
+            match backend.trial(&at).await? {
+                Ran::Kept | Ran::NotStarted => return Ok(true),
+                Ran::Died(status) => match backend.died(&at, status).await? {
+                    AfterDeath::Restarted => attempt += 1,
+                    AfterDeath::Over => return Ok(false),
+                },
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// Runs a future that never waits (a backend in virtual time) to its end on this
@@ -148,6 +212,8 @@ mod tests {
         script: VecDeque<Does>,
         /// `(x, t, attempt)` of every trial run.
         ran: Vec<(f64, u32, u32)>,
+        /// The engine of every trial run.
+        engines: Vec<String>,
         notices: Vec<report::Notice>,
         restarts_left: u32,
         stop_after: usize,
@@ -168,6 +234,7 @@ mod tests {
 
         async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
             self.ran.push((at.x, at.t, at.attempt));
+            self.engines.push(at.name.to_string());
             let does = self.script.pop_front().unwrap_or(Does::Completes);
             let status = match does {
                 Does::Completes => RunStatus::Complete,
@@ -201,8 +268,16 @@ mod tests {
     }
 
     fn mock(script: &[Does], restarts_left: u32) -> Mock {
-        let text = "name = \"m\"\n[slo]\nttft_ms = 100\n[load]\npoints = [1, 2]\nrequests_per_trial = 4\ntrials = 2\n[workload]\ninput_tokens = 8\noutput_tokens = 4\n[engines.e]\nurl = \"http://127.0.0.1:1\"\n";
-        let plan = crate::define::profile::Profile::parse(text, "m.toml")
+        mock_of(
+            script,
+            restarts_left,
+            "[engines.e]\nurl = \"http://127.0.0.1:1\"\n",
+        )
+    }
+
+    fn mock_of(script: &[Does], restarts_left: u32, engines: &str) -> Mock {
+        let text = format!("name = \"m\"\n[slo]\nttft_ms = 100\n[load]\npoints = [1, 2]\nrequests_per_trial = 4\ntrials = 2\nseed = 11\n[workload]\ninput_tokens = 8\noutput_tokens = 4\n{engines}");
+        let plan = crate::define::profile::Profile::parse(&text, "m.toml")
             .unwrap()
             .into_plan("m.toml", &Default::default())
             .unwrap();
@@ -211,6 +286,7 @@ mod tests {
             sweep: Sweep::default(),
             script: script.iter().copied().collect(),
             ran: Vec::new(),
+            engines: Vec::new(),
             notices: Vec::new(),
             restarts_left,
             stop_after: usize::MAX,
@@ -279,6 +355,73 @@ mod tests {
         let mut m = mock(&[], 0);
         m.stop_after = 3;
         run(&mut m);
+        assert_eq!(m.ran.len(), 3);
+    }
+
+    const TWO: &str =
+        "[engines.a]\nurl = \"http://127.0.0.1:1\"\n[engines.b]\nurl = \"http://127.0.0.1:2\"\n";
+
+    fn run_both(m: &mut Mock) {
+        let plan = m.plan.clone();
+        without_waiting(drive_interleaved(&plan, &["a", "b"], None, m))
+            .expect("the mock never waits")
+            .unwrap();
+    }
+
+    #[test]
+    fn interleaved_engines_take_each_trial_in_rounds_in_the_seeded_order() {
+        let mut m = mock_of(&[], 0, TWO);
+        run_both(&mut m);
+        // Each engine's own trials in the plan's order, 4 each.
+        for e in ["a", "b"] {
+            let own: Vec<_> = m
+                .engines
+                .iter()
+                .zip(&m.ran)
+                .filter(|(n, _)| *n == e)
+                .map(|(_, r)| *r)
+                .collect();
+            assert_eq!(
+                own,
+                [(1.0, 0, 0), (1.0, 1, 0), (2.0, 0, 0), (2.0, 1, 0)],
+                "{e}"
+            );
+        }
+        // Rounds of one trial each, in the order drawn for the round from seed 11.
+        for (k, pair) in m.engines.chunks(2).enumerate() {
+            let want: Vec<&str> = super::interleave::round_order(11, k as u32, 2)
+                .into_iter()
+                .map(|i| ["a", "b"][i])
+                .collect();
+            assert_eq!(pair, &want[..], "round {k}");
+        }
+    }
+
+    #[test]
+    fn an_interleaved_engine_that_dies_for_good_drops_out_and_the_other_goes_on() {
+        // The first trial run dies with no restart allowed: that engine is over.
+        let mut m = mock_of(&[Does::Dies], 0, TWO);
+        run_both(&mut m);
+        let first = m.engines[0].clone();
+        assert_eq!(m.engines.iter().filter(|n| **n == first).count(), 1);
+        assert_eq!(m.engines.len(), 1 + 4);
+    }
+
+    #[test]
+    fn an_interleaved_death_is_restarted_and_rerun_within_the_engine_s_turn() {
+        let mut m = mock_of(&[Does::Dies], 1, TWO);
+        run_both(&mut m);
+        // The dead trial ran again at once as attempt 1, on the same engine.
+        assert_eq!(m.engines[0], m.engines[1]);
+        assert_eq!((m.ran[0].2, m.ran[1].2), (0, 1));
+        assert_eq!(m.ran.len(), 9);
+    }
+
+    #[test]
+    fn an_interleaved_run_stops_when_asked() {
+        let mut m = mock_of(&[], 0, TWO);
+        m.stop_after = 3;
+        run_both(&mut m);
         assert_eq!(m.ran.len(), 3);
     }
 }

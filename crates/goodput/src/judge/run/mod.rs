@@ -16,7 +16,9 @@ macro_rules! say {
 
 mod capacity;
 pub(crate) mod drive;
+mod engines;
 mod gpu_release;
+pub mod interleave;
 pub mod lock;
 mod output;
 mod progress;
@@ -33,11 +35,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::define::options::RunOptions;
 use crate::define::plan::Plan;
-use crate::define::profile::EngineKind;
 use crate::drive::client::http_client;
 use crate::drive::engine::{self, EngineContext};
 use crate::drive::record::{records_path, RecordsFile};
-use crate::measure::telemetry;
 use crate::stop::Stop;
 pub(crate) use capacity::capacities;
 pub use output::HTML_GENERATOR;
@@ -176,7 +176,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     // After the output is known to be ours: a signal from here on stops the run.
     let signal = stop_on_signal(root);
     let engine_ctx = engine_context(opts, &ctx.run.client);
-    run_engines(&mut ctx, &engine_ctx).await?;
+    engines::run_engines(&mut ctx, &engine_ctx).await?;
     ctx.progress.finish();
     let interrupted = if ctx.stopped() {
         signal.await.ok()
@@ -215,19 +215,6 @@ pub fn logs_dir(report: &Path) -> PathBuf {
         .unwrap_or_else(|| "goodput-report.json".into());
     let stem = name.strip_suffix(".json").unwrap_or(&name);
     report.with_file_name(format!("{stem}.logs"))
-}
-
-/// Every engine of the plan in order, until the run is stopped.
-async fn run_engines(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyhow::Result<()> {
-    let plan = ctx.run.plan;
-    for (i, (name, spec)) in plan.engines.iter().enumerate() {
-        if ctx.stopped() {
-            break;
-        }
-        ctx.engine_label = format!("engine {}/{} {name}", i + 1, plan.engines.len());
-        run_engine(ctx, name, spec, engine_ctx).await?;
-    }
-    Ok(())
 }
 
 /// Checks the output, restores a resumable run, opens the records file, and
@@ -366,9 +353,10 @@ fn time_scale_notices(plan: &Plan) -> Vec<Notice> {
         .collect()
 }
 
-/// The report's `run` section as the run starts.
+/// The report's `run` section as the run starts: with several engines, whether
+/// they interleave, and a notice when they do not.
 fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
-    RunInfo {
+    let mut info = RunInfo {
         status: RunStatus::Running,
         requests_file: rec_path
             .file_name()
@@ -379,8 +367,44 @@ fn run_info(plan: &Plan, opts: &RunOptions, rec_path: &Path) -> RunInfo {
             index: l.index,
             count: l.count,
         }),
+        interleaved: (plan.engines.len() > 1).then(|| plan.interleaves()),
         ..plan_info(plan)
+    };
+    info.notices.extend(sequential_notice(plan));
+    info
+}
+
+/// Several engines run one after the other: drift over the run is confounded
+/// with the engine; the notice says why they did not interleave and how to.
+fn sequential_notice(plan: &Plan) -> Option<Notice> {
+    if plan.engines.len() < 2 || plan.interleaves() {
+        return None;
     }
+    let why = match plan.interleave {
+        Some(false) => "`[load] interleave = false` or `--no-interleave`".to_string(),
+        _ => {
+            let launched: Vec<&str> = plan
+                .engines
+                .iter()
+                .filter(|(_, e)| !crate::define::plan::coexists(e))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            format!(
+                "{} launched by goodput, each assumed to need the GPU alone",
+                launched.join(", ")
+            )
+        }
+    };
+    Some(Notice::new(
+        NoticeKind::Sequential,
+        format!(
+            "the engines ran one after the other ({why}), so drift over the run (a warming \
+             GPU, other work on the machine) is confounded with the engine: a difference \
+             between them in this report may be partly when each ran; `[load] interleave = \
+             true` (or `--interleave`) runs their trials in interleaved rounds when they can \
+             be up at once, else compare separate runs with the engines in either order"
+        ),
+    ))
 }
 
 /// Trials still to run, for the progress estimate (adaptive trials count their
@@ -399,81 +423,6 @@ fn trials_left(plan: &Plan, sweep: &Sweep) -> u64 {
                 .count() as u64
         })
         .sum()
-}
-
-/// One engine's part of the sweep: start it (or reach it), open telemetry, run its
-/// trials, stop it. Its failures are recorded in the report, not returned.
-async fn run_engine(
-    ctx: &mut Ctx<'_>,
-    name: &str,
-    spec: &crate::define::profile::EngineSpec,
-    engine_ctx: &EngineContext,
-) -> anyhow::Result<()> {
-    let plan = ctx.run.plan;
-    if ctx.journal.sweep.engine_done(plan, name) {
-        say!(ctx, "{name}: every trial already complete");
-        return Ok(());
-    }
-    match spec.effective_kind() {
-        EngineKind::Url => say!(
-            ctx,
-            "{name}: reaching {}",
-            spec.url.as_deref().unwrap_or("?")
-        ),
-        kind => say!(ctx, "{name}: starting ({})", engine::kind_name(kind)),
-    }
-    ctx.progress
-        .phase(format!("{}: starting", ctx.engine_label));
-    let handle = match gpu_release::start(name, spec, engine_ctx, &ctx.stop()).await {
-        Ok(h) => h,
-        Err(f) => {
-            say!(ctx, "{name}: {}", f.message);
-            ctx.journal.sweep.engine(name).error = Some(f);
-            ctx.save()?;
-            return Ok(());
-        }
-    };
-    say!(
-        ctx,
-        "{name}: ready at {} serving `{}`, KV pool {}",
-        handle.base_url,
-        handle.model,
-        handle.kv_pool_tokens.map_or("unknown".into(), |k| format!(
-            "{k} tokens ({})",
-            handle.kv_pool_source.as_deref().unwrap_or("?")
-        ))
-    );
-    for n in &handle.notices {
-        ctx.journal.info.notices.push(Notice::engine(
-            NoticeKind::Engine,
-            name,
-            format!("{name}: {n}"),
-        ));
-    }
-    ctx.journal
-        .engine_envs
-        .insert(name.to_string(), handle.env.clone());
-    let (tel, notice) = telemetry::open(&plan.telemetry, &handle.base_url, &ctx.run.client).await;
-    if let Some(n) = notice {
-        // One telemetry notice per run, not one per engine (they differ only in
-        // the engine's port).
-        ctx.notice_once(Notice::new(NoticeKind::Telemetry, n));
-    }
-    if ctx.journal.gpus.is_empty() {
-        ctx.journal.gpus = tel.gpus();
-    }
-    ctx.refresh_environment();
-    if let Some(handle) = trials::run_engine(ctx, name, spec, engine_ctx, handle, &tel).await? {
-        if let Err(f) = handle.stop().await {
-            ctx.journal.info.notices.push(Notice::engine(
-                NoticeKind::EngineStop,
-                name,
-                format!("{name}: {}", f.message),
-            ));
-        }
-    }
-    ctx.save()?;
-    Ok(())
 }
 
 /// Ends the run: engines the run never reached are listed as not run, the outcome

@@ -93,6 +93,17 @@ impl Sweep {
             .count()
     }
 
+    /// Trials of `engine` that finished completely, over every point.
+    pub fn complete_trials_of(&self, engine: &str) -> usize {
+        self.engines
+            .get(engine)
+            .into_iter()
+            .flat_map(|e| e.points.values())
+            .flat_map(|p| p.values())
+            .filter(|s| s.info.status == RunStatus::Complete)
+            .count()
+    }
+
     /// True when trial `t` at `point` of `engine` finished completely.
     pub fn is_complete(&self, engine: &str, point: PointKey, t: u32) -> bool {
         self.engines

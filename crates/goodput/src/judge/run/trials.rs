@@ -1,11 +1,13 @@
-//! One engine's share of the sweep: every load level and trial, with the engine's
-//! death detected after each trial and, when the profile allows, a bounded number
-//! of recorded restarts.
+//! The engines' share of the sweep: every load level and trial of each (one
+//! engine after the other, or interleaved in rounds), with an engine's death
+//! detected after each trial and, when the profile allows, a bounded number of
+//! recorded restarts.
 
 use anyhow::Context;
+use indexmap::IndexMap;
 use report::{Notice, NoticeKind, RunStatus, TrialInfo};
 
-use super::drive::{drive, AfterDeath, At, Backend, Ran};
+use super::drive::{drive, drive_interleaved, AfterDeath, At, Backend, Ran};
 use super::gpu_release::SweepEngine;
 use super::state::PointKey;
 use super::{Ctx, TrialState};
@@ -28,51 +30,99 @@ use restart::{death, restart};
 use send::{measure, preconnect, shard_requests, spec_decode, trial_of, warm_up, TrialLoad};
 use setup::{note_connect_in_ttft, note_sources, request_builder, sample_sharegpt, target_of};
 
-/// Runs every load level and trial of one engine; returns the handle to stop (none
-/// when a restart failed: the dead engine was stopped already).
-pub(crate) async fn run_engine(
-    ctx: &mut Ctx<'_>,
-    name: &str,
-    spec: &EngineSpec,
-    engine_ctx: &EngineContext,
-    handle: SweepEngine,
-    tel: &telemetry::Telemetry,
-) -> anyhow::Result<Option<SweepEngine>> {
-    note_sources(ctx, name, &handle, tel);
-    let builder = request_builder(ctx, name, &handle).await;
-    if !sample_sharegpt(ctx, name, &handle).await? {
-        return Ok(Some(handle));
+/// An engine up and set up for its trials: its handle, telemetry, request
+/// builder and load target.
+pub(crate) struct Slot<'a> {
+    spec: &'a EngineSpec,
+    /// The engine; `None` once a restart failed (the dead one is stopped).
+    handle: Option<SweepEngine>,
+    tel: telemetry::Telemetry,
+    builder: Builder,
+    target: Target,
+    restarts: u32,
+    /// `engine 2/3 NAME`, for the progress display.
+    label: String,
+    /// False when its set-up failed (recorded as the engine's error): it runs no
+    /// trial, and is stopped.
+    usable: bool,
+}
+
+impl Slot<'_> {
+    /// The engine's handle to stop, if it is still up.
+    pub(crate) fn into_handle(self) -> Option<SweepEngine> {
+        self.handle
     }
+}
+
+/// Sets up a started engine for its trials: where its KV pool and telemetry come
+/// from, its request builder, the ShareGPT sample, its load target.
+pub(crate) async fn set_up<'a>(
+    ctx: &mut Ctx<'a>,
+    name: &str,
+    spec: &'a EngineSpec,
+    handle: SweepEngine,
+    tel: telemetry::Telemetry,
+) -> anyhow::Result<Slot<'a>> {
+    note_sources(ctx, name, &handle, &tel);
+    let builder = request_builder(ctx, name, &handle).await;
+    let usable = sample_sharegpt(ctx, name, &handle).await?;
     note_connect_in_ttft(ctx);
     let target = target_of(&ctx.run, &handle);
-    let plan = ctx.run.plan;
-    let whole = ctx.run.opts.shard.as_ref().map(|s| s.plan_points.clone());
-    let mut http = Http {
-        ctx,
+    Ok(Slot {
         spec,
-        engine_ctx,
         handle: Some(handle),
         tel,
         builder,
         target,
         restarts: 0,
-    };
-    drive(plan, name, whole.as_deref(), &mut http).await?;
-    Ok(http.handle)
+        label: ctx.engine_label.clone(),
+        usable,
+    })
 }
 
-/// The HTTP backend of the trial loop: a launched or reached engine, sent load by
-/// the load generator, its trials made durable in the run's files.
+/// Runs every load level and trial of the engines in `slots`: one after the
+/// other's, or `interleaved` in rounds ([`super::interleave`]). The slots come
+/// back beside the result, so that every engine is stopped on an error too.
+pub(crate) async fn run_engines<'a>(
+    ctx: &mut Ctx<'a>,
+    engine_ctx: &EngineContext,
+    slots: IndexMap<String, Slot<'a>>,
+    interleaved: bool,
+) -> (IndexMap<String, Slot<'a>>, anyhow::Result<()>) {
+    let plan = ctx.run.plan;
+    let whole = ctx.run.opts.shard.as_ref().map(|s| s.plan_points.clone());
+    let mut http = Http {
+        ctx,
+        engine_ctx,
+        slots,
+    };
+    let names: Vec<String> = http
+        .slots
+        .iter()
+        .filter(|(_, s)| s.usable)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let mut result = Ok(());
+    if interleaved {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        result = drive_interleaved(plan, &names, whole.as_deref(), &mut http).await;
+    } else {
+        for name in &names {
+            result = drive(plan, name, whole.as_deref(), &mut http).await;
+            if result.is_err() || http.stopped() {
+                break;
+            }
+        }
+    }
+    (http.slots, result)
+}
+
+/// The HTTP backend of the trial loop: launched or reached engines, sent load by
+/// the load generator, their trials made durable in the run's files.
 struct Http<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
-    spec: &'c EngineSpec,
     engine_ctx: &'c EngineContext,
-    /// The engine; `None` once a restart failed (the dead one is stopped).
-    handle: Option<SweepEngine>,
-    tel: &'c telemetry::Telemetry,
-    builder: Builder,
-    target: Target,
-    restarts: u32,
+    slots: IndexMap<String, Slot<'a>>,
 }
 
 impl Backend for Http<'_, '_> {
@@ -89,41 +139,47 @@ impl Backend for Http<'_, '_> {
     }
 
     async fn trial(&mut self, at: &At<'_>) -> anyhow::Result<Ran> {
-        let Some(handle) = self.handle.as_mut() else {
+        let Some(slot) = self.slots.get_mut(at.name) else {
             return Ok(Ran::NotStarted);
         };
-        let ran = run_one(self.ctx, at, handle, self.tel, &self.builder, &self.target).await?;
-        Ok(ran)
+        let Some(handle) = slot.handle.as_mut() else {
+            return Ok(Ran::NotStarted);
+        };
+        self.ctx.engine_label.clone_from(&slot.label);
+        run_one(self.ctx, at, handle, &slot.tel, &slot.builder, &slot.target).await
     }
 
     async fn died(&mut self, at: &At<'_>, status: String) -> anyhow::Result<AfterDeath> {
-        let Some(handle) = self.handle.take() else {
+        let Some(slot) = self.slots.get_mut(at.name) else {
+            return Ok(AfterDeath::Over);
+        };
+        let Some(handle) = slot.handle.take() else {
             return Ok(AfterDeath::Over);
         };
         let failure = death(self.ctx, &handle, at, status);
-        if self.restarts >= self.spec.max_restarts {
+        if slot.restarts >= slot.spec.max_restarts {
             self.ctx.journal.sweep.engine(at.name).error = Some(failure);
             self.ctx.save()?;
-            self.handle = Some(handle);
+            slot.handle = Some(handle);
             return Ok(AfterDeath::Over);
         }
         // A restart the profile allows: recorded, and the trial runs again.
-        self.restarts += 1;
+        slot.restarts += 1;
         let restarted = restart(
             self.ctx,
             at.name,
-            self.spec,
+            slot.spec,
             self.engine_ctx,
             handle,
             failure,
-            self.restarts,
+            slot.restarts,
         )
         .await?;
         let Some(h) = restarted else {
             return Ok(AfterDeath::Over);
         };
-        self.target = target_of(&self.ctx.run, &h);
-        self.handle = Some(h);
+        slot.target = target_of(&self.ctx.run, &h);
+        slot.handle = Some(h);
         self.ctx.save()?;
         Ok(AfterDeath::Restarted)
     }
@@ -179,6 +235,7 @@ async fn run_one(
         index: at.t,
         attempt: at.attempt,
         status,
+        started_unix_s: Some(m.started_unix_s),
         duration_s: metrics.duration_s,
         completed: metrics.completed,
         failed: metrics.failed,

@@ -156,6 +156,9 @@ fn merged_shards_read_like_one_run_of_the_plan() {
     assert_eq!(run.status, RunStatus::Complete, "{:?}", run.reason);
     assert_eq!(run.fingerprints, single.run.as_ref().unwrap().fingerprints);
     assert!(run.shard.is_none());
+    // One simulator per shard: the engines ran apart, not interleaved.
+    assert_eq!(single.run.as_ref().unwrap().interleaved, Some(true));
+    assert_eq!(run.interleaved, Some(false));
     let info = run.merged.as_ref().expect("run.merged");
     assert_eq!(info.count, N);
     assert_eq!(

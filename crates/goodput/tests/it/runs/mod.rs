@@ -3,6 +3,7 @@
 
 mod cost_energy;
 mod fit_predict;
+mod interleave;
 mod resume;
 mod run_sim;
 mod search;

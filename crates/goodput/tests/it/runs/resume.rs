@@ -69,7 +69,7 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     std::fs::write(&profile, sweep_profile()).unwrap();
     let out = dir.path().join("r.json");
     let mut child = start(&profile, &out);
-    // Engine `a` (6 trials) is done and `b` has started.
+    // Seven of the twelve trials are complete (the two simulators interleave).
     assert!(
         wait_for(|| complete_trials(&out) >= 7, 120),
         "seven trials never completed"
@@ -102,7 +102,7 @@ fn sigkill_mid_sweep_then_rerun_loses_at_most_the_trial_in_flight() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let after = report::read_report(&out).unwrap();
     assert_eq!(after.run.as_ref().unwrap().status, RunStatus::Complete);
-    // `a` did not need to start again, and its environment was kept.
+    // Both engines' environments are in the resumed report.
     let env = after.environment.as_ref().unwrap();
     assert!(
         env.engines.contains_key("a") && env.engines.contains_key("b"),

@@ -152,6 +152,8 @@ pub(super) struct Measured {
     pub(super) spec_after: Option<SpecCounters>,
     /// Still to be finished with the records.
     pub(super) server: ServerSampler,
+    /// Unix time (seconds) when the load started.
+    pub(super) started_unix_s: f64,
 }
 
 /// Sends the trial's load with a progress bar, the speculative-decoding counters
@@ -173,6 +175,7 @@ pub(super) async fn measure(
     let spec_before = spec_counters(ctx, handle).await;
     let server = start_server_sampler(&ctx.run, handle).await;
     start_together(ctx, at).await;
+    let started_unix_s = super::super::unix_now();
     let sampler = tel.start_trial();
     let trial = Trial {
         sent: Some(sent),
@@ -193,6 +196,7 @@ pub(super) async fn measure(
         spec_before,
         spec_after,
         server,
+        started_unix_s,
     }
 }
 
