@@ -62,6 +62,7 @@ fn within(input: &Input, opts: &Options) -> Section {
         return s;
     }
     s.notes.extend(requests_note(input));
+    s.notes.extend(order_note(r));
     let base = Side {
         name: base_name.clone(),
         engine: base_name,
@@ -199,6 +200,19 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
         }
     }
     s
+}
+
+/// Whether the engines of one report ran interleaved, as far as it says.
+fn order_note(r: &Report) -> Option<String> {
+    match r.run.as_ref().and_then(|run| run.interleaved) {
+        Some(true) => Some(
+            "the engines' trials interleaved (rounds in a seeded order): drift over the run falls on every engine alike".into(),
+        ),
+        Some(false) => Some(
+            "the engines ran one after the other: drift over the run (the machine's load, a warming GPU) is confounded with the engine; `[load] interleave = true` interleaves them".into(),
+        ),
+        None => None,
+    }
 }
 
 /// Said of every comparison of two separate runs.
