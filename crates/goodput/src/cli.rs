@@ -192,6 +192,12 @@ pub struct TrialArgs {
     /// `NAME=2.5` for one (repeatable; over the profile's `usd_per_hour`).
     #[arg(long, value_name = "[ENGINE=]USD", value_parser = crate::define::plan::price::parse_usd_per_hour)]
     pub usd_per_hour: Vec<(Option<String>, f64)>,
+    /// Start every prompt with a random string drawn for the run (`[workload] salt
+    /// = true`), so the engine's prefix cache holds none of them from an earlier
+    /// run; `--prompt-salt=SALT` uses SALT (what the shards of one sweep share).
+    #[arg(long, value_name = "SALT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_parser = crate::define::workload::salt::parse)]
+    pub prompt_salt: Option<crate::define::workload::salt::PromptSalt>,
 }
 
 /// The flags `run` and `search` share: what each trial is, where it goes.

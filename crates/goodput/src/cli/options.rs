@@ -37,6 +37,7 @@ impl TrialArgs {
             engines: self.engines.clone(),
             seed: self.seed,
             usd_per_hour: self.usd_per_hour.clone(),
+            prompt_salt: self.prompt_salt.clone(),
         }
     }
 }

@@ -38,7 +38,7 @@ fn cluster_argv_reads_back_as_the_same_options() {
             "--requests",
             "40",
         ][..],
-        &["--concurrency", "2", "--trials", "auto"][..],
+        &["--concurrency", "2", "--trials", "auto", "--prompt-salt"][..],
         &[
             "--rate",
             "0.5, 2.25,1e-3",
@@ -54,6 +54,7 @@ fn cluster_argv_reads_back_as_the_same_options() {
             "2.5",
             "--usd-per-hour",
             "x=y=$0.125",
+            "--prompt-salt=k3x9-Q_",
         ][..],
     ] {
         let mut argv = vec!["k8s", "p.toml"];
@@ -174,4 +175,12 @@ fn slurm_status_takes_none_of_the_flags_that_write_a_job() {
         assert_eq!(e.exit_code(), 2, "{argv:?}");
         assert!(e.to_string().contains("--status"), "{argv:?}: {e}");
     }
+}
+
+#[test]
+fn a_bad_prompt_salt_is_a_usage_error_naming_the_flag() {
+    let e = parse(&["run", "p.toml", "--prompt-salt=a b"]).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let text = e.to_string();
+    assert!(text.contains("--prompt-salt") && text.contains("a b"), "{text}");
 }

@@ -34,6 +34,8 @@ pub struct TrialOptions {
     pub seed: Option<u64>,
     /// `--usd-per-hour [ENGINE=]USD` (repeatable), in order.
     pub usd_per_hour: Vec<(Option<String>, f64)>,
+    /// `--prompt-salt[=SALT]`.
+    pub prompt_salt: Option<crate::define::workload::salt::PromptSalt>,
 }
 
 impl TrialOptions {
@@ -46,6 +48,7 @@ impl TrialOptions {
             engines: self.engines.clone(),
             seed: self.seed,
             usd_per_hour: self.usd_per_hour.clone(),
+            prompt_salt: self.prompt_salt.clone(),
             ..Default::default()
         }
     }
@@ -99,6 +102,12 @@ impl SweepOptions {
                 Some(e) => format!("{e}={usd}"),
                 None => usd.to_string(),
             });
+        }
+        use crate::define::workload::salt::PromptSalt;
+        match &t.prompt_salt {
+            Some(PromptSalt::Draw) => a.push("--prompt-salt".into()),
+            Some(PromptSalt::Given(s)) => a.push(format!("--prompt-salt={s}")),
+            None => {}
         }
         a
     }

@@ -370,6 +370,9 @@ pub struct Overrides {
     pub mode: Option<LoadMode>,
     /// `--usd-per-hour [ENGINE=]USD` (repeatable): engine prices, in order.
     pub usd_per_hour: Vec<(Option<String>, f64)>,
+    /// `--prompt-salt[=SALT]`: salt every prompt (`[workload] salt = true`), with
+    /// this salt when given.
+    pub prompt_salt: Option<crate::define::workload::salt::PromptSalt>,
 }
 
 /// `[search]`: how `goodput search` looks for the largest load that meets the SLO.

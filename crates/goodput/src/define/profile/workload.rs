@@ -29,7 +29,7 @@ pub enum WorkloadSpec {
     Sharegpt(SharegptSpec),
 }
 
-/// The chat API's controls, which every kind takes.
+/// The chat API's controls, and the prompt salt: the keys every kind takes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatControls {
     /// `reasoning_effort` sent with every request (`low`, `medium`, `high`: what
@@ -38,6 +38,10 @@ pub struct ChatControls {
     /// `chat_template_kwargs` sent with every request (e.g.
     /// `{ enable_thinking = false }`); an engine's own keys win.
     pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `salt = true`: every prompt starts with a random string drawn for the run
+    /// ([`crate::define::workload::salt`]), so no run finds another's prompts in the
+    /// engine's prefix cache.
+    pub salt: bool,
 }
 
 /// `kind = "synthetic"`.
@@ -159,7 +163,7 @@ pub struct SharegptSpec {
 }
 
 /// The keys every kind takes.
-const COMMON_KEYS: &[&str] = &["kind", "reasoning_effort", "chat_template_kwargs"];
+const COMMON_KEYS: &[&str] = &["kind", "reasoning_effort", "chat_template_kwargs", "salt"];
 
 /// The keys of a kind's `[workload]` (besides `kind` and the chat controls).
 pub fn keys(kind: WorkloadKind) -> &'static [&'static str] {
@@ -275,6 +279,18 @@ impl WorkloadSpec {
             WorkloadSpec::Trace(w) => &w.chat,
             WorkloadSpec::Conversation(w) => &w.chat,
             WorkloadSpec::Sharegpt(w) => &w.chat,
+        }
+    }
+
+    /// Salts every prompt (`--prompt-salt`).
+    pub fn set_salt(&mut self) {
+        match self {
+            WorkloadSpec::Synthetic(w) => w.chat.salt = true,
+            WorkloadSpec::Jsonl(w) => w.chat.salt = true,
+            WorkloadSpec::Prefix(w) => w.chat.salt = true,
+            WorkloadSpec::Trace(w) => w.chat.salt = true,
+            WorkloadSpec::Conversation(w) => w.chat.salt = true,
+            WorkloadSpec::Sharegpt(w) => w.chat.salt = true,
         }
     }
 

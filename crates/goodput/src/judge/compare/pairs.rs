@@ -195,6 +195,11 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
             baseline_capacity: b.capacity.get(name).cloned(),
             candidate_capacity: c.capacity.get(name).cloned(),
         });
+        s.notes.extend(super::explain::engines(
+            name,
+            (&base.label, b),
+            (&cand.label, c),
+        ));
         engines_rows(&bs, &cs, false, same_slo, opts, &mut s);
     }
     for name in c.load.keys() {
@@ -247,11 +252,13 @@ fn engines_rows(
             return;
         }
     }
+    let mut matched = Vec::new();
     for bp in &base.result.points {
         let Some(cp) = cand.result.points.iter().find(|c| same_x(c.x, bp.x)) else {
             s.notes.push(only_note(base, cand, bp.x, within));
             continue;
         };
+        matched.push((bp, cp));
         let bd = SideData {
             requests: base.requests.and_then(|r| r.point(base.engine, bp.x)),
             point: bp,
@@ -279,6 +286,11 @@ fn engines_rows(
     for cp in &cand.result.points {
         if !base.result.points.iter().any(|b| same_x(b.x, cp.x)) {
             s.notes.push(only_note(cand, base, cp.x, within));
+        }
+    }
+    for n in super::explain::explain(&matched, &base.name, &cand.name) {
+        if !s.notes.contains(&n) {
+            s.notes.push(n);
         }
     }
 }
