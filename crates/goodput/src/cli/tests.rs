@@ -182,5 +182,8 @@ fn a_bad_prompt_salt_is_a_usage_error_naming_the_flag() {
     let e = parse(&["run", "p.toml", "--prompt-salt=a b"]).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     let text = e.to_string();
-    assert!(text.contains("--prompt-salt") && text.contains("a b"), "{text}");
+    assert!(
+        text.contains("--prompt-salt") && text.contains("a b"),
+        "{text}"
+    );
 }

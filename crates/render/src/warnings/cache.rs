@@ -104,9 +104,15 @@ mod tests {
             cache_warm(&report("synthetic", None), &point(Some(0.93))).expect("warned");
         assert_eq!(kind, WarningKind::CacheWarm);
         assert!(message.contains("served 93% of the prompt tokens of a synthetic workload"));
-        assert!(advice.contains("--seed") && advice.contains("--prompt-salt"), "{advice}");
+        assert!(
+            advice.contains("--seed") && advice.contains("--prompt-salt"),
+            "{advice}"
+        );
         let salted = cache_warm(&report("sharegpt", Some("k3x9")), &point(Some(0.5)));
-        assert!(salted.expect("warned").2.contains("came from this run itself"));
+        assert!(salted
+            .expect("warned")
+            .2
+            .contains("came from this run itself"));
     }
 
     #[test]

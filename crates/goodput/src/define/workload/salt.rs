@@ -39,8 +39,7 @@ pub fn parse(s: &str) -> Result<PromptSalt, String> {
         return Ok(PromptSalt::Draw);
     }
     let ok = s.len() <= MAX_LEN
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if ok {
         Ok(PromptSalt::Given(s.to_string()))
@@ -64,7 +63,10 @@ pub fn draw() -> String {
 /// The salt a run uses: none when its plan salts nothing; a resumed run's own
 /// (`previous`, from its report); the given one; or a fresh draw. A given salt that
 /// is not the resumed run's is refused: the run's trials would not share prompts.
-pub fn resolve(plan: Option<&PromptSalt>, previous: Option<String>) -> Result<Option<String>, String> {
+pub fn resolve(
+    plan: Option<&PromptSalt>,
+    previous: Option<String>,
+) -> Result<Option<String>, String> {
     match (plan, previous) {
         (None, _) => Ok(None),
         (Some(PromptSalt::Given(g)), Some(p)) if *g != p => Err(format!(
@@ -113,9 +115,15 @@ mod tests {
     fn a_resumed_run_keeps_its_salt_and_refuses_another() {
         let given = PromptSalt::Given("s1".into());
         assert_eq!(resolve(None, Some("old".into())), Ok(None));
-        assert_eq!(resolve(Some(&PromptSalt::Draw), Some("old".into())), Ok(Some("old".into())));
+        assert_eq!(
+            resolve(Some(&PromptSalt::Draw), Some("old".into())),
+            Ok(Some("old".into()))
+        );
         assert_eq!(resolve(Some(&given), None), Ok(Some("s1".into())));
-        assert_eq!(resolve(Some(&given), Some("s1".into())), Ok(Some("s1".into())));
+        assert_eq!(
+            resolve(Some(&given), Some("s1".into())),
+            Ok(Some("s1".into()))
+        );
         let e = resolve(Some(&given), Some("old".into())).unwrap_err();
         assert!(e.contains("--prompt-salt=old"), "{e}");
         let fresh = resolve(Some(&PromptSalt::Draw), None).unwrap();

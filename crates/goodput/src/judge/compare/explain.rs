@@ -284,10 +284,16 @@ pub fn engines(name: &str, base: (&str, &Report), cand: (&str, &Report)) -> Vec<
     );
     differs(
         "command line",
-        be.as_ref().and_then(|e| e.command.as_ref().map(|c| c.join(" "))),
-        ce.as_ref().and_then(|e| e.command.as_ref().map(|c| c.join(" "))),
+        be.as_ref()
+            .and_then(|e| e.command.as_ref().map(|c| c.join(" "))),
+        ce.as_ref()
+            .and_then(|e| e.command.as_ref().map(|c| c.join(" "))),
     );
-    let pool = |r: &Report| r.load.get(name).and_then(|e: &EngineResult| e.kv_pool_tokens);
+    let pool = |r: &Report| {
+        r.load
+            .get(name)
+            .and_then(|e: &EngineResult| e.kv_pool_tokens)
+    };
     if let (Some(b), Some(c)) = (pool(base.1), pool(cand.1)) {
         let (hi, lo) = (b.max(c) as f64, b.min(c) as f64);
         if hi > 0.0 && hi - lo >= KV_POOL_SHARE * hi {
@@ -351,8 +357,14 @@ mod tests {
         let notes = explain(&pairs, "sim (a.json)", "sim (b.json)");
         assert_eq!(notes.len(), 1, "{notes:?}");
         let n = &notes[0];
-        assert!(n.starts_with("likely cause: sim (b.json) found its prompts"), "{n}");
-        assert!(n.contains("hit share 88%-98% against 0%-1% at x=1, 4"), "{n}");
+        assert!(
+            n.starts_with("likely cause: sim (b.json) found its prompts"),
+            "{n}"
+        );
+        assert!(
+            n.contains("hit share 88%-98% against 0%-1% at x=1, 4"),
+            "{n}"
+        );
         assert!(n.contains("--prompt-salt"), "{n}");
         // The other way round names the baseline.
         let pairs: Vec<_> = c.iter().zip(&b).collect();
@@ -392,14 +404,33 @@ mod tests {
         c.errors.insert("http_500".into(), 3);
         let notes = explain(&[(&b, &c)], "A", "B");
         assert_eq!(notes.len(), 4, "{notes:?}");
-        assert!(notes[0].contains("B preempted requests (0.12 preemptions per request against 0 for A at x=8)"), "{notes:?}");
-        assert!(notes[1].contains("B's KV cache filled up (up to 99% against 40%"), "{notes:?}");
-        assert!(notes[2].contains("B's GPU ran at a lower clock (1800 MHz against 2000 MHz"), "{notes:?}");
-        assert!(notes[3].contains("B had more failed requests (3% of requests against 0% for A at x=8; http_500: 3)"), "{notes:?}");
+        assert!(
+            notes[0].contains(
+                "B preempted requests (0.12 preemptions per request against 0 for A at x=8)"
+            ),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].contains("B's KV cache filled up (up to 99% against 40%"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[2].contains("B's GPU ran at a lower clock (1800 MHz against 2000 MHz"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[3].contains(
+                "B had more failed requests (3% of requests against 0% for A at x=8; http_500: 3)"
+            ),
+            "{notes:?}"
+        );
         // Throttling is named before the clock.
         c.gpu = gpu(1800.0, 0.5);
         let notes = explain(&[(&b, &c)], "A", "B");
-        assert!(notes[2].contains("B's GPU was thermally throttled (50% of samples"), "{notes:?}");
+        assert!(
+            notes[2].contains("B's GPU was thermally throttled (50% of samples"),
+            "{notes:?}"
+        );
     }
 
     #[test]

@@ -248,7 +248,9 @@ async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::R
     } else {
         None
     };
-    let old_salt = old.as_ref().and_then(|r| r.run.as_ref()?.prompt_salt.clone());
+    let old_salt = old
+        .as_ref()
+        .and_then(|r| r.run.as_ref()?.prompt_salt.clone());
     let prompt_salt = crate::define::workload::salt::resolve(plan.prompt_salt.as_ref(), old_salt)
         .map_err(crate::UsageError)?;
     let previous = old.and_then(|r| r.environment);

@@ -91,7 +91,10 @@ fn run(dir: &Scratch, out: &str, extra: &[&str]) {
 }
 
 fn show(dir: &Scratch, name: &str) -> String {
-    let out = goodput().args(["show", &dir.arg(name)]).output().expect("show runs");
+    let out = goodput()
+        .args(["show", &dir.arg(name)])
+        .output()
+        .expect("show runs");
     succeeded(&out, "goodput show")
 }
 
@@ -105,7 +108,10 @@ fn a_cache_warm_second_run_is_warned_and_explained_and_a_salted_one_is_not_warm(
     run(&dir, "b.json", &[]);
     let (cold, warm) = (hit_share(&dir, "a.json"), hit_share(&dir, "b.json"));
     assert!(cold < 0.05, "the first run starts cold: {cold}");
-    assert!(warm > 0.8, "the same prompts again are served from the cache: {warm}");
+    assert!(
+        warm > 0.8,
+        "the same prompts again are served from the cache: {warm}"
+    );
 
     // `show` warns about the second run only.
     let title = "Prompts served from the prefix cache";
@@ -138,7 +144,10 @@ fn a_cache_warm_second_run_is_warned_and_explained_and_a_salted_one_is_not_warm(
     };
     assert_ne!(salt("c.json"), salt("d.json"));
     let again = hit_share(&dir, "d.json");
-    assert!(again < 0.05, "a salted second run is not cache-warm: {again}");
+    assert!(
+        again < 0.05,
+        "a salted second run is not cache-warm: {again}"
+    );
     assert!(!show(&dir, "d.json").contains(title));
     drop(sim);
 }
