@@ -75,7 +75,7 @@ async fn execute(
         return crate::model::predict::command::execute(plan, exec, engine_config).await;
     }
     let sliced_run = flags.shard.is_some() || flags.load_shard.is_some();
-    if sliced_run && plan.prompt_salt == Some(crate::define::workload::salt::PromptSalt::Draw) {
+    if sliced_run && plan.prompt_salt == Some(crate::define::profile::PromptSalt::Draw) {
         return Err(crate::UsageError(
             "the prompts are salted (--prompt-salt, [workload] salt = true), and the shards of \
              one run must share one salt: give it, --prompt-salt=SALT, the same on every shard \

@@ -35,7 +35,7 @@ pub struct TrialOptions {
     /// `--usd-per-hour [ENGINE=]USD` (repeatable), in order.
     pub usd_per_hour: Vec<(Option<String>, f64)>,
     /// `--prompt-salt[=SALT]`.
-    pub prompt_salt: Option<crate::define::workload::salt::PromptSalt>,
+    pub prompt_salt: Option<crate::define::profile::PromptSalt>,
 }
 
 impl TrialOptions {
@@ -103,7 +103,7 @@ impl SweepOptions {
                 None => usd.to_string(),
             });
         }
-        use crate::define::workload::salt::PromptSalt;
+        use crate::define::profile::PromptSalt;
         match &t.prompt_salt {
             Some(PromptSalt::Draw) => a.push("--prompt-salt".into()),
             Some(PromptSalt::Given(s)) => a.push(format!("--prompt-salt={s}")),

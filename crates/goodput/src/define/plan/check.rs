@@ -110,7 +110,7 @@ impl Profile {
         let prompt_salt = self.workload.chat().salt.then(|| {
             ov.prompt_salt
                 .clone()
-                .unwrap_or(crate::define::workload::salt::PromptSalt::Draw)
+                .unwrap_or(crate::define::profile::PromptSalt::Draw)
         });
         let check = Checker {
             origin,

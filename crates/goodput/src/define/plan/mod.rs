@@ -77,7 +77,7 @@ pub struct Plan {
     /// `[workload] salt = true` or `--prompt-salt`: every prompt starts with the
     /// run's salt, drawn when the run starts unless given; `None`: no salt. Not in
     /// the fingerprints (the description's `salt = true` is).
-    pub prompt_salt: Option<crate::define::workload::salt::PromptSalt>,
+    pub prompt_salt: Option<crate::define::profile::PromptSalt>,
 }
 
 impl Plan {

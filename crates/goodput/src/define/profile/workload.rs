@@ -308,6 +308,37 @@ impl WorkloadSpec {
     }
 }
 
+/// Most characters of a given prompt salt.
+pub const MAX_SALT_LEN: usize = 64;
+
+/// Whether and how prompts are salted (`[workload] salt = true`, `--prompt-salt`;
+/// [`crate::define::workload::salt`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptSalt {
+    /// Draw a salt for the run (a resumed run keeps the one it drew).
+    Draw,
+    /// This salt (the shards of one sweep share one).
+    Given(String),
+}
+
+/// `--prompt-salt[=SALT]`: empty draws one; otherwise 1 to 64 characters of
+/// `a-z`, `A-Z`, `0-9`, `-` and `_`.
+pub fn parse_prompt_salt(s: &str) -> Result<PromptSalt, String> {
+    if s.is_empty() {
+        return Ok(PromptSalt::Draw);
+    }
+    let ok = s.len() <= MAX_SALT_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(PromptSalt::Given(s.to_string()))
+    } else {
+        Err(format!(
+            "a prompt salt is 1 to {MAX_SALT_LEN} letters, digits, '-' or '_' (got {s:?})"
+        ))
+    }
+}
+
 /// Kind of workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

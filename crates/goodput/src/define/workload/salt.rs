@@ -16,39 +16,12 @@
 
 use rand::RngCore;
 
-/// Characters a salt is made of, and may be given in.
+/// Characters a drawn salt is made of.
 const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 /// Characters of a drawn salt (36^12, about 4.7e18 salts).
 pub const DRAWN_LEN: usize = 12;
-/// Most characters of a given salt.
-pub const MAX_LEN: usize = 64;
 
-/// Whether and how prompts are salted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PromptSalt {
-    /// Draw a salt for the run (a resumed run keeps the one it drew).
-    Draw,
-    /// This salt (the shards of one sweep share one).
-    Given(String),
-}
-
-/// `--prompt-salt[=SALT]`: empty draws one; otherwise 1 to 64 characters of
-/// `a-z`, `A-Z`, `0-9`, `-` and `_`.
-pub fn parse(s: &str) -> Result<PromptSalt, String> {
-    if s.is_empty() {
-        return Ok(PromptSalt::Draw);
-    }
-    let ok = s.len() <= MAX_LEN
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
-        Ok(PromptSalt::Given(s.to_string()))
-    } else {
-        Err(format!(
-            "a prompt salt is 1 to {MAX_LEN} letters, digits, '-' or '_' (got {s:?})"
-        ))
-    }
-}
+pub use crate::define::profile::{parse_prompt_salt as parse, PromptSalt};
 
 /// A salt drawn from the operating system's random source.
 pub fn draw() -> String {

@@ -2,7 +2,8 @@
 //! simulator (its prefix cache on, as vLLM's is by default) serves four runs of one
 //! profile. The second is cache-warm: `show` warns and `compare` names the cache as
 //! the likely cause of its better figures. Salted runs (`--prompt-salt`) are not:
-//! the second salted run finds nothing in the cache.
+//! the second salted run finds nothing in the cache, and a resumed run keeps its
+//! salt.
 
 use crate::common::cli::{goodput, goodput_run, succeeded, text, Scratch};
 
@@ -149,5 +150,28 @@ fn a_cache_warm_second_run_is_warned_and_explained_and_a_salted_one_is_not_warm(
         "a salted second run is not cache-warm: {again}"
     );
     assert!(!show(&dir, "d.json").contains(title));
+
+    // A resumed run keeps its salt: c.json made incomplete, then resumed with one
+    // more load level; another salt given for it is refused (exit 2).
+    let first = salt("c.json");
+    let path = dir.path("c.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("c.json")).expect("JSON");
+    v["run"]["status"] = serde_json::json!("partial");
+    std::fs::write(&path, v.to_string()).expect("c.json written");
+    let other = goodput_run(&dir.path("p.toml"), &path)
+        .args(["--quiet", "--no-html", "--prompt-salt=other"])
+        .output()
+        .expect("goodput runs");
+    assert_eq!(other.status.code(), Some(2), "{}", text(&other.stderr));
+    assert!(
+        text(&other.stderr).contains(&format!("--prompt-salt={first}")),
+        "{}",
+        text(&other.stderr)
+    );
+    run(&dir, "c.json", &["--prompt-salt", "--concurrency", "2,4"]);
+    assert_eq!(salt("c.json"), first, "the resumed run kept its salt");
+    let resumed = goodput::report::read_report(&path).expect("c.json");
+    assert_eq!(resumed.load["sim"].points.len(), 2);
     drop(sim);
 }
