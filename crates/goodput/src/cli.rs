@@ -200,6 +200,12 @@ pub struct TrialArgs {
     /// Run the engines one after the other (each started, measured, stopped).
     #[arg(long)]
     pub no_interleave: bool,
+    /// Start every prompt with a random string drawn for the run (`[workload] salt
+    /// = true`), so the engine's prefix cache holds none of them from an earlier
+    /// run; `--prompt-salt=SALT` uses SALT (what the shards of one sweep share).
+    #[arg(long, value_name = "SALT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_parser = crate::define::profile::parse_prompt_salt)]
+    pub prompt_salt: Option<crate::define::profile::PromptSalt>,
 }
 
 /// The flags `run` and `search` share: what each trial is, where it goes.

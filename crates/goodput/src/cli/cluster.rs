@@ -9,6 +9,7 @@ use super::{LevelArgs, TrialArgs};
 use crate::define::options::SweepOptions;
 use crate::define::plan::Plan;
 use crate::define::profile::Overrides;
+use crate::define::workload::salt;
 use crate::distribute::cluster::k8s::K8sOptions;
 use crate::distribute::cluster::slurm::SlurmOptions;
 
@@ -37,7 +38,7 @@ impl SweepArgs {
 }
 
 /// What `--status` would ignore: the flags that write a job.
-const STATUS_ALONE: [&str; 17] = [
+const STATUS_ALONE: [&str; 18] = [
     "profile",
     "partition",
     "gpus_per_task",
@@ -54,6 +55,7 @@ const STATUS_ALONE: [&str; 17] = [
     "engines",
     "seed",
     "usd_per_hour",
+    "prompt_salt",
     "output",
 ];
 
@@ -138,7 +140,7 @@ pub(super) fn slurm_command(args: SlurmArgs) -> anyhow::Result<i32> {
             )
         }
     };
-    let opts = SlurmOptions {
+    let mut opts = SlurmOptions {
         profile,
         output: args.output,
         partition: args.partition,
@@ -152,12 +154,14 @@ pub(super) fn slurm_command(args: SlurmArgs) -> anyhow::Result<i32> {
         sweep: args.sweep.options(),
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
+    // Every shard salts its prompts with the one salt drawn here.
+    opts.sweep.trial.prompt_salt = salt::for_shards(plan.prompt_salt.as_ref());
     crate::distribute::cluster::slurm::command(&opts, &plan)
 }
 
 /// Runs `goodput k8s`.
 pub(super) fn k8s_command(args: K8sArgs) -> anyhow::Result<i32> {
-    let opts = K8sOptions {
+    let mut opts = K8sOptions {
         profile: args.profile,
         output: args.output,
         image: args.image,
@@ -169,6 +173,8 @@ pub(super) fn k8s_command(args: K8sArgs) -> anyhow::Result<i32> {
         sweep: args.sweep.options(),
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
+    // Every shard salts its prompts with the one salt drawn here.
+    opts.sweep.trial.prompt_salt = salt::for_shards(plan.prompt_salt.as_ref());
     crate::distribute::cluster::k8s::command(&opts, &plan)
 }
 

@@ -42,6 +42,7 @@ impl TrialArgs {
                 (_, true) => Some(false),
                 _ => None,
             },
+            prompt_salt: self.prompt_salt.clone(),
         }
     }
 }

@@ -74,6 +74,16 @@ async fn execute(
     if let Some(engine_config) = &flags.predict {
         return crate::model::predict::command::execute(plan, exec, engine_config).await;
     }
+    let sliced_run = flags.shard.is_some() || flags.load_shard.is_some();
+    if sliced_run && plan.prompt_salt == Some(crate::define::profile::PromptSalt::Draw) {
+        return Err(crate::UsageError(
+            "the prompts are salted (--prompt-salt, [workload] salt = true), and the shards of \
+             one run must share one salt: give it, --prompt-salt=SALT, the same on every shard \
+             (goodput slurm and goodput k8s draw one for their jobs)"
+                .into(),
+        )
+        .into());
+    }
     let (output, quiet, no_html) = (exec.output.as_path(), exec.quiet, !exec.html);
     let sliced;
     let (plan, shard) = match flags.shard {

@@ -41,6 +41,7 @@ fn cluster_argv_reads_back_as_the_same_options() {
         &["--concurrency", "2", "--trials", "auto"][..],
         &["--concurrency", "2", "--interleave"][..],
         &["--rate", "1", "--no-interleave"][..],
+        &["--concurrency", "2", "--trials", "auto", "--prompt-salt"][..],
         &[
             "--rate",
             "0.5, 2.25,1e-3",
@@ -56,6 +57,7 @@ fn cluster_argv_reads_back_as_the_same_options() {
             "2.5",
             "--usd-per-hour",
             "x=y=$0.125",
+            "--prompt-salt=k3x9-Q_",
         ][..],
     ] {
         let mut argv = vec!["k8s", "p.toml"];
@@ -187,4 +189,15 @@ fn interleave_flags_are_typed_and_exclusive() {
     assert_eq!(trial(&["--no-interleave"]).interleave, Some(false));
     assert!(parse(&["run", "p.toml", "--interleave", "--no-interleave"]).is_err());
     assert!(parse(&["search", "p.toml", "--no-interleave"]).is_ok());
+}
+
+#[test]
+fn a_bad_prompt_salt_is_a_usage_error_naming_the_flag() {
+    let e = parse(&["run", "p.toml", "--prompt-salt=a b"]).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let text = e.to_string();
+    assert!(
+        text.contains("--prompt-salt") && text.contains("a b"),
+        "{text}"
+    );
 }

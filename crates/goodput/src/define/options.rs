@@ -36,6 +36,8 @@ pub struct TrialOptions {
     pub usd_per_hour: Vec<(Option<String>, f64)>,
     /// `--interleave` (`Some(true)`) or `--no-interleave` (`Some(false)`).
     pub interleave: Option<bool>,
+    /// `--prompt-salt[=SALT]`.
+    pub prompt_salt: Option<crate::define::profile::PromptSalt>,
 }
 
 impl TrialOptions {
@@ -49,6 +51,7 @@ impl TrialOptions {
             seed: self.seed,
             usd_per_hour: self.usd_per_hour.clone(),
             interleave: self.interleave,
+            prompt_salt: self.prompt_salt.clone(),
             ..Default::default()
         }
     }
@@ -107,6 +110,12 @@ impl SweepOptions {
                 Some(e) => format!("{e}={usd}"),
                 None => usd.to_string(),
             });
+        }
+        use crate::define::profile::PromptSalt;
+        match &t.prompt_salt {
+            Some(PromptSalt::Draw) => a.push("--prompt-salt".into()),
+            Some(PromptSalt::Given(s)) => a.push(format!("--prompt-salt={s}")),
+            None => {}
         }
         a
     }

@@ -377,6 +377,9 @@ pub struct Overrides {
     pub usd_per_hour: Vec<(Option<String>, f64)>,
     /// `--interleave` (`Some(true)`) or `--no-interleave` (`Some(false)`).
     pub interleave: Option<bool>,
+    /// `--prompt-salt[=SALT]`: salt every prompt (`[workload] salt = true`), with
+    /// this salt when given.
+    pub prompt_salt: Option<crate::define::profile::PromptSalt>,
 }
 
 /// `[search]`: how `goodput search` looks for the largest load that meets the SLO.

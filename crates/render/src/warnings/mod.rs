@@ -4,6 +4,7 @@
 //!
 //! [`rules`] and [`load`] hold the rules; this file the types, the list and its text.
 
+pub mod cache;
 pub mod judgement;
 pub mod load;
 pub mod rules;
@@ -53,6 +54,8 @@ pub enum WarningKind {
     KvPoolOverflow,
     /// The client did not send at the rate its schedule asked for.
     ClientLag,
+    /// A workload meant to be uncached was served from the engine's prefix cache.
+    CacheWarm,
     /// A request far out of the others' spread (usually the first after start).
     Outliers,
     /// Output token counts were estimated from stream chunks.
@@ -80,6 +83,7 @@ impl WarningKind {
             WarningKind::LoadNotReached => "Load level not reached",
             WarningKind::KvPoolOverflow => "Load does not fit the KV pool",
             WarningKind::ClientLag => "Client could not keep up",
+            WarningKind::CacheWarm => "Prompts served from the prefix cache",
             WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
             WarningKind::ShortOutputs => "Answers shorter than asked",
@@ -127,6 +131,11 @@ impl WarningKind {
             }
             WarningKind::ClientLag => {
                 "the server saw less load than x says: the latencies belong to a lighter load."
+            }
+            WarningKind::CacheWarm => {
+                "a cached prompt skips its prefill: TTFT and goodput are better than a fresh \
+                 workload would see, and a comparison with a run that started cold shows the \
+                 cache, not the engine."
             }
             WarningKind::Outliers => {
                 "one request far slower than the rest moves a p99 (and, in a short trial, \
@@ -185,6 +194,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 load_not_reached(report, p),
                 kv_overflow(report, result, p),
                 client_lag(p),
+                cache::cache_warm(report, p),
                 outliers(p),
                 estimated_tokens(p),
                 short_outputs(p),

@@ -78,6 +78,13 @@ pub struct RunInfo {
     /// filled (TOML): `goodput run` on it repeats the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// goodput addition: the random string every prompt of the run started with
+    /// (`[workload] salt = true`, `--prompt-salt`), drawn from the OS when the run
+    /// started, so that no other run's prompts were in the engine's prefix cache; a
+    /// resumed run and every shard of a sweep use the run's one salt. Absent when
+    /// the prompts were not salted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_salt: Option<String>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -103,7 +103,15 @@ impl Profile {
     /// Applies overrides and validates: the result has no unchecked value. Every
     /// numeric field is checked to be finite and in range here, with an error
     /// naming the key and its line (or the flag that set it).
-    pub fn into_plan(self, origin: &str, ov: &Overrides) -> Result<Plan, ProfileError> {
+    pub fn into_plan(mut self, origin: &str, ov: &Overrides) -> Result<Plan, ProfileError> {
+        if ov.prompt_salt.is_some() {
+            self.workload.set_salt();
+        }
+        let prompt_salt = self.workload.chat().salt.then(|| {
+            ov.prompt_salt
+                .clone()
+                .unwrap_or(crate::define::profile::PromptSalt::Draw)
+        });
         let check = Checker {
             origin,
             source: self.source.as_deref(),
@@ -157,6 +165,7 @@ impl Profile {
             search,
             server_metrics: self.server_metrics,
             profile_toml,
+            prompt_salt,
         })
     }
 }

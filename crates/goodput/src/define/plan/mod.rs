@@ -77,6 +77,10 @@ pub struct Plan {
     /// The profile as run, flags applied (TOML), for the report: running it again
     /// repeats the run.
     pub profile_toml: Option<String>,
+    /// `[workload] salt = true` or `--prompt-salt`: every prompt starts with the
+    /// run's salt, drawn when the run starts unless given; `None`: no salt. Not in
+    /// the fingerprints (the description's `salt = true` is).
+    pub prompt_salt: Option<crate::define::profile::PromptSalt>,
 }
 
 impl Plan {

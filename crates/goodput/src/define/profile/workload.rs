@@ -29,7 +29,7 @@ pub enum WorkloadSpec {
     Sharegpt(SharegptSpec),
 }
 
-/// The chat API's controls, which every kind takes.
+/// The chat API's controls, and the prompt salt: the keys every kind takes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatControls {
     /// `reasoning_effort` sent with every request (`low`, `medium`, `high`: what
@@ -38,6 +38,10 @@ pub struct ChatControls {
     /// `chat_template_kwargs` sent with every request (e.g.
     /// `{ enable_thinking = false }`); an engine's own keys win.
     pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `salt = true`: every prompt starts with a random string drawn for the run
+    /// ([`crate::define::workload::salt`]), so no run finds another's prompts in the
+    /// engine's prefix cache.
+    pub salt: bool,
 }
 
 /// `kind = "synthetic"`.
@@ -159,7 +163,7 @@ pub struct SharegptSpec {
 }
 
 /// The keys every kind takes.
-const COMMON_KEYS: &[&str] = &["kind", "reasoning_effort", "chat_template_kwargs"];
+const COMMON_KEYS: &[&str] = &["kind", "reasoning_effort", "chat_template_kwargs", "salt"];
 
 /// The keys of a kind's `[workload]` (besides `kind` and the chat controls).
 pub fn keys(kind: WorkloadKind) -> &'static [&'static str] {
@@ -278,6 +282,18 @@ impl WorkloadSpec {
         }
     }
 
+    /// Salts every prompt (`--prompt-salt`).
+    pub fn set_salt(&mut self) {
+        match self {
+            WorkloadSpec::Synthetic(w) => w.chat.salt = true,
+            WorkloadSpec::Jsonl(w) => w.chat.salt = true,
+            WorkloadSpec::Prefix(w) => w.chat.salt = true,
+            WorkloadSpec::Trace(w) => w.chat.salt = true,
+            WorkloadSpec::Conversation(w) => w.chat.salt = true,
+            WorkloadSpec::Sharegpt(w) => w.chat.salt = true,
+        }
+    }
+
     /// The files it names (`path`, `tokenizer`), to resolve against the profile's
     /// folder.
     pub fn paths_mut(&mut self) -> Vec<&mut PathBuf> {
@@ -289,6 +305,37 @@ impl WorkloadSpec {
             WorkloadSpec::Sharegpt(w) => (w.path.as_mut(), w.tokenizer.as_mut()),
         };
         path.into_iter().chain(tokenizer).collect()
+    }
+}
+
+/// Most characters of a given prompt salt.
+pub const MAX_SALT_LEN: usize = 64;
+
+/// Whether and how prompts are salted (`[workload] salt = true`, `--prompt-salt`;
+/// [`crate::define::workload::salt`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptSalt {
+    /// Draw a salt for the run (a resumed run keeps the one it drew).
+    Draw,
+    /// This salt (the shards of one sweep share one).
+    Given(String),
+}
+
+/// `--prompt-salt[=SALT]`: empty draws one; otherwise 1 to 64 characters of
+/// `a-z`, `A-Z`, `0-9`, `-` and `_`.
+pub fn parse_prompt_salt(s: &str) -> Result<PromptSalt, String> {
+    if s.is_empty() {
+        return Ok(PromptSalt::Draw);
+    }
+    let ok = s.len() <= MAX_SALT_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(PromptSalt::Given(s.to_string()))
+    } else {
+        Err(format!(
+            "a prompt salt is 1 to {MAX_SALT_LEN} letters, digits, '-' or '_' (got {s:?})"
+        ))
     }
 }
 

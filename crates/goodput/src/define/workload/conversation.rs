@@ -445,6 +445,7 @@ mod tests {
             api,
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
+            salt: None,
         }
     }
 

@@ -19,6 +19,7 @@ use crate::define::profile::{Api, TextStyle};
 
 pub mod conversation;
 pub mod prefix;
+pub mod salt;
 pub mod sharegpt;
 pub mod source;
 mod text;
@@ -67,6 +68,8 @@ pub struct Builder {
     /// Chat API: fields every body carries beside the messages (the reasoning
     /// controls, [`crate::define::plan::chat_fields`]); empty for most engines.
     pub chat_fields: serde_json::Map<String, serde_json::Value>,
+    /// The run's prompt salt ([`salt`]): every prompt starts with it; `None`: no salt.
+    pub salt: Option<String>,
 }
 
 impl Builder {
@@ -152,13 +155,28 @@ impl Builder {
         self.finish_body(body, max_tokens, fixed)
     }
 
-    /// The streaming, sampling and length fields every body carries.
+    /// The streaming, sampling and length fields every body carries, and the run's
+    /// salt in front of the prompt (the first message's text, for the chat API).
     fn finish_body(
         &self,
         mut body: serde_json::Value,
         max_tokens: Option<u32>,
         fixed: bool,
     ) -> serde_json::Value {
+        if let Some(salt) = self.salt.as_deref() {
+            let text = match self.api {
+                Api::Completions => body.get_mut("prompt"),
+                Api::Chat => body
+                    .get_mut("messages")
+                    .and_then(|m| m.get_mut(0))
+                    .and_then(|m| m.get_mut("content")),
+            };
+            if let Some(t) = text {
+                if let Some(s) = t.as_str() {
+                    *t = json!(salt::salted(Some(salt), s));
+                }
+            }
+        }
         if self.api == Api::Chat {
             if let Some(o) = body.as_object_mut() {
                 o.extend(self.chat_fields.clone());
@@ -349,6 +367,7 @@ mod tests {
             api: Api::Completions,
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
+            salt: None,
         }
     }
 
@@ -399,6 +418,7 @@ mod tests {
             api: Api::Completions,
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
+            salt: None,
         };
         let prompts: Vec<String> = b
             .build(50, 1, 0)
@@ -432,5 +452,27 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&b.build(1, 0, 0)[0].body).unwrap();
         assert_eq!(v["messages"][0]["role"], "user");
         assert!(v.get("prompt").is_none());
+    }
+
+    #[test]
+    fn a_salt_starts_every_prompt_and_the_first_chat_message() {
+        let body = |b: &Builder| -> Vec<serde_json::Value> {
+            b.build(3, 1, 0)
+                .iter()
+                .map(|p| serde_json::from_slice(&p.body).unwrap())
+                .collect()
+        };
+        let mut b = builder(TextStyle::Random);
+        let plain = body(&b);
+        b.salt = Some("k3x9".into());
+        for (p, s) in plain.iter().zip(body(&b)) {
+            let p = p["prompt"].as_str().unwrap();
+            assert_eq!(s["prompt"].as_str().unwrap(), format!("k3x9 {p}"));
+        }
+        b.api = Api::Chat;
+        for v in body(&b) {
+            let text = v["messages"][0]["content"].as_str().unwrap();
+            assert!(text.starts_with("k3x9 "), "{text}");
+        }
     }
 }

@@ -79,6 +79,7 @@ mod tests {
             api: Api::Completions,
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
+            salt: None,
         };
         b.build(n, 1, sample)
             .into_iter()

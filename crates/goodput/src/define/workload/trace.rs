@@ -512,6 +512,7 @@ mod tests {
             api: crate::define::profile::Api::Completions,
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
+            salt: None,
         };
         let reqs = b.build(3, 1, 0);
         let words: Vec<Vec<String>> = reqs

@@ -19,6 +19,7 @@
 //! docs/statistics.md has the reasoning and the calibration.
 
 pub mod conclusion;
+pub mod explain;
 pub mod load;
 pub mod pairs;
 pub mod samples;

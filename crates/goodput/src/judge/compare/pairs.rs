@@ -191,6 +191,11 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
             baseline_capacity: b.capacity.get(name).cloned(),
             candidate_capacity: c.capacity.get(name).cloned(),
         });
+        s.notes.extend(super::explain::engines(
+            name,
+            (&base.label, b),
+            (&cand.label, c),
+        ));
         engines_rows(&bs, &cs, false, same_slo, opts, &mut s);
     }
     for name in c.load.keys() {
@@ -257,9 +262,11 @@ fn engines_rows(
             return;
         }
     }
+    let mut matched = Vec::new();
     for bp in &base.result.points {
-        if !cand.result.points.iter().any(|c| same_x(c.x, bp.x)) {
-            s.notes.push(only_note(base, cand, bp.x, within));
+        match cand.result.points.iter().find(|c| same_x(c.x, bp.x)) {
+            Some(cp) => matched.push((bp, cp)),
+            None => s.notes.push(only_note(base, cand, bp.x, within)),
         }
     }
     s.rows.extend(pair_rows(
@@ -271,6 +278,11 @@ fn engines_rows(
     for cp in &cand.result.points {
         if !base.result.points.iter().any(|b| same_x(b.x, cp.x)) {
             s.notes.push(only_note(cand, base, cp.x, within));
+        }
+    }
+    for n in super::explain::explain(&matched, &base.name, &cand.name) {
+        if !s.notes.contains(&n) {
+            s.notes.push(n);
         }
     }
 }

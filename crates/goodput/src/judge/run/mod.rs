@@ -228,12 +228,19 @@ async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::R
     let rec_path = records_path(output);
     let (sweep, kept) = output::prepare(plan, opts, &rec_path)?;
     let resumed = !sweep.engines.is_empty();
-    // Engines of a resumed run that need not start again keep their environment.
-    let previous = if resumed {
-        report::read_report(output).ok().and_then(|r| r.environment)
+    // Engines of a resumed run that need not start again keep their environment,
+    // and its prompts their salt.
+    let old = if resumed {
+        report::read_report(output).ok()
     } else {
         None
     };
+    let old_salt = old
+        .as_ref()
+        .and_then(|r| r.run.as_ref()?.prompt_salt.clone());
+    let prompt_salt = crate::define::workload::salt::resolve(plan.prompt_salt.as_ref(), old_salt)
+        .map_err(crate::UsageError)?;
+    let previous = old.and_then(|r| r.environment);
     let records = reopen_records(&rec_path, &kept)?;
     let client = http_client(max_streams(plan)).context("cannot build the HTTP client")?;
     let gpus = previous
@@ -259,7 +266,10 @@ async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::R
         journal: Journal {
             sweep,
             records,
-            info: run_info(plan, opts, &rec_path),
+            info: RunInfo {
+                prompt_salt,
+                ..run_info(plan, opts, &rec_path)
+            },
             environment: Default::default(),
             gpus,
             engine_envs,

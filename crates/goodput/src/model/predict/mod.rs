@@ -246,6 +246,8 @@ fn builder(plan: &Plan) -> Builder {
         api: crate::define::profile::Api::Completions,
         tokens_per_word: 1.0,
         chat_fields: Default::default(),
+        // Predicted prompts meet no cache that a salt would change.
+        salt: None,
     }
 }
 

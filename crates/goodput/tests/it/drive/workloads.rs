@@ -51,6 +51,7 @@ fn builder(plan: &goodput::define::plan::Plan) -> Builder {
         api: goodput::define::profile::Api::Completions,
         tokens_per_word: 1.0,
         chat_fields: Default::default(),
+        salt: None,
     }
 }
 

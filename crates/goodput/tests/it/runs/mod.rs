@@ -1,6 +1,7 @@
 //! Whole runs of the binary: the sweep, resume after a kill, capacity search, fit and
-//! what-if prediction, cost and energy.
+//! what-if prediction, cost and energy, a cache-warm second run and the prompt salt.
 
+mod cache_warm;
 mod cost_energy;
 mod fit_predict;
 mod interleave;

@@ -66,6 +66,8 @@ pub struct WrittenWorkload {
     reasoning_effort: Option<String>,
     #[serde(default)]
     chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    salt: Option<bool>,
 }
 
 impl WrittenWorkload {
@@ -113,6 +115,7 @@ impl TryFrom<WrittenWorkload> for WorkloadSpec {
         let chat = ChatControls {
             reasoning_effort: w.reasoning_effort,
             chat_template_kwargs: w.chat_template_kwargs,
+            salt: w.salt.unwrap_or(false),
         };
         let range_ratio = w.range_ratio.unwrap_or(0.0);
         let text = w.text.unwrap_or_default();
@@ -224,6 +227,9 @@ pub struct FlatWorkload {
     reasoning_effort: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Written only when true, so unsalted workloads keep their fingerprints.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    salt: bool,
 }
 
 impl From<WorkloadSpec> for FlatWorkload {
@@ -256,6 +262,7 @@ impl From<WorkloadSpec> for FlatWorkload {
             tokenizer: None,
             reasoning_effort: chat.reasoning_effort,
             chat_template_kwargs: chat.chat_template_kwargs,
+            salt: chat.salt,
         };
         match spec {
             WorkloadSpec::Synthetic(w) => {

@@ -84,6 +84,7 @@ pub(super) async fn request_builder(
             .get(name)
             .map(crate::define::plan::chat_fields)
             .unwrap_or_default(),
+        salt: ctx.journal.info.prompt_salt.clone(),
     };
     match calibrate(&builder, &ctx.run.client, &handle.base_url).await {
         Calibration::NotAsked => {}
