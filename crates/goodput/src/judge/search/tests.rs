@@ -44,6 +44,7 @@ fn drive(cfg: &SearchConfig, requests: u64, good: impl Fn(f64, u32) -> u64) -> O
                     attainment: Some(a),
                     ci: wilson_interval(gs, sent, Z95),
                     meets: a >= cfg.target,
+                    judgement: None,
                     good_tokens_per_s: None,
                     width: None,
                 }
@@ -234,6 +235,7 @@ fn non_monotone_measurements_use_the_lowest_failure() {
         attainment: Some(if meets { 1.0 } else { 0.0 }),
         ci: None,
         meets,
+        judgement: None,
         good_tokens_per_s: None,
         width: None,
     };
@@ -279,6 +281,7 @@ fn drive_cost(cfg: &SearchConfig, capacity: f64, good: impl Fn(f64) -> f64) -> (
                 attainment: Some(if x <= capacity { 1.0 } else { 0.0 }),
                 ci: None,
                 meets: x <= capacity,
+                judgement: None,
                 good_tokens_per_s: Some(good(x)),
                 width: None,
             })
@@ -328,6 +331,7 @@ fn confirmation_trials_follow_the_one_trial_rule() {
         attainment: Some(if meets { 0.92 } else { 0.1 }),
         ci: Some(ci),
         meets,
+        judgement: None,
         good_tokens_per_s: None,
         width: Some(0.01),
     };
