@@ -117,7 +117,8 @@ fn measure_coverage(runs: u64) {
     println!("|---:|---:|---:|---|---:|---:|");
     let mut intervals = Vec::new();
     for seed in 1..=runs {
-        let p = plan("rate", (0.1, 16.0), (1500.0, 80.0), 32, seed).unwrap_or_else(|e| panic!("{e}"));
+        let p =
+            plan("rate", (0.1, 16.0), (1500.0, 80.0), 32, seed).unwrap_or_else(|e| panic!("{e}"));
         let Some(c) = goodput::judge::search::coverage::search(&p, &engine(seed)) else {
             println!("| {seed} | no answer | | | | |");
             continue;
@@ -136,7 +137,12 @@ fn measure_coverage(runs: u64) {
                 );
                 intervals.push(i);
             }
-            None => println!("| {seed} | {} | none | | {} | {} |", show(c.passing), c.probes, c.trials),
+            None => println!(
+                "| {seed} | {} | none | | {} | {} |",
+                show(c.passing),
+                c.probes,
+                c.trials
+            ),
         }
     }
     let (hits, pairs) = pairwise(&intervals);

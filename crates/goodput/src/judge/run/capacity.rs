@@ -14,8 +14,8 @@ use crate::define::plan::Plan;
 use crate::define::plan::SearchConfig;
 use crate::define::profile::LoadMode;
 use crate::judge::search::{next_step, Found, Reason, Step};
-use crate::stats::capacity::{Probe, Scale};
 use crate::render::text::num;
+use crate::stats::capacity::{Probe, Scale};
 
 use super::Sweep;
 
@@ -101,7 +101,10 @@ impl Probed<'_> {
                 "; a higher load passed where a lower one failed: the lowest failure decides",
             );
         }
-        let interval = found.passing.zip(found.failing).and_then(|_| self.interval());
+        let interval = found
+            .passing
+            .zip(found.failing)
+            .and_then(|_| self.interval());
         if let (Some(i), Some(p), LoadMode::Concurrency) = (interval, found.passing, self.cfg.mode)
         {
             if i.estimate != p {

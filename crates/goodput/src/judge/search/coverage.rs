@@ -125,6 +125,12 @@ mod tests {
         for i in &intervals {
             assert!(i.low < i.high, "a zero-width interval: {i:?}");
         }
+        // A capacity stated at an undecided probe says so (several runs here).
+        assert!(found.iter().filter(|c| c.noisy).count() >= 2, "{found:#?}");
+        for c in &found {
+            let said = c.note.contains("where the SLO judgement is undecided");
+            assert_eq!(c.noisy, said, "{c:?}");
+        }
         let (hits, pairs) = pairwise(&intervals);
         assert_eq!(pairs, 132);
         assert!(hits * 100 >= pairs * 60, "{hits} of {pairs}: {intervals:?}");
@@ -137,8 +143,14 @@ mod tests {
             let c = search(&plan, &engine(seed)).unwrap();
             let i = c.interval.unwrap_or_else(|| panic!("{c:?}"));
             assert!(i.low <= i.estimate && i.estimate <= i.high, "{i:?}");
-            assert_eq!((i.low.fract(), i.estimate.fract(), i.high.fract()), (0.0, 0.0, 0.0));
-            assert!(c.max_load.is_some_and(|m| i.low <= m && m <= i.high), "{c:?}");
+            assert_eq!(
+                (i.low.fract(), i.estimate.fract(), i.high.fract()),
+                (0.0, 0.0, 0.0)
+            );
+            assert!(
+                c.max_load.is_some_and(|m| i.low <= m && m <= i.high),
+                "{c:?}"
+            );
         }
     }
 }

@@ -221,7 +221,10 @@ fn capacity_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
     }
     // An undecided probe below the lowest failure gets its trials before the
     // bracket moves on (the lowest load first).
-    let lowest_fail = obs.iter().find(|o| o.passes(cfg) == Some(false)).map(|o| o.x);
+    let lowest_fail = obs
+        .iter()
+        .find(|o| o.passes(cfg) == Some(false))
+        .map(|o| o.x);
     if let Some(o) = obs
         .iter()
         .filter(|o| lowest_fail.is_none_or(|f| o.x <= f))

@@ -120,7 +120,10 @@ mod tests {
     #[test]
     fn a_zero_weight_level_takes_its_neighbours_value() {
         let fit = non_increasing(&[0.5, 1.0], &[10.0, 0.0]);
-        assert!((fit[0] - 0.5).abs() < 1e-9 && (fit[1] - 0.5).abs() < 1e-9, "{fit:?}");
+        assert!(
+            (fit[0] - 0.5).abs() < 1e-9 && (fit[1] - 0.5).abs() < 1e-9,
+            "{fit:?}"
+        );
     }
 
     #[test]

@@ -217,10 +217,7 @@ mod tests {
         assert!(ci.estimate > 4.0 && ci.estimate < 5.0, "{ci:?}");
         assert_eq!(ci.resamples, 1000);
         // Seeded: the same probes and seed give the same interval.
-        assert_eq!(
-            interval(&probes, 0.9, Scale::Continuous, 1000, 1),
-            Some(ci)
-        );
+        assert_eq!(interval(&probes, 0.9, Scale::Continuous, 1000, 1), Some(ci));
         assert!(interval(&[probe(8.0, &[])], 0.9, Scale::Continuous, 10, 1).is_none());
     }
 
