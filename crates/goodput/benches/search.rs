@@ -10,6 +10,11 @@
 //! cargo bench -p goodput --bench search            # MAX = 16, 16 requests per trial
 //! GOODPUT_BENCH_MAX=32 GOODPUT_BENCH_REQUESTS=32 cargo bench -p goodput --bench search
 //! ```
+//!
+//! With `GOODPUT_BENCH_COVERAGE=N` it measures instead how often the capacity's
+//! interval covers another run's capacity: N rate-mode searches of one noisy
+//! engine in virtual time (`goodput::judge::search::coverage`), seeds 1..=N, and
+//! the share of ordered pairs whose interval holds the other's estimate.
 
 use goodput::define::options::RunOptions;
 use goodput::define::plan::Plan;
@@ -61,6 +66,10 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(d)
     };
+    let coverage = env("GOODPUT_BENCH_COVERAGE", 0);
+    if coverage > 0 {
+        return measure_coverage(u64::from(coverage));
+    }
     let max = env("GOODPUT_BENCH_MAX", 16);
     let requests = env("GOODPUT_BENCH_REQUESTS", 16);
     let text = profile(max);
@@ -99,4 +108,46 @@ fn main() {
             100.0 * cap.trials as f64 / grid_trials.max(1) as f64
         );
     }
+}
+
+/// Repeated rate-mode searches of one noisy engine, and their pairwise coverage.
+fn measure_coverage(runs: u64) {
+    use goodput::judge::search::coverage::{engine, pairwise, plan};
+    println!("| seed | passing | capacity | 95% interval | probes | trials |");
+    println!("|---:|---:|---:|---|---:|---:|");
+    let mut intervals = Vec::new();
+    for seed in 1..=runs {
+        let p =
+            plan("rate", (0.1, 16.0), (1500.0, 80.0), 32, seed).unwrap_or_else(|e| panic!("{e}"));
+        let Some(c) = goodput::judge::search::coverage::search(&p, &engine(seed)) else {
+            println!("| {seed} | no answer | | | | |");
+            continue;
+        };
+        let show = |v: Option<f64>| v.map_or("none".to_string(), |v| format!("{v:.3}"));
+        match c.interval {
+            Some(i) => {
+                println!(
+                    "| {seed} | {} | {:.3} | {:.3}–{:.3} | {} | {} |",
+                    show(c.passing),
+                    i.estimate,
+                    i.low,
+                    i.high,
+                    c.probes,
+                    c.trials
+                );
+                intervals.push(i);
+            }
+            None => println!(
+                "| {seed} | {} | none | | {} | {} |",
+                show(c.passing),
+                c.probes,
+                c.trials
+            ),
+        }
+    }
+    let (hits, pairs) = pairwise(&intervals);
+    println!(
+        "\nintervals holding another run's capacity: {hits} of {pairs} ordered pairs ({:.0}%; about 83% expected of a 95% interval)",
+        100.0 * hits as f64 / pairs.max(1) as f64
+    );
 }

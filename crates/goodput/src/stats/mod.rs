@@ -15,8 +15,10 @@
 //!   equivalence by the two one-sided tests (Schuirmann 1987), and [`multiple`]:
 //!   Holm's step-down correction (Holm 1979) over a table of tests, controlling the
 //!   chance of any false "better"/"worse" in the table at 5%.
-//! - [`capacity`]: the interval of a search's capacity from a bootstrap over the
-//!   bracketing probes' trials.
+//! - [`capacity`]: a search's capacity from a non-increasing attainment curve
+//!   fitted to every probe (weighted isotonic regression, Barlow et al. 1972), and
+//!   its interval from a beta-binomial bootstrap over all probes (Williams 1982;
+//!   Davison & Hinkley 1997).
 //! - [`spread`]: Student's t interval of a mean over trials, as a share of the
 //!   mean: how settled a point's per-trial medians are (adaptive trials).
 //!

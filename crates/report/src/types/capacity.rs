@@ -29,9 +29,9 @@ pub struct Capacity {
     /// when none was counted), `max` (the search's upper bound met the SLO),
     /// `max_probes` (the probe budget ran out), `engine` (the engine failed).
     pub limited_by: Limit,
-    /// The bracket could not be narrowed with confidence: the attainment's
-    /// interval at a probe still straddled the target after its most trials (the
-    /// note names the loads). Earlier reports wrote `"<limit> (noisy)"` in
+    /// The bracket could not be narrowed with confidence: a deciding probe was
+    /// still judged `undecided` after its most trials (the note names the loads
+    /// and the requests that would decide them). Earlier reports wrote `"<limit> (noisy)"` in
     /// `limited_by` instead; they read as this flag.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub noisy: bool,
@@ -41,8 +41,8 @@ pub struct Capacity {
     /// good tokens cost least (the most good output tokens per second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cheapest_load: Option<f64>,
-    /// goodput addition: where between `passing` and `failing` the attainment
-    /// crosses the target, with its 95% bootstrap interval.
+    /// goodput addition: the capacity where a non-increasing attainment curve
+    /// fitted to every probe crosses the target, with its 95% bootstrap interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<CapacityInterval>,
 }

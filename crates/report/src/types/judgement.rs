@@ -43,16 +43,18 @@ impl std::fmt::Display for Judgement {
     }
 }
 
-/// goodput addition: a 95% interval of a search's capacity, from a bootstrap over
-/// the trials of the two probes that bracket it (see goodput's `stats` module).
+/// goodput addition: a search's capacity read off a non-increasing attainment
+/// curve fitted to every probe, with its 95% bootstrap interval (see goodput's
+/// `stats::capacity` module). In concurrency mode all three are whole loads.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct CapacityInterval {
-    /// The load where the attainment, interpolated between the bracketing probes,
-    /// crosses the target.
+    /// The load where the fitted attainment curve, linear between probes, falls
+    /// through the target (concurrency: the largest whole load at or above it).
     pub estimate: f64,
-    /// Lower end of the 95% interval.
+    /// Lower end of the 95% interval (never above `estimate`).
     pub low: f64,
-    /// Upper end of the 95% interval.
+    /// Upper end of the 95% interval (never below `estimate`; held at the highest
+    /// probe when the crossing lies beyond it).
     pub high: f64,
     /// Bootstrap resamples drawn.
     pub resamples: u32,

@@ -1,6 +1,12 @@
 //! A search's answer per engine, for the report's `capacity`: read off the
 //! measured points whenever the search over them is over (so a resumed search, and
 //! the report written after each trial, give it as soon as it is known).
+//!
+//! `passing` and `failing` are the search's bracket (probes judged `meets` and
+//! `fails`); `interval` is the capacity read off a monotone attainment curve
+//! fitted to every probe, with its bootstrap interval ([`crate::stats::capacity`]).
+//! A deciding probe still judged `undecided` is named in the note, with the
+//! requests that would decide it.
 
 use report::{Capacity, EngineFailure, Limit, Point, Report};
 
@@ -9,6 +15,7 @@ use crate::define::plan::SearchConfig;
 use crate::define::profile::LoadMode;
 use crate::judge::search::{next_step, Found, Reason, Step};
 use crate::render::text::num;
+use crate::stats::capacity::{Probe, Scale};
 
 use super::Sweep;
 
@@ -28,6 +35,7 @@ pub(crate) fn capacities(
         };
         let obs = sweep.observations(plan, name);
         let probed = Probed {
+            engine: name,
             cfg,
             points: &result.points,
             probes: obs.len() as u32,
@@ -46,6 +54,7 @@ pub(crate) fn capacities(
 
 /// One engine's search so far: its measured points, probes and trials.
 struct Probed<'a> {
+    engine: &'a str,
     cfg: &'a SearchConfig,
     points: &'a [Point],
     probes: u32,
@@ -84,18 +93,26 @@ impl Probed<'_> {
         };
         let mut note = self.note(found, pass, fail, &limited_by);
         let noisy = !found.noisy.is_empty();
-        if noisy {
-            let xs: Vec<String> = found.noisy.iter().map(|x| num(*x)).collect();
-            note.push_str(&format!(
-                "; noise: the attainment's 95% interval at x={} still straddles the target after {} trials, so the bracket could not be narrowed with confidence (more requests per trial would)",
-                xs.join(", "),
-                self.cfg.max_trials_per_probe
-            ));
+        for x in &found.noisy {
+            note.push_str(&self.undecided(*x, found.passing == Some(*x)));
         }
         if found.non_monotone {
             note.push_str(
                 "; a higher load passed where a lower one failed: the lowest failure decides",
             );
+        }
+        let interval = found
+            .passing
+            .zip(found.failing)
+            .and_then(|_| self.interval());
+        if let (Some(i), Some(p), LoadMode::Concurrency) = (interval, found.passing, self.cfg.mode)
+        {
+            if i.estimate != p {
+                note.push_str(&format!(
+                    "; the attainment curve fitted to every probe puts the capacity at {}",
+                    unit(self.cfg.mode, i.estimate)
+                ));
+            }
         }
         Capacity {
             mode: self.cfg.mode.into(),
@@ -109,11 +126,66 @@ impl Probed<'_> {
             noisy,
             note,
             cheapest_load: found.cheapest,
-            interval: pass.zip(fail).and_then(|(p, f)| {
-                let seed = crate::stats::row_seed(crate::stats::DEFAULT_SEED, &format!("{}", p.x));
-                crate::stats::capacity::interval(&probe(p), &probe(f), self.cfg.target, 2000, seed)
-            }),
+            interval,
         }
+    }
+
+    /// The capacity from the monotone curve over every probe within the search's
+    /// bounds, with its 95% interval (2000 resamples, seeded by the engine's name).
+    fn interval(&self) -> Option<report::CapacityInterval> {
+        let probes: Vec<Probe> = self
+            .points
+            .iter()
+            .filter(|p| p.x >= self.cfg.min - 1e-12 && p.x <= self.cfg.max + 1e-12)
+            .map(probe)
+            .collect();
+        let scale = match self.cfg.mode {
+            LoadMode::Concurrency => Scale::Integer,
+            LoadMode::Rate | LoadMode::Trace => Scale::Continuous,
+        };
+        let seed = crate::stats::row_seed(crate::stats::DEFAULT_SEED, self.engine);
+        crate::stats::capacity::interval(&probes, self.cfg.target, scale, RESAMPLES, seed)
+    }
+
+    /// The note's words for a deciding probe at `x` still judged undecided after
+    /// its trials (`stated`: the capacity is stated there).
+    fn undecided(&self, x: f64, stated: bool) -> String {
+        let check = self.point(Some(x)).and_then(|p| p.slo_check.as_ref());
+        let measured = check.map_or(String::new(), |c| {
+            let ci = c.ci_low.zip(c.ci_high).map_or(String::new(), |(lo, hi)| {
+                format!(", 95% interval {}–{}", pct(Some(lo)), pct(Some(hi)))
+            });
+            format!(
+                " ({} of {} requests good{ci}, against {})",
+                c.good,
+                c.sent,
+                pct(Some(c.target))
+            )
+        });
+        let more = check
+            .filter(|c| c.form == report::SloForm::Attainment)
+            .and_then(|c| {
+                let need = crate::render::warnings::judgement::requests_to_decide(
+                    c.attainment?,
+                    c.target,
+                )?;
+                Some(need.saturating_sub(c.sent))
+            })
+            .filter(|n| *n > 0)
+            .map_or(
+                "more requests per trial or a higher max_trials_per_probe would decide it".into(),
+                |n| format!("about {n} more requests at this attainment would decide it"),
+            );
+        let which = if stated {
+            "the capacity is stated at"
+        } else {
+            "the first failure is placed at"
+        };
+        format!(
+            "; {which} x={} where the SLO judgement is undecided after {} trials{measured}: {more}",
+            num(x),
+            self.cfg.max_trials_per_probe
+        )
     }
 
     /// What the search found, in a sentence (`pass` and `fail` are the points at
@@ -169,9 +241,12 @@ fn unit(mode: LoadMode, x: f64) -> String {
     }
 }
 
+/// Bootstrap resamples of the capacity's interval.
+const RESAMPLES: usize = 2000;
+
 /// A probe's trials as `(good, sent)`, for the capacity's interval: the per-trial
 /// details, else the per-trial counts.
-fn probe(p: &Point) -> crate::stats::capacity::Probe {
+fn probe(p: &Point) -> Probe {
     let trials: Vec<(u64, u64)> = if p.trials.is_empty() {
         let good = p.good.clone().unwrap_or_default();
         let failed = p.failed.clone().unwrap_or_default();
@@ -186,7 +261,7 @@ fn probe(p: &Point) -> crate::stats::capacity::Probe {
             .map(|t| (t.good, t.completed + t.failed))
             .collect()
     };
-    crate::stats::capacity::Probe { x: p.x, trials }
+    Probe { x: p.x, trials }
 }
 
 /// A point's measured SLO attainment.

@@ -320,6 +320,7 @@ fn observation(plan: &Plan, x: f64, trials: &BTreeMap<u32, TrialState>) -> (Obs,
         attainment: c.attainment,
         ci: c.ci_low.zip(c.ci_high),
         meets: c.meets,
+        judgement: c.judgement,
         good_tokens_per_s: report::Stat::from_trials(good).median,
         width,
     };

@@ -13,7 +13,8 @@ use super::{Found, Obs, SearchConfig, Step};
 
 /// The next step once the capacity search found `found` over `obs` (sorted by load).
 pub(super) fn refine(cfg: &SearchConfig, obs: &[&Obs], found: Found) -> Step {
-    let eligible = |o: &&&Obs| o.meets && found.passing.is_some_and(|p| o.x <= p);
+    let eligible =
+        |o: &&&Obs| o.passes(cfg) == Some(true) && found.passing.is_some_and(|p| o.x <= p);
     let best = obs
         .iter()
         .filter(eligible)

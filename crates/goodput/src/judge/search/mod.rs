@@ -16,25 +16,31 @@
 //!    bracket; when both ends are saturated (attainment 1 and 0: no slope to read),
 //!    the midpoint. Concurrency narrows to adjacent integers, rate to
 //!    `f − p ≤ resolution × p`.
-//! 3. **Confirm**: the two probes that decide the answer (`p` and `f`) get more
-//!    trials by the one trial rule ([`TrialRule`], the rule of adaptive
-//!    trials): while the 95% Wilson interval of their pooled attainment straddles
-//!    the target, up to `max_trials_per_probe` (and with `trials = "auto"`, until
-//!    their key metrics' interval is narrow enough). If a decision flips, narrowing
-//!    goes on; if the interval still straddles after the last trial, the result
-//!    says so.
+//! 3. **Confirm**: a probe passes or fails by its stored SLO judgement
+//!    ([`report::Judgement`]: the 95% interval against the target), not by its
+//!    point estimate. A probe judged `undecided` is neither: it gets more trials
+//!    by the one trial rule ([`TrialRule`], the rule of adaptive trials), up to
+//!    `max_trials_per_probe` (and with `trials = "auto"`, until its key metrics'
+//!    interval is narrow enough), before the bracket moves on. If its judgement
+//!    comes out either way, narrowing goes on from there; if it is still undecided
+//!    when its trials are spent, its point estimate steers the search and the
+//!    result names it ([`Found::noisy`] for the probes that decide the answer).
 //!
 //! With the cost objective ([`cost`]), the search then looks below the capacity
 //! for the load whose good tokens cost least.
 //!
 //! Bounded: at most `max_probes` load levels and `max_trials_per_probe` trials each.
-//! A probe's measured attainment decides pass or fail on the way; non-monotone
-//! measurements (a pass above a fail) are resolved by the lowest failing load.
+//! Non-monotone measurements (a pass above a fail) are resolved by the lowest
+//! failing load; the capacity itself is then read off a monotone curve fitted to
+//! every probe ([`crate::stats::capacity`]).
 
 pub mod cost;
+pub mod coverage;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod trials;
+
+use report::Judgement;
 
 use crate::define::plan::{SearchConfig, TrialRule};
 use crate::define::profile::LoadMode;
@@ -51,8 +57,11 @@ pub struct Obs {
     pub attainment: Option<f64>,
     /// 95% interval of the pooled attainment.
     pub ci: Option<(f64, f64)>,
-    /// The point meets the SLO.
+    /// The point estimate meets the SLO (`slo_check.meets`).
     pub meets: bool,
+    /// The point's stored SLO judgement; `None` (an older report) reads as
+    /// `undecided` when `ci` straddles the target, else as `meets`.
+    pub judgement: Option<Judgement>,
     /// Median over trials of the output tokens of good requests per second (the
     /// cost objective's measure); `None` when unknown.
     pub good_tokens_per_s: Option<f64>,
@@ -68,12 +77,41 @@ impl Obs {
         self.ci.is_some_and(|(lo, hi)| lo < target && target < hi)
     }
 
+    /// The probe's SLO judgement: the stored one, else from `ci` and `meets`.
+    pub fn judged(&self, target: f64) -> Judgement {
+        match self.judgement {
+            Some(j @ (Judgement::Meets | Judgement::Fails | Judgement::Undecided)) => j,
+            None | Some(Judgement::Unknown) if self.straddles(target) => Judgement::Undecided,
+            None | Some(Judgement::Unknown) if self.meets => Judgement::Meets,
+            None | Some(Judgement::Unknown) => Judgement::Fails,
+        }
+    }
+
+    /// True when the probe's judgement is `undecided`.
+    pub fn undecided(&self, target: f64) -> bool {
+        self.judged(target) == Judgement::Undecided
+    }
+
     /// What the trial rule reads of this probe, judged against `target`.
     pub fn settled(&self, target: f64) -> trials::Settled {
         trials::Settled {
             trials: self.trials,
-            decisive: !self.straddles(target),
+            decisive: !self.undecided(target),
             width: self.width,
+        }
+    }
+
+    /// Which side of the capacity the probe lies on, for the bracket: its
+    /// judgement; an undecided probe whose trials are spent by `cfg`'s rule, by its
+    /// point estimate; `None` while an undecided probe may still get trials.
+    fn passes(&self, cfg: &SearchConfig) -> Option<bool> {
+        match self.judged(cfg.target) {
+            Judgement::Meets => Some(true),
+            Judgement::Fails => Some(false),
+            Judgement::Undecided | Judgement::Unknown => cfg
+                .rule()
+                .stopped(self.settled(cfg.target))
+                .map(|_| self.meets),
         }
     }
 }
@@ -100,8 +138,8 @@ pub struct Found {
     pub failing: Option<f64>,
     /// Why it stopped.
     pub reason: Reason,
-    /// Deciding probes whose interval still straddles the target after the most
-    /// trials allowed.
+    /// Deciding probes (`passing`, `failing`) still judged `undecided` after the
+    /// most trials allowed: their point estimates placed the bracket.
     pub noisy: Vec<f64>,
     /// Some load above `failing` passed (the measurements are not monotone).
     pub non_monotone: bool,
@@ -181,11 +219,27 @@ fn capacity_step(cfg: &SearchConfig, measured: &[Obs]) -> Step {
             trials: cfg.base_trials,
         };
     }
+    // An undecided probe below the lowest failure gets its trials before the
+    // bracket moves on (the lowest load first).
+    let lowest_fail = obs
+        .iter()
+        .find(|o| o.passes(cfg) == Some(false))
+        .map(|o| o.x);
+    if let Some(o) = obs
+        .iter()
+        .filter(|o| lowest_fail.is_none_or(|f| o.x <= f))
+        .find(|o| o.passes(cfg).is_none())
+    {
+        return Step::Run {
+            x: o.x,
+            trials: o.trials + 1,
+        };
+    }
     let lowest = cfg.snap(cfg.min);
     let Some(first) = obs.first() else {
         return run_new(lowest, cfg);
     };
-    let bracket = Bracket::of(&obs);
+    let bracket = Bracket::of(cfg, &obs);
     let budget_left = (obs.len() as u32) < cfg.max_probes;
     match (bracket.passing, bracket.failing) {
         (None, Some(f)) => {
@@ -221,14 +275,16 @@ struct Bracket<'a> {
 }
 
 impl<'a> Bracket<'a> {
-    /// The bracket of observations sorted by load.
-    fn of(obs: &[&'a Obs]) -> Bracket<'a> {
-        let failing = obs.iter().find(|o| !o.meets).copied();
+    /// The bracket of observations sorted by load, each on the side its judgement
+    /// puts it ([`Obs::passes`]; a probe still owed trials on neither).
+    fn of(cfg: &SearchConfig, obs: &[&'a Obs]) -> Bracket<'a> {
+        let pass = |o: &Obs| o.passes(cfg) == Some(true);
+        let failing = obs.iter().find(|o| o.passes(cfg) == Some(false)).copied();
         let passing = obs
             .iter()
-            .rfind(|o| o.meets && failing.is_none_or(|f| o.x < f.x))
+            .rfind(|o| pass(o) && failing.is_none_or(|f| o.x < f.x))
             .copied();
-        let non_monotone = failing.is_some_and(|f| obs.iter().any(|o| o.meets && o.x > f.x));
+        let non_monotone = failing.is_some_and(|f| obs.iter().any(|o| pass(o) && o.x > f.x));
         Bracket {
             passing,
             failing,
@@ -253,7 +309,7 @@ impl<'a> Bracket<'a> {
             reason,
             noisy: deciding
                 .iter()
-                .filter(|o| o.straddles(cfg.target))
+                .filter(|o| o.undecided(cfg.target))
                 .map(|o| o.x)
                 .collect(),
             non_monotone: self.non_monotone,

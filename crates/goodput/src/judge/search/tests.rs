@@ -4,6 +4,7 @@
 
 use super::*;
 use report::stats::{wilson_interval, Z95};
+use report::Judgement;
 
 /// The tests' search: 5% resolution, 90% attainment, 16 probes, one trial a probe
 /// (up to 3), doubling; also what `predict`'s tests search with.
@@ -44,6 +45,7 @@ fn drive(cfg: &SearchConfig, requests: u64, good: impl Fn(f64, u32) -> u64) -> O
                     attainment: Some(a),
                     ci: wilson_interval(gs, sent, Z95),
                     meets: a >= cfg.target,
+                    judgement: None,
                     good_tokens_per_s: None,
                     width: None,
                 }
@@ -234,6 +236,7 @@ fn non_monotone_measurements_use_the_lowest_failure() {
         attainment: Some(if meets { 1.0 } else { 0.0 }),
         ci: None,
         meets,
+        judgement: None,
         good_tokens_per_s: None,
         width: None,
     };
@@ -279,6 +282,7 @@ fn drive_cost(cfg: &SearchConfig, capacity: f64, good: impl Fn(f64) -> f64) -> (
                 attainment: Some(if x <= capacity { 1.0 } else { 0.0 }),
                 ci: None,
                 meets: x <= capacity,
+                judgement: None,
                 good_tokens_per_s: Some(good(x)),
                 width: None,
             })
@@ -328,6 +332,7 @@ fn confirmation_trials_follow_the_one_trial_rule() {
         attainment: Some(if meets { 0.92 } else { 0.1 }),
         ci: Some(ci),
         meets,
+        judgement: None,
         good_tokens_per_s: None,
         width: Some(0.01),
     };
@@ -353,4 +358,71 @@ fn confirmation_trials_follow_the_one_trial_rule() {
         panic!("the budget ends the confirmation");
     };
     assert_eq!(found.noisy, vec![3.0]);
+}
+
+/// An observation at `x` with `trials` trials, its point estimate `meets` and its
+/// stored judgement.
+fn judged(x: f64, trials: u32, meets: bool, j: Judgement) -> Obs {
+    Obs {
+        x,
+        trials,
+        attainment: Some(if meets { 0.95 } else { 0.5 }),
+        ci: None,
+        meets,
+        judgement: Some(j),
+        good_tokens_per_s: None,
+        width: None,
+    }
+}
+
+#[test]
+fn the_bracket_follows_the_judgement_not_the_point_estimate() {
+    // Percentile form: the point estimate at 2 is within the bound, but its
+    // interval lies beyond it: judged fails, so 2 is the first failure.
+    let c = cfg(LoadMode::Concurrency, 1.0, 64.0);
+    let obs = [
+        judged(1.0, 1, true, Judgement::Meets),
+        judged(2.0, 1, true, Judgement::Fails),
+    ];
+    let Step::Done(found) = next_step(&c, &obs) else {
+        panic!("{:?}", next_step(&c, &obs));
+    };
+    assert_eq!((found.passing, found.failing), (Some(1.0), Some(2.0)));
+    assert!(found.noisy.is_empty());
+}
+
+#[test]
+fn an_undecided_probe_gets_its_trials_before_the_bracket_moves() {
+    let c = cfg(LoadMode::Concurrency, 1.0, 64.0);
+    // Undecided at 2 (point estimate: passes): neither side yet, one more trial.
+    let obs = [
+        judged(1.0, 1, true, Judgement::Meets),
+        judged(2.0, 1, true, Judgement::Undecided),
+    ];
+    assert_eq!(next_step(&c, &obs), Step::Run { x: 2.0, trials: 2 });
+    // Decided either way, the search moves on from it.
+    let obs = [
+        judged(1.0, 1, true, Judgement::Meets),
+        judged(2.0, 2, true, Judgement::Meets),
+    ];
+    assert_eq!(next_step(&c, &obs), Step::Run { x: 4.0, trials: 1 });
+    // An undecided probe above the lowest failure steers nothing: no trials for it.
+    let obs = [
+        judged(1.0, 1, true, Judgement::Meets),
+        judged(2.0, 1, false, Judgement::Fails),
+        judged(4.0, 1, true, Judgement::Undecided),
+    ];
+    assert!(matches!(next_step(&c, &obs), Step::Done(_)));
+    // Still undecided at its budget (3 trials): its point estimate places it,
+    // and when it decides the answer, the answer names it.
+    let obs = [
+        judged(1.0, 1, true, Judgement::Meets),
+        judged(2.0, 3, true, Judgement::Undecided),
+        judged(3.0, 1, false, Judgement::Fails),
+    ];
+    let Step::Done(found) = next_step(&c, &obs) else {
+        panic!("{:?}", next_step(&c, &obs));
+    };
+    assert_eq!((found.passing, found.failing), (Some(2.0), Some(3.0)));
+    assert_eq!(found.noisy, vec![2.0]);
 }
