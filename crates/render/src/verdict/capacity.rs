@@ -12,7 +12,16 @@ pub(super) fn from_capacity(report: &Report) -> Vec<String> {
         .iter()
         .filter_map(|(e, c)| c.max_load.map(|m| (e.as_str(), m)))
         .collect();
-    found.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // Ranked by the fitted capacity (every probe, `capacity.interval.estimate`),
+    // else the largest passing load.
+    let key = |e: &str, m: f64| {
+        report
+            .capacity
+            .get(e)
+            .and_then(|c| c.interval)
+            .map_or(m, |i| i.estimate)
+    };
+    found.sort_by(|a, b| key(b.0, b.1).total_cmp(&key(a.0, a.1)));
     let mut out = Vec::new();
     let Some(&(best, best_x)) = found.first() else {
         let why: Vec<String> = report
@@ -94,11 +103,31 @@ pub(super) fn from_capacity(report: &Report) -> Vec<String> {
 /// capacities, largest first), or who ties with it.
 pub(super) fn lead(report: &Report, found: &[(&str, f64)]) -> Option<String> {
     let &(best, best_x) = found.first()?;
+    let interval = |e: &str| report.capacity.get(e).and_then(|c| c.interval);
     match found.get(1) {
-        Some(&(_, next)) if next > 0.0 && best_x > next => Some(format!(
-            "Best: {best}, {}x the load of the next.",
-            num(best_x / next)
-        )),
+        Some(&(next_name, next)) if next > 0.0 && best_x > next => {
+            let ratio = num(best_x / next);
+            Some(match (interval(best), interval(next_name)) {
+                (Some(b), Some(n)) if b.low <= n.high => format!(
+                    "{best} reached a higher load than {next_name} ({}x), but their capacities' 95% intervals overlap ({}–{} against {}–{}): the search cannot rank them; more trials per probe, or probes between {} and {}, would.",
+                    ratio,
+                    num(b.low),
+                    num(b.high),
+                    num(n.low),
+                    num(n.high),
+                    num(n.low.min(b.low)),
+                    num(b.high.max(n.high))
+                ),
+                (Some(b), Some(n)) => format!(
+                    "Best: {best}, {ratio}x the load of the next ({next_name}); their capacities' 95% intervals do not overlap ({}–{} against {}–{}).",
+                    num(b.low),
+                    num(b.high),
+                    num(n.low),
+                    num(n.high)
+                ),
+                _ => format!("Best: {best}, {ratio}x the load of the next."),
+            })
+        }
         Some(&(_, nx)) if nx == best_x => {
             let tied: Vec<&str> = found
                 .iter()
