@@ -2,12 +2,19 @@
 //! time, and the points that extrapolate said plainly.
 //!
 //! The fitted file's `[fit]` table ([`crate::model::fit::evidence::Evidence`]) says what
-//! the fit knew. Each of [`DRAWS`] draws (seeded by the plan's seed and the load):
-//! 1. every fitted cost moves by a normal draw of its standard error (clamped at
-//!    0); `max_num_seqs`, when neither stated nor identified and the load could
+//! the fit knew. Each of its `draws` (default [`DRAWS`], 400: a 90% interval's
+//! tails rest on 20 draws each; each draw seeded by the plan's seed, the load and
+//! the draw's index, so the draws can run on several threads and still repeat):
+//! 1. the step costs move together by a multivariate normal draw from their HAC
+//!    covariance (Newey & West 1987, [`crate::model::fit::covariance`]; drawn by
+//!    its Cholesky factor, [`super::draw`]), the front-end costs alone by their
+//!    search's resolution, each clamped at 0 (an older file without the
+//!    covariance: every cost alone, by its standard error); `max_num_seqs`, when
+//!    neither stated nor identified and the load could
 //!    reach it, is drawn log-uniformly between the largest batch seen and twice
 //!    the load (the model cannot know where the engine caps);
-//! 2. the model runs the point's trial in virtual time (the same requests);
+//! 2. the model runs the point's trial in virtual time (the same requests, built
+//!    once per trial and reused by every draw);
 //! 3. each metric is multiplied by `exp(N(0, σ))`, `σ² = (model error × g)² +
 //!    spread² / trials`: the model's error at the measured points (grown by `g = 1 +
 //!    log₂(load / nearest measured load)` beyond the measured range), and the
