@@ -152,7 +152,11 @@ fn main() {
     println!(
         "intervals: {} draws a point, step costs drawn {}\n",
         draws.map_or("the fit's".into(), |d| d.to_string()),
-        if independent { "independently" } else { "jointly (covariance)" }
+        if independent {
+            "independently"
+        } else {
+            "jointly (covariance)"
+        }
     );
     println!(
         "| case | limits | inside: median error | up to 2x beyond: median error | 90% coverage | extrapolated flagged | per-chunk cost (fit) |"

@@ -88,7 +88,11 @@ mod tests {
     /// coefficient `phi` (unit innovations).
     fn ar1(n: usize, phi: f64, seed: u64) -> (DMatrix<f64>, DVector<f64>) {
         let mut rng = StdRng::seed_from_u64(seed);
-        let x = DMatrix::from_fn(n, 2, |i, c| if c == 0 { 1.0 } else { (i % 17) as f64 / 16.0 });
+        let x = DMatrix::from_fn(
+            n,
+            2,
+            |i, c| if c == 0 { 1.0 } else { (i % 17) as f64 / 16.0 },
+        );
         let mut e = 0.0;
         let y = DVector::from_fn(n, |i, _| {
             let z: f64 = StandardNormal.sample(&mut rng);

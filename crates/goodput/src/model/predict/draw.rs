@@ -35,7 +35,10 @@ impl Mvn {
         let eig = SymmetricEigen::new(sym);
         let root = eig.eigenvalues.map(|l| l.max(0.0).sqrt());
         let factor = eig.eigenvectors * DMatrix::from_diagonal(&root);
-        factor.iter().all(|v| v.is_finite()).then_some(Mvn { factor })
+        factor
+            .iter()
+            .all(|v| v.is_finite())
+            .then_some(Mvn { factor })
     }
 
     /// Its dimension.
@@ -78,12 +81,20 @@ impl CostDraw {
     /// The draw the evidence supports: the covariance's costs together, every
     /// other cost with a standard error alone.
     pub fn new(ev: &Evidence) -> CostDraw {
-        let joint = ev.covariance.as_ref().filter(|c| c.is_valid()).and_then(|c| {
-            let n = c.names.len();
-            let m = DMatrix::from_fn(n, n, |a, b| c.matrix[a][b]);
-            Mvn::new(&m).map(|mvn| (c.names.clone(), mvn))
-        });
-        let together = |name: &str| joint.as_ref().is_some_and(|(n, _)| n.iter().any(|x| x == name));
+        let joint = ev
+            .covariance
+            .as_ref()
+            .filter(|c| c.is_valid())
+            .and_then(|c| {
+                let n = c.names.len();
+                let m = DMatrix::from_fn(n, n, |a, b| c.matrix[a][b]);
+                Mvn::new(&m).map(|mvn| (c.names.clone(), mvn))
+            });
+        let together = |name: &str| {
+            joint
+                .as_ref()
+                .is_some_and(|(n, _)| n.iter().any(|x| x == name))
+        };
         let alone = ev
             .stderr
             .iter()
@@ -160,11 +171,8 @@ mod tests {
     fn draws_reproduce_their_covariance() {
         // Three costs: a fixed cost, a per-request cost strongly against it, and
         // a third loosely with both (positive definite).
-        let target = DMatrix::from_row_slice(
-            3,
-            3,
-            &[4.0, -1.8, 0.3, -1.8, 1.0, 0.1, 0.3, 0.1, 0.25],
-        );
+        let target =
+            DMatrix::from_row_slice(3, 3, &[4.0, -1.8, 0.3, -1.8, 1.0, 0.1, 0.3, 0.1, 0.25]);
         let mvn = Mvn::new(&target).unwrap_or_else(|| panic!("positive definite"));
         let n = 40_000;
         let got = sample_cov(&mvn, n, 42);
@@ -172,10 +180,15 @@ mod tests {
             for b in 0..3 {
                 // The standard error of a sample covariance: sqrt((σ_aa σ_bb + σ_ab²) / n);
                 // five of them is a bound a correct draw breaks once in ~10⁶.
-                let se = ((target[(a, a)] * target[(b, b)] + target[(a, b)].powi(2)) / n as f64)
-                    .sqrt();
+                let se =
+                    ((target[(a, a)] * target[(b, b)] + target[(a, b)].powi(2)) / n as f64).sqrt();
                 let err = (got[(a, b)] - target[(a, b)]).abs();
-                assert!(err < 5.0 * se, "({a}, {b}): {} vs {}", got[(a, b)], target[(a, b)]);
+                assert!(
+                    err < 5.0 * se,
+                    "({a}, {b}): {} vs {}",
+                    got[(a, b)],
+                    target[(a, b)]
+                );
             }
         }
         // The correlation the draws show is the target's (-0.9).

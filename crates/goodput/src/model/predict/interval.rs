@@ -241,7 +241,8 @@ fn bootstrap_with(
         .map(|t| super::trial_inputs(plan, at.engine, at.pi, at.x, t))
         .collect();
     let one = |b: u32| -> Drawn {
-        let mut rng = StdRng::seed_from_u64(seed ^ u64::from(b + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng =
+            StdRng::seed_from_u64(seed ^ u64::from(b + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let c = perturb(config, ev, costs, at.x, &mut rng);
         let t = b % trials;
         let (recs, _) = inputs[t as usize].run(&c, at.engine, t, None);
@@ -299,7 +300,14 @@ fn parallel(n: u32, threads: u32, one: &(dyn Fn(u32) -> Drawn + Sync)) -> Vec<Dr
     let mut parts: Vec<Vec<Drawn>> = Vec::new();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
-            .map(|k| s.spawn(move || (k..n).step_by(threads as usize).map(one).collect::<Vec<_>>()))
+            .map(|k| {
+                s.spawn(move || {
+                    (k..n)
+                        .step_by(threads as usize)
+                        .map(one)
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         for h in handles {
             // A draw that panicked is lost, not the prediction.

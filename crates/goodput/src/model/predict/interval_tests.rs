@@ -67,7 +67,10 @@ fn correlated_costs_narrow_or_widen_the_interval_as_the_covariance_says() {
     assert!(diagonal > 0.0);
     let narrow = tpot_width(&against, &CostDraw::new(&against)) / diagonal;
     let wide = tpot_width(&along, &CostDraw::new(&along)) / diagonal;
-    assert!((0.3..0.6).contains(&narrow), "rho -0.8: width ratio {narrow}");
+    assert!(
+        (0.3..0.6).contains(&narrow),
+        "rho -0.8: width ratio {narrow}"
+    );
     assert!((1.15..1.6).contains(&wide), "rho +0.8: width ratio {wide}");
     // An older file without a covariance draws the costs alone.
     let mut old = against.clone();
@@ -110,7 +113,10 @@ fn the_draws_do_not_depend_on_the_threads() {
         [Some(rng.gen::<f64>()), None, None, None]
     };
     let sorted = |threads: u32| {
-        let mut v: Vec<f64> = parallel(50, threads, &one).iter().filter_map(|d| d[0]).collect();
+        let mut v: Vec<f64> = parallel(50, threads, &one)
+            .iter()
+            .filter_map(|d| d[0])
+            .collect();
         v.sort_by(f64::total_cmp);
         v
     };
