@@ -168,7 +168,7 @@ fn main() {
             continue;
         }
         let t = std::time::Instant::now();
-        let (fit, compared) = match validate::run_with(&c, &adjust) {
+        let (fit, compared) = match validate::run_with(&c, adjust) {
             Ok(v) => v,
             Err(e) => {
                 println!("| {} | - | fit failed: {e} | | | | |", c.name);
