@@ -12,11 +12,17 @@
 //! Targets (issue #28): median error <= 10% inside, <= 15% up to 2x beyond when
 //! the engine states its limits, coverage 80-95%.
 //!
+//! The intervals take the fitted file's draws (400) with the step costs drawn
+//! jointly from their covariance. Ablations: `GOODPUT_BENCH_DRAWS=48` sets the
+//! draws, `GOODPUT_BENCH_INDEPENDENT=1` drops the covariance (every cost drawn
+//! alone by its standard error: the intervals before issue #43).
+//!
 //! ```sh
 //! cargo bench --profile dev -p goodput --bench whatif
 //! ```
 //! Real engines (llama.cpp, vLLM's CPU build) are measured by `--bench predict`.
 
+use goodput::model::fit::evidence::Evidence;
 use goodput::model::predict::validate::{self, median, Case};
 use goodput_sim::config::{Acceptance, SpeculativeConfig};
 use goodput_sim::SimConfig;
@@ -131,6 +137,27 @@ fn pct(v: f64) -> String {
 
 fn main() {
     let only = std::env::var("GOODPUT_BENCH_CASE").ok();
+    let draws: Option<u32> = std::env::var("GOODPUT_BENCH_DRAWS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let independent = std::env::var("GOODPUT_BENCH_INDEPENDENT").is_ok_and(|v| v == "1");
+    let adjust = |ev: &mut Evidence| {
+        if draws.is_some() {
+            ev.draws = draws;
+        }
+        if independent {
+            ev.covariance = None;
+        }
+    };
+    println!(
+        "intervals: {} draws a point, step costs drawn {}\n",
+        draws.map_or("the fit's".into(), |d| d.to_string()),
+        if independent {
+            "independently"
+        } else {
+            "jointly (covariance)"
+        }
+    );
     println!(
         "| case | limits | inside: median error | up to 2x beyond: median error | 90% coverage | extrapolated flagged | per-chunk cost (fit) |"
     );
@@ -141,7 +168,7 @@ fn main() {
             continue;
         }
         let t = std::time::Instant::now();
-        let (fit, compared) = match validate::run(&c) {
+        let (fit, compared) = match validate::run_with(&c, adjust) {
             Ok(v) => v,
             Err(e) => {
                 println!("| {} | - | fit failed: {e} | | | | |", c.name);

@@ -3,8 +3,13 @@
 //! intervals ([`crate::model::predict::interval`]):
 //! - the load levels measured and the largest batch seen (a prediction outside
 //!   them extrapolates);
-//! - each fitted value's standard error (least squares; the front-end search's
-//!   resolution for `frontend_ms`);
+//! - each fitted value's standard error (least squares, HAC; the front-end
+//!   search's resolution for `frontend_ms` and `frontend_chunk_ms`);
+//! - the fitted step costs' joint covariance ([`super::covariance`]: the costs
+//!   move together, e.g. a higher fixed cost with a lower per-request one), from
+//!   which the prediction draws them together;
+//! - how many draws a prediction's interval takes ([`DRAWS`], editable in the
+//!   file);
 //! - the values neither stated by the engine nor identifiable (held at a prior),
 //!   and the limits the engine stated, with where;
 //! - the measured trial-to-trial spread of each compared metric (the standard
@@ -17,11 +22,58 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::render::{Residual, METRICS};
-use super::solve::Status;
+use super::solve::{Solution, Status, NAMES, TERMS};
 use super::{FitContext, Param, Trials};
 use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 use crate::measure::metrics::trial_metrics;
+
+/// Draws of a prediction's interval the fit asks for (the `[fit]` table's `draws`):
+/// a 90% interval's tails then rest on 20 draws each.
+pub const DRAWS: u32 = 400;
+
+/// The fitted step costs' joint covariance, ms², as the `[fit]` table's
+/// `covariance` (`names`, and `matrix` in their order); every value finite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Covariance {
+    /// The costs, by config field name (those fitted, in [`NAMES`] order).
+    pub names: Vec<String>,
+    /// Row by row, symmetric.
+    pub matrix: Vec<Vec<f64>>,
+}
+
+impl Covariance {
+    /// The covariance of a solution's fitted costs (those with a finite, positive
+    /// standard error); `None` when it has none.
+    pub fn of(s: &Solution) -> Option<Covariance> {
+        let full = s.covariance.as_ref()?;
+        let keep: Vec<usize> = (0..TERMS)
+            .filter(|&j| {
+                matches!(s.status[j], Status::Fitted { stderr } if stderr.is_finite() && stderr > 0.0)
+            })
+            .collect();
+        let matrix: Vec<Vec<f64>> = keep
+            .iter()
+            .map(|&a| keep.iter().map(|&b| full[a][b]).collect())
+            .collect();
+        (!keep.is_empty() && matrix.iter().flatten().all(|v| v.is_finite())).then(|| Covariance {
+            names: keep.iter().map(|&j| NAMES[j].to_string()).collect(),
+            matrix,
+        })
+    }
+
+    /// Whether it is square, as large as its names, and finite.
+    pub fn is_valid(&self) -> bool {
+        let n = self.names.len();
+        n > 0
+            && self.matrix.len() == n
+            && self
+                .matrix
+                .iter()
+                .all(|r| r.len() == n && r.iter().all(|v| v.is_finite()))
+    }
+}
 
 /// The fit's evidence (see the module doc); every float finite.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -43,6 +95,13 @@ pub struct Evidence {
     pub trial_spread: Vec<f64>,
     /// The fitted model's error at the measured points per metric, relative.
     pub model_error: Vec<f64>,
+    /// Draws per predicted point (absent in older files: [`DRAWS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draws: Option<u32>,
+    /// The fitted step costs' joint covariance (absent in older files: the
+    /// costs are then drawn independently, by their standard errors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covariance: Option<Covariance>,
 }
 
 impl Evidence {
@@ -86,6 +145,7 @@ pub fn build(
             .filter(|x| x.is_finite())
             .collect(),
         max_batch_seen: max_batch,
+        draws: Some(DRAWS),
         trial_spread: spread(trials),
         model_error: (0..METRICS.len())
             .map(|i| {

@@ -37,9 +37,11 @@
 //! Then the fitted model is run in virtual time on every measured load level with
 //! the measured requests' lengths, and the residuals per point (median TTFT, median
 //! TPOT, output throughput) say how well it fits ([`render`]). What the fit knows
-//! of its own uncertainty goes into the file's `[fit]` table ([`evidence`]), from
-//! which `run --predict` draws its intervals.
+//! of its own uncertainty (the step costs' joint covariance among it,
+//! [`covariance`]) goes into the file's `[fit]` table ([`evidence`]), from which
+//! `run --predict` draws its intervals.
 
+pub mod covariance;
 pub mod evidence;
 mod frontend;
 mod limits;
@@ -184,7 +186,8 @@ pub fn fit(records: &[RequestRecord], ctx: &FitContext) -> Result<Fit, String> {
     };
     best.params.push(frontend);
     best.params.push(chunk);
-    let ev = evidence::build(&trials, ctx, &best.params, &best.residuals, best.max_batch);
+    let mut ev = evidence::build(&trials, ctx, &best.params, &best.residuals, best.max_batch);
+    ev.covariance = best.covariance.clone();
     best.config.fit = ev.to_table();
     Ok(Fit {
         engine: ctx.engine.clone(),
@@ -213,6 +216,8 @@ pub(crate) struct Candidate {
     loss: f64,
     /// The largest batch a reconstructed step held.
     max_batch: u32,
+    /// The fitted step costs' joint covariance.
+    covariance: Option<evidence::Covariance>,
     /// The per-chunk front-end cost at which the chunks of the median step would
     /// take the server as long as the step: median of step time / requests, ms.
     chunk_ceiling_ms: f64,
@@ -228,10 +233,15 @@ pub(crate) fn fit_at(
     chunk_ms: f64,
 ) -> Result<Candidate, String> {
     let frontend_ns = (frontend_ms * 1e6).round().clamp(0.0, 1e15) as u64;
-    let mut all: Vec<Step> = trials
-        .values()
-        .flat_map(|t| steps::trial_steps_with(t, frontend_ns))
-        .collect();
+    let mut all: Vec<Step> = Vec::new();
+    // Each trial's steps, in time order, one run after another (the covariance's
+    // lags stay inside a trial).
+    let mut runs: Vec<usize> = Vec::new();
+    for t in trials.values() {
+        let s = steps::trial_steps_with(t, frontend_ns);
+        runs.push(s.len());
+        all.extend(s);
+    }
     if all.is_empty() {
         return Err(format!(
             "{}: engine `{}`: no engine step could be reconstructed from the chunk times (all zero length?)",
@@ -243,7 +253,7 @@ pub(crate) fn fit_at(
     if ctx.no_drafts_counted {
         coalesced(&mut all, &mut notes);
     }
-    let solution = solve::solve(&all);
+    let solution = solve::solve(&all, &runs);
     let mut params = cost_params(&solution);
     let mut config = base_config(&solution, &mine);
     config.frontend_ms = frontend_ms;
@@ -270,6 +280,7 @@ pub(crate) fn fit_at(
         .map(|e| e.map_or(0.0, |e| (1.0 + e).max(1e-9).ln().powi(2)))
         .sum();
     Ok(Candidate {
+        covariance: evidence::Covariance::of(&solution),
         config,
         params,
         steps: all.len(),

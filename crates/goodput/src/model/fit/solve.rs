@@ -16,8 +16,10 @@
 //!    step slowed by something else (a compilation, a preemption, a hidden step)
 //!    does not move the fit;
 //! 3. a negative cost is clamped to 0 and the rest refitted (a cost is never
-//!    negative); the standard error of each cost comes from the weighted
-//!    residual variance and (XᵀWX)⁻¹.
+//!    negative); the costs' joint covariance is the HAC sandwich of
+//!    [`super::covariance`] (Newey & West 1987: steps of one trial are
+//!    autocorrelated, and their noise grows with the batch), each cost's standard
+//!    error the root of its diagonal.
 
 use nalgebra::{DMatrix, DVector};
 
@@ -68,6 +70,10 @@ pub struct Solution {
     pub status: [Status; TERMS],
     /// Robust scale of the step residuals, ms.
     pub residual_ms: f64,
+    /// The fitted costs' joint covariance, ms², in [`NAMES`] order (rows and
+    /// columns of the costs not [`Status::Fitted`] are 0); `None` when it could
+    /// not be estimated (the costs' errors are then infinite).
+    pub covariance: Option<[[f64; TERMS]; TERMS]>,
 }
 
 fn column(s: &Step, j: usize) -> f64 {
@@ -142,8 +148,13 @@ fn mad(v: &DVector<f64>) -> f64 {
 }
 
 /// Huber-weighted least squares of `y` on the columns `cols`: (coefficients,
-/// their standard errors, robust residual scale).
-fn robust_ls(steps: &[Step], cols: &[usize], y: &DVector<f64>) -> (Vec<f64>, Vec<f64>, f64) {
+/// their HAC covariance over `trials`' runs of steps, robust residual scale).
+fn robust_ls(
+    steps: &[Step],
+    cols: &[usize],
+    y: &DVector<f64>,
+    trials: &[usize],
+) -> (Vec<f64>, Option<DMatrix<f64>>, f64) {
     let x = design(steps, cols);
     let n = steps.len();
     let mut w = DVector::from_element(n, 1.0);
@@ -169,27 +180,14 @@ fn robust_ls(steps: &[Step], cols: &[usize], y: &DVector<f64>) -> (Vec<f64>, Vec
         });
     }
     let res = y - &x * &beta;
-    let dof = n.saturating_sub(cols.len()).max(1) as f64;
-    let sigma2 = res
-        .iter()
-        .zip(w.iter())
-        .map(|(r, w)| w * r * r)
-        .sum::<f64>()
-        / dof;
-    let xtwx: DMatrix<f64> = DMatrix::from_fn(cols.len(), cols.len(), |a, b| {
-        (0..n).map(|i| w[i] * x[(i, a)] * x[(i, b)]).sum()
-    });
-    let stderr = match xtwx.try_inverse() {
-        Some(inv) => (0..cols.len())
-            .map(|c| (sigma2 * inv[(c, c)]).max(0.0_f64).sqrt())
-            .collect(),
-        None => vec![f64::INFINITY; cols.len()],
-    };
-    (beta.iter().copied().collect(), stderr, scale)
+    let cov = super::covariance::hac(&x, &w, &res, trials);
+    (beta.iter().copied().collect(), cov, scale)
 }
 
-/// Solves the step cost over `steps` (at least one).
-pub fn solve(steps: &[Step]) -> Solution {
+/// Solves the step cost over `steps` (at least one); `trials`: the lengths of the
+/// consecutive runs of steps that belong to one trial, each in time order (for
+/// the covariance's lags).
+pub fn solve(steps: &[Step], trials: &[usize]) -> Solution {
     let mut status: [Status; TERMS] = std::array::from_fn(|_| Status::Prior(String::new()));
     let mut accepted = Vec::new();
     for (j, st) in status.iter_mut().enumerate() {
@@ -201,10 +199,26 @@ pub fn solve(steps: &[Step]) -> Solution {
     let y = DVector::from_iterator(steps.len(), steps.iter().map(|s| s.ms));
     let mut values = [0.0; TERMS];
     let mut residual_ms = 0.0;
+    let mut covariance = None;
     // Clamp negatives one at a time and refit (at most one round per column).
     for _ in 0..=TERMS {
-        let (beta, stderr, scale) = robust_ls(steps, &accepted, &y);
+        let (beta, cov, scale) = robust_ls(steps, &accepted, &y, trials);
         residual_ms = scale;
+        covariance = cov.as_ref().map(|v| {
+            let mut full = [[0.0; TERMS]; TERMS];
+            for (a, &ja) in accepted.iter().enumerate() {
+                for (b, &jb) in accepted.iter().enumerate() {
+                    full[ja][jb] = v[(a, b)];
+                }
+            }
+            full
+        });
+        let stderr: Vec<f64> = (0..accepted.len())
+            .map(|c| {
+                cov.as_ref()
+                    .map_or(f64::INFINITY, |v| v[(c, c)].max(0.0).sqrt())
+            })
+            .collect();
         values = [0.0; TERMS];
         let worst = accepted
             .iter()
@@ -221,6 +235,7 @@ pub fn solve(steps: &[Step]) -> Solution {
                 accepted.retain(|&a| a != j);
                 values[j] = 0.0;
                 status[j] = Status::AtZero;
+                covariance = None;
             }
             None => break,
         }
@@ -232,5 +247,6 @@ pub fn solve(steps: &[Step]) -> Solution {
         values,
         status,
         residual_ms,
+        covariance,
     }
 }

@@ -2,12 +2,19 @@
 //! time, and the points that extrapolate said plainly.
 //!
 //! The fitted file's `[fit]` table ([`crate::model::fit::evidence::Evidence`]) says what
-//! the fit knew. Each of [`DRAWS`] draws (seeded by the plan's seed and the load):
-//! 1. every fitted cost moves by a normal draw of its standard error (clamped at
-//!    0); `max_num_seqs`, when neither stated nor identified and the load could
+//! the fit knew. Each of its `draws` (default [`DRAWS`], 400: a 90% interval's
+//! tails rest on 20 draws each; each draw seeded by the plan's seed, the load and
+//! the draw's index, so the draws can run on several threads and still repeat):
+//! 1. the step costs move together by a multivariate normal draw from their HAC
+//!    covariance (Newey & West 1987, [`crate::model::fit::covariance`]; drawn by
+//!    its Cholesky factor, [`super::draw`]), the front-end costs alone by their
+//!    search's resolution, each clamped at 0 (an older file without the
+//!    covariance: every cost alone, by its standard error); `max_num_seqs`, when
+//!    neither stated nor identified and the load could
 //!    reach it, is drawn log-uniformly between the largest batch seen and twice
 //!    the load (the model cannot know where the engine caps);
-//! 2. the model runs the point's trial in virtual time (the same requests);
+//! 2. the model runs the point's trial in virtual time (the same requests, built
+//!    once per trial and reused by every draw);
 //! 3. each metric is multiplied by `exp(N(0, σ))`, `σ² = (model error × g)² +
 //!    spread² / trials`: the model's error at the measured points (grown by `g = 1 +
 //!    log₂(load / nearest measured load)` beyond the measured range), and the
@@ -26,6 +33,9 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 use report::{PredictedInterval, Report};
 
+use super::draw::CostDraw;
+use super::TrialInputs;
+
 use crate::define::plan::Plan;
 use crate::define::profile::LoadMode;
 use crate::measure::metrics::trial_metrics;
@@ -33,8 +43,14 @@ use crate::model::fit::evidence::Evidence;
 use crate::model::fit::render::METRICS;
 use goodput_sim::SimConfig;
 
-/// Bootstrap draws per point.
-pub const DRAWS: u32 = 48;
+/// Bootstrap draws per point unless the fitted file says otherwise.
+pub use crate::model::fit::evidence::DRAWS;
+/// The fewest draws a point takes (a 90% interval's tails on 1 draw each).
+pub const MIN_DRAWS: u32 = 20;
+/// The most draws a point takes.
+pub const MAX_DRAWS: u32 = 100_000;
+/// The most threads one point's draws use.
+const MAX_THREADS: usize = 8;
 /// The intervals' nominal coverage.
 pub const LEVEL: f64 = 0.9;
 /// The metrics an interval covers, in [`METRICS`] order (the report's names).
@@ -123,30 +139,17 @@ pub fn extrapolation(plan: &Plan, ev: &Evidence, x: f64) -> Vec<String> {
     why
 }
 
-/// The config of one draw: fitted costs moved by their errors, an unknown batch
-/// limit drawn where the load could reach it.
-fn perturb(config: &SimConfig, ev: &Evidence, x: f64, rng: &mut StdRng) -> SimConfig {
+/// The config of one draw: fitted costs moved together by their covariance
+/// ([`CostDraw`]), an unknown batch limit drawn where the load could reach it.
+fn perturb(
+    config: &SimConfig,
+    ev: &Evidence,
+    costs: &CostDraw,
+    x: f64,
+    rng: &mut StdRng,
+) -> SimConfig {
     let mut c = config.clone();
-    for (name, se) in &ev.stderr {
-        let z: f64 = StandardNormal.sample(rng);
-        let field = match name.as_str() {
-            "step_fixed_ms" => &mut c.step_fixed_ms,
-            "per_prefill_token_ms" => &mut c.per_prefill_token_ms,
-            "per_decode_seq_ms" => &mut c.per_decode_seq_ms,
-            "per_kv_token_ms" => &mut c.per_kv_token_ms,
-            "prefill_step_ms" => &mut c.prefill_step_ms,
-            "per_prefill_seq_ms" => &mut c.per_prefill_seq_ms,
-            "frontend_ms" => &mut c.frontend_ms,
-            "frontend_chunk_ms" => &mut c.frontend_chunk_ms,
-            _ => continue,
-        };
-        let moved = *field + z * se;
-        *field = if moved.is_finite() {
-            moved.max(0.0)
-        } else {
-            *field
-        };
-    }
+    costs.apply(&mut c, rng);
     let seen = f64::from(ev.max_batch_seen.max(1));
     let top = if ev.mode == "concurrency" {
         2.0 * x
@@ -191,31 +194,82 @@ fn bootstrap(
     x: f64,
     nominal: [Option<f64>; 3],
 ) -> PredictedInterval {
-    let mut rng = StdRng::seed_from_u64(plan.seed ^ x.to_bits().rotate_left(13) ^ 0x0005_eed0_ff17);
-    let sigma = noise(ev, plan, x);
-    let mut draws: [Vec<f64>; 4] = Default::default();
-    for b in 0..DRAWS {
-        let c = perturb(config, ev, x, &mut rng);
-        let recs = super::trial_records(plan, &c, engine, pi, x, b % plan.trials.max(1));
+    let point = Point {
+        engine,
+        pi,
+        x,
+        nominal,
+    };
+    bootstrap_with(plan, config, ev, &CostDraw::new(ev), draws(ev), &point)
+}
+
+/// The number of draws a point takes: the fitted file's `draws` (else
+/// [`DRAWS`]), within [`MIN_DRAWS`]..=[`MAX_DRAWS`].
+pub fn draws(ev: &Evidence) -> u32 {
+    ev.draws.unwrap_or(DRAWS).clamp(MIN_DRAWS, MAX_DRAWS)
+}
+
+/// The point an interval is drawn for.
+struct Point<'a> {
+    engine: &'a str,
+    /// Its place in the plan (its requests).
+    pi: u64,
+    x: f64,
+    /// The prediction itself, per metric of [`NAMES`].
+    nominal: [Option<f64>; 3],
+}
+
+/// One draw's metrics ([`NAMES`], then attainment).
+type Drawn = [Option<f64>; 4];
+
+/// The point's `n` draws with `costs`: each its own seeded generator (the
+/// point's seed and the draw's index), so the draws do not depend on how many
+/// threads share them; the trial inputs (requests, arrivals) built once per
+/// trial index and reused by every draw.
+fn bootstrap_with(
+    plan: &Plan,
+    config: &SimConfig,
+    ev: &Evidence,
+    costs: &CostDraw,
+    n: u32,
+    at: &Point<'_>,
+) -> PredictedInterval {
+    let seed = plan.seed ^ at.x.to_bits().rotate_left(13) ^ 0x0005_eed0_ff17;
+    let sigma = noise(ev, plan, at.x);
+    let trials = plan.trials.max(1);
+    let inputs: Vec<TrialInputs> = (0..trials)
+        .map(|t| super::trial_inputs(plan, at.engine, at.pi, at.x, t))
+        .collect();
+    let one = |b: u32| -> Drawn {
+        let mut rng =
+            StdRng::seed_from_u64(seed ^ u64::from(b + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let c = perturb(config, ev, costs, at.x, &mut rng);
+        let t = b % trials;
+        let (recs, _) = inputs[t as usize].run(&c, at.engine, t, None);
         let m = trial_metrics(&recs, &plan.slo);
         let values = [m.median_ttft_ms, m.median_tpot_ms, m.output_throughput];
+        let mut out: Drawn = [None; 4];
         for (i, v) in values.iter().enumerate() {
             let z: f64 = StandardNormal.sample(&mut rng);
-            if let Some(v) = v
+            out[i] = v
                 .map(|v| v * (z * sigma[i]).exp())
-                .filter(|v| v.is_finite())
-            {
-                draws[i].push(v);
-            }
+                .filter(|v| v.is_finite());
         }
         let sent = m.completed + m.failed;
-        if sent > 0 {
-            draws[3].push(m.good as f64 / sent as f64);
+        out[3] = (sent > 0).then(|| m.good as f64 / sent as f64);
+        out
+    };
+    let mut draws: [Vec<f64>; 4] = Default::default();
+    for d in parallel(n, threads(n), &one) {
+        for (i, v) in d.iter().enumerate() {
+            if let Some(v) = v {
+                draws[i].push(*v);
+            }
         }
     }
     let mut metrics = IndexMap::new();
     for (i, name) in NAMES.iter().chain(["attainment"].iter()).enumerate() {
-        let own = nominal.get(i).copied().flatten();
+        let own = at.nominal.get(i).copied().flatten();
         if let Some(iv) = central(&mut draws[i], own) {
             metrics.insert(name.to_string(), iv);
         }
@@ -223,10 +277,46 @@ fn bootstrap(
     debug_assert_eq!(NAMES.len(), METRICS.len());
     PredictedInterval {
         level: LEVEL,
-        draws: DRAWS,
+        draws: n,
         metrics,
         why: Vec::new(),
     }
+}
+
+/// The threads `n` draws use: the machine's cores, at most [`MAX_THREADS`].
+fn threads(n: u32) -> u32 {
+    std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .clamp(1, MAX_THREADS)
+        .min(n.max(1) as usize) as u32
+}
+
+/// `one(b)` for every draw `b < n` (in no particular order: the draws are
+/// sorted), on `threads` scoped threads.
+fn parallel(n: u32, threads: u32, one: &(dyn Fn(u32) -> Drawn + Sync)) -> Vec<Drawn> {
+    if threads <= 1 {
+        return (0..n).map(one).collect();
+    }
+    let mut parts: Vec<Vec<Drawn>> = Vec::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                s.spawn(move || {
+                    (k..n)
+                        .step_by(threads as usize)
+                        .map(one)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            // A draw that panicked is lost, not the prediction.
+            if let Ok(p) = h.join() {
+                parts.push(p);
+            }
+        }
+    });
+    parts.into_iter().flatten().collect()
 }
 
 /// The central [`LEVEL`] share of `v`, widened to hold `own`; finite only.
@@ -253,3 +343,7 @@ pub fn straddles(p: &report::Point) -> bool {
         .is_some_and(|[lo, hi]| *lo < check.target && *hi >= check.target)
         || (p.extrapolated && iv.metrics.get("attainment").is_none())
 }
+
+#[cfg(test)]
+#[path = "interval_tests.rs"]
+mod tests;

@@ -17,6 +17,7 @@
 //! samples themselves are not kept).
 
 pub mod command;
+pub mod draw;
 pub mod interval;
 pub mod search;
 pub mod simulated;
@@ -315,16 +316,9 @@ fn keep_trial(
     records
 }
 
-/// Trial `t` at load `x` (the `pi`-th point's request stream) on the model: its records.
-pub(crate) fn trial_records(
-    plan: &Plan,
-    config: &SimConfig,
-    engine: &str,
-    pi: u64,
-    x: f64,
-    t: u32,
-) -> Vec<RequestRecord> {
-    trial_at(plan, config, &At::new(engine, Next { level: pi, x, t }, 0)).0
+/// The inputs of trial `t` at load `x` (the `pi`-th point's request stream).
+pub(crate) fn trial_inputs(plan: &Plan, engine: &str, pi: u64, x: f64, t: u32) -> TrialInputs {
+    TrialInputs::new(plan, &At::new(engine, Next { level: pi, x, t }, 0))
 }
 
 /// The records of trial `at` on the model, with the energy the model's GPU used
@@ -334,63 +328,110 @@ fn trial_at(
     config: &SimConfig,
     at: &At<'_>,
 ) -> (Vec<RequestRecord>, Option<report::TrialEnergy>) {
-    let (engine, x, t) = (at.name, at.x, at.t);
-    let sample = at.lane;
-    let specs = request_specs(plan, sample);
-    let arrivals = match plan.mode {
-        LoadMode::Concurrency => Arrivals::Closed {
-            concurrency: x.round().max(1.0) as u32,
-        },
-        LoadMode::Rate => Arrivals::Open {
-            offsets_s: crate::drive::load::arrival_offsets(
-                x,
-                plan.burstiness,
-                specs.len(),
-                plan.seed ^ sample,
-            )
-            .into_iter()
-            .map(|ns| ns as f64 / 1e9)
-            .collect(),
-            max_concurrency: plan.max_concurrency,
-        },
-        // The trace's own arrival times at speedup `x`, as a real run sends them.
-        LoadMode::Trace => Arrivals::Open {
-            offsets_s: builder(plan)
-                .trace_offsets(x)
+    let inputs = TrialInputs::new(plan, at);
+    let every_s = plan.telemetry.interval_ms.max(1) as f64 / 1000.0;
+    let (records, gpu) = inputs.run(config, at.name, at.t, Some(every_s));
+    (records, model_energy(&gpu))
+}
+
+/// What the model is given for one trial, built once: its requests, their
+/// arrivals and the horizon. The intervals' draws run many configurations on
+/// the same inputs ([`interval`]).
+pub(crate) struct TrialInputs {
+    specs: Vec<RequestSpec>,
+    arrivals: Arrivals,
+    horizon_s: f64,
+    timeout_s: f64,
+    x: f64,
+    sample: u64,
+}
+
+impl TrialInputs {
+    /// The inputs of trial `at` (its requests and their arrival times).
+    pub(crate) fn new(plan: &Plan, at: &At<'_>) -> TrialInputs {
+        let x = at.x;
+        let sample = at.lane;
+        let specs = request_specs(plan, sample);
+        let arrivals = match plan.mode {
+            LoadMode::Concurrency => Arrivals::Closed {
+                concurrency: x.round().max(1.0) as u32,
+            },
+            LoadMode::Rate => Arrivals::Open {
+                offsets_s: crate::drive::load::arrival_offsets(
+                    x,
+                    plan.burstiness,
+                    specs.len(),
+                    plan.seed ^ sample,
+                )
                 .into_iter()
                 .map(|ns| ns as f64 / 1e9)
                 .collect(),
-            max_concurrency: plan.max_concurrency,
-        },
-    };
-    let timeout_s = plan.request_timeout.as_secs_f64();
-    let horizon_s = plan
-        .trial_timeout
-        .map_or(timeout_s * f64::from(plan.requests_per_trial.max(1)), |d| {
-            d.as_secs_f64()
-        });
-    // With seeded noise, each trial draws its own (as a real engine's trials do).
-    let trial_config;
-    let config = match config.jitter {
-        Some(_) => {
-            trial_config = SimConfig {
-                seed: config.seed ^ sample.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                ..config.clone()
-            };
-            &trial_config
+                max_concurrency: plan.max_concurrency,
+            },
+            // The trace's own arrival times at speedup `x`, as a real run sends them.
+            LoadMode::Trace => Arrivals::Open {
+                offsets_s: builder(plan)
+                    .trace_offsets(x)
+                    .into_iter()
+                    .map(|ns| ns as f64 / 1e9)
+                    .collect(),
+                max_concurrency: plan.max_concurrency,
+            },
+        };
+        let timeout_s = plan.request_timeout.as_secs_f64();
+        let horizon_s = plan
+            .trial_timeout
+            .map_or(timeout_s * f64::from(plan.requests_per_trial.max(1)), |d| {
+                d.as_secs_f64()
+            });
+        TrialInputs {
+            specs,
+            arrivals,
+            horizon_s,
+            timeout_s,
+            x,
+            sample,
         }
-        None => config,
-    };
-    let every_s = plan.telemetry.interval_ms.max(1) as f64 / 1000.0;
-    let traced = simulate_traced(config, &arrivals, &specs, CLIENT, horizon_s, Some(every_s));
-    let records = traced
-        .requests
-        .iter()
-        .zip(&specs)
-        .enumerate()
-        .map(|(i, (v, s))| to_record(engine, x, t, i as u32, v, s, timeout_s))
-        .collect();
-    (records, model_energy(&traced.gpu))
+    }
+
+    /// The trial on `config` (engine `engine`, trial index `t`): its records and,
+    /// when `every_s` is given, the model GPU's samples.
+    pub(crate) fn run(
+        &self,
+        config: &SimConfig,
+        engine: &str,
+        t: u32,
+        every_s: Option<f64>,
+    ) -> (Vec<RequestRecord>, Vec<(f64, GpuState)>) {
+        // With seeded noise, each trial draws its own (as a real engine's trials do).
+        let trial_config;
+        let config = match config.jitter {
+            Some(_) => {
+                trial_config = SimConfig {
+                    seed: config.seed ^ self.sample.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    ..config.clone()
+                };
+                &trial_config
+            }
+            None => config,
+        };
+        let traced = simulate_traced(
+            config,
+            &self.arrivals,
+            &self.specs,
+            CLIENT,
+            self.horizon_s,
+            every_s,
+        );
+        let records = traced
+            .requests
+            .iter()
+            .zip(&self.specs)
+            .enumerate()
+            .map(|(i, (v, s))| to_record(engine, self.x, t, i as u32, v, s, self.timeout_s))
+            .collect();
+        (records, traced.gpu)
+    }
 }
 
 /// The trial's energy from the model GPU's samples (the power integral).

@@ -16,6 +16,7 @@ use crate::define::plan::Plan;
 use crate::define::profile::{Overrides, Profile};
 use crate::drive::record::RequestRecord;
 use crate::judge::run::Sweep;
+use crate::model::fit::evidence::Evidence;
 use crate::model::fit::{self, FitContext};
 use goodput_sim::SimConfig;
 
@@ -184,9 +185,22 @@ fn values(p: &Point) -> [Option<f64>; 3] {
 
 /// Measures, fits, predicts and compares one case; the fit too, for its notes.
 pub fn run(case: &Case) -> Result<(fit::Fit, Vec<Compared>), String> {
+    run_with(case, |_| {})
+}
+
+/// [`run`], with the fit's evidence changed by `adjust` before the prediction
+/// (the benchmark's ablations: fewer draws, the covariance ignored).
+pub fn run_with(
+    case: &Case,
+    adjust: impl Fn(&mut Evidence),
+) -> Result<(fit::Fit, Vec<Compared>), String> {
     let measured = plan(&case.fitted, case.shape)?;
     let (_, records) = measure(&measured, &case.truth, case.noise);
-    let f = fit::fit(&records, &context(case))?;
+    let mut f = fit::fit(&records, &context(case))?;
+    if let Some(mut ev) = Evidence::from_table(f.config.fit.as_ref()) {
+        adjust(&mut ev);
+        f.config.fit = ev.to_table();
+    }
     let held = plan(&case.held_out, case.shape)?;
     let pred = predicted(&held, &f.config);
     let (sweep, _) = measure(&held, &case.truth, case.noise);
