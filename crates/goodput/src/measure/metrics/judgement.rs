@@ -4,11 +4,17 @@
 //! shown as is by the table, the CSV, the HTML cells and strips, the verdict,
 //! `compare` and `search`.
 //!
-//! - Attainment form: the Wilson score interval of good / sent (a failed request
-//!   is not good). `meets` when its lower end is at or above the target, `fails`
-//!   when its upper end is below, else `undecided`. A target of 1 (every request)
-//!   is a rule about the requests measured, not an estimate: `meets` when every
-//!   request was good, else `fails`.
+//! - Attainment form: the pooled good / sent (a failed request is not good) with
+//!   its interval that allows for over-dispersion between trials: the Wilson score
+//!   interval (Wilson 1927) on the effective sample size `sent / deff`, the design
+//!   effect `deff` the Pearson dispersion of the trials' counts, floored at 1 (Kish
+//!   1965; Williams 1982; `report::stats::dispersed`; 1 with one trial). Read at
+//!   95%, or, when trials are added until the point is decided (`trials = "auto"`,
+//!   a search's confirmation), at the level of the look (Haybittle–Peto,
+//!   `report::stats::sequential`). `meets` when its lower end is at or above the
+//!   target, `fails` when its upper end is below, else `undecided`. A target of 1
+//!   (every request) is a rule about the requests measured, not an estimate:
+//!   `meets` when every request was good, else `fails`.
 //! - Percentile form: for each bounded metric, the distribution-free interval of its
 //!   pooled p-th percentile (a failed request slower than any,
 //!   [`crate::stats::order`]). `meets` when every upper end is within its bound,
@@ -22,7 +28,7 @@ use report::Judgement;
 
 use crate::stats::order::quantile_interval;
 
-pub use report::slo::{decided_by, judge_attainment, point_counts, point_judgement};
+pub use report::slo::{decided_by, judge_attainment, judge_trials, point_counts, point_judgement};
 
 /// The judgement of one bounded percentile: `values` the pooled successful
 /// requests' values (sorted or not), `failed` requests counted slower than any.
