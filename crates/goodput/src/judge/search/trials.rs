@@ -13,13 +13,13 @@
 //! with `min` its base trials, `max` its `max_trials_per_probe` and no width.
 //!
 //! Because the judgement is read after every trial from `min` to `max`, each read
-//! is at the level of its look ([`plan_looks`], [`report::stats::sequential`]:
-//! Haybittle–Peto, `z = 3` before the last look and the rest of a one-sided 2.5%
-//! at the last), so that a point whose true attainment sits on the target is
-//! called `meets` at most 2.5% of the time however early it stops, and the
-//! interval allows for over-dispersion between trials
-//! ([`report::stats::dispersed`]). The seeded simulation in the tests measures
-//! both (docs/statistics.md, "Adaptive trials").
+//! is at the level of its look ([`plan_looks`], [`report::stats::sequential`]: a
+//! one-sided 2.5% split in advance, half at the first look, the other half equally
+//! over the later ones), so that a point whose true attainment sits on
+//! the target is called `meets` about 2.5% of the time at most however early it
+//! stops; the interval allows for over-dispersion between trials
+//! ([`report::stats::dispersed`]). The seeded simulation in `calibration`
+//! measures both (docs/statistics.md, "Adaptive trials").
 
 use report::TrialsStopped;
 
@@ -72,6 +72,9 @@ impl TrialRule {
         (s.trials >= self.max).then_some(TrialsStopped::Budget)
     }
 }
+
+#[cfg(test)]
+mod calibration;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //! interval on the effective sample size `sent / design effect`, the design effect
 //! estimated from the spread of the per-trial attainment by the method of moments:
 //! Kish 1965, Williams 1982; `report::stats::dispersed`), read at 95% or at a
-//! sequential look's level (Haybittle–Peto, `report::stats::sequential`); or the
+//! sequential look's level (a Bonferroni split, `report::stats::sequential`); or the
 //! percentile form.
 
 use indexmap::IndexMap;
