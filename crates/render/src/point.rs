@@ -25,13 +25,33 @@ pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
 pub fn undecided_words(report: &Report, p: &Point) -> Option<String> {
     let u = point_undecided(report, p)?;
     let a = &u.attainment;
-    let counted = format!("{} of {} good", a.good, a.sent);
-    let side = if a.attainment() >= u.target { "≥" } else { "<" };
-    let show = format!(
-        "would show {side} {}% at {}%",
-        num(u.target * 100.0),
-        level_words(u.level)
-    );
+    let above = a.attainment() >= u.target;
+    let (counted, show) = match &u.metric {
+        None => (
+            format!("{} of {} good", a.good, a.sent),
+            format!(
+                "would show {} {}% at {}%",
+                if above { "≥" } else { "<" },
+                num(u.target * 100.0),
+                level_words(u.level)
+            ),
+        ),
+        Some((name, bound)) => (
+            format!(
+                "{} of {} requests within {} ≤ {} ms",
+                a.good,
+                a.sent,
+                metric_words(name),
+                num(*bound)
+            ),
+            format!(
+                "would show its p{} {} the bound at {}%",
+                num(u.target * 100.0),
+                if above { "within" } else { "beyond" },
+                level_words(u.level)
+            ),
+        ),
+    };
     Some(match u.needs {
         ToDecide::Requests { total, more } => {
             format!("{counted}; {total} requests at this share ({more} more) {show}")
@@ -43,11 +63,19 @@ pub fn undecided_words(report: &Report, p: &Point) -> Option<String> {
             if more == 1 { "" } else { "s" }
         ),
         ToDecide::OnTarget => format!(
-            "{counted}: the attainment sits on the {}% target, so no number of requests at \
-             this share would decide it",
+            "{counted}: the share sits on the {}% needed, so no number of requests at this \
+             share would decide it",
             num(u.target * 100.0)
         ),
     })
+}
+
+/// A bounded metric's name as the SLO says it (`ttft` -> `TTFT`).
+fn metric_words(name: &str) -> String {
+    match name {
+        "e2el" => "E2E latency".into(),
+        other => other.to_uppercase(),
+    }
 }
 
 /// A confidence level in percent, to one decimal when it has one (`95`, `97.2`).

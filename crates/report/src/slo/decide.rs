@@ -13,6 +13,9 @@
 //! doubling then bisection. An attainment exactly on the target (or so close that
 //! more than a billion requests would be needed) is decided by no amount of data
 //! at that share.
+//!
+//! The percentile form is the same computation on each bound's share of requests
+//! within it against `p`% ([`percentile_undecided`]).
 
 use crate::stats::dispersed::{wilson_effective, Dispersed};
 use crate::stats::sequential::z_of;
@@ -92,13 +95,17 @@ pub fn to_decide(d: &Dispersed, target: f64, z: f64) -> Option<ToDecide> {
     })
 }
 
-/// An undecided attainment-form point, with what would decide it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// An undecided point, with what would decide it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Undecided {
-    /// The point's attainment over its trials, with the interval it was judged on.
+    /// The point's attainment over its trials, with the interval it was judged on;
+    /// in the percentile form, the share of requests within `metric`'s bound.
     pub attainment: Dispersed,
-    /// The attainment it needs.
+    /// The attainment (or share within the bound) it needs.
     pub target: f64,
+    /// Percentile form: the bounded metric whose share decides (`ttft`, `tpot`,
+    /// `e2el`, `ttfat`) and its bound, ms; `None` in the attainment form.
+    pub metric: Option<(String, f64)>,
     /// The two-sided confidence level the judgement read (0.95 unless a
     /// sequential look's).
     pub level: f64,
@@ -106,14 +113,18 @@ pub struct Undecided {
     pub needs: ToDecide,
 }
 
-/// What would decide a point of `report` judged `undecided` in the attainment form
-/// (its stored design effect and level, or for an older report its per-trial
-/// counts at 95%); `None` for any other point.
+/// What would decide a point of `report` judged `undecided`: in the attainment form
+/// from its stored design effect and level (or for an older report its per-trial
+/// counts at 95%); in the percentile form from [`percentile_undecided`]. `None`
+/// for any other point.
 pub fn point_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     if point_judgement(report, p)? != Judgement::Undecided {
         return None;
     }
     let c = p.slo_check.as_ref();
+    if c.is_some_and(|c| c.form == SloForm::Percentile) {
+        return percentile_undecided(report, p);
+    }
     if c.is_some_and(|c| c.form != SloForm::Attainment)
         || (c.is_none() && report.slo.percentile.is_some())
     {
@@ -137,9 +148,66 @@ pub fn point_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     Some(Undecided {
         attainment,
         target,
+        metric: None,
         level,
         needs,
     })
+}
+
+/// The percentile form (`p`-th percentile of each bounded metric within its
+/// bound): the p-th percentile is within a bound exactly when at least `p`% of the
+/// requests are, so each bound is an attainment of its own (the requests within
+/// it, a failed request never within; Wilson at 95% on the pooled requests, as
+/// the order-statistic interval the judgement reads is binomial too). When some
+/// share is below `p`%, the one that needs the fewest requests to show it would
+/// decide the point (`fails`); otherwise the one that needs the most (every bound
+/// must be shown met). `None` when the report holds no miss counts.
+pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
+    let c = p.slo_check.as_ref()?;
+    let target = report.slo.percentile? / 100.0;
+    let z = crate::stats::Z95;
+    let errors = c.misses.get("errors").copied().unwrap_or(0);
+    let no_answer = c.misses.get("no_answer").copied().unwrap_or(0);
+    let mut below: Option<(u64, Undecided)> = None;
+    let mut above: Option<(u64, Undecided)> = None;
+    for (name, bound) in [
+        ("ttft", report.slo.ttft_ms),
+        ("tpot", report.slo.tpot_ms),
+        ("e2el", report.slo.e2el_ms),
+        ("ttfat", report.slo.ttfat_ms),
+    ] {
+        let Some(bound) = bound else { continue };
+        let slow = c.misses.get(name).copied().unwrap_or(0)
+            + errors
+            + if name == "ttfat" { no_answer } else { 0 };
+        let within = c.sent.saturating_sub(slow);
+        let Some((_, d)) = judge_trials(&[(within, c.sent)], target, z) else {
+            continue;
+        };
+        let Some(needs) = to_decide(&d, target, z) else {
+            continue;
+        };
+        let cost = match needs {
+            ToDecide::Requests { more, .. } => more,
+            ToDecide::Trials { more, per_trial } => more.saturating_mul(per_trial),
+            ToDecide::OnTarget => u64::MAX,
+        };
+        let u = Undecided {
+            attainment: d,
+            target,
+            metric: Some((name.to_string(), bound)),
+            level: 0.95,
+            needs,
+        };
+        if d.attainment() < target {
+            if below.as_ref().is_none_or(|b| cost < b.0) {
+                below = Some((cost, u));
+            }
+        } else if above.as_ref().is_none_or(|a| cost > a.0) {
+            above = Some((cost, u));
+        }
+    }
+    below.or(above).map(|(_, u)| u)
 }
 
 #[cfg(test)]
@@ -196,4 +264,38 @@ mod tests {
         assert_eq!(to_decide(&of(&[(200, 200)]), 0.9, Z95), None);
         assert_eq!(to_decide(&of(&[(7, 8)]), 1.0, Z95), None);
     }
+
+    #[test]
+    fn a_percentile_point_is_decided_by_its_share_within_the_bound() {
+        let text = include_str!("../../../../tests/data/l4-gpu1-vllm.json");
+        let mut r = crate::io::parse_report(text).expect("the reference parses");
+        r.slo.percentile = Some(90.0);
+        r.slo.ttft_ms = Some(1000.0);
+        r.slo.tpot_ms = None;
+        r.slo.e2el_ms = None;
+        r.slo.ttfat_ms = None;
+        let mut p = Point::default();
+        let mut check = crate::SloCheck {
+            good: 138,
+            sent: 150,
+            target: 0.9,
+            form: SloForm::Percentile,
+            judgement: Some(Judgement::Undecided),
+            ..Default::default()
+        };
+        // 10 over the bound and 2 failed: 138 of 150 (92%) within 1000 ms.
+        check.misses.insert("ttft".into(), 10);
+        check.misses.insert("errors".into(), 2);
+        p.slo_check = Some(check);
+        let u = point_undecided(&r, &p).expect("undecided");
+        assert_eq!(u.metric, Some(("ttft".to_string(), 1000.0)));
+        assert_eq!((u.attainment.good, u.attainment.sent), (138, 150));
+        let Some(ToDecide::Requests { total, more }) = to_decide(&u.attainment, 0.9, Z95) else {
+            panic!("requests")
+        };
+        assert_eq!(u.needs, ToDecide::Requests { total, more });
+        let lower = |n: u64| wilson_effective(0.92, n as f64, Z95).unwrap().0;
+        assert!(lower(total) >= 0.9 && lower(total - 1) < 0.9, "{total}");
+    }
 }
+

@@ -13,7 +13,7 @@
 //! of the error):
 //!
 //! - the **first** look, after the trials every point gets, has half of it
-//!   (`z = 2.24`), so that a clear point still stops there (all good from 45
+//!   (`z = 2.24`), so that a clear point still stops there (all good from 46
 //!   requests, where 95% needs 35);
 //! - each **later** look has an equal share of the other half (`z = 2.96` with 2
 //!   to 10 trials, 2.50 with 2 to 4, a search's default).

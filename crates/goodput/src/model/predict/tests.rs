@@ -355,7 +355,7 @@ fn adaptive_trials_stop_a_clear_point_once_decided() {
     use report::{Judgement, TrialsStopped};
     // Every request within 20 ms at concurrency 1. The first look (2 trials, 40 of
     // 40 good) is read at z = 2.24 (report::stats::sequential: 5 looks), where all
-    // good needs 45 requests; the later looks at z = 2.73 need 67: 4 trials of 20.
+    // good needs 46 requests; the later looks at z = 2.73 need 68: 4 trials of 20.
     let r = adaptive(20, 6, "");
     assert_eq!(
         settled(&r, 1.0),
