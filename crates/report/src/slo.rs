@@ -36,11 +36,7 @@ pub fn judge_interval(low: f64, high: f64, target: f64) -> Judgement {
 /// The judgement of trials of `(good, sent)` requests against `target`, read at the
 /// normal quantile `z` (1.96, or a look's, [`crate::stats::sequential`]), with the
 /// interval it read; `None` when nothing was sent.
-pub fn judge_trials(
-    trials: &[(u64, u64)],
-    target: f64,
-    z: f64,
-) -> Option<(Judgement, Dispersed)> {
+pub fn judge_trials(trials: &[(u64, u64)], target: f64, z: f64) -> Option<(Judgement, Dispersed)> {
     let d = attainment_interval(trials, z)?;
     if target >= 1.0 {
         let j = if d.good >= d.sent {

@@ -65,7 +65,9 @@ mod tests {
         // What would decide it, computed (report::slo::decide): at 87.5%, 554
         // requests would show the point below 90%.
         assert!(
-            advice.contains("7 of 8 good; 554 requests at this share (546 more) would show < 90% at 95%"),
+            advice.contains(
+                "7 of 8 good; 554 requests at this share (546 more) would show < 90% at 95%"
+            ),
             "{advice}"
         );
     }

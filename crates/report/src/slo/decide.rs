@@ -157,15 +157,16 @@ pub fn point_undecided(report: &Report, p: &Point) -> Option<Undecided> {
 /// The percentile form (`p`-th percentile of each bounded metric within its
 /// bound): the p-th percentile is within a bound exactly when at least `p`% of the
 /// requests are, so each bound is an attainment of its own (the requests within
-/// it, a failed request never within; Wilson at 95% on the pooled requests, as
-/// the order-statistic interval the judgement reads is binomial too). When some
+/// it, a failed request never within; Wilson at the point's level on the pooled
+/// requests, as the order-statistic interval the judgement reads is binomial too). When some
 /// share is below `p`%, the one that needs the fewest requests to show it would
 /// decide the point (`fails`); otherwise the one that needs the most (every bound
 /// must be shown met). `None` when the report holds no miss counts.
 pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     let c = p.slo_check.as_ref()?;
     let target = report.slo.percentile? / 100.0;
-    let z = crate::stats::Z95;
+    let level = c.level.unwrap_or(0.95);
+    let z = z_of(level);
     let errors = c.misses.get("errors").copied().unwrap_or(0);
     let no_answer = c.misses.get("no_answer").copied().unwrap_or(0);
     let mut below: Option<(u64, Undecided)> = None;
@@ -196,7 +197,7 @@ pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
             attainment: d,
             target,
             metric: Some((name.to_string(), bound)),
-            level: 0.95,
+            level,
             needs,
         };
         if d.attainment() < target {
@@ -259,7 +260,10 @@ mod tests {
         };
         assert!(lower(2 + more) >= 0.9 && lower(1 + more) < 0.9, "{more}");
         // 18 of 20 is 90% exactly.
-        assert_eq!(to_decide(&of(&[(18, 20)]), 0.9, Z95), Some(ToDecide::OnTarget));
+        assert_eq!(
+            to_decide(&of(&[(18, 20)]), 0.9, Z95),
+            Some(ToDecide::OnTarget)
+        );
         // Decided points need nothing.
         assert_eq!(to_decide(&of(&[(200, 200)]), 0.9, Z95), None);
         assert_eq!(to_decide(&of(&[(7, 8)]), 1.0, Z95), None);
@@ -298,4 +302,3 @@ mod tests {
         assert!(lower(total) >= 0.9 && lower(total - 1) < 0.9, "{total}");
     }
 }
-

@@ -95,7 +95,7 @@ pub fn design_effect(trials: &[(u64, u64)]) -> f64 {
 /// The Wilson score interval of a proportion `p` on `n` (not necessarily whole)
 /// observations at the normal quantile `z`; `None` when `n` is not positive.
 pub fn wilson_effective(p: f64, n: f64, z: f64) -> Option<(f64, f64)> {
-    if !(n > 0.0) || !p.is_finite() {
+    if n.is_nan() || n <= 0.0 || !p.is_finite() {
         return None;
     }
     let p = p.clamp(0.0, 1.0);
@@ -168,14 +168,20 @@ mod tests {
         assert!(close(two.design_effect, 48.0 / 11.0), "{two:?}");
         assert!(close(two.effective_n(), 11.0));
         // Wilson of 0.91667 on n = 11 (computed by hand from the formula).
-        assert!(close(two.low, 0.631_610_8) && close(two.high, 0.986_028_4), "{two:?}");
+        assert!(
+            close(two.low, 0.631_610_8) && close(two.high, 0.986_028_4),
+            "{two:?}"
+        );
         // Pooled Wilson says [0.8045, 0.9671]: over-confident.
         let (lo, _) = wilson_interval(44, 48, Z95).unwrap();
         assert!(two.low < lo - 0.15);
         // Four trials of 100: 90, 80, 95, 85 -> p = 0.875, X² = 11.4286 on 3 df.
         let four = attainment_interval(&[(90, 100), (80, 100), (95, 100), (85, 100)], Z95).unwrap();
         assert!(close(four.design_effect, 11.428_571_4 / 3.0), "{four:?}");
-        assert!(close(four.low, 0.798_239_4) && close(four.high, 0.925_290_0), "{four:?}");
+        assert!(
+            close(four.low, 0.798_239_4) && close(four.high, 0.925_290_0),
+            "{four:?}"
+        );
         // Three trials 21, 23, 18 of 24: X² = 4.4129 on 2 df.
         let three = attainment_interval(&[(21, 24), (23, 24), (18, 24)], Z95).unwrap();
         assert!(close(three.design_effect, 2.206_451_6), "{three:?}");

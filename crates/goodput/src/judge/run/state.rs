@@ -196,7 +196,8 @@ impl Sweep {
                     .collect();
                 let slos: Vec<TrialSlo> = done.iter().map(|t| t.slo.clone()).collect();
                 if !slos.is_empty() {
-                    let (attainment, check) = point_slo_at(&slos, &plan.slo, plan_looks(plan).z(slos.len() as u32));
+                    let (attainment, check) =
+                        point_slo_at(&slos, &plan.slo, plan_looks(plan).z(slos.len() as u32));
                     p.attainment = Some(attainment);
                     p.slo_check = Some(check);
                 }

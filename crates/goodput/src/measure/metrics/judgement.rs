@@ -17,8 +17,9 @@
 //!   `meets` when every request was good, else `fails`.
 //! - Percentile form: for each bounded metric, the distribution-free interval of its
 //!   pooled p-th percentile (a failed request slower than any,
-//!   [`crate::stats::order`]). `meets` when every upper end is within its bound,
-//!   `fails` when some lower end is beyond its bound, else `undecided`.
+//!   [`crate::stats::order`]), at 95% or at the level of the look as above.
+//!   `meets` when every upper end is within its bound, `fails` when some lower end
+//!   is beyond its bound, else `undecided`.
 //!
 //! Reports written before the judgement was stored get it from what they hold, by
 //! the same rule (`report::slo::point_judgement`, which renderers use too): the stored counts, or for the reference
@@ -30,13 +31,25 @@ use crate::stats::order::quantile_interval;
 
 pub use report::slo::{decided_by, judge_attainment, judge_trials, point_counts, point_judgement};
 
-/// The judgement of one bounded percentile: `values` the pooled successful
+/// The judgement of one bounded percentile at 95%: `values` the pooled successful
 /// requests' values (sorted or not), `failed` requests counted slower than any.
 pub fn judge_percentile(values: &[f64], failed: u64, p: f64, bound: f64) -> Judgement {
+    judge_percentile_at(values, failed, p, bound, crate::stats::LEVEL)
+}
+
+/// [`judge_percentile`] with its interval at the two-sided confidence `level` (a
+/// sequential look's, `report::stats::sequential`).
+pub fn judge_percentile_at(
+    values: &[f64],
+    failed: u64,
+    p: f64,
+    bound: f64,
+    level: f64,
+) -> Judgement {
     let mut v = values.to_vec();
     v.extend(std::iter::repeat_n(f64::INFINITY, failed as usize));
     v.sort_by(f64::total_cmp);
-    let Some(ci) = quantile_interval(&v, p / 100.0, crate::stats::LEVEL) else {
+    let Some(ci) = quantile_interval(&v, p / 100.0, level) else {
         return Judgement::Undecided;
     };
     if ci.high.is_some_and(|h| h <= bound) {
@@ -147,7 +160,9 @@ pub(crate) mod sim {
         // the pooled one; it errs wide, not narrow.
         let (ours, pooled) = coverage(44, 4000, 5, 24, 0.9, 1.0);
         eprintln!("binomial, 5 trials: covered {ours}, pooled Wilson {pooled}");
-        assert!(ours >= pooled && (0.94..=0.985).contains(&ours), "{ours} {pooled}");
+        assert!(
+            ours >= pooled && (0.94..=0.985).contains(&ours),
+            "{ours} {pooled}"
+        );
     }
 }
-

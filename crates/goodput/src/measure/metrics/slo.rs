@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use report::stats::sort_values;
 use report::{SloForm, Stat};
 
-use super::judgement::{all_of, decided_by, judge_percentile, judge_trials};
+use super::judgement::{all_of, decided_by, judge_percentile_at, judge_trials};
 use super::request_metrics;
 use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
@@ -129,6 +129,11 @@ pub fn point_slo_at(trials: &[TrialSlo], slo: &SloSpec, z: f64) -> (Stat, report
     }
     let target = slo.attainment.unwrap_or(DEFAULT_ATTAINMENT);
     let attainment = (sent > 0).then(|| good as f64 / sent as f64);
+    let level = if z == report::stats::Z95 {
+        crate::stats::LEVEL
+    } else {
+        report::stats::sequential::level_of(z)
+    };
     let counts: Vec<(u64, u64)> = trials.iter().map(|t| (t.good, t.sent)).collect();
     let judged = judge_trials(&counts, target, z);
     let ci = judged.map(|(_, d)| (d.low, d.high));
@@ -160,7 +165,7 @@ pub fn point_slo_at(trials: &[TrialSlo], slo: &SloSpec, z: f64) -> (Stat, report
                 let Some(b) = bound else { continue };
                 let v = percentile_with_failures(&values, slow, p);
                 ok &= v.is_some_and(|v| v <= b);
-                parts.push(judge_percentile(&values, slow, p, b));
+                parts.push(judge_percentile_at(&values, slow, p, b, level));
                 percentiles_ms.insert(name.to_string(), v);
             }
             (SloForm::Percentile, ok, (sent > 0).then(|| all_of(parts)))
@@ -175,7 +180,7 @@ pub fn point_slo_at(trials: &[TrialSlo], slo: &SloSpec, z: f64) -> (Stat, report
         design_effect: (form == SloForm::Attainment)
             .then(|| judged.map(|(_, d)| d.design_effect))
             .flatten(),
-        level: (z != report::stats::Z95).then(|| report::stats::sequential::level_of(z)),
+        level: (z != report::stats::Z95).then_some(level),
         target,
         form: form.clone(),
         meets,

@@ -377,7 +377,10 @@ fn adaptive_trials_add_trials_near_the_target_until_decisive() {
     // (each later look at z = 2.96, report::stats::sequential).
     let r = adaptive(14, 10, "trials_width = 0.000001");
     let (trials, why, _) = settled(&r, 1.0);
-    assert!((3..=10).contains(&trials), "more than the minimum: {trials}");
+    assert!(
+        (3..=10).contains(&trials),
+        "more than the minimum: {trials}"
+    );
     assert_eq!(why, Some(TrialsStopped::Decisive));
     // Every added trial is complete and numbered on.
     let p = r.load["e"].points.iter().find(|p| p.x == 1.0).unwrap();

@@ -40,7 +40,9 @@ fn rates(seed: u64, reps: u32, p: f64, sequential: bool) -> (f64, f64, f64) {
                 width: None,
             };
             if let Some(why) = RULE.stopped(settled) {
-                break (why == TrialsStopped::Decisive).then_some(judgement).flatten();
+                break (why == TrialsStopped::Decisive)
+                    .then_some(judgement)
+                    .flatten();
             }
         };
         trials += counts.len() as u32;
