@@ -3,14 +3,14 @@
 //! group-sequential boundary that keeps the chance of a wrong `meets` (or a wrong
 //! `fails`) near 2.5% however many times the judgement is read.
 //!
-//! A point read after each trial from `first` to `last` is read `L = last − first
-//! + 1` times. Reading each look at 95% would call a point whose true attainment
-//! sits on the target `meets` far more often than 2.5% (measured: 6.1% with 2 to
-//! 10 trials). The one-sided 2.5% is split over the looks in advance (a weighted
-//! Bonferroni boundary: the bound holds whatever the correlation between looks;
-//! Jennison & Turnbull 2000, §2.7; the split in the spirit of Haybittle 1971 and
-//! Peto et al. 1976, whose interim looks are strict so that one look keeps most
-//! of the error):
+//! A point read after each trial from `first` to `last` is read
+//! `L = last − first + 1` times. Reading each look at 95% would call a point whose
+//! true attainment sits on the target `meets` far more often than 2.5% (measured:
+//! 6.1% with 2 to 10 trials). The one-sided 2.5% is split over the looks in
+//! advance (a weighted Bonferroni boundary: the bound holds whatever the
+//! correlation between looks; Jennison & Turnbull 2000, §2.7; the split in the
+//! spirit of Haybittle 1971 and Peto et al. 1976, whose interim looks are strict
+//! so that one look keeps most of the error):
 //!
 //! - the **first** look, after the trials every point gets, has half of it
 //!   (`z = 2.24`), so that a clear point still stops there (all good from 46
