@@ -251,7 +251,7 @@ mod tests {
         let Some(ToDecide::Trials { more, per_trial }) = to_decide(&d, 0.9, Z95) else {
             panic!("trials")
         };
-        assert_eq!(per_trial, 24);
+        assert_eq!((more, per_trial), (225, 24), "docs/statistics.md quotes it");
         // Check: 2 + more trials at the same share and spread clear 90%, one fewer not.
         let lower = |trials: u64| {
             wilson_effective(44.0 / 48.0, (trials * 24) as f64 / d.design_effect, Z95)
