@@ -1,8 +1,8 @@
 //! What a point of a report says, read once for every writer: whether it meets the
-//! SLO (its stored judgement), its attainment, its TTFAT; and the SLO's bounds in
-//! words.
+//! SLO (its stored judgement), its attainment, its TTFAT; what would decide an
+//! undecided point; and the SLO's bounds in words.
 
-use report::slo::point_judgement;
+use report::slo::{point_judgement, point_undecided, ToDecide};
 use report::{Judgement, Point, Report, Stat};
 
 use super::text::num;
@@ -16,6 +16,77 @@ pub fn point_meets(report: &Report, p: &Point) -> Option<bool> {
         Judgement::Fails => Some(false),
         Judgement::Undecided | Judgement::Unknown => None,
     }
+}
+
+/// What would decide an undecided attainment-form point, in words, from
+/// [`report::slo::point_undecided`] (the one computation): `20 of 20 good; 35
+/// requests at this share (15 more) would show ≥ 90% at 95%`, or in trials when
+/// the trials vary more than requests would. `None` for any other point.
+pub fn undecided_words(report: &Report, p: &Point) -> Option<String> {
+    let u = point_undecided(report, p)?;
+    let a = &u.attainment;
+    let above = a.attainment() >= u.target;
+    let (counted, show) = match &u.metric {
+        None => (
+            format!("{} of {} good", a.good, a.sent),
+            format!(
+                "would show {} {}% at {}%",
+                if above { "≥" } else { "<" },
+                num(u.target * 100.0),
+                level_words(u.level)
+            ),
+        ),
+        Some((name, bound)) => (
+            format!(
+                "{} of {} requests within {} ≤ {} ms",
+                a.good,
+                a.sent,
+                metric_words(name),
+                num(*bound)
+            ),
+            format!(
+                "would show its p{} {} the bound at {}%",
+                num(u.target * 100.0),
+                if above { "within" } else { "beyond" },
+                level_words(u.level)
+            ),
+        ),
+    };
+    Some(match u.needs {
+        ToDecide::Requests { total, more } => {
+            format!("{counted}; {total} requests at this share ({more} more) {show}")
+        }
+        ToDecide::Trials { more, per_trial } => format!(
+            "{counted}, the trials varying {}x a binomial; about {more} more trial{} of \
+             {per_trial} requests at this share and spread {show}",
+            num1(a.design_effect),
+            if more == 1 { "" } else { "s" }
+        ),
+        ToDecide::OnTarget => format!(
+            "{counted}: the share sits on the {}% needed, so no number of requests at this \
+             share would decide it",
+            num(u.target * 100.0)
+        ),
+    })
+}
+
+/// A bounded metric's name as the SLO says it (`ttft` -> `TTFT`).
+fn metric_words(name: &str) -> String {
+    match name {
+        "e2el" => "E2E latency".into(),
+        other => other.to_uppercase(),
+    }
+}
+
+/// A confidence level in percent, to one decimal when it has one (`95`, `97.2`).
+fn level_words(level: f64) -> String {
+    let s = format!("{:.1}", level * 100.0);
+    s.strip_suffix(".0").map_or(s.clone(), str::to_string)
+}
+
+/// A ratio to one decimal (`1.4`).
+fn num1(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 /// Pooled attainment of a point, when known (from `slo_check`, else the counts;

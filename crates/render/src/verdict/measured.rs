@@ -52,6 +52,8 @@ struct Levels {
     no: Vec<f64>,
     undecided: Vec<f64>,
     unknown: Vec<f64>,
+    /// What would decide each undecided load (`x=4: 20 of 20 good; ...`).
+    to_decide: Vec<String>,
 }
 
 impl Levels {
@@ -61,12 +63,19 @@ impl Levels {
             no: Vec::new(),
             undecided: Vec::new(),
             unknown: Vec::new(),
+            to_decide: Vec::new(),
         };
         for p in points {
             match point_judgement(report, p) {
                 Some(Judgement::Meets) => l.yes.push(p.x),
                 Some(Judgement::Fails) => l.no.push(p.x),
-                Some(Judgement::Undecided) => l.undecided.push(p.x),
+                Some(Judgement::Undecided) => {
+                    l.undecided.push(p.x);
+                    l.to_decide.extend(
+                        crate::point::undecided_words(report, p)
+                            .map(|w| format!("at x={}, {w}", num(p.x))),
+                    );
+                }
                 Some(Judgement::Unknown) | None => l.unknown.push(p.x),
             }
         }
@@ -91,8 +100,13 @@ impl Levels {
             (true, true) => format!("{engine}: not known whether it meets the SLO"),
         };
         if !self.undecided.is_empty() {
+            let decide = if self.to_decide.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", self.to_decide.join("; "))
+            };
             s.push_str(&format!(
-                "; undecided at x={} (the attainment's 95% interval straddles the target)",
+                "; undecided at x={} (the attainment's interval straddles the target{decide})",
                 xs(&self.undecided)
             ));
         }

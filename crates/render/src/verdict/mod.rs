@@ -150,4 +150,34 @@ mod tests {
         assert!(v.contains("the search's max"), "{v}");
         assert!(!v.contains("the bracket is noisy"), "{v}");
     }
+
+    #[test]
+    fn an_undecided_load_says_what_would_decide_it() {
+        let text = include_str!("../../../goodput/tests/render_fixtures/additive.json");
+        let mut r = report::io::parse_report(text).expect("fixture parses");
+        r.capacity.clear();
+        r.slo.percentile = None;
+        let engine = r.load.keys().next().expect("an engine").clone();
+        let points = &mut r.load.get_mut(&engine).expect("the engine").points;
+        let p = &mut points[0];
+        p.trials.clear();
+        p.slo_check = Some(report::SloCheck {
+            good: 20,
+            sent: 20,
+            attainment: Some(1.0),
+            target: 0.9,
+            form: report::SloForm::Attainment,
+            meets: true,
+            judgement: Some(Judgement::Undecided),
+            ..Default::default()
+        });
+        let x = num(p.x);
+        let v = verdict(&r).join(" ");
+        // 20 of 20: Wilson's lower end n / (n + z²) reaches 90% at n = 35.
+        let says = format!(
+            "undecided at x={x} (the attainment's interval straddles the target: at x={x}, \
+             20 of 20 good; 35 requests at this share (15 more) would show ≥ 90% at 95%)"
+        );
+        assert!(v.contains(&says), "{v}");
+    }
 }

@@ -17,12 +17,18 @@
 //! [`proportion`] (Newcombe's interval for a share of requests), [`multiple`]
 //! (Holm's correction), [`change`] (a relative change, its p-value, equivalence,
 //! the trials that would detect it).
+//!
+//! The SLO judgement's attainment: [`dispersed`] (the interval that allows for
+//! over-dispersion between trials) and [`sequential`] (the level of each look when
+//! trials are added until a point is decided).
 
 use serde::{Deserialize, Serialize};
 
 pub mod change;
+pub mod dispersed;
 pub mod multiple;
 pub mod proportion;
+pub mod sequential;
 pub mod trials;
 
 pub use change::{normal_quantile, t_quantile, trials_needed, two_sided_p, upper_tail, Change};

@@ -231,9 +231,11 @@ pub struct SloCheck {
     pub sent: u64,
     /// Pooled attainment, `good / sent` (`null` when nothing was sent).
     pub attainment: Option<f64>,
-    /// Lower end of the 95% Wilson score interval of the pooled attainment.
+    /// Lower end of the interval of the pooled attainment that the judgement reads:
+    /// the Wilson score interval on the effective sample size (`sent /
+    /// design_effect`), at `level` (95% unless stated).
     pub ci_low: Option<f64>,
-    /// Upper end of the 95% Wilson score interval of the pooled attainment.
+    /// Upper end of that interval.
     pub ci_high: Option<f64>,
     /// The attainment a point needs (`slo.attainment`, default 0.9).
     pub target: f64,
@@ -247,6 +249,19 @@ pub struct SloCheck {
     /// older reports (readers derive it from the counts the same way).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judgement: Option<super::Judgement>,
+    /// goodput addition (attainment form): the design effect the interval allows
+    /// for, the variance of the pooled attainment over a binomial's, estimated from
+    /// the spread of the per-trial attainment (1 with one trial, never below 1;
+    /// `report::stats::dispersed`); absent in older reports (1: the pooled Wilson
+    /// interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_effect: Option<f64>,
+    /// goodput addition: the two-sided confidence level of `ci_low`/`ci_high` when
+    /// it is not 0.95: a point given trials until it is decided (`trials =
+    /// "auto"`, a search's confirmation) is read at a stricter level at each look
+    /// (`report::stats::sequential`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<f64>,
     /// goodput addition (attainment form): the fewest requests whose outcome, had it
     /// gone the other way, would put the pooled attainment on the other side of the
     /// target; 1 means one request decided whether the point meets the SLO.

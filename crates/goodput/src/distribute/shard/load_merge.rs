@@ -22,7 +22,7 @@ use super::merge::Merged;
 use crate::define::plan::fingerprint_changes;
 use crate::define::profile::SloSpec;
 use crate::drive::record::{read_records, RequestRecord};
-use crate::measure::metrics::{point_slo, point_summary, trial_metrics, trial_slo};
+use crate::measure::metrics::{point_slo_at, point_summary, trial_metrics, trial_slo};
 use crate::UsageError;
 
 type TrialKey = (String, u64, u32, u32);
@@ -310,7 +310,10 @@ fn pooled_point(
     out.trials = trials;
     pooled_energy_and_cost(&mut out, p, &metrics, &energies);
     if !slos.is_empty() {
-        let (attainment, check) = point_slo(&slos, slo);
+        // Judged at the level the clients' point was read at (a sequential look's).
+        let level = p.slo_check.as_ref().and_then(|c| c.level);
+        let z = level.map_or(report::stats::Z95, report::stats::sequential::z_of);
+        let (attainment, check) = point_slo_at(&slos, slo, z);
         out.attainment = Some(attainment);
         out.slo_check = Some(check);
     }

@@ -150,10 +150,12 @@ impl Probed<'_> {
     /// The note's words for a deciding probe at `x` still judged undecided after
     /// its trials (`stated`: the capacity is stated there).
     fn undecided(&self, x: f64, stated: bool) -> String {
-        let check = self.point(Some(x)).and_then(|p| p.slo_check.as_ref());
+        let point = self.point(Some(x));
+        let check = point.and_then(|p| p.slo_check.as_ref());
         let measured = check.map_or(String::new(), |c| {
             let ci = c.ci_low.zip(c.ci_high).map_or(String::new(), |(lo, hi)| {
-                format!(", 95% interval {}–{}", pct(Some(lo)), pct(Some(hi)))
+                let level = num(c.level.unwrap_or(0.95) * 100.0);
+                format!(", {level}% interval {}–{}", pct(Some(lo)), pct(Some(hi)))
             });
             format!(
                 " ({} of {} requests good{ci}, against {})",
@@ -162,20 +164,33 @@ impl Probed<'_> {
                 pct(Some(c.target))
             )
         });
-        let more = check
-            .filter(|c| c.form == report::SloForm::Attainment)
-            .and_then(|c| {
-                let need = crate::render::warnings::judgement::requests_to_decide(
-                    c.attainment?,
-                    c.target,
-                )?;
-                Some(need.saturating_sub(c.sent))
-            })
-            .filter(|n| *n > 0)
-            .map_or(
-                "more requests per trial or a higher max_trials_per_probe would decide it".into(),
-                |n| format!("about {n} more requests at this attainment would decide it"),
-            );
+        // What would decide it: the one computation (report::slo::decide).
+        let needs = point.zip(check).and_then(|(p, c)| {
+            if c.form != report::SloForm::Attainment {
+                return None;
+            }
+            let z = report::stats::sequential::z_of(c.level.unwrap_or(0.95));
+            let trials = report::slo::point_trial_counts(p)
+                .filter(|t| t.iter().map(|t| t.1).sum::<u64>() == c.sent)
+                .unwrap_or_else(|| vec![(c.good, c.sent)]);
+            let (_, d) = report::slo::judge_trials(&trials, c.target, z)?;
+            report::slo::to_decide(&d, c.target, z)
+        });
+        let more = match needs {
+            Some(report::slo::ToDecide::Requests { more, .. }) => {
+                format!("about {more} more requests at this attainment would decide it")
+            }
+            Some(report::slo::ToDecide::Trials { more, per_trial }) => format!(
+                "about {more} more trials of {per_trial} requests at this attainment and spread would decide it"
+            ),
+            Some(report::slo::ToDecide::OnTarget) => {
+                "the attainment sits on the target: no number of requests at it would decide it"
+                    .into()
+            }
+            None => {
+                "more requests per trial or a higher max_trials_per_probe would decide it".into()
+            }
+        };
         let which = if stated {
             "the capacity is stated at"
         } else {

@@ -11,10 +11,10 @@ use report::{
 use crate::define::plan::Plan;
 use crate::define::profile::LoadMode;
 use crate::drive::record::RequestRecord;
-use crate::judge::search::trials::Settled;
+use crate::judge::search::trials::{plan_looks, Settled};
 use crate::judge::search::Obs;
 use crate::measure::metrics::{
-    point_slo, point_summary, trial_metrics, trial_slo, TrialMetrics, TrialSlo,
+    point_slo_at, point_summary, trial_metrics, trial_slo, TrialMetrics, TrialSlo,
 };
 use crate::measure::telemetry;
 
@@ -196,7 +196,8 @@ impl Sweep {
                     .collect();
                 let slos: Vec<TrialSlo> = done.iter().map(|t| t.slo.clone()).collect();
                 if !slos.is_empty() {
-                    let (attainment, check) = point_slo(&slos, &plan.slo);
+                    let (attainment, check) =
+                        point_slo_at(&slos, &plan.slo, plan_looks(plan).z(slos.len() as u32));
                     p.attainment = Some(attainment);
                     p.slo_check = Some(check);
                 }
@@ -309,7 +310,7 @@ fn observation(plan: &Plan, x: f64, trials: &BTreeMap<u32, TrialState>) -> (Obs,
         .filter(|t| t.info.status == RunStatus::Complete)
         .collect();
     let slos: Vec<TrialSlo> = done.iter().map(|t| t.slo.clone()).collect();
-    let (_, c) = point_slo(&slos, &plan.slo);
+    let (_, c) = point_slo_at(&slos, &plan.slo, plan_looks(plan).z(slos.len() as u32));
     let good = done
         .iter()
         .map(|t| crate::measure::metrics::cost::good_output_throughput(&t.metrics));

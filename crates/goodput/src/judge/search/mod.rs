@@ -17,7 +17,8 @@
 //!    the midpoint. Concurrency narrows to adjacent integers, rate to
 //!    `f − p ≤ resolution × p`.
 //! 3. **Confirm**: a probe passes or fails by its stored SLO judgement
-//!    ([`report::Judgement`]: the 95% interval against the target), not by its
+//!    ([`report::Judgement`]: its interval, over-dispersed and at the level of the
+//!    look, `trials::plan_looks`, against the target), not by its
 //!    point estimate. A probe judged `undecided` is neither: it gets more trials
 //!    by the one trial rule ([`TrialRule`], the rule of adaptive trials), up to
 //!    `max_trials_per_probe` (and with `trials = "auto"`, until its key metrics'

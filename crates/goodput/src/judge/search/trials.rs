@@ -11,10 +11,21 @@
 //! otherwise it gets one more trial. With a fixed trial count (`trials = N`) a grid
 //! point gets exactly `N`, and the search confirms its deciding probes by this rule
 //! with `min` its base trials, `max` its `max_trials_per_probe` and no width.
+//!
+//! Because the judgement is read after every trial from `min` to `max`, each read
+//! is at the level of its look ([`plan_looks`], [`report::stats::sequential`]: a
+//! one-sided 2.5% split in advance, half at the first look, the other half equally
+//! over the later ones), so that a point whose true attainment sits on
+//! the target is called `meets` about 2.5% of the time at most however early it
+//! stops; the interval allows for over-dispersion between trials
+//! ([`report::stats::dispersed`]). The seeded simulation in `calibration`
+//! measures both (docs/statistics.md, "Adaptive trials").
 
 use report::TrialsStopped;
 
-use crate::define::plan::TrialRule;
+use report::stats::sequential::Looks;
+
+use crate::define::plan::{Plan, TrialRule};
 
 /// What a point's trials so far say, as the rule reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,7 +38,24 @@ pub struct Settled {
     pub width: Option<f64>,
 }
 
+/// The looks at a point's SLO judgement a plan makes: a search's probes and
+/// adaptive trials are read after each trial from the first count to the most
+/// ([`TrialRule::looks`]), a fixed trial count once.
+pub fn plan_looks(plan: &Plan) -> Looks {
+    match (&plan.search, plan.adaptive) {
+        (Some(cfg), _) => cfg.rule().looks(),
+        (None, Some(rule)) => rule.looks(),
+        (None, None) => Looks::ONE,
+    }
+}
+
 impl TrialRule {
+    /// The looks this rule makes at a point's judgement: after `min` trials, then
+    /// after each further one up to `max`.
+    pub fn looks(&self) -> Looks {
+        Looks::between(self.min, self.max)
+    }
+
     /// Why the point gets no more trials, or `None` when it gets another.
     pub fn stopped(&self, s: Settled) -> Option<TrialsStopped> {
         if s.trials < self.min {
@@ -44,6 +72,9 @@ impl TrialRule {
         (s.trials >= self.max).then_some(TrialsStopped::Budget)
     }
 }
+
+#[cfg(test)]
+mod calibration;
 
 #[cfg(test)]
 mod tests {

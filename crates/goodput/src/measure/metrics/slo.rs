@@ -1,11 +1,16 @@
 //! A trial and a point judged against the SLO: attainment (good / sent) with its
-//! Wilson interval, or the percentile form.
+//! interval that allows for over-dispersion between trials (the Wilson score
+//! interval on the effective sample size `sent / design effect`, the design effect
+//! estimated from the spread of the per-trial attainment by the method of moments:
+//! Kish 1965, Williams 1982; `report::stats::dispersed`), read at 95% or at a
+//! sequential look's level (a Bonferroni split, `report::stats::sequential`); or the
+//! percentile form.
 
 use indexmap::IndexMap;
 use report::stats::sort_values;
 use report::{SloForm, Stat};
 
-use super::judgement::{all_of, decided_by, judge_attainment, judge_percentile};
+use super::judgement::{all_of, decided_by, judge_percentile_at, judge_trials};
 use super::request_metrics;
 use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
@@ -97,12 +102,21 @@ pub fn percentile_with_failures(values: &[f64], failed: u64, p: f64) -> Option<f
     v.get((rank - 1) as usize).copied()
 }
 
-/// A point judged against the SLO from its trials' [`TrialSlo`]: per-trial
-/// attainment as `{median,min,max,n}`, and the pooled check (attainment with its
-/// 95% Wilson score interval; `meets` when the point estimate reaches the target,
-/// or in the percentile form when each bounded metric's p-th percentile is within
-/// its bound; and the judgement with its interval, [`super::judgement`]).
+/// A point judged against the SLO from its trials' [`TrialSlo`], read once at 95%
+/// (a fixed trial count): [`point_slo_at`] with `z = 1.96`.
 pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck) {
+    point_slo_at(trials, slo, report::stats::Z95)
+}
+
+/// A point judged against the SLO from its trials' [`TrialSlo`], its interval read
+/// at the normal quantile `z` (1.96, or a sequential look's,
+/// [`report::stats::sequential::Looks::z`]): per-trial attainment as
+/// `{median,min,max,n}`, and the pooled check (attainment with its interval that
+/// allows for over-dispersion between trials, and its design effect; `meets` when
+/// the point estimate reaches the target, or in the percentile form when each
+/// bounded metric's p-th percentile is within its bound; and the judgement,
+/// [`super::judgement`]).
+pub fn point_slo_at(trials: &[TrialSlo], slo: &SloSpec, z: f64) -> (Stat, report::SloCheck) {
     let per_trial = Stat::from_trials(trials.iter().map(TrialSlo::attainment));
     let good: u64 = trials.iter().map(|t| t.good).sum();
     let sent: u64 = trials.iter().map(|t| t.sent).sum();
@@ -115,13 +129,20 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
     }
     let target = slo.attainment.unwrap_or(DEFAULT_ATTAINMENT);
     let attainment = (sent > 0).then(|| good as f64 / sent as f64);
-    let ci = report::stats::wilson_interval(good, sent, report::stats::Z95);
+    let level = if z == report::stats::Z95 {
+        crate::stats::LEVEL
+    } else {
+        report::stats::sequential::level_of(z)
+    };
+    let counts: Vec<(u64, u64)> = trials.iter().map(|t| (t.good, t.sent)).collect();
+    let judged = judge_trials(&counts, target, z);
+    let ci = judged.map(|(_, d)| (d.low, d.high));
     let mut percentiles_ms = IndexMap::new();
     let (form, meets, judgement) = match slo.percentile {
         None => (
             SloForm::Attainment,
             attainment.is_some_and(|a| a >= target - 1e-12),
-            judge_attainment(good, sent, target),
+            judged.map(|(j, _)| j),
         ),
         Some(p) => {
             let pool = |f: fn(&TrialSlo) -> &Vec<f64>| -> Vec<f64> {
@@ -144,7 +165,7 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
                 let Some(b) = bound else { continue };
                 let v = percentile_with_failures(&values, slow, p);
                 ok &= v.is_some_and(|v| v <= b);
-                parts.push(judge_percentile(&values, slow, p, b));
+                parts.push(judge_percentile_at(&values, slow, p, b, level));
                 percentiles_ms.insert(name.to_string(), v);
             }
             (SloForm::Percentile, ok, (sent > 0).then(|| all_of(parts)))
@@ -156,6 +177,10 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
         attainment,
         ci_low: ci.map(|c| c.0),
         ci_high: ci.map(|c| c.1),
+        design_effect: (form == SloForm::Attainment)
+            .then(|| judged.map(|(_, d)| d.design_effect))
+            .flatten(),
+        level: (z != report::stats::Z95).then_some(level),
         target,
         form: form.clone(),
         meets,
