@@ -13,7 +13,7 @@
 //!
 //! With `GOODPUT_BENCH_COVERAGE=N` it measures instead how often the capacity's
 //! interval covers another run's capacity: N rate-mode searches of one noisy
-//! engine in virtual time (`goodput::judge::search::coverage`), seeds 1..=N, and
+//! engine in virtual time (`goodput::model::predict::coverage`), seeds 1..=N, and
 //! the share of ordered pairs whose interval holds the other's estimate.
 
 use goodput::define::options::RunOptions;
@@ -112,14 +112,14 @@ fn main() {
 
 /// Repeated rate-mode searches of one noisy engine, and their pairwise coverage.
 fn measure_coverage(runs: u64) {
-    use goodput::judge::search::coverage::{engine, pairwise, plan};
+    use goodput::model::predict::coverage::{engine, pairwise, plan};
     println!("| seed | passing | capacity | 95% interval | probes | trials |");
     println!("|---:|---:|---:|---|---:|---:|");
     let mut intervals = Vec::new();
     for seed in 1..=runs {
         let p =
             plan("rate", (0.1, 16.0), (1500.0, 80.0), 32, seed).unwrap_or_else(|e| panic!("{e}"));
-        let Some(c) = goodput::judge::search::coverage::search(&p, &engine(seed)) else {
+        let Some(c) = goodput::model::predict::coverage::search(&p, &engine(seed)) else {
             println!("| {seed} | no answer | | | | |");
             continue;
         };

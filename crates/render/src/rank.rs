@@ -80,8 +80,13 @@ fn unseparated(r: &Row, rule: &Rule, tests: usize) -> String {
         ),
         None => "more trials would tell".to_string(),
     };
+    let apart = if lo > 0.0 || hi < 0.0 {
+        ", apart on its own interval but not once corrected over compare's table (Holm)"
+    } else {
+        ""
+    };
     format!(
-        "{} and {} cannot be told apart: {}'s goodput is {} ({} to {}) against {}'s; {more}",
+        "{} and {} cannot be told apart: {}'s goodput is {} ({} to {}) against {}'s{apart}; {more}",
         r.engine,
         r.baseline,
         r.engine,

@@ -7,11 +7,10 @@
 //!
 //! The trial is the unit here too: requests of one trial are not independent, so
 //! each side's Wilson interval is taken on its **effective** number of requests,
-//! `n / deff`, with the design effect (Kish 1965) `deff = max(1, s² / (p̄ (1 − p̄) /
-//! m̄))`: the variance of the per-trial shares over what a binomial of the mean
-//! trial size `m̄` would give (the method-of-moments estimate of a beta-binomial's
-//! over-dispersion). With one trial a side it cannot be estimated, and the change
-//! is not testable.
+//! `n / deff`, with the design effect (Kish 1965) of the SLO judgement
+//! ([`super::dispersed`]: the Pearson dispersion of the trials' counts, the
+//! method-of-moments estimate of a beta-binomial's over-dispersion). With one
+//! trial a side it cannot be estimated, and the change is not testable.
 //!
 //! The p-value is the interval's own: the largest level at which the interval
 //! still excludes 0 (found by bisection on the normal quantile), so a row's p and
@@ -24,7 +23,8 @@ use super::Change;
 /// One side's trials as `(good, sent)`.
 pub type Counts = [(u64, u64)];
 
-/// The pooled share and the effective number of requests of a side.
+/// The pooled share and the effective number of requests of a side (the design
+/// effect of [`super::dispersed::design_effect`], the one the SLO judgement uses).
 fn effective(c: &Counts) -> Option<(f64, f64)> {
     let (g, n) = c
         .iter()
@@ -33,38 +33,13 @@ fn effective(c: &Counts) -> Option<(f64, f64)> {
         return None;
     }
     let p = g as f64 / n as f64;
-    Some((p, n as f64 / design_effect(c, p)))
+    Some((p, n as f64 / super::dispersed::design_effect(c)))
 }
 
-/// The design effect of a side's trials around the pooled share `p` (≥ 1).
-pub fn design_effect(c: &Counts, p: f64) -> f64 {
-    let shares: Vec<(f64, f64)> = c
-        .iter()
-        .filter(|t| t.1 > 0)
-        .map(|t| (t.0.min(t.1) as f64 / t.1 as f64, t.1 as f64))
-        .collect();
-    let k = shares.len();
-    let binomial = p * (1.0 - p);
-    if k < 2 || binomial <= 0.0 {
-        return 1.0;
-    }
-    let mean_size = shares.iter().map(|s| s.1).sum::<f64>() / k as f64;
-    let mean = shares.iter().map(|s| s.0).sum::<f64>() / k as f64;
-    let s2 = shares.iter().map(|s| (s.0 - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
-    (s2 / (binomial / mean_size)).max(1.0)
-}
-
-/// The Wilson score interval of a share `p` of `n` (not necessarily whole)
-/// requests at the normal quantile `z`.
-pub fn wilson(p: f64, n: f64, z: f64) -> (f64, f64) {
-    let z2 = z * z;
-    let centre = p + z2 / (2.0 * n);
-    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).max(0.0).sqrt();
-    let denom = 1.0 + z2 / n;
-    (
-        ((centre - half) / denom).clamp(0.0, 1.0),
-        ((centre + half) / denom).clamp(0.0, 1.0),
-    )
+/// The Wilson interval of a share `p` of `n` effective requests (the one
+/// definition, [`super::dispersed::wilson_effective`]).
+fn wilson(p: f64, n: f64, z: f64) -> (f64, f64) {
+    super::dispersed::wilson_effective(p, n, z).unwrap_or((0.0, 1.0))
 }
 
 /// Newcombe's interval of `p2 − p1` at the normal quantile `z`.
@@ -174,8 +149,7 @@ mod tests {
         let tight = change(&[(45, 50), (45, 50)], &[(40, 50), (40, 50)]).unwrap();
         let loose = change(&[(50, 50), (40, 50)], &[(45, 50), (35, 50)]).unwrap();
         assert!(loose.ci.1 - loose.ci.0 > tight.ci.1 - tight.ci.0);
-        assert!(design_effect(&[(50, 50), (40, 50)], 0.9) > 1.0);
-        assert_eq!(design_effect(&[(45, 50)], 0.9), 1.0);
+        assert!(super::super::dispersed::design_effect(&[(50, 50), (40, 50)]) > 1.0);
     }
 
     #[test]

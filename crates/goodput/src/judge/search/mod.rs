@@ -36,7 +36,6 @@
 //! every probe ([`crate::stats::capacity`]).
 
 pub mod cost;
-pub mod coverage;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod trials;

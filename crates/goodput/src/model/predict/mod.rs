@@ -17,6 +17,7 @@
 //! samples themselves are not kept).
 
 pub mod command;
+pub mod coverage;
 pub mod draw;
 pub mod interval;
 pub mod search;

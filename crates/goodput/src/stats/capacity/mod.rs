@@ -36,7 +36,7 @@
 //! trial's good requests as Binomial): with the 2 to 4 trials a probe gets, a
 //! probe's resamples take only a handful of values, and the intervals covered
 //! another run's capacity in 12 of 30 pairs in the repeated rate-mode searches of
-//! [`crate::judge::search::coverage`]; pooling the dispersion over all probes
+//! [`crate::model::predict::coverage`]; pooling the dispersion over all probes
 //! uses every trial the search ran.
 //!
 //! The probes' loads are the search's (chosen adaptively from what was measured),
