@@ -103,6 +103,7 @@ tpot_ms = {args.slo_tpot}
 mode = "concurrency"
 points = [{points}]
 requests_per_trial = {args.requests}
+trials = {args.trials}
 warmup_requests = 2
 request_timeout_s = 60
 seed = 1
@@ -155,6 +156,7 @@ def main():
     ap.add_argument("--effect-pairs", type=int, default=8)
     ap.add_argument("--within", type=int, default=4)
     ap.add_argument("--sigma", type=float, default=0.3)
+    ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--points", default="1,2,4")
     ap.add_argument("--requests", type=int, default=24)
     ap.add_argument("--input-tokens", type=int, default=256)
@@ -225,7 +227,7 @@ def main():
     pct = lambda a, b: f"{100.0 * a / max(b, 1):.0f}%"
     needed.sort()
     print(f"\nReal clocks, {args.points} concurrency, {args.requests} requests a trial, "
-          f"default trials (2), sim sigma {args.sigma}, SLO TTFT <= {args.slo_ttft} ms, "
+          f"{args.trials} trials, sim sigma {args.sigma}, SLO TTFT <= {args.slo_ttft} ms, "
           f"TPOT <= {args.slo_tpot} ms; load average {load0} at start, {loadavg()} at end; "
           f"{os.cpu_count()} CPUs; {time.time() - started:.0f} s.\n")
     print("| measure | value | target |")
