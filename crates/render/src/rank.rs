@@ -105,7 +105,7 @@ pub fn tie_break(
     x: f64,
     and_list: fn(&[&str]) -> String,
 ) -> String {
-    let head = format!("{} tie at {}", and_list(tied), num(x));
+    let head = format!("{} reach the same load, {}", and_list(tied), num(x));
     let mut at: Vec<(&str, f64)> = tied
         .iter()
         .filter_map(|e| goodput_at(report, e, x).map(|v| (*e, v)))

@@ -51,7 +51,7 @@ fn ties_name_every_engine_at_the_best_load() {
         ("c", Some(2.0)),
     ]))
     .join(" ");
-    assert!(v.contains("a, b and c tie at 2"), "{v}");
+    assert!(v.contains("a, b and c reach the same load, 2"), "{v}");
     // The report has no points of a, b, c: nothing to rank them by.
     assert!(v.contains("cannot be ranked"), "{v}");
     let v = verdict(&with_capacity(&[
@@ -60,7 +60,7 @@ fn ties_name_every_engine_at_the_best_load() {
         ("c", Some(1.0)),
     ]))
     .join(" ");
-    assert!(v.contains("a and b tie at 4"), "{v}");
+    assert!(v.contains("a and b reach the same load, 4"), "{v}");
     assert!(!v.contains("c tie"), "{v}");
 }
 
@@ -97,7 +97,7 @@ fn tied_at_4(fast: [f64; 3], spec: [f64; 3]) -> Report {
 fn a_tie_is_ranked_by_goodput_at_the_shared_load_when_the_test_can_tell() {
     let v = verdict(&tied_at_4([3.9, 3.95, 4.0], [5.65, 5.75, 5.8])).join(" ");
     assert!(
-        v.contains("sim-fast and vllm <tp2> & spec tie at 4; at that load"),
+        v.contains("sim-fast and vllm <tp2> & spec reach the same load, 4; at that load"),
         "{v}"
     );
     // The leader first, with compare's interval (the report's first engine,
