@@ -170,6 +170,29 @@ impl EngineHandle {
         }
     }
 
+    /// Whether goodput launched this engine (it has a process to watch), as
+    /// opposed to a server it was pointed at (`url`).
+    pub fn launched(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// Whether the server at the base URL still takes a TCP connection within
+    /// `within`: how a server goodput did not launch is told apart from one that
+    /// is gone (killed, its node lost) once requests fail to connect.
+    pub async fn accepts_connections(&self, within: Duration) -> bool {
+        let Ok(url) = reqwest::Url::parse(&self.base_url) else {
+            return false;
+        };
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return false;
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        matches!(
+            tokio::time::timeout(within, tokio::net::TcpStream::connect((host, port))).await,
+            Ok(Ok(_))
+        )
+    }
+
     /// The engine process's pid (its process group id), when launched.
     pub fn pid(&self) -> Option<u32> {
         self.process

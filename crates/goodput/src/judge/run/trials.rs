@@ -18,7 +18,7 @@ use crate::drive::client::Target;
 use crate::drive::engine::{EngineContext, EngineHandle};
 use crate::drive::load::share;
 use crate::drive::load::Trial;
-use crate::drive::record::RequestRecord;
+use crate::drive::record::{ErrorKind, RequestRecord};
 use crate::measure::metrics::{trial_metrics, trial_slo, TrialMetrics};
 use crate::measure::telemetry;
 
@@ -228,9 +228,12 @@ async fn run_one(
     let m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
     let server = m.server.finish(&m.records).await;
     abandoned_notice(ctx, at, &m.records);
-    let died = handle.exit_status();
+    let died = match handle.exit_status() {
+        Some(s) => Some(s),
+        None => stopped_answering(handle, &m.records).await,
+    };
     let metrics = trial_metrics(&m.records, &ctx.run.plan.slo);
-    let (status, error) = status_of(died.as_deref(), ctx.stopped());
+    let (status, error) = status_of(died.as_deref(), ctx.stopped(), handle.launched());
     let info = TrialInfo {
         index: at.t,
         attempt: at.attempt,
@@ -252,6 +255,34 @@ async fn run_one(
     keep_trial(ctx, at, &trial_no, &m.records, metrics, info)?;
     Ok(died.map_or(Ran::Kept, Ran::Died))
 }
+
+/// A server goodput did not launch (`url`) that went away during the trial: some
+/// requests could not connect or lost their connection, and a new connection is
+/// refused now. `None` for a launched engine (its process says whether it died),
+/// and when the server still takes connections (the failures stay the server's
+/// answers, counted by kind).
+async fn stopped_answering(handle: &EngineHandle, records: &[RequestRecord]) -> Option<String> {
+    if handle.launched() {
+        return None;
+    }
+    let lost = records
+        .iter()
+        .filter(|r| matches!(r.error, Some(ErrorKind::Connect | ErrorKind::Reset)))
+        .count();
+    if lost == 0 || handle.accepts_connections(GONE_PROBE).await {
+        return None;
+    }
+    Some(format!(
+        "the server at {} stopped answering: {lost} of {} requests could not connect or lost \
+         their connection, and it refuses connections now",
+        handle.base_url,
+        records.len()
+    ))
+}
+
+/// How long a server that failed requests is given to take a new connection
+/// before it is called gone.
+const GONE_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A trial abandoned for requests that timed out in a row says so, with how many
 /// of its requests were never sent.
@@ -326,11 +357,15 @@ fn point_label(ctx: &Ctx<'_>, at: &At<'_>) -> String {
 
 /// A trial is partial when the engine died during it or the run was interrupted;
 /// the error says which.
-fn status_of(died: Option<&str>, interrupted: bool) -> (RunStatus, Option<String>) {
+fn status_of(died: Option<&str>, interrupted: bool, launched: bool) -> (RunStatus, Option<String>) {
     match (died, interrupted) {
         (Some(s), _) => (
             RunStatus::Partial,
-            Some(format!("the engine exited during the trial ({s})")),
+            Some(if launched {
+                format!("the engine exited during the trial ({s})")
+            } else {
+                format!("the engine went away during the trial ({s})")
+            }),
         ),
         (None, true) => (RunStatus::Partial, Some(report::INTERRUPTED.into())),
         (None, false) => (RunStatus::Complete, None),

@@ -89,3 +89,76 @@ fn an_allowed_restart_is_recorded() {
     assert!(dies.error.is_some());
     assert_eq!(r.load["healthy"].points[0].completed, vec![30]);
 }
+
+/// A server goodput did not launch (`url`) that is killed mid-run: the trial is
+/// kept as partial, the engine is recorded as gone (not "run complete"), the next
+/// load level is not sent into a dead server, and the run exits 3.
+#[test]
+fn a_url_server_killed_mid_run_is_an_engine_failure_and_exit_3() {
+    let sim = common::load_share::start_sim();
+    let dir = Scratch::new();
+    let profile = format!(
+        r#"
+name = "gone"
+[slo]
+ttft_ms = 500
+[load]
+points = [1, 2]
+requests_per_trial = 10
+trials = 3
+request_timeout_s = 30
+stall_timeout_s = 5
+[workload]
+input_tokens = 16
+output_tokens = 12
+[engines.remote]
+url = "{}"
+"#,
+        sim.url
+    );
+    // The server is killed (by its id, when `sim` drops) once the first trial is
+    // kept (its 10 records written), a little into the second.
+    let records = dir.path("r.requests.jsonl");
+    let killer = std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_secs(120) {
+            let lines = std::fs::read_to_string(&records).map_or(0, |t| t.lines().count());
+            if lines >= 10 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        drop(sim);
+    });
+    let out = dir.run(&profile, &["--quiet"]).output().unwrap();
+    killer.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        common::cli::text(&out.stderr)
+    );
+    let r = dir.report();
+    let remote = &r.load["remote"];
+    let err = remote
+        .error
+        .as_ref()
+        .expect("the engine's failure is recorded");
+    assert_eq!(err.kind, report::FailureKind::DiedDuringTrial);
+    assert!(err.message.contains("stopped answering"), "{err:?}");
+    assert!(err.message.contains("refuses connections"), "{err:?}");
+    let p = &remote.points[0];
+    assert_eq!(p.trials[0].status, report::RunStatus::Complete);
+    let last = p.trials.last().unwrap();
+    assert_eq!(last.status, report::RunStatus::Partial);
+    assert!(
+        last.error.as_deref().unwrap().contains("went away"),
+        "{:?}",
+        last.error
+    );
+    assert_eq!(remote.points.len(), 1, "x=2 is not sent into a dead server");
+    let recs = goodput::drive::record::read_records(&dir.path("r.requests.jsonl")).unwrap();
+    assert!(recs.iter().any(|r| r.ok()), "what finished before is kept");
+    assert!(recs.iter().any(|r| !r.ok()), "the rest failed");
+}

@@ -19,11 +19,25 @@ pub(super) fn death(
     status: String,
 ) -> EngineFailure {
     let name = at.name;
-    let mut failure = EngineFailure {
-        kind: FailureKind::DiedDuringTrial,
-        message: format!("{name} exited during trial {} at x={}", at.t + 1, at.x),
-        exit_status: Some(status),
-        ..Default::default()
+    let mut failure = if handle.launched() {
+        EngineFailure {
+            kind: FailureKind::DiedDuringTrial,
+            message: format!("{name} exited during trial {} at x={}", at.t + 1, at.x),
+            exit_status: Some(status),
+            ..Default::default()
+        }
+    } else {
+        // A server goodput did not launch has no exit status: why it is called
+        // gone is the message.
+        EngineFailure {
+            kind: FailureKind::DiedDuringTrial,
+            message: format!(
+                "{name} stopped answering during trial {} at x={}: {status}",
+                at.t + 1,
+                at.x
+            ),
+            ..Default::default()
+        }
     };
     handle.explain(&mut failure);
     say!(
