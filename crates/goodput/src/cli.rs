@@ -359,7 +359,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Report { report, output } => {
             let r = crate::measure::peers::read(&report)?;
             let out = output.unwrap_or_else(|| report.with_extension("html"));
-            crate::redact::write_file(&out, &render::html(&r))?;
+            crate::redact::write_html(&out, &r)?;
             eprintln!("wrote {}", out.display());
             Ok(0)
         }

@@ -107,10 +107,16 @@ pub fn read_report(path: &Path) -> Result<Report, ReportError> {
 /// Fails (rather than writing something else) when a value cannot be written as
 /// JSON, e.g. a non-finite number in a field that has no `null` form.
 pub fn to_json(report: &Report) -> Result<String, serde_json::Error> {
+    to_json_of(report)
+}
+
+/// Any value written as [`to_json`] writes a report (one-space indent, a final
+/// newline): a report already turned into a `serde_json::Value`, say.
+pub fn to_json_of<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    serde::Serialize::serialize(report, &mut ser)?;
+    serde::Serialize::serialize(value, &mut ser)?;
     buf.push(b'\n');
     // serde_json writes UTF-8 only.
     Ok(String::from_utf8_lossy(&buf).into_owned())

@@ -184,7 +184,10 @@ pub(super) fn sweep_plan(profile: &Path, sweep: &SweepOptions) -> anyhow::Result
     let levels = sweep.levels.concurrency.is_some() || sweep.levels.rate.is_some();
     let r = super::resolve::resolve(Some(profile), &super::PeerArgs::default(), levels)?;
     if !r.filled.is_empty() {
-        eprintln!("{}", super::resolve::filled_note(&r.origin, &r.filled));
+        eprintln!(
+            "{}",
+            crate::term::safe(&super::resolve::filled_note(&r.origin, &r.filled))
+        );
     }
     let overrides: Overrides = sweep.overrides();
     Ok(r.profile.into_plan(&r.origin, &overrides)?)

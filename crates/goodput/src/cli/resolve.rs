@@ -37,6 +37,11 @@ pub struct Resolved {
 /// goodput's own `--concurrency`/`--rate` were given (they conflict with vLLM's).
 pub fn resolve(path: Option<&Path>, peer: &PeerArgs, levels: bool) -> anyhow::Result<Resolved> {
     let url = peer.target_url();
+    // A password or key in `--url` is printed (the first line names it) and kept
+    // nowhere: it is redacted wherever it shows.
+    if let Some(u) = &url {
+        crate::redact::remember_shaped(u);
+    }
     check_conflicts(peer, levels)?;
     let (text, origin) = match (path, &url) {
         (Some(p), _) => (read(p)?, p.display().to_string()),

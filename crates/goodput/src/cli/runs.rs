@@ -36,7 +36,10 @@ fn load_profile(
 ) -> anyhow::Result<(Profile, String)> {
     let r = resolve::resolve(path.as_deref(), &flags.peer, levels)?;
     if !r.filled.is_empty() && !flags.quiet {
-        eprintln!("{}", resolve::filled_note(&r.origin, &r.filled));
+        eprintln!(
+            "{}",
+            crate::term::safe(&resolve::filled_note(&r.origin, &r.filled))
+        );
     }
     Ok((r.profile, r.origin))
 }

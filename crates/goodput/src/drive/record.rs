@@ -279,8 +279,8 @@ impl RecordsFile {
     pub fn append(&mut self, records: &[RequestRecord]) -> std::io::Result<()> {
         for r in records {
             // Error details may hold what a server echoed (a key from a 401 body).
-            let line = serde_json::to_string(r)?;
-            self.file.write_all(crate::redact::text(&line).as_bytes())?;
+            let line = crate::redact::to_json_line(r)?;
+            self.file.write_all(line.as_bytes())?;
             self.file.write_all(b"\n")?;
         }
         self.file.flush()?;

@@ -322,13 +322,15 @@ fn rate_between(times: impl Iterator<Item = u64> + Clone) -> Option<f64> {
     (n > 1 && b > a).then(|| (n - 1) as f64 / ((b - a) as f64 / 1e9))
 }
 
-/// `label: detail` of a failed request, cut to [`FIRST_ERROR_MAX_CHARS`] characters.
+/// `label: detail` of a failed request, redacted, then cut to
+/// [`FIRST_ERROR_MAX_CHARS`] characters.
 fn error_text(r: &RequestRecord) -> String {
     let label = r.error_label().unwrap_or_else(|| "empty".into());
     let text = match r.error_detail.as_deref().map(str::trim) {
         Some(d) if !d.is_empty() => format!("{label}: {d}"),
         _ => label,
     };
+    let text = crate::redact::text(&text).into_owned();
     if text.chars().count() <= FIRST_ERROR_MAX_CHARS {
         return text;
     }

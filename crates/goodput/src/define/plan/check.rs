@@ -104,6 +104,11 @@ impl Profile {
     /// numeric field is checked to be finite and in range here, with an error
     /// naming the key and its line (or the flag that set it).
     pub fn into_plan(mut self, origin: &str, ov: &Overrides) -> Result<Plan, ProfileError> {
+        // Before anything is written or printed: the profile's text goes into the
+        // report, its engines' secrets with it.
+        for e in self.engines.values() {
+            e.remember_secrets();
+        }
         if ov.prompt_salt.is_some() {
             self.workload.set_salt();
         }

@@ -138,6 +138,34 @@ impl Api {
 }
 
 impl EngineSpec {
+    /// Remembers, as secrets to redact from every output ([`crate::redact`]), what
+    /// this engine's table carries: the value after a secret flag in `args` and
+    /// `command` (`"--api-key", "X"`, `--hf-token=X`) and in a `shell` line, the
+    /// value of a secret `env` variable, a URL's password and secret query values.
+    /// The profile's own text is kept in the report, where these values would
+    /// otherwise show in whatever form the TOML has them.
+    pub fn remember_secrets(&self) {
+        use crate::redact;
+        redact::remember_argv(&self.args);
+        if let Some(command) = &self.command {
+            redact::remember_argv(command);
+        }
+        if let Some(shell) = &self.shell {
+            let words: Vec<String> = shell.split_whitespace().map(str::to_string).collect();
+            redact::remember_argv(&words);
+        }
+        for (k, v) in &self.env {
+            // `${NAME}` is filled in at launch, where the value is remembered.
+            if redact::is_secret_env(k) && !v.contains("${") {
+                redact::remember(v);
+            }
+            redact::remember_shaped(v);
+        }
+        if let Some(url) = &self.url {
+            redact::remember_shaped(url);
+        }
+    }
+
     /// The effective kind: explicit, else `command` when a command is given, else `url`.
     pub fn effective_kind(&self) -> EngineKind {
         match self.kind {

@@ -412,5 +412,5 @@ fn last_line(path: &Path) -> Option<String> {
     f.take(4096).read_to_end(&mut tail).ok()?;
     let text = String::from_utf8_lossy(&tail);
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
-    Some(line.chars().take(120).collect())
+    Some(crate::redact::cut_chars(line, 120))
 }

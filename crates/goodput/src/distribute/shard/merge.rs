@@ -500,16 +500,12 @@ pub fn command(args: &MergeOptions) -> anyhow::Result<i32> {
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let mut text = String::new();
-    for r in &merged.records {
-        text.push_str(&serde_json::to_string(r)?);
-        text.push('\n');
-    }
+    let text = crate::redact::jsonl(&merged.records)?;
     crate::redact::write_file(&requests, &text)?;
     crate::redact::write_report(out, &merged.report)?;
     if args.html {
         let html = out.with_extension("html");
-        crate::redact::write_file(&html, &crate::render::html(&merged.report))?;
+        crate::redact::write_html(&html, &merged.report)?;
     }
     for w in &merged.warnings {
         eprintln!("warning: {}", crate::term::safe(w));

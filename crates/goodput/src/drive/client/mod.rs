@@ -9,7 +9,8 @@
 //!
 //! A failure of any kind becomes an [`ErrorKind`] on the record; nothing here panics
 //! on what a server sends, and nothing it sends is kept without bound: an error body
-//! is read only as far as its kept start ([`ERROR_BODY_BYTES`]), a line or event is
+//! is read only to [`ERROR_BODY_READ_BYTES`] and its start kept ([`ERROR_BODY_BYTES`],
+//! redacted before the cut), a line or event is
 //! limited by [`SseLimits::max_event_bytes`], and a stream by the content chunks the
 //! request allows ([`max_content_chunks`]) and by [`SseLimits::max_stream_bytes`].
 
@@ -115,8 +116,13 @@ pub struct Limits {
     pub sse: SseLimits,
 }
 
-/// Bytes of a non-2xx response body kept in the error detail; no more is read.
+/// Bytes of a non-2xx response body kept in the error detail, cut after the body
+/// is redacted ([`crate::redact::cut`]: a key across the cut keeps no part).
 pub const ERROR_BODY_BYTES: usize = 300;
+
+/// Bytes of a non-2xx response body read (to redact whole a secret that starts in
+/// the kept part); no more is read.
+pub const ERROR_BODY_READ_BYTES: usize = 4096;
 
 /// Content chunks a stream may carry when the request did not say how many tokens
 /// it allows: above any model's context (so never a real answer), and a bounded
@@ -434,7 +440,7 @@ async fn check_response<E>(
         let mut kept = Vec::new();
         // What arrived before the deadline is kept.
         let _ = tokio::time::timeout_at(deadline, body_start(body, &mut kept)).await;
-        let detail = String::from_utf8_lossy(&kept);
+        let detail = crate::redact::cut(&String::from_utf8_lossy(&kept), ERROR_BODY_BYTES);
         return Err(Failure::new(
             ErrorKind::Http,
             format!("HTTP {status}: {detail}"),
@@ -466,16 +472,16 @@ async fn check_response<E>(
     Ok(())
 }
 
-/// Reads `body` into `kept` until it holds [`ERROR_BODY_BYTES`] or the body ends;
-/// dropping the response then closes the connection with the rest unread.
+/// Reads `body` into `kept` until it holds [`ERROR_BODY_READ_BYTES`] or the body
+/// ends; dropping the response then closes the connection with the rest unread.
 async fn body_start<E>(
     body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
     kept: &mut Vec<u8>,
 ) {
-    while kept.len() < ERROR_BODY_BYTES {
+    while kept.len() < ERROR_BODY_READ_BYTES {
         match body.next().await {
             Some(Ok(b)) => {
-                let room = ERROR_BODY_BYTES - kept.len();
+                let room = ERROR_BODY_READ_BYTES - kept.len();
                 kept.extend_from_slice(&b[..b.len().min(room)]);
             }
             Some(Err(_)) | None => break,

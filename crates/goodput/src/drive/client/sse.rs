@@ -308,8 +308,12 @@ impl ChunkError {
     }
 }
 
+/// The start of an event's data kept in an error: its first 200 bytes, redacted
+/// before the cut (from its first 4 KiB, so a secret that starts in the kept part
+/// is redacted whole).
 fn excerpt(data: &[u8]) -> String {
-    String::from_utf8_lossy(&data[..data.len().min(200)]).into_owned()
+    let read = String::from_utf8_lossy(&data[..data.len().min(4096)]);
+    crate::redact::cut(&read, 200)
 }
 
 /// Parses the data of one event (not `[DONE]`).
@@ -364,11 +368,15 @@ pub fn parse_data_keeping(
         .iter()
         .find_map(|c| c.finish_reason.as_deref())
         .map(|f| {
-            let mut end = f.len().min(MAX_FINISH_REASON);
-            while !f.is_char_boundary(end) {
-                end -= 1;
+            // An ordinary reason (`stop`, `length`) is short; a longer one is a
+            // server's text, redacted before it is cut.
+            if f.len() <= MAX_FINISH_REASON
+                && f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                f.to_string()
+            } else {
+                crate::redact::cut(f, MAX_FINISH_REASON)
             }
-            f[..end].to_string()
         });
     let bytes = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     Ok(ChunkInfo {
@@ -547,5 +555,29 @@ mod tests {
                 proptest::prop_assert!(p.line.len() <= 256 && p.data.len() <= 256);
             }
         }
+    }
+
+    /// The cut a stored excerpt or finish reason gets comes after redaction: a
+    /// known key across the cut leaves none of its characters.
+    #[test]
+    fn excerpts_and_finish_reasons_are_redacted_before_they_are_cut() {
+        const KEY: &str = "sk-cut-after-redaction-0123456789abcdefghij";
+        crate::redact::remember(KEY);
+        let data = format!("{}{KEY}", "x".repeat(180));
+        let ChunkError::Malformed(m) = parse_data(data.as_bytes()).unwrap_err() else {
+            panic!("malformed")
+        };
+        assert!(!m.contains(&KEY[..8]), "{m}");
+        let chunk = format!(r#"{{"choices":[{{"text":"a","finish_reason":"xx{KEY}"}}]}}"#);
+        let f = parse_data(chunk.as_bytes()).unwrap().finish_reason.unwrap();
+        assert!(
+            !f.contains(&KEY[..8]) && f.len() <= MAX_FINISH_REASON,
+            "{f}"
+        );
+        let event = format!(r#"{{"error":"{}{KEY}"}}"#, "y".repeat(180));
+        let ChunkError::Server(s) = parse_data(event.as_bytes()).unwrap_err() else {
+            panic!("server error")
+        };
+        assert!(!s.contains(&KEY[..8]), "{s}");
     }
 }

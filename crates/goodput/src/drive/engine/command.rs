@@ -10,7 +10,7 @@ use crate::define::profile::{EngineKind, EngineSpec, PortSpec};
 /// The loopback address launched engines listen on.
 pub const HOST: &str = "127.0.0.1";
 
-pub use crate::redact::{is_secret_env, REDACTED};
+pub use crate::redact::{is_secret_env, is_secret_flag, REDACTED};
 
 /// Why a launch command could not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -115,21 +115,6 @@ pub fn base_url(spec: &EngineSpec, port: Option<u16>) -> Option<String> {
     .map(|u| u.trim_end_matches('/').to_string())
 }
 
-/// Whether a flag names a secret (`--api-key`, `--hf-token`, `--secret`, ...): one
-/// of its dash- or underscore-separated words is `key`, `token`, `secret` or
-/// `password` (so `--max-num-batched-tokens` is not).
-fn is_secret_flag(flag: &str) -> bool {
-    let Some(name) = flag.strip_prefix('-') else {
-        return false;
-    };
-    name.trim_start_matches('-').split(['-', '_']).any(|w| {
-        matches!(
-            w.to_ascii_lowercase().as_str(),
-            "key" | "token" | "secret" | "password"
-        )
-    })
-}
-
 /// Replaces every occurrence of the API key, and the value of every secret flag
 /// (`--api-key X`, `--api-key=X`) or secret assignment (`HF_TOKEN=X`) within a
 /// shell line, by `***`.
@@ -143,7 +128,11 @@ fn redact_text(text: &str, api_key: Option<&str>) -> String {
         let mut redacted = Vec::with_capacity(words.len());
         let mut hide_next = false;
         for w in words {
-            if hide_next && !w.is_empty() {
+            if w.is_empty() {
+                redacted.push(String::new());
+                continue;
+            }
+            if hide_next && !w.starts_with("--") {
                 redacted.push(REDACTED.to_string());
                 hide_next = false;
                 continue;
@@ -156,8 +145,9 @@ fn redact_text(text: &str, api_key: Option<&str>) -> String {
 }
 
 /// Redacts `--flag=value` and `NAME=value` forms; sets `hide_next` after a bare
-/// secret flag.
+/// secret flag. Which names are secret is [`crate::redact::is_secret_name`]'s rule.
 fn redact_word(word: &str, hide_next: &mut bool) -> String {
+    *hide_next = false;
     if let Some((name, _)) = word.split_once('=') {
         let env_like = !name.starts_with('-')
             && !name.is_empty()
@@ -181,6 +171,8 @@ pub fn redacted_command(
     env: &BTreeMap<String, String>,
     api_key: Option<&str>,
 ) -> Vec<String> {
+    // The engine may print its arguments: every output is redacted of their secrets.
+    crate::redact::remember_argv(argv);
     let mut out: Vec<String> = env
         .iter()
         .map(|(k, v)| {
@@ -195,7 +187,9 @@ pub fn redacted_command(
         .collect();
     let mut hide_next = false;
     for arg in argv {
-        if hide_next {
+        // The value after a secret flag, unless it is the next flag
+        // (`--enable-auth --port 1`).
+        if hide_next && !arg.starts_with("--") {
             out.push(REDACTED.to_string());
             hide_next = false;
             continue;
@@ -368,5 +362,37 @@ mod tests {
         ];
         let out = redacted_command(&shell, &BTreeMap::new(), None);
         assert_eq!(out[2], "OPENAI_API_KEY=*** srv --api-key  *** --port 1");
+    }
+
+    #[test]
+    fn the_flags_named_secret_are_the_redaction_rules() {
+        let argv: Vec<String> = [
+            "srv",
+            "--db-pass",
+            "hunter2222",
+            "--auth=abc",
+            "--github-pat",
+            "ghp_x",
+            "--enable-auth",
+            "--port",
+            "1",
+            "--author",
+            "me",
+            "--enable-prefix-caching",
+            "--max-num-batched-tokens",
+            "8",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut env = BTreeMap::new();
+        env.insert("DB_PASS".to_string(), "pw".to_string());
+        env.insert("SESSION_COOKIE".to_string(), "c".to_string());
+        let out = redacted_command(&argv, &env, None).join(" ");
+        assert_eq!(
+            out,
+            "DB_PASS=*** SESSION_COOKIE=*** srv --db-pass *** --auth=*** --github-pat *** \
+             --enable-auth --port 1 --author me --enable-prefix-caching --max-num-batched-tokens 8"
+        );
     }
 }

@@ -155,7 +155,8 @@ pub fn root_cause(lines: &[String]) -> Vec<String> {
         if !cause_re().is_match(bare) {
             continue;
         }
-        let bare: String = bare.chars().take(MAX_CAUSE_CHARS).collect();
+        // Redacted before the cut, so a secret across it keeps no part.
+        let bare = crate::redact::cut_chars(bare, MAX_CAUSE_CHARS);
         found.retain(|f| *f != bare);
         found.push(bare);
     }

@@ -305,11 +305,7 @@ fn reopen_records(
     rec_path: &Path,
     kept: &[crate::drive::record::RequestRecord],
 ) -> anyhow::Result<RecordsFile> {
-    let mut text = String::new();
-    for r in kept {
-        text.push_str(&serde_json::to_string(r)?);
-        text.push('\n');
-    }
+    let text = crate::redact::jsonl(kept)?;
     // The error names the path itself.
     crate::redact::write_file(rec_path, &text).context("cannot write the requests file")?;
     RecordsFile::open(rec_path).with_context(|| format!("cannot open {}", rec_path.display()))
@@ -470,7 +466,7 @@ fn finish(
     let report = ctx.save()?;
     if ctx.run.opts.html {
         let html_path = ctx.run.opts.output.with_extension("html");
-        crate::redact::write_file(&html_path, &crate::render::html(&report))?;
+        crate::redact::write_html(&html_path, &report)?;
     }
     Ok((report, outcome))
 }

@@ -418,13 +418,7 @@ fn keep_trial(
 /// status line of a trial with a failed request.
 fn first_failure(records: &[RequestRecord]) -> Option<String> {
     let r = records.iter().find(|r| !r.ok())?;
-    let detail: String = r
-        .error_detail
-        .as_deref()
-        .unwrap_or("")
-        .chars()
-        .take(200)
-        .collect();
+    let detail = crate::redact::cut_chars(r.error_detail.as_deref().unwrap_or(""), 200);
     Some(format!(
         "; first failure: {}{}",
         r.error_label().unwrap_or_else(|| "failed".into()),

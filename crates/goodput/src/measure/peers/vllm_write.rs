@@ -68,7 +68,8 @@ pub fn write(
             };
             let path = dir.join(name);
             let value = result_json(report, engine, point, &mine, opts);
-            let text = serde_json::to_string(&value)?;
+            // What the report holds, redacted as the report is.
+            let text = crate::redact::to_json_line(&value)?;
             report::io::write_atomic(&path, text.as_bytes())?;
             written.push(path);
         }

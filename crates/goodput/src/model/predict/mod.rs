@@ -121,17 +121,13 @@ pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Res
             .map(|n| n.to_string_lossy().into_owned());
         run.notices.extend(notices);
     }
-    let mut text = String::new();
-    for r in &records {
-        text.push_str(&serde_json::to_string(r)?);
-        text.push('\n');
-    }
+    let text = crate::redact::jsonl(&records)?;
     crate::redact::write_file(&rec_path, &text)
         .with_context(|| format!("cannot write {}", rec_path.display()))?;
     crate::redact::write_report(&opts.output, &report)?;
     if opts.html {
         let html = opts.output.with_extension("html");
-        crate::redact::write_file(&html, &crate::render::html(&report))?;
+        crate::redact::write_html(&html, &report)?;
     }
     Ok(report)
 }

@@ -9,6 +9,7 @@ mod hardening;
 mod hostile_run;
 mod hostile_server;
 mod reasoning;
+mod redaction;
 mod secrets;
 mod sharegpt;
 mod workloads;

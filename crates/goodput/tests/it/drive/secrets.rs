@@ -10,7 +10,11 @@ use common::server::closed_port;
 
 const KEY: &str = "sk-planted-4f1e9c0b7d2a6e35";
 
-fn outputs_of(dir: &std::path::Path, stdout: &[u8], stderr: &[u8]) -> Vec<(String, Vec<u8>)> {
+pub(super) fn outputs_of(
+    dir: &std::path::Path,
+    stdout: &[u8],
+    stderr: &[u8],
+) -> Vec<(String, Vec<u8>)> {
     let mut all = vec![
         ("stdout".to_string(), stdout.to_vec()),
         ("stderr".to_string(), stderr.to_vec()),
