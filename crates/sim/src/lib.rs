@@ -91,6 +91,16 @@ pub fn banner(config: &SimConfig, addr: SocketAddr) -> Vec<String> {
             kv as f64 / f64::from(config.max_model_len)
         ),
     ];
+    if let Some(th) = &config.thermal {
+        // A user who sees TPOT rise and a "thermally throttled" warning must know
+        // the heat is the model's, and how to turn it off.
+        lines.push(format!(
+            "INFO {t} [goodput-sim] the simulated GPU models thermal throttling: after {} s \
+             of load its clock drops from {} to {} MHz, and steps slow with it; \
+             `goodput sim --no-thermal` keeps the boost clock",
+            th.heat_after_s, th.boost_mhz, th.throttled_mhz
+        ));
+    }
     if !addr.ip().is_loopback() {
         lines.push(format!(
             "WARNING {t} [goodput-sim] listening on {addr}, which is not a loopback address: \
@@ -218,5 +228,19 @@ mod tests {
             .iter()
             .any(|l| l.starts_with("WARNING") && l.contains("exposed")));
         assert_eq!(log_time().len(), "11-30 11:45:02".len());
+    }
+
+    #[test]
+    fn banner_says_the_gpu_throttles_and_how_to_turn_it_off() {
+        let c = preset("vllm-fast-b").unwrap();
+        assert!(c.thermal.is_some(), "the preset models heat");
+        let addr = "127.0.0.1:8000".parse().unwrap();
+        let said = |c: &SimConfig| {
+            banner(c, addr)
+                .iter()
+                .any(|l| l.contains("thermal throttling") && l.contains("--no-thermal"))
+        };
+        assert!(said(&c));
+        assert!(!said(&c.with_overrides(None, true)));
     }
 }

@@ -96,10 +96,17 @@ pub(super) fn caveats(report: &Report) -> Vec<String> {
     };
     let throttled = engines_with(WarningKind::ThermalThrottle);
     if !throttled.is_empty() {
-        out.push(format!(
-            "But the GPU was thermally throttled ({}): these figures measure the cooling as much as the engine; rerun on a cool GPU before relying on them.",
-            throttled.join(", ")
-        ));
+        out.push(if crate::warnings::rules::simulated_gpu(report) {
+            format!(
+                "But the simulated GPU was thermally throttled ({}): the simulator's thermal model slowed it on purpose; `goodput sim --no-thermal` measures without it.",
+                throttled.join(", ")
+            )
+        } else {
+            format!(
+                "But the GPU was thermally throttled ({}): these figures measure the cooling as much as the engine; rerun on a cool GPU before relying on them.",
+                throttled.join(", ")
+            )
+        });
     }
     let missing = engines_with(WarningKind::MissingTrials);
     if !missing.is_empty() {

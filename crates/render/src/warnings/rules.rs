@@ -114,13 +114,32 @@ pub fn thermal(report: &Report, p: &Point) -> Found {
     if let Some(t) = g.max_temp_c {
         parts.push(format!("up to {} °C", num(t)));
     }
+    let advice = if simulated_gpu(report) {
+        // No hardware advice about a GPU that does not exist.
+        "This GPU is goodput's simulator, whose thermal model throttles by design after a \
+         while under load: start it with `goodput sim --no-thermal` (for a `kind = \"sim\"` \
+         engine, `args = [\"--no-thermal\"]`) to measure without it."
+    } else {
+        "Fix the cooling (airflow, fans, room temperature) or wait for the GPU to cool \
+         between trials, then rerun; compare engines only on runs without throttling."
+    };
     Some((
         WarningKind::ThermalThrottle,
         parts.join(", "),
-        "Fix the cooling (airflow, fans, room temperature) or wait for the GPU to cool \
-         between trials, then rerun; compare engines only on runs without throttling."
-            .into(),
+        advice.into(),
     ))
+}
+
+/// Whether the report's GPUs are goodput's simulator's (its telemetry names the
+/// driver `goodput-sim`): no advice about cooling or hardware applies to them.
+pub fn simulated_gpu(report: &Report) -> bool {
+    report.environment.as_ref().is_some_and(|env| {
+        !env.gpus.is_empty()
+            && env
+                .gpus
+                .iter()
+                .all(|g| g.driver.as_deref() == Some("goodput-sim"))
+    })
 }
 
 /// Fewer trials with results than planned (or than the other points have).

@@ -48,6 +48,32 @@ fn low_clock_against_environment_maximum_fires() {
     only(&r, WarningKind::ThermalThrottle);
 }
 
+/// The simulator's GPU throttles by its thermal model: the advice says how to turn
+/// the model off, never to fix the cooling of a GPU that does not exist (#37).
+#[test]
+fn a_throttled_simulated_gpu_gets_no_hardware_advice() {
+    let mut r = clean();
+    point(&mut r).gpu.as_mut().expect("gpu").thermal_share = Some(0.5);
+    assert!(only(&r, WarningKind::ThermalThrottle)
+        .advice
+        .contains("cooling"));
+    r.environment = Some(report::Environment {
+        gpus: vec![report::GpuInfo {
+            index: 0,
+            name: Some("goodput-sim GPU".into()),
+            driver: Some("goodput-sim".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let w = only(&r, WarningKind::ThermalThrottle);
+    assert!(!w.advice.contains("cooling"), "{}", w.advice);
+    assert!(w.advice.contains("--no-thermal"), "{}", w.advice);
+    let v = goodput::render::verdict::verdict_text(&r);
+    assert!(!v.contains("cool"), "{v}");
+    assert!(v.contains("--no-thermal"), "{v}");
+}
+
 #[test]
 fn p99_from_fewer_than_100_requests_fires() {
     let mut r = clean();
