@@ -104,6 +104,9 @@ pub struct EngineHandle {
     pub notices: Vec<String>,
     /// The engine log of a launched engine.
     pub log_path: Option<PathBuf>,
+    /// A simulator's `--time-scale`, when it runs faster than real time (its
+    /// notice is among [`EngineHandle::notices`]).
+    pub time_scale: Option<f64>,
     /// This launch's part of that log.
     log: Option<LogSection>,
     kind: EngineKind,
@@ -307,6 +310,7 @@ impl EngineHandle {
             self.notices.push(format!(
                 "simulated engine running {k}x faster than the GPU it models (--time-scale {k}): its latencies are 1/{k} and its throughputs {k}x the modelled GPU's"
             ));
+            self.time_scale = Some(k);
         }
     }
 

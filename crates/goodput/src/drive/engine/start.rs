@@ -135,6 +135,7 @@ impl EngineHandle {
             },
             notices: Vec::new(),
             log_path: None,
+            time_scale: None,
             log: None,
             kind,
             process: None,

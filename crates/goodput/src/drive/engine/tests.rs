@@ -63,6 +63,7 @@ fn names_and_redacted_debug() {
         env: EngineEnv::default(),
         notices: Vec::new(),
         log_path: None,
+        time_scale: None,
         log: None,
         kind: EngineKind::Url,
         process: None,

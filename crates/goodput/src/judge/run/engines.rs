@@ -133,7 +133,18 @@ async fn start_engine<'a>(
             handle.kv_pool_source.as_deref().unwrap_or("?")
         ))
     );
+    // The run's plan already said a simulator's `--time-scale` (once per engine):
+    // the same fact read back from the server is not said again.
+    let scale_said = ctx
+        .journal
+        .info
+        .notices
+        .iter()
+        .any(|n| n.kind == NoticeKind::TimeScale && n.engine.as_deref() == Some(name));
     for n in &handle.notices {
+        if scale_said && handle.time_scale.is_some() && n.contains("--time-scale") {
+            continue;
+        }
         ctx.journal.info.notices.push(Notice::engine(
             NoticeKind::Engine,
             name,

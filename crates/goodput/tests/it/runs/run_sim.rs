@@ -218,3 +218,40 @@ fn trials_auto_stops_a_clear_point_at_the_minimum_and_says_why() {
         .unwrap_or("")
         .contains("trials = \"auto\""));
 }
+
+/// A simulator run faster than real time is said once per engine: the plan's
+/// notice, not again when the server reports its scale (#37).
+#[test]
+fn the_time_scale_notice_is_said_once_per_engine() {
+    let dir = Scratch::new();
+    let profile = r#"
+name = "scaled"
+[slo]
+ttft_ms = 500
+[load]
+points = [1]
+requests_per_trial = 2
+warmup_requests = 0
+[workload]
+input_tokens = 8
+output_tokens = 4
+[engines.a]
+kind = "sim"
+preset = "fixed"
+args = ["--time-scale", "10"]
+[engines.b]
+kind = "sim"
+preset = "fixed"
+args = ["--time-scale", "10"]
+"#;
+    dir.run(profile, &["--quiet"]).assert().success();
+    let r = dir.report();
+    let notices = &r.run.as_ref().expect("run info").notices;
+    for engine in ["a", "b"] {
+        let said = notices
+            .iter()
+            .filter(|n| n.engine.as_deref() == Some(engine) && n.text.contains("time-scale"))
+            .count();
+        assert_eq!(said, 1, "{engine}: {notices:#?}");
+    }
+}
