@@ -204,6 +204,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
             .flatten()
             .collect();
             ws.extend(server::rules(p));
+            queueing_explains_outliers(&mut ws);
             ws.sort_by_key(|w| w.0);
             out.extend(ws.into_iter().map(|(kind, message, advice)| Warning {
                 engine: engine.clone(),
@@ -215,6 +216,32 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
         }
     }
     out
+}
+
+/// Where the same point's requests queued (on the KV pool, at the server, or were
+/// preempted), its slow outliers are those waits: the outlier advice says so
+/// instead of asking for more warm-up, so the two warnings do not contradict.
+fn queueing_explains_outliers(ws: &mut [(WarningKind, String, String)]) {
+    let queued = ws.iter().any(|w| {
+        matches!(
+            w.0,
+            WarningKind::KvPoolOverflow
+                | WarningKind::Server(
+                    server::ServerWarning::Queued
+                        | server::ServerWarning::Preempted
+                        | server::ServerWarning::KvFull
+                )
+        )
+    });
+    if !queued {
+        return;
+    }
+    for w in ws.iter_mut().filter(|w| w.0 == WarningKind::Outliers) {
+        w.2 = "These are requests that waited: at this load the requests queued for the \
+               KV cache (see the queueing warning of the same load level), so more warm-up \
+               will not remove them; lower the load, or give the engine a larger KV pool."
+            .into();
+    }
 }
 
 /// The warnings of one kind, for display.

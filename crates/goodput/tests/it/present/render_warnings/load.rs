@@ -222,3 +222,45 @@ fn send_lag_above_10_ms_fires() {
     point(&mut r).p99_send_lag_ms = Some(stat(9.0, 2));
     assert!(!kinds(&r).contains(&WarningKind::ClientLag));
 }
+
+/// Outliers at a load level whose requests queued on the KV pool are those waits:
+/// the advice does not ask for more warm-up there (#37: the two warnings
+/// contradicted each other).
+#[test]
+fn outliers_where_requests_queued_on_the_kv_pool_are_not_sent_to_warm_up() {
+    let mut r = clean();
+    concurrency_run(&mut r, "concurrency");
+    if let Some(run) = r.run.as_mut() {
+        run.requests_per_trial = 50;
+    }
+    r.load[0].kv_pool_tokens = Some(10_000);
+    let p = point(&mut r);
+    p.x = 40.0;
+    p.completed = vec![50, 50];
+    p.mean_input_tokens = Some(stat(850.0, 2));
+    p.mean_output_tokens = Some(stat(128.0, 2));
+    p.achieved_concurrency = Some(stat(40.0, 2));
+    p.outliers = Some(vec![Outlier {
+        metric: report::OutlierMetric::Ttft,
+        trial: 0,
+        index: 30,
+        value_ms: 1191.0,
+        median_ms: 16.0,
+        score: Some(800.0),
+    }]);
+    let ws = warnings(&r);
+    assert!(
+        ws.iter().any(|w| w.kind == WarningKind::KvPoolOverflow),
+        "{ws:#?}"
+    );
+    let w = ws
+        .iter()
+        .find(|w| w.kind == WarningKind::Outliers)
+        .expect("outliers");
+    assert!(
+        !w.advice.contains("warm-up requests before"),
+        "{}",
+        w.advice
+    );
+    assert!(w.advice.contains("queued"), "{}", w.advice);
+}
