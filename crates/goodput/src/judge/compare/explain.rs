@@ -254,13 +254,29 @@ fn failures(pairs: &[(&Point, &Point)], base: &str, cand: &str) -> Option<String
 /// Across two reports, the engine `name`'s setup as each report recorded it: a
 /// different version, served model, command line or KV pool, one sentence each.
 pub fn engines(name: &str, base: (&str, &Report), cand: (&str, &Report)) -> Vec<String> {
-    let env = |r: &Report| {
+    engines_named((name, name), base, cand)
+}
+
+/// [`engines`] for two engines of different names (two reports' only engines,
+/// paired although their names differ): `names` is (baseline's, candidate's).
+pub fn engines_named(
+    names: (&str, &str),
+    base: (&str, &Report),
+    cand: (&str, &Report),
+) -> Vec<String> {
+    let env = |r: &Report, n: &str| {
         r.environment
             .as_ref()
-            .and_then(|e| e.engines.get(name))
+            .and_then(|e| e.engines.get(n))
             .cloned()
     };
-    let (be, ce) = (env(base.1), env(cand.1));
+    let name = if names.0 == names.1 {
+        names.0.to_string()
+    } else {
+        format!("{}/{}", names.0, names.1)
+    };
+    let name = name.as_str();
+    let (be, ce) = (env(base.1, names.0), env(cand.1, names.1));
     let mut out = Vec::new();
     let (bl, cl) = (base.0, cand.0);
     let mut differs = |what: &str, b: Option<String>, c: Option<String>| {
@@ -289,12 +305,8 @@ pub fn engines(name: &str, base: (&str, &Report), cand: (&str, &Report)) -> Vec<
         ce.as_ref()
             .and_then(|e| e.command.as_ref().map(|c| c.join(" "))),
     );
-    let pool = |r: &Report| {
-        r.load
-            .get(name)
-            .and_then(|e: &EngineResult| e.kv_pool_tokens)
-    };
-    if let (Some(b), Some(c)) = (pool(base.1), pool(cand.1)) {
+    let pool = |r: &Report, n: &str| r.load.get(n).and_then(|e: &EngineResult| e.kv_pool_tokens);
+    if let (Some(b), Some(c)) = (pool(base.1, names.0), pool(cand.1, names.1)) {
         let (hi, lo) = (b.max(c) as f64, b.min(c) as f64);
         if hi > 0.0 && hi - lo >= KV_POOL_SHARE * hi {
             out.push(format!(

@@ -167,44 +167,76 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
             unrecorded.join(", ")
         ));
     }
-    for (name, bres) in &b.load {
-        let Some(cres) = c.load.get(name) else {
-            s.notes
-                .push(format!("engine {name}: only in {}", base.label));
+    let matched = matched_engines(b, c);
+    if let [(bn, cn)] = matched.as_slice() {
+        if bn != cn {
+            s.notes.push(format!(
+                "each report holds one engine, named differently ({bn} in {}, {cn} in {}): \
+                 they are compared with each other",
+                base.label, cand.label
+            ));
+        }
+    }
+    for (bname, cname) in &matched {
+        let (Some(bres), Some(cres)) = (b.load.get(*bname), c.load.get(*cname)) else {
             continue;
         };
         let bs = Side {
-            name: format!("{name} ({})", base.label),
-            engine: name,
+            name: format!("{bname} ({})", base.label),
+            engine: bname,
             label: &base.label,
             result: bres,
         };
         let cs = Side {
-            name: format!("{name} ({})", cand.label),
-            engine: name,
+            name: format!("{cname} ({})", cand.label),
+            engine: cname,
             label: &cand.label,
             result: cres,
         };
         s.pairs.push(Pair {
             baseline: bs.name.clone(),
             candidate: cs.name.clone(),
-            baseline_capacity: b.capacity.get(name).cloned(),
-            candidate_capacity: c.capacity.get(name).cloned(),
+            baseline_capacity: b.capacity.get(*bname).cloned(),
+            candidate_capacity: c.capacity.get(*cname).cloned(),
         });
-        s.notes.extend(super::explain::engines(
-            name,
+        s.notes.extend(super::explain::engines_named(
+            (bname, cname),
             (&base.label, b),
             (&cand.label, c),
         ));
         engines_rows(&bs, &cs, false, same_slo, opts, &mut s);
     }
+    for name in b.load.keys() {
+        if !matched.iter().any(|(bn, _)| bn == name) {
+            s.notes
+                .push(format!("engine {name}: only in {}", base.label));
+        }
+    }
     for name in c.load.keys() {
-        if !b.load.contains_key(name) {
+        if !matched.iter().any(|(_, cn)| cn == name) {
             s.notes
                 .push(format!("engine {name}: only in {}", cand.label));
         }
     }
     s
+}
+
+/// Which engine of the baseline report pairs with which of the candidate's: by
+/// name; and two reports of one engine each pair those engines whatever their
+/// names (one server run twice, named `server` once and after its model the next
+/// time, is still one server).
+fn matched_engines<'a>(b: &'a Report, c: &'a Report) -> Vec<(&'a str, &'a str)> {
+    if let ([(bn, _)], [(cn, _)]) = (
+        b.load.iter().collect::<Vec<_>>().as_slice(),
+        c.load.iter().collect::<Vec<_>>().as_slice(),
+    ) {
+        return vec![(bn.as_str(), cn.as_str())];
+    }
+    b.load
+        .keys()
+        .filter(|n| c.load.contains_key(*n))
+        .map(|n| (n.as_str(), n.as_str()))
+        .collect()
 }
 
 /// Whether the engines of one report ran interleaved, as far as it says.

@@ -142,3 +142,34 @@ fn attainment_is_compared_beside_goodput_and_only_under_the_same_slo() {
     let text = compare(reference(), reference());
     assert!(!text.contains("SLO attainment"), "{text}");
 }
+
+/// One server run twice, named `server` once and after its model the next time:
+/// two reports of one engine each pair those engines (#37), and say so; with
+/// several engines a side, pairing stays by name.
+#[test]
+fn two_single_engine_reports_pair_whatever_the_names() {
+    let mut base = reference();
+    base.load.retain(|n, _| n == "vllm-fast-b");
+    let mut cand = reference();
+    cand.load.retain(|n, _| n == "vllm-fast-b");
+    let result = cand.load.shift_remove("vllm-fast-b").unwrap();
+    cand.load.insert("server".into(), result);
+    let reports = vec![
+        ("a.json".to_string(), base.clone()),
+        ("b.json".to_string(), cand),
+    ];
+    let out = goodput::judge::compare::reports_text(&reports, false);
+    assert!(out.contains("named differently"), "{out}");
+    assert!(out.contains("server (b.json)"), "{out}");
+    assert!(!out.contains("only in"), "{out}");
+    // Several engines a side: by name only.
+    let mut two = reference();
+    two.load
+        .retain(|n, _| n == "vllm-ngram" || n == "vllm-no-async");
+    let reports = vec![
+        ("a.json".to_string(), reference()),
+        ("b.json".to_string(), two),
+    ];
+    let out = goodput::judge::compare::reports_text(&reports, false);
+    assert!(out.contains("engine vllm-fast-b: only in a.json"), "{out}");
+}
