@@ -1,6 +1,7 @@
 //! Which points `compare` pairs: with one report, each engine against its first;
-//! with several, each report against the first, engine by engine. Points are
-//! matched by engine and `x`.
+//! with several, each report against the first, engine by engine (two reports of
+//! one engine each pair those engines whatever their names, and say so). Points
+//! are matched by engine and `x`.
 //!
 //! Two reports are paired only when their x means the same thing and their requests
 //! were alike: reports of different load modes (concurrency vs rate) or of different
