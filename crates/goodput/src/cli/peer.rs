@@ -23,7 +23,7 @@
 //! | `--random-prefix-len N`       | `kind = "prefix"`, `prefix_tokens`             |
 //! | `--ignore-eos`                | always on for generated prompts                |
 //! | `--seed N`                    | `--seed N`                                     |
-//! | `--goodput ttft:1000 tpot:100`| `--slo ttft:1000,tpot:100`                     |
+//! | `--goodput ttft:1000 tpot:100`| `--slo ttft:1000,tpot:100` (every bound, `ttfat` too) |
 //! | `--num-warmups N`             | `[load] warmup_requests` (goodput: 1 by default) |
 //! | `--temperature 0`             | always 0 (greedy)                              |
 //! | `--save-result`, `--result-dir`, `--result-filename`, `--percentile-metrics`, `--metric-percentiles` | a vLLM-format result file beside the report |
@@ -36,8 +36,9 @@ use clap::{Args, ValueEnum};
 /// `run` and `search`); each maps onto a profile field (see the module's table).
 #[derive(Debug, Args, Clone, Default)]
 pub struct PeerArgs {
-    /// An already running OpenAI-compatible server (`http://host:port`): benchmark
-    /// it with no profile, or in place of the profile's engines.
+    /// An already running OpenAI-compatible server (`http://host:port`; a trailing
+    /// `/v1` is dropped, with a notice): benchmark it with no profile, or in place
+    /// of the profile's engines.
     #[arg(
         long,
         visible_alias = "base-url",
@@ -75,7 +76,8 @@ pub struct PeerArgs {
         help_heading = "Server"
     )]
     pub endpoint: Option<String>,
-    /// The environment variable that holds the server's API key (never the key).
+    /// The environment variable that holds the server's API key (never the key;
+    /// default: `OPENAI_API_KEY`, when set, for a server given by URL).
     #[arg(long, value_name = "VAR", help_heading = "Server")]
     pub api_key_env: Option<String>,
     /// A Hugging Face `tokenizer.json` (or a folder holding one) that counts
@@ -184,10 +186,13 @@ pub enum DatasetName {
 }
 
 impl PeerArgs {
-    /// The server's URL, from `--url` or `--host`/`--port`.
+    /// The server's URL, from `--url` or `--host`/`--port`. A `--url` ending in
+    /// `/v1`, the base URL OpenAI clients are given, is taken without it: goodput
+    /// adds `/v1/...` itself ([`PeerArgs::url_notice`] says so).
     pub fn target_url(&self) -> Option<String> {
         if let Some(u) = &self.url {
-            return Some(u.trim_end_matches('/').to_string());
+            let u = u.trim_end_matches('/');
+            return Some(u.strip_suffix("/v1").unwrap_or(u).to_string());
         }
         if self.host.is_none() && self.port.is_none() {
             return None;
@@ -199,6 +204,17 @@ impl PeerArgs {
             host.to_string()
         };
         Some(format!("http://{host}:{}", self.port.unwrap_or(8000)))
+    }
+
+    /// The notice for a `--url` that ends in `/v1`: what goodput reaches instead.
+    pub fn url_notice(&self) -> Option<String> {
+        let given = self.url.as_deref()?;
+        let root = self.target_url()?;
+        (given.trim_end_matches('/') != root).then(|| {
+            format!(
+                "note: --url {given} ends in /v1, the base URL OpenAI clients add their paths to; goodput adds /v1/... itself, so it reaches the server at {root}"
+            )
+        })
     }
 
     /// True when any of vLLM's spellings was given (the run's header then says once

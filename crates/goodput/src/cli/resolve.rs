@@ -334,11 +334,7 @@ fn apply_slo(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
     let parsed =
         parse_slo(&peer.vllm.goodput.join(",")).map_err(|e| usage(format!("--goodput: {e}")))?;
     let slo = table(doc, "slo")?;
-    for (k, v) in [
-        ("ttft_ms", parsed.ttft_ms),
-        ("tpot_ms", parsed.tpot_ms),
-        ("e2el_ms", parsed.e2el_ms),
-    ] {
+    for (k, v) in parsed.bounds() {
         match v {
             Some(ms) => slo.insert(k.into(), Value::Float(ms)),
             None => slo.remove(k),

@@ -35,6 +35,11 @@ fn load_profile(
     levels: bool,
 ) -> anyhow::Result<(Profile, String)> {
     let r = resolve::resolve(path.as_deref(), &flags.peer, levels)?;
+    if !flags.quiet {
+        if let Some(note) = flags.peer.url_notice() {
+            eprintln!("{}", crate::redact::text(&note));
+        }
+    }
     if !r.filled.is_empty() && !flags.quiet {
         eprintln!(
             "{}",
@@ -109,10 +114,11 @@ async fn execute(
         }
     };
     let opts = exec.run_options(shard, load_shard);
+    peer_output::check_save_result(plan, exec, &flags.peer)?;
     peer_output::header(plan, flags);
     crate::drive::engine::install_cleanup_hooks();
     let (report, outcome) = run(plan, &opts).await?;
-    peer_output::save_result(&report, output, &flags.peer)?;
+    peer_output::save_result(&report, exec, &flags.peer)?;
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     print_out(&render::show(&report, Format::Table, color))?;
     // The answer again, last, where the eye lands when the run ends.

@@ -113,6 +113,19 @@ pub struct SloSpec {
     pub percentile: Option<f64>,
 }
 
+impl SloSpec {
+    /// Every bound with its key in `[slo]`, given or not: the one list that
+    /// spellings (`--slo`, vLLM's `--goodput`) are applied from, so none is dropped.
+    pub fn bounds(&self) -> [(&'static str, Option<f64>); 4] {
+        [
+            ("ttft_ms", self.ttft_ms),
+            ("tpot_ms", self.tpot_ms),
+            ("e2el_ms", self.e2el_ms),
+            ("ttfat_ms", self.ttfat_ms),
+        ]
+    }
+}
+
 /// Closed or open loop.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,

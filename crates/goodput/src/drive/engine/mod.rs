@@ -52,7 +52,7 @@ use process::EngineProcess;
 
 pub use process::{install_cleanup_hooks, kill_all_engines, shutdown_signal};
 pub use specdec::{parse_spec_counters, SpecCounters};
-pub use start::{start, start_until};
+pub use start::{api_key_var, start, start_until};
 
 /// Default readiness timeout, seconds.
 const DEFAULT_READY_TIMEOUT_S: f64 = 600.0;
@@ -62,6 +62,9 @@ const DEFAULT_STOP_GRACE_S: f64 = 10.0;
 const URL_CONNECT_WINDOW: Duration = Duration::from_secs(5);
 /// Between two readiness looks.
 const READY_POLL: Duration = Duration::from_millis(250);
+/// A launched engine whose `/v1/models` answers 404 this long, look after look,
+/// never will serve it (an engine given by URL gets [`URL_CONNECT_WINDOW`]).
+const LAUNCHED_MISSING_WINDOW: Duration = Duration::from_secs(30);
 /// Longest grace between SIGTERM and SIGKILL for an engine stopped by an
 /// interrupt while it was starting (it has served nothing yet).
 pub const INTERRUPT_STOP_GRACE: Duration = Duration::from_secs(2);
@@ -91,9 +94,12 @@ pub struct EngineHandle {
     pub max_model_len: Option<u32>,
     /// Completions or chat.
     pub api: Api,
-    /// Bearer token from the variable `api_key_env` names. Never logged or written:
-    /// `Debug` shows `***`.
+    /// Bearer token from the variable `api_key_env` names (or, for an engine given
+    /// by URL with no `api_key_env`, from `OPENAI_API_KEY`). Never logged or
+    /// written: `Debug` shows `***`.
     pub api_key: Option<String>,
+    /// The variable `api_key` was read from.
+    pub api_key_var: Option<String>,
     /// KV-pool capacity, tokens.
     pub kv_pool_tokens: Option<u64>,
     /// Where `kv_pool_tokens` came from (see [`kvpool`]).
@@ -127,6 +133,7 @@ impl std::fmt::Debug for EngineHandle {
             .field("max_model_len", &self.max_model_len)
             .field("api", &self.api)
             .field("api_key", &self.api_key.as_ref().map(|_| command::REDACTED))
+            .field("api_key_var", &self.api_key_var)
             .field("kv_pool_tokens", &self.kv_pool_tokens)
             .field("kv_pool_source", &self.kv_pool_source)
             .field("env", &self.env)
@@ -170,6 +177,7 @@ impl EngineHandle {
             client: &self.client,
             base: &self.base_url,
             api_key: self.api_key.as_deref(),
+            key_var: self.api_key_var.as_deref(),
         }
     }
 
@@ -219,6 +227,13 @@ impl EngineHandle {
                 ),
             )
         };
+        // Since when `/v1/models` has answered 404 at every look.
+        let mut missing_since: Option<Instant> = None;
+        let missing_window = if self.kind == EngineKind::Url {
+            URL_CONNECT_WINDOW
+        } else {
+            LAUNCHED_MISSING_WINDOW
+        };
         loop {
             if let Some(status) = self.exit_status() {
                 let mut f = failure(
@@ -231,8 +246,18 @@ impl EngineHandle {
             let Some(readiness) = stop.until(self.probe().readiness()).await else {
                 return Err(interrupted(start, &self.name));
             };
+            if !matches!(readiness, Readiness::Missing(_)) {
+                missing_since = None;
+            }
             let last = match readiness {
                 Readiness::Ready(models) => return Ok(models),
+                Readiness::Missing(why) => {
+                    let since = *missing_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= missing_window.min(timeout) {
+                        return Err(failure(FailureKind::Unreachable, why));
+                    }
+                    why
+                }
                 Readiness::Refused(why) => return Err(failure(FailureKind::Unreachable, why)),
                 Readiness::NotYet(why) => why,
                 Readiness::Unreachable(why) => {

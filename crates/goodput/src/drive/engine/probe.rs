@@ -20,6 +20,9 @@ pub struct Probe<'a> {
     pub base: &'a str,
     /// Bearer token, when the engine wants one.
     pub api_key: Option<&'a str>,
+    /// The environment variable the key was read from, for messages (never the
+    /// key).
+    pub key_var: Option<&'a str>,
 }
 
 /// A model an engine serves, as its `/v1/models` lists it.
@@ -41,8 +44,11 @@ pub enum Readiness {
     NotYet(String),
     /// Nothing answers (connection refused, DNS, ...); why.
     Unreachable(String),
+    /// It answers, but `/v1/models` is not there (HTTP 404): a wrong base URL,
+    /// or not an OpenAI-compatible server; why, with the URL asked.
+    Missing(String),
     /// It refuses us (HTTP 401/403), or answers in a way waiting will not mend (a
-    /// model list longer than [`MAX_PROBE_BYTES`]).
+    /// redirect loop, a model list longer than [`MAX_PROBE_BYTES`]).
     Refused(String),
 }
 
@@ -95,9 +101,10 @@ impl<'a> Probe<'a> {
     }
 
     /// Looks once: `GET /health` (200, or 404 for servers without it), then
-    /// `GET /v1/models` with at least one model.
+    /// `GET /v1/models` with at least one model. Every message names the URL asked.
     pub async fn readiness(&self) -> Readiness {
         match self.get("/health").send().await {
+            Err(e) if e.is_redirect() => return Readiness::Refused(self.redirected("/health", &e)),
             Err(e) if e.is_connect() || e.is_request() => {
                 return Readiness::Unreachable(format!(
                     "GET {}/health: {}",
@@ -105,34 +112,58 @@ impl<'a> Probe<'a> {
                     error_chain(&e)
                 ))
             }
-            Err(e) => return Readiness::NotYet(format!("GET /health: {}", error_chain(&e))),
+            Err(e) => {
+                return Readiness::NotYet(format!(
+                    "GET {}/health: {}",
+                    self.base,
+                    error_chain(&e.without_url())
+                ))
+            }
             Ok(resp) => {
                 let code = resp.status().as_u16();
                 if !(resp.status().is_success() || code == 404 || code == 405) {
-                    return Readiness::NotYet(format!("GET /health answered HTTP {code}"));
+                    return Readiness::NotYet(format!(
+                        "GET {}/health answered HTTP {code}",
+                        self.base
+                    ));
                 }
             }
         }
+        let what = format!("GET {}/v1/models", self.base);
         let resp = match self.get("/v1/models").send().await {
             Ok(r) => r,
-            Err(e) => return Readiness::NotYet(format!("GET /v1/models: {}", error_chain(&e))),
+            Err(e) if e.is_redirect() => {
+                return Readiness::Refused(self.redirected("/v1/models", &e))
+            }
+            Err(e) => {
+                return Readiness::NotYet(format!("{what}: {}", error_chain(&e.without_url())))
+            }
         };
         let code = resp.status().as_u16();
         if code == 401 || code == 403 {
-            return Readiness::Refused(format!(
-                "GET /v1/models answered HTTP {code}: the engine wants an API key (set api_key_env)"
-            ));
+            let why = match self.key_var.filter(|_| self.api_key.is_some()) {
+                Some(var) => format!("the server refused the key from {var}"),
+                None => "the server wants a key: set OPENAI_API_KEY or api_key_env".to_string(),
+            };
+            return Readiness::Refused(format!("{what} answered HTTP {code}: {why}"));
+        }
+        if code == 404 {
+            let hint = if self.base.ends_with("/v1") {
+                "the URL ends in /v1, and goodput adds /v1/models itself: give the server's root"
+            } else {
+                "is the URL the server's root, and is it OpenAI-compatible?"
+            };
+            return Readiness::Missing(format!("{what} answered HTTP 404 ({hint})"));
         }
         if !resp.status().is_success() {
-            return Readiness::NotYet(format!("GET /v1/models answered HTTP {code}"));
+            return Readiness::NotYet(format!("{what} answered HTTP {code}"));
         }
-        let what = format!("GET {}/v1/models", self.base);
         match read_json::<Value>(resp, MAX_PROBE_BYTES, &what).await {
             Ok(body) => {
                 let models = served_models(&body);
                 if models.is_empty() {
                     Readiness::NotYet(format!(
-                        "GET /v1/models lists no model (ids longer than {MAX_MODEL_ID_BYTES} bytes are not used)"
+                        "{what} lists no model (ids longer than {MAX_MODEL_ID_BYTES} bytes are not used)"
                     ))
                 } else {
                     Readiness::Ready(models)
@@ -141,6 +172,18 @@ impl<'a> Probe<'a> {
             Err(e @ BodyError::TooLarge { .. }) => Readiness::Refused(e.to_string()),
             Err(e) => Readiness::NotYet(e.to_string()),
         }
+    }
+
+    /// The message for a `GET path` that ended in too many redirects.
+    fn redirected(&self, path: &str, e: &reqwest::Error) -> String {
+        let last = e
+            .url()
+            .map(|u| format!(", the last to {}", u.path()))
+            .unwrap_or_default();
+        format!(
+            "GET {}{path}: redirected too many times{last} (a redirect loop): give the server's own address",
+            self.base
+        )
     }
 
     /// The engine's own version string, best effort: vLLM and the simulator answer
@@ -264,6 +307,7 @@ mod tests {
             client: &client,
             base: &base,
             api_key: None,
+            key_var: None,
         };
         assert!(matches!(probe.readiness().await, Readiness::Unreachable(_)));
         assert_eq!(probe.version(EngineKind::Url).await, None);

@@ -43,9 +43,9 @@ pub async fn start_until(
 ) -> Result<EngineHandle, EngineFailure> {
     let api_key = api_key(spec)?;
     let (base_url, argv) = where_and_how(spec, ctx)?;
-    let shown = argv
-        .as_ref()
-        .map(|a| command::redacted_command(a, &spec.env, api_key.as_deref()));
+    let shown = argv.as_ref().map(|a| {
+        command::redacted_command(a, &spec.env, api_key.as_ref().map(|k| k.value.as_str()))
+    });
     let mut handle = EngineHandle::new(name, spec, ctx, base_url, api_key, shown);
     if let Some(argv) = &argv {
         handle.launch(argv, spec, ctx)?;
@@ -56,11 +56,42 @@ pub async fn start_until(
     Ok(handle)
 }
 
-/// The bearer token from the variable `api_key_env` names; a `launch` failure when
-/// it is not set.
-fn api_key(spec: &EngineSpec) -> Result<Option<String>, EngineFailure> {
-    let Some(var) = &spec.api_key_env else {
+/// The variable OpenAI's clients (and `vllm bench serve`) read the key from.
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+
+/// An API key and the variable it was read from.
+pub(super) struct ApiKey {
+    /// The key (remembered as a secret when read).
+    pub value: String,
+    /// The variable's name, for messages.
+    pub var: String,
+}
+
+/// The variable the engine's key is read from: `api_key_env`, else for an
+/// engine given by URL `OPENAI_API_KEY` when it is set (as OpenAI's clients and
+/// `vllm bench serve` read it). An engine goodput launches gets a key only from
+/// `api_key_env`.
+pub fn api_key_var(spec: &EngineSpec) -> Option<&str> {
+    match &spec.api_key_env {
+        Some(var) => Some(var),
+        None if spec.effective_kind() == EngineKind::Url
+            && std::env::var_os(OPENAI_API_KEY).is_some_and(|v| !v.is_empty()) =>
+        {
+            Some(OPENAI_API_KEY)
+        }
+        None => None,
+    }
+}
+
+/// The bearer token from [`api_key_var`]'s variable; a `launch` failure when
+/// `api_key_env` names one that is not set.
+fn api_key(spec: &EngineSpec) -> Result<Option<ApiKey>, EngineFailure> {
+    let Some(var) = api_key_var(spec) else {
         return Ok(None);
+    };
+    let key = |value: String| ApiKey {
+        value,
+        var: var.to_string(),
     };
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => {
@@ -71,13 +102,14 @@ fn api_key(spec: &EngineSpec) -> Result<Option<String>, EngineFailure> {
                 return Err(failure(
                     FailureKind::Launch,
                     format!(
-                        "api_key_env: the value of {var} holds a control character ({}){}: an HTTP header cannot carry it; strip it (e.g. `export {var}=$(tr -d '\\n' < keyfile)`)",
+                        "{}the value of {var} holds a control character ({}){}: an HTTP header cannot carry it; strip it (e.g. `export {var}=$(tr -d '\\n' < keyfile)`)",
+                        if spec.api_key_env.is_some() { "api_key_env: " } else { "" },
                         c.escape_default(),
                         if v.ends_with(['\n', '\r']) { " at its end" } else { "" }
                     ),
                 ));
             }
-            Ok(Some(v))
+            Ok(Some(key(v)))
         }
         _ => Err(failure(
             FailureKind::Launch,
@@ -113,9 +145,13 @@ impl EngineHandle {
         spec: &EngineSpec,
         ctx: &EngineContext,
         base_url: String,
-        api_key: Option<String>,
+        api_key: Option<ApiKey>,
         shown: Option<Vec<String>>,
     ) -> EngineHandle {
+        let (api_key, api_key_var) = match api_key {
+            Some(k) => (Some(k.value), Some(k.var)),
+            None => (None, None),
+        };
         let kind = spec.effective_kind();
         EngineHandle {
             name: name.to_string(),
@@ -124,6 +160,7 @@ impl EngineHandle {
             max_model_len: None,
             api: spec.api,
             api_key,
+            api_key_var,
             kv_pool_tokens: None,
             kv_pool_source: None,
             env: EngineEnv {

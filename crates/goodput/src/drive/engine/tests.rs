@@ -58,6 +58,7 @@ fn names_and_redacted_debug() {
         max_model_len: None,
         api: Api::Completions,
         api_key: Some("sk-secret".into()),
+        api_key_var: Some("K".into()),
         kv_pool_tokens: None,
         kv_pool_source: None,
         env: EngineEnv::default(),

@@ -107,8 +107,13 @@ async fn start_engine<'a>(
     match spec.effective_kind() {
         EngineKind::Url => say!(
             ctx,
-            "{name}: reaching {}",
-            spec.url.as_deref().unwrap_or("?")
+            "{name}: reaching {}{}",
+            spec.url.as_deref().unwrap_or("?"),
+            match engine::api_key_var(spec) {
+                Some(var) if spec.api_key_env.is_none() =>
+                    format!(" with the key in {var} (no api_key_env given)"),
+                _ => String::new(),
+            }
         ),
         kind => say!(ctx, "{name}: starting ({})", engine::kind_name(kind)),
     }

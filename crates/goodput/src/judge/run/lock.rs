@@ -8,11 +8,13 @@
 //! which the kernel drops when the holder dies, so a killed run leaves no stale
 //! lock; the file is removed when the run ends. A lock file that was removed (or
 //! replaced) between our open and our lock is opened again, so two runs never hold
-//! locks on two different files of one name.
+//! locks on two different files of one name. The lock file is opened without
+//! following a symbolic link (`O_NOFOLLOW`), and one with other hard links is
+//! refused: the PID written into it would otherwise overwrite someone's file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::UsageError;
@@ -49,10 +51,10 @@ impl OutputLock {
                 .write(true)
                 .create(true)
                 .truncate(false)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(&path)
-                .map_err(|e| {
-                    anyhow::anyhow!("cannot open the lock file {}: {e}", path.display())
-                })?;
+                .map_err(|e| open_error(&path, e))?;
+            check_plain(&path, &file)?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(std::fs::TryLockError::WouldBlock) => {
@@ -91,6 +93,39 @@ impl OutputLock {
     }
 }
 
+/// Why the lock file could not be opened; a symbolic link there is the user's to
+/// remove (`O_NOFOLLOW` fails with `ELOOP`).
+fn open_error(path: &Path, e: std::io::Error) -> anyhow::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return UsageError(format!(
+            "the lock file {} is a symbolic link; goodput does not follow it (the PID it writes would overwrite the link's target): remove it, or choose another output with -o",
+            path.display()
+        ))
+        .into();
+    }
+    anyhow::anyhow!("cannot open the lock file {}: {e}", path.display())
+}
+
+/// The opened lock file is a regular file with no other name: writing the PID
+/// into it changes nothing else.
+fn check_plain(path: &Path, file: &File) -> anyhow::Result<()> {
+    let meta = file
+        .metadata()
+        .map_err(|e| anyhow::anyhow!("cannot read the lock file {}: {e}", path.display()))?;
+    let problem = if !meta.is_file() {
+        "is not a regular file"
+    } else if meta.nlink() > 1 {
+        "has other hard links (the PID it holds would change them too)"
+    } else {
+        return Ok(());
+    };
+    Err(UsageError(format!(
+        "the lock file {} {problem}: remove it, or choose another output with -o",
+        path.display()
+    ))
+    .into())
+}
+
 impl Drop for OutputLock {
     fn drop(&mut self) {
         // Removed while still locked (the file closes after this), so a run that
@@ -124,5 +159,34 @@ mod tests {
         // Another output in the same directory is not locked by this one.
         let _a = OutputLock::acquire(&out).unwrap();
         let _b = OutputLock::acquire(&dir.path().join("sub").join("other.json")).unwrap();
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_link_is_refused_and_its_target_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        let precious = dir.path().join("precious.txt");
+        std::fs::write(&precious, "keep me\n").unwrap();
+        std::os::unix::fs::symlink(&precious, lock_path(&out)).unwrap();
+        let err = OutputLock::acquire(&out).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&lock_path(&out).display().to_string()) && text.contains("link"),
+            "{text}"
+        );
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+        // A hard link would be truncated the same way.
+        std::fs::remove_file(lock_path(&out)).unwrap();
+        std::fs::hard_link(&precious, lock_path(&out)).unwrap();
+        let text = OutputLock::acquire(&out).unwrap_err().to_string();
+        assert!(text.contains("link"), "{text}");
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+        // A dangling link is refused too (it would create its target).
+        std::fs::remove_file(lock_path(&out)).unwrap();
+        let elsewhere = dir.path().join("created-by-the-lock");
+        std::os::unix::fs::symlink(&elsewhere, lock_path(&out)).unwrap();
+        assert!(OutputLock::acquire(&out).is_err());
+        assert!(!elsewhere.exists());
     }
 }

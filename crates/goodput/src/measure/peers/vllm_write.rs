@@ -25,26 +25,17 @@ pub struct VllmResultOptions {
     pub filename: Option<String>,
 }
 
-/// Writes the files; returns their paths.
-pub fn write(
-    report: &Report,
-    report_path: &Path,
-    opts: &VllmResultOptions,
-) -> anyhow::Result<Vec<PathBuf>> {
-    let rec_path = crate::drive::record::records_path(report_path);
-    let records = crate::drive::record::read_records(&rec_path).map_err(anyhow::Error::msg)?;
+/// Where the files of `points` (engine and load level, in the report's order) go:
+/// `--result-dir` (else the report's folder), `--result-filename` (else the
+/// report's name, `.vllm.json`), with `-ENGINE-xX` before `.json` when there are
+/// several.
+pub fn paths(report_path: &Path, opts: &VllmResultOptions, points: &[(&str, f64)]) -> Vec<PathBuf> {
     let dir = opts.dir.clone().unwrap_or_else(|| {
         report_path
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default()
     });
-    std::fs::create_dir_all(if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        &dir
-    })
-    .with_context(|| format!("cannot make {}", dir.display()))?;
     let base = opts.filename.clone().unwrap_or_else(|| {
         let name = report_path
             .file_name()
@@ -52,21 +43,66 @@ pub fn write(
             .unwrap_or_else(|| "goodput-report.json".into());
         format!("{}.vllm.json", name.strip_suffix(".json").unwrap_or(&name))
     });
-    let count: usize = report.load.values().map(|e| e.points.len()).sum();
+    points
+        .iter()
+        .map(|(engine, x)| {
+            let name = if points.len() == 1 {
+                base.clone()
+            } else {
+                let stem = base.strip_suffix(".json").unwrap_or(&base);
+                format!("{stem}-{engine}-x{x}.json")
+            };
+            dir.join(name)
+        })
+        .collect()
+}
+
+/// The engines and load levels of `report`, in order.
+pub fn points(report: &Report) -> Vec<(&str, f64)> {
+    report
+        .load
+        .iter()
+        .flat_map(|(engine, result)| result.points.iter().map(|p| (engine.as_str(), p.x)))
+        .collect()
+}
+
+/// Whether the file at `path` is a vLLM-format result goodput wrote (its
+/// `goodput_tool`), which a later run may replace.
+pub fn written_by_goodput(path: &Path) -> bool {
+    crate::files::read_text(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| {
+            v.get("goodput_tool")?
+                .as_str()
+                .map(|s| s.starts_with("goodput "))
+        })
+        .unwrap_or(false)
+}
+
+/// Writes the files at [`paths`] (the caller has checked that they may be
+/// written); returns their paths.
+pub fn write(
+    report: &Report,
+    report_path: &Path,
+    opts: &VllmResultOptions,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let rec_path = crate::drive::record::records_path(report_path);
+    let records = crate::drive::record::read_records(&rec_path).map_err(anyhow::Error::msg)?;
+    let targets = paths(report_path, opts, &points(report));
     let mut written = Vec::new();
+    let mut each = targets.into_iter();
     for (engine, result) in &report.load {
         for point in &result.points {
+            let Some(path) = each.next() else { break };
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot make {}", dir.display()))?;
+            }
             let mine: Vec<&RequestRecord> = records
                 .iter()
                 .filter(|r| &r.engine == engine && r.x == point.x)
                 .collect();
-            let name = if count == 1 {
-                base.clone()
-            } else {
-                let stem = base.strip_suffix(".json").unwrap_or(&base);
-                format!("{stem}-{engine}-x{}.json", point.x)
-            };
-            let path = dir.join(name);
             let value = result_json(report, engine, point, &mine, opts);
             // What the report holds, redacted as the report is.
             let text = crate::redact::to_json_line(&value)?;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::stream;
@@ -27,6 +27,10 @@ pub enum Models {
     Ok,
     /// An endless body (up to [`OFFER`]).
     Endless,
+    /// 404, as a server without this path answers.
+    Missing,
+    /// A redirect to itself, for ever.
+    RedirectLoop,
 }
 
 /// How `/v1/completions` answers.
@@ -57,6 +61,9 @@ pub struct Behaviour {
     pub models: Models,
     pub completions: Completions,
     pub metrics: Metrics,
+    /// The API key `/v1/models` and `/v1/completions` want (`Authorization:
+    /// Bearer KEY`); anything else gets 401. `None`: no key wanted.
+    pub key: Option<&'static str>,
 }
 
 impl Default for Behaviour {
@@ -67,6 +74,7 @@ impl Default for Behaviour {
                 completion_tokens: 4,
             },
             metrics: Metrics::None,
+            key: None,
         }
     }
 }
@@ -80,6 +88,14 @@ struct Shared {
 impl Shared {
     fn hit(&self, path: &'static str) {
         *self.hits.lock().unwrap().entry(path).or_default() += 1;
+    }
+
+    /// The 401 a request without the wanted key gets; `None` when it may pass.
+    fn refused(&self, headers: &HeaderMap) -> Option<Response> {
+        let want = format!("Bearer {}", self.behaviour.key?);
+        let given = headers.get("authorization").and_then(|v| v.to_str().ok());
+        (given != Some(want.as_str()))
+            .then(|| (StatusCode::UNAUTHORIZED, "{\"error\": \"invalid api key\"}").into_response())
     }
 }
 
@@ -104,8 +120,11 @@ fn endless(unit: &'static str) -> Body {
     ))
 }
 
-async fn models(State(s): State<Shared>) -> Response {
+async fn models(State(s): State<Shared>, headers: HeaderMap) -> Response {
     s.hit("/v1/models");
+    if let Some(refused) = s.refused(&headers) {
+        return refused;
+    }
     match s.behaviour.models {
         Models::Ok => axum::Json(
             serde_json::json!({"object": "list", "data": [{"id": "m", "object": "model"}]}),
@@ -116,11 +135,16 @@ async fn models(State(s): State<Shared>) -> Response {
             endless("{\"data\":[{\"id\":\"m\"},"),
         )
             .into_response(),
+        Models::Missing => StatusCode::NOT_FOUND.into_response(),
+        Models::RedirectLoop => (StatusCode::FOUND, [("location", "/v1/models")]).into_response(),
     }
 }
 
-async fn completions(State(s): State<Shared>) -> Response {
+async fn completions(State(s): State<Shared>, headers: HeaderMap) -> Response {
     s.hit("/v1/completions");
+    if let Some(refused) = s.refused(&headers) {
+        return refused;
+    }
     match s.behaviour.completions.clone() {
         Completions::Ok { completion_tokens } => {
             let mut out = String::new();

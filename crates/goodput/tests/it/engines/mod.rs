@@ -1,5 +1,6 @@
 //! Engines launched, watched and stopped: the simulator, a fake vLLM, real llama.cpp
-//! and vLLM's CPU build, their `/metrics`, telemetry sources, and vLLM users' flags.
+//! and vLLM's CPU build, their `/metrics`, telemetry sources, vLLM users' flags, and
+//! reaching a server by URL (`url_readiness`).
 
 mod engine_cleanup;
 mod engine_death;
@@ -7,6 +8,7 @@ mod engine_launch;
 mod llama_cpp;
 mod server_metrics;
 mod telemetry_sources;
+mod url_readiness;
 mod vllm_cpu;
 mod vllm_recorded;
 mod vllm_users;

@@ -147,3 +147,117 @@ fn compare_reads_the_three_peers_files_and_keeps_their_figures() {
         .success()
         .stdout(contains(median_ttft.as_str()).and(contains("vllm bench serve")));
 }
+
+/// A short run in vLLM's flags against `sim` into `r.json` of `dir`, with `extra`.
+fn vllm_run(sim: &str, dir: &Scratch, extra: &[&str]) -> assert_cmd::Command {
+    vllm_run_to(sim, dir, "r.json", extra)
+}
+
+/// [`vllm_run`] into `out` of `dir`.
+fn vllm_run_to(sim: &str, dir: &Scratch, out: &str, extra: &[&str]) -> assert_cmd::Command {
+    let mut cmd = goodput();
+    cmd.current_dir(dir.dir())
+        .args([
+            "run",
+            "--url",
+            sim,
+            "--model",
+            "goodput-sim",
+            "--max-concurrency",
+            "1",
+            "--num-prompts",
+            "2",
+            "--random-input-len",
+            "8",
+            "--random-output-len",
+            "4",
+            "--num-warmups",
+            "0",
+            "-o",
+            &dir.arg(out),
+            "--no-html",
+            "-q",
+        ])
+        .args(extra);
+    cmd
+}
+
+#[test]
+fn every_bound_of_vllms_goodput_flag_is_applied_and_an_unknown_one_refused() {
+    let sim = start_sim();
+    let dir = Scratch::new();
+    vllm_run(
+        &sim.url,
+        &dir,
+        &["--goodput", "ttft:2000", "tpot:200", "ttfat:1000"],
+    )
+    .assert()
+    .success();
+    let slo = dir.report().slo;
+    assert_eq!(
+        (slo.ttft_ms, slo.tpot_ms, slo.ttfat_ms),
+        (Some(2000.0), Some(200.0), Some(1000.0))
+    );
+    let other = Scratch::new();
+    vllm_run(&sim.url, &other, &["--goodput", "ttft:2000", "ttfx:5"])
+        .assert()
+        .code(2)
+        .stderr(contains("--goodput").and(contains("`ttfx`")));
+}
+
+#[test]
+fn save_result_never_overwrites_a_report_or_the_runs_own_files_unless_forced() {
+    let sim = start_sim();
+    let dir = Scratch::new();
+    // Another report beside this one, named as the vLLM-format file.
+    let other = dir.write("other.json", "{\"precious\": true}\n");
+    vllm_run(
+        &sim.url,
+        &dir,
+        &["--save-result", "--result-filename", "other.json"],
+    )
+    .assert()
+    .code(2)
+    .stderr(contains(other.display().to_string()).and(contains("--force")));
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        "{\"precious\": true}\n"
+    );
+    // The run's own report and requests file are never the vLLM-format file.
+    for own in ["r.json", "r.requests.jsonl"] {
+        let fresh = Scratch::new();
+        vllm_run(
+            &sim.url,
+            &fresh,
+            &["--save-result", "--result-filename", own, "--force"],
+        )
+        .assert()
+        .code(2)
+        .stderr(contains(own).and(contains("--result-filename")));
+    }
+    // With --force another file is overwritten; a vLLM-format file goodput wrote
+    // is replaced without it (a rerun, a resumed run).
+    vllm_run(
+        &sim.url,
+        &dir,
+        &[
+            "--save-result",
+            "--result-filename",
+            "other.json",
+            "--force",
+        ],
+    )
+    .assert()
+    .success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&other).unwrap()).expect("JSON");
+    assert_eq!(v["completed"], 2);
+    vllm_run_to(
+        &sim.url,
+        &dir,
+        "r2.json",
+        &["--save-result", "--result-filename", "other.json"],
+    )
+    .assert()
+    .success();
+}
