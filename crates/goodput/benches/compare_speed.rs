@@ -1,7 +1,8 @@
 //! The cost of one `compare`: a report of three engines at ten load levels (three
 //! trials of 32 requests each), with its requests, compared within itself (two
-//! candidates against the first: 140 rows, each a hierarchical bootstrap of 1000
-//! resamples). Target: well under a second. Run with
+//! candidates against the first: 140 rows, each a Welch t test over the trials'
+//! stored figures, then Holm and TOST over the table). Target: well under a second.
+//! Run with
 //!
 //! ```sh
 //! cargo bench -p goodput --bench compare_speed
