@@ -1,7 +1,7 @@
 //! The command line: parse, build a plan, call the library, choose the exit code.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -76,6 +76,28 @@ pub enum Command {
         /// Accepted for old scripts; compare's tests are exact and draw nothing.
         #[arg(long, default_value_t = crate::stats::DEFAULT_SEED)]
         seed: u64,
+    },
+    /// A CI gate: exit 1 when the candidate is worse than the baseline in any
+    /// gated row of `compare`'s table (beyond noise, Holm-corrected, at least
+    /// --min-effect), 0 when none is, 2 when nothing could be tested or on usage
+    /// errors; a Markdown summary for the job's page.
+    Gate {
+        /// The baseline report.
+        baseline: PathBuf,
+        /// The candidate report.
+        candidate: PathBuf,
+        /// Gate only these metrics (a key such as `median_tpot_ms` or
+        /// `goodput_rps`, or a name as compare prints it); repeatable. Default:
+        /// every row.
+        #[arg(long = "metric", value_name = "METRIC")]
+        metrics: Vec<String>,
+        /// The smallest relative change called worse (0.02: 2%).
+        #[arg(long, default_value_t = 0.02, value_parser = parse_min_effect)]
+        min_effect: f64,
+        /// Also write the Markdown summary here (it is appended to
+        /// `$GITHUB_STEP_SUMMARY` when that is set).
+        #[arg(long, value_name = "FILE")]
+        markdown: Option<PathBuf>,
     },
     /// Write a self-contained HTML page with charts for a report.
     Report {
@@ -356,6 +378,19 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             print_out(&crate::judge::compare::text(&loaded, &opts, color))
         }
+        Command::Gate {
+            baseline,
+            candidate,
+            metrics,
+            min_effect,
+            markdown,
+        } => gate_command(
+            &baseline,
+            &candidate,
+            &metrics,
+            min_effect,
+            markdown.as_deref(),
+        ),
         Command::Report { report, output } => {
             let r = crate::measure::peers::read(&report)?;
             let out = output.unwrap_or_else(|| report.with_extension("html"));
@@ -368,6 +403,60 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         Command::Slurm(args) => cluster::slurm_command(args),
         Command::K8s(args) => cluster::k8s_command(args),
     }
+}
+
+/// `goodput gate`: compare's judgement as an exit status, with its summary.
+fn gate_command(
+    baseline: &Path,
+    candidate: &Path,
+    metrics: &[String],
+    min_effect: f64,
+    markdown: Option<&Path>,
+) -> anyhow::Result<i32> {
+    use crate::judge::compare::gate;
+    let mut names = Vec::new();
+    for m in metrics {
+        match gate::metric(m) {
+            Some(n) => names.push(n),
+            None => {
+                eprintln!(
+                    "error: --metric {}: no such metric; one of: {}",
+                    crate::term::safe(m),
+                    gate::metric_names().join(", ")
+                );
+                return Ok(2);
+            }
+        }
+    }
+    let pair = [
+        crate::judge::compare::load(baseline)?,
+        crate::judge::compare::load(candidate)?,
+    ];
+    let opts = crate::judge::compare::Options {
+        min_effect,
+        ..Default::default()
+    };
+    let g = gate::gate(&pair, &names, &opts);
+    if let Some(path) = markdown {
+        crate::redact::write_file(path, &g.markdown)?;
+    }
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        // Appended, as GitHub Actions expects; a summary that cannot be written is
+        // said, and the gate's answer stands.
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&summary)
+            .and_then(|mut f| f.write_all(crate::redact::text(&g.markdown).as_bytes()));
+        if let Err(e) = appended {
+            eprintln!(
+                "notice: GITHUB_STEP_SUMMARY ({}): not written: {e}",
+                PathBuf::from(summary).display()
+            );
+        }
+    }
+    print_out(&format!("{}\n", g.line))?;
+    Ok(g.outcome.code())
 }
 
 /// Prints to stdout; a closed pipe (`goodput show r.json | head`) is not an error.

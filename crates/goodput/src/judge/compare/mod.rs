@@ -20,6 +20,7 @@
 
 pub mod conclusion;
 pub mod explain;
+pub mod gate;
 pub mod load;
 pub mod pairs;
 pub mod samples;

@@ -2,6 +2,7 @@
 //! browser), warnings, the verdict, and `compare`.
 
 mod compare_decides;
+mod gate;
 mod ran;
 mod render_browser;
 mod render_compare;
