@@ -113,6 +113,9 @@ async fn execute(
             })
         }
     };
+    // Every request in flight holds a socket: a load that cannot have its
+    // descriptors is refused now, not found out as failed connections.
+    crate::drive::load::fds::fit(plan).map_err(crate::UsageError)?;
     let opts = exec.run_options(shard, load_shard);
     peer_output::check_save_result(plan, exec, &flags.peer)?;
     peer_output::header(plan, flags);

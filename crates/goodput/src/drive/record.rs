@@ -29,6 +29,9 @@ pub fn now_ns() -> u64 {
 pub enum ErrorKind {
     /// Could not connect or send.
     Connect,
+    /// The client could not open a connection for want of its own resources (file
+    /// descriptors: `EMFILE`, `ENFILE`): goodput's fault, not the server's.
+    ClientLimit,
     /// The server answered with a non-2xx status (see `status`).
     Http,
     /// The response was not an SSE stream.
@@ -146,6 +149,14 @@ pub struct RequestRecord {
     /// `max_tokens`, `ignore_eos`): an answer shorter than that is the engine's doing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exact_tokens: bool,
+    /// The stream carried choices other than index 0 (a server answering `n > 1`):
+    /// only choice 0 is recorded and counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub other_choices: bool,
+    /// Data arrived after `data: [DONE]`: it was not read as events (whatever the
+    /// reads it came in), only noted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub data_after_done: bool,
     /// The stream's `finish_reason` (the last one given: `stop`, `length`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
@@ -219,6 +230,8 @@ impl RequestRecord {
             reasoning_tokens: None,
             requested_tokens: None,
             exact_tokens: false,
+            other_choices: false,
+            data_after_done: false,
             finish_reason: None,
             input_tokens: None,
             shared_tokens: None,

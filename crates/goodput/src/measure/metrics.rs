@@ -144,6 +144,16 @@ pub struct TrialMetrics {
     /// Of those, the ones with fewer tokens, by `finish_reason` (`none` when the
     /// stream gave none).
     pub short: IndexMap<String, u64>,
+    /// Successful requests that set `max_tokens`.
+    pub max_asked: u64,
+    /// Of those, the ones whose stream carried more content chunks than
+    /// `max_tokens` allows (without usage: counted at `max_tokens`, see
+    /// [`count_long`]).
+    pub long: u64,
+    /// Requests whose stream carried choices other than index 0 (not counted).
+    pub other_choices: u64,
+    /// Requests that sent data after `[DONE]` (ignored).
+    pub after_done: u64,
     /// First send to last completion, s; `None` when nothing was sent.
     pub duration_s: Option<f64>,
     /// Output tokens / s.
@@ -217,12 +227,15 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
     let mut lags = Vec::with_capacity(records.len());
     for r in records {
         lags.push(r.sent.saturating_sub(r.scheduled) as f64 / NS_PER_MS);
+        m.other_choices += r.other_choices as u64;
+        m.after_done += r.data_after_done as u64;
         match request_metrics(r, slo) {
             Some(rm) => {
                 m.completed += 1;
                 m.good += rm.good as u64;
                 m.estimated += r.tokens_estimated as u64;
                 count_short(&mut m, r, rm.output_tokens);
+                count_long(&mut m, r);
                 out_tokens = out_tokens.saturating_add(rm.output_tokens);
                 tokens.push(rm.output_tokens as f64);
                 if rm.good {
@@ -288,6 +301,20 @@ fn count_short(m: &mut TrialMetrics, r: &RequestRecord, output_tokens: u64) {
         let why = r.finish_reason.clone().unwrap_or_else(|| "none".into());
         *m.short.entry(why).or_insert(0) += 1;
     }
+}
+
+/// Counts a successful request that set `max_tokens`, and whether its stream was
+/// longer than that allows (the one definition of a long output): more content
+/// chunks than `max_tokens`. Each chunk carries at least a token, so the server
+/// generated past the limit or split tokens over chunks; with a usage block that
+/// says so the request has already failed (`bad_usage`), so a long output is one
+/// counted from chunks, at the limit.
+fn count_long(m: &mut TrialMetrics, r: &RequestRecord) {
+    let Some(asked) = r.requested_tokens else {
+        return;
+    };
+    m.max_asked += 1;
+    m.long += (r.chunks.len() as u64 > u64::from(asked)) as u64;
 }
 
 /// A trial's duration and what is per second of it (throughputs, achieved
@@ -359,6 +386,15 @@ fn short_outputs(trials: &[TrialMetrics]) -> Option<report::ShortOutputs> {
     })
 }
 
+/// The point's long outputs, summed over its trials (`None` when there were none).
+fn long_outputs(trials: &[TrialMetrics]) -> Option<report::LongOutputs> {
+    let requests: u64 = trials.iter().map(|t| t.long).sum();
+    (requests > 0).then(|| report::LongOutputs {
+        requests,
+        of: trials.iter().map(|t| t.max_asked).sum(),
+    })
+}
+
 /// The report point of a load level, from its trials' metrics (in trial order).
 /// GPU telemetry, speculative decoding and per-trial details are filled by the caller.
 pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mode: bool) -> Point {
@@ -409,6 +445,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         errors,
         estimated_tokens: Some(trials.iter().map(|t| t.estimated).sum()),
         short_outputs: short_outputs(trials),
+        long_outputs: long_outputs(trials),
         median_e2el_ms: Some(stat(|t| t.median_e2el_ms)),
         p99_e2el_ms: Some(stat(|t| t.p99_e2el_ms)),
         mean_input_tokens: Some(stat(|t| t.mean_input_tokens)),

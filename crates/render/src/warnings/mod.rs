@@ -62,6 +62,8 @@ pub enum WarningKind {
     EstimatedTokens,
     /// Answers shorter than the exact length asked for.
     ShortOutputs,
+    /// Answers longer than `max_tokens` allows.
+    LongOutputs,
     /// Requests reasoned up to their limit and gave no answer.
     NoAnswer,
     /// From the engine's own metrics: queueing, preemption, full KV cache, counts.
@@ -87,6 +89,7 @@ impl WarningKind {
             WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
             WarningKind::ShortOutputs => "Answers shorter than asked",
+            WarningKind::LongOutputs => "Answers longer than asked",
             WarningKind::NoAnswer => "Requests without an answer",
             WarningKind::Server(k) => k.title(),
         }
@@ -151,6 +154,11 @@ impl WarningKind {
                  faster: its TPOT, E2E latency and throughput are not comparable with an \
                  engine's that generated every token."
             }
+            WarningKind::LongOutputs => {
+                "a stream of more chunks than `max_tokens` allows is an engine that ignored \
+                 the limit, or one that splits tokens over chunks: without a usage block its \
+                 tokens are counted at the limit, so its TPOT and throughput are approximate."
+            }
             WarningKind::NoAnswer => {
                 "the model thought until the token limit and never answered: the request \
                  succeeded and is fast, but the user got nothing (never counted good)."
@@ -198,6 +206,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 outliers(p),
                 estimated_tokens(p),
                 short_outputs(p),
+                long_outputs(p),
                 rules::no_answer(p),
             ]
             .into_iter()

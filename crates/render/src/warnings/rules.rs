@@ -370,6 +370,24 @@ pub fn short_outputs(p: &Point) -> Found {
     ))
 }
 
+/// Answers longer than `max_tokens` allows.
+pub fn long_outputs(p: &Point) -> Found {
+    let l = p.long_outputs.as_ref().filter(|l| l.requests > 0)?;
+    Some((
+        WarningKind::LongOutputs,
+        format!(
+            "{} of {} requests ({:.0}%) streamed more content chunks than their max_tokens \
+             allows, with no usage block: their output was counted at max_tokens",
+            l.requests,
+            l.of,
+            100.0 * l.requests as f64 / l.of.max(1) as f64,
+        ),
+        "Make the server report usage in the stream (stream_options.include_usage) so \
+         tokens are counted, not chunks, and check that it honours max_tokens."
+            .into(),
+    ))
+}
+
 /// A far-out request as the report shows it.
 struct FarOut {
     /// `TTFT` or `E2E latency`.

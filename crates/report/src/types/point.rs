@@ -65,6 +65,11 @@ pub struct Point {
     /// faster than one that generates what was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub short_outputs: Option<ShortOutputs>,
+    /// goodput addition: successful requests whose answer was longer than their
+    /// `max_tokens` allows (more content chunks than the limit, no usage block),
+    /// over all trials: their tokens were counted at the limit. Absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_outputs: Option<LongOutputs>,
     /// goodput addition: median end-to-end latency of each trial, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_e2el_ms: Option<Stat>,
@@ -288,6 +293,16 @@ pub struct ShortOutputs {
     /// none), with counts.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub finish_reasons: IndexMap<String, u64>,
+}
+
+/// goodput addition: answers longer than `max_tokens` allows, over a point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LongOutputs {
+    /// Successful requests whose stream carried more content chunks than their
+    /// `max_tokens`.
+    pub requests: u64,
+    /// Successful requests that set `max_tokens`.
+    pub of: u64,
 }
 
 /// goodput addition: speculative decoding counters over a point (deltas of the

@@ -185,6 +185,9 @@ words! {
         LoadShard => "load_shard",
         /// A trial was abandoned after requests in a row got no answer.
         Abandoned => "abandoned",
+        /// A trial's streams broke a rule the client handles, counted: data after
+        /// `[DONE]` (ignored), choices other than index 0 (not counted).
+        Stream => "stream",
         /// A trial did not complete and was not retried.
         NotRetried => "not_retried",
         /// The report was merged from shards or load shards.

@@ -52,6 +52,16 @@ pub(crate) struct Conn {
     pub stamps: Stamps,
 }
 
+/// Why a connection could not be opened.
+#[derive(Debug)]
+pub(crate) struct ConnectError {
+    /// What failed, with the address.
+    pub detail: String,
+    /// This process had no file descriptor left (`EMFILE`, `ENFILE`): the client's
+    /// limit, not the server's failure.
+    pub out_of_files: bool,
+}
+
 /// Idle connections to one `host:port`.
 #[derive(Debug)]
 pub struct Pool {
@@ -103,17 +113,23 @@ impl Pool {
 
     /// Opens a connection (TCP with `TCP_NODELAY` and kernel receive timestamps,
     /// then HTTP/1.1 set-up, which sends nothing).
-    pub(crate) async fn connect(&self) -> Result<Conn, String> {
+    pub(crate) async fn connect(&self) -> Result<Conn, ConnectError> {
         let tcp = TcpStream::connect(&self.addr)
             .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
+            .map_err(|e| ConnectError {
+                out_of_files: super::out_of_files(&e),
+                detail: format!("cannot connect to {}: {e}", self.addr),
+            })?;
         let _ = tcp.set_nodelay(true);
         let (tcp, stamps) = StampedTcp::new(tcp);
         let (sender, driver) = http1::Builder::new()
             .read_buf_exact_size(Some(READ_BUF_BYTES))
             .handshake(TokioIo::new(tcp))
             .await
-            .map_err(|e| format!("HTTP/1.1 set-up with {} failed: {e}", self.addr))?;
+            .map_err(|e| ConnectError {
+                out_of_files: false,
+                detail: format!("HTTP/1.1 set-up with {} failed: {e}", self.addr),
+            })?;
         Ok(Conn {
             sender,
             driver,
@@ -154,7 +170,7 @@ impl Pool {
             let opened = futures_util::future::join_all((0..batch).map(|_| self.connect())).await;
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             for c in opened {
-                idle.push(c?);
+                idle.push(c.map_err(|e| e.detail)?);
             }
         }
         Ok(())

@@ -12,8 +12,10 @@ use super::{describe, max_content_chunks, Failure, Limits, SseParser};
 use crate::drive::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
 /// One timer for the whole stream, re-armed only when it fires: a stall is "no
-/// content chunk since `last_read + stall`" (comments and events without text do
-/// not count), checked lazily, so no timer is set per read.
+/// progress since `last_read + stall`", progress being a content chunk (bytes do
+/// not count: comments, role-only and usage-only events, an endless chunk-size line
+/// are no progress), counted from the request's send; checked lazily, so no timer
+/// is set per read.
 struct StallTimer {
     start: tokio::time::Instant,
     start_ns: u64,
@@ -23,10 +25,15 @@ struct StallTimer {
 }
 
 impl StallTimer {
-    fn new(stall: Option<Duration>, deadline: tokio::time::Instant) -> StallTimer {
-        let start_ns = now_ns();
+    fn new(
+        stall: Option<Duration>,
+        deadline: tokio::time::Instant,
+        since: tokio::time::Instant,
+    ) -> StallTimer {
+        let ago = tokio::time::Instant::now().saturating_duration_since(since);
+        let start_ns = now_ns().saturating_sub(ago.as_nanos() as u64);
         StallTimer {
-            start: tokio::time::Instant::now(),
+            start: since,
             start_ns,
             stall,
             deadline,
@@ -57,7 +64,7 @@ impl StallTimer {
         {
             return Some(Failure::new(
                 ErrorKind::Stall,
-                "no data within the stall timeout",
+                "no generated text within the stall timeout",
             ));
         }
         (now >= self.deadline).then(|| {
@@ -87,12 +94,17 @@ struct Progress {
 pub(super) struct ReadAt<'a> {
     pub deadline: tokio::time::Instant,
     pub origin: u64,
+    /// When the request was sent: the stall timeout counts from here until the
+    /// first content.
+    pub since: tokio::time::Instant,
     pub stamps: Option<&'a Stamps>,
 }
 
 /// Reads `body` until `data: [DONE]` (or its end), recording every content chunk
 /// with the time its read arrived: the kernel's receive time of that read where the
 /// connection keeps it ([`super::stamped`]), else the time the read returned.
+/// Nothing after `[DONE]` is parsed, in its read or later ([`super::drain`]); data
+/// there sets the record's `data_after_done`.
 pub(super) async fn read<E: std::error::Error>(
     body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
     rec: &mut RequestRecord,
@@ -102,6 +114,7 @@ pub(super) async fn read<E: std::error::Error>(
     let ReadAt {
         deadline,
         origin,
+        since,
         stamps,
     } = at;
     // Nothing of this response arrived before the request was sent.
@@ -116,13 +129,15 @@ pub(super) async fn read<E: std::error::Error>(
     // Room for every chunk asked for, so recording one never reallocates.
     let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
     rec.chunks.reserve(expected + 1);
-    let mut stall = StallTimer::new(limits.stall_timeout, deadline);
+    let mut stall = StallTimer::new(limits.stall_timeout, deadline, since);
     let timer = tokio::time::sleep_until(stall.next_wake());
     tokio::pin!(timer);
     while !progress.saw_done {
+        // The timer first: a body that is always ready (an endless flood of events
+        // without content) spends the task's cooperative budget, after which a
+        // timer polled second would never see its time come.
         let next = tokio::select! {
             biased;
-            next = body.next() => next,
             () = &mut timer => {
                 if let Some(f) = stall.fired() {
                     return Err(f);
@@ -130,6 +145,7 @@ pub(super) async fn read<E: std::error::Error>(
                 timer.as_mut().reset(stall.next_wake());
                 continue;
             }
+            next = body.next() => next,
         };
         let bytes = match next {
             None => break,
@@ -179,13 +195,19 @@ impl Progress {
             .next_event(&mut rest)
             .map_err(|e| Failure::new(ErrorKind::TooLarge, e.to_string()))?
         {
+            // The stream's end: what follows is not read as events, whether it came
+            // in this read or a later one (one rule, whatever the segmentation).
             if data.trim_ascii() == b"[DONE]" {
                 self.saw_done = true;
-                continue;
+                if !rest.trim_ascii().is_empty() {
+                    rec.data_after_done = true;
+                }
+                return Ok(());
             }
             let keep = rec.reply.as_mut().map(|r| (r, MAX_REPLY_BYTES));
             let info = super::sse::parse_data_keeping(data, keep)
                 .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
+            rec.other_choices |= info.other_choices;
             if info.finish_reason.is_some() {
                 rec.finish_reason = info.finish_reason;
             }
@@ -235,8 +257,13 @@ pub(super) fn finish(rec: &mut RequestRecord) -> Result<(), Failure> {
     }
     let most = plausible_tokens(rec);
     match rec.completion_tokens {
+        // Without usage, a content chunk is a token; but no more than the request
+        // allowed are counted: a stream of more chunks than `max_tokens` (a server
+        // that split tokens, or ignored the limit) is counted at the limit and
+        // warned about as long (`long_outputs`), never as more output than asked.
         None => {
-            rec.completion_tokens = Some(chunk_count);
+            let most = rec.requested_tokens.map_or(chunk_count, u64::from);
+            rec.completion_tokens = Some(chunk_count.min(most));
             rec.tokens_estimated = true;
             Ok(())
         }

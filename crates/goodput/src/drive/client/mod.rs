@@ -108,9 +108,11 @@ impl Target {
 /// Limits of one request.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Whole request, send to end.
+    /// The request's whole life, connection to end, whatever the server sends.
     pub request_timeout: Duration,
-    /// Longest gap between two reads of the stream.
+    /// Longest time without progress: from the send to the first content chunk
+    /// (headers included), then between content chunks. Bytes without content
+    /// (comments, role-only events, chunk framing) are not progress.
     pub stall_timeout: Option<Duration>,
     /// Size limits of the stream.
     pub sse: SseLimits,
@@ -169,7 +171,23 @@ pub async fn stream_request(
     limits: &Limits,
     origin: u64,
 ) {
-    if let Err(f) = exchange(client, target, body, rec, limits, origin).await {
+    let deadline = tokio::time::Instant::now() + limits.request_timeout;
+    // The deadline bounds the request's whole life, whatever the server sends: a
+    // `Timeout` polls its timer even when the request has spent the task's
+    // cooperative budget (a socket that never runs dry, hyper reading an endless
+    // chunk-size line), which a timer inside the request could not.
+    let exchanged = exchange(client, target, body, rec, limits, deadline, origin);
+    let outcome = match tokio::time::timeout_at(deadline, exchanged).await {
+        Ok(outcome) => outcome,
+        // `done` is stamped once the stream has passed its checks: what ran out of
+        // time was reading past `[DONE]` (see [`drain`]), not the request.
+        Err(_) if rec.done.is_some() => Ok(()),
+        Err(_) => Err(Failure::new(
+            ErrorKind::Timeout,
+            "the request was still running at the request timeout",
+        )),
+    };
+    if let Err(f) = outcome {
         // A failure mid-stream ends the request now; one found by the final checks
         // keeps the time the stream ended.
         rec.done.get_or_insert(now_ns().saturating_sub(origin));
@@ -204,24 +222,46 @@ async fn exchange(
     body: Bytes,
     rec: &mut RequestRecord,
     limits: &Limits,
+    deadline: tokio::time::Instant,
     origin: u64,
 ) -> Result<(), Failure> {
-    let deadline = tokio::time::Instant::now() + limits.request_timeout;
-    let at = Exchange {
+    let mut at = Exchange {
         rec,
         limits,
         deadline,
         origin,
+        since: tokio::time::Instant::now(),
     };
     match &target.pool {
         Some(pool) => exchange_direct(pool, target, body, at).await,
         None => {
-            let resp = send(client, target, body, at.rec, deadline, origin).await?;
+            let (resp, since) = send(client, target, body, &mut at).await?;
+            at.since = since;
             let (status, headers) = (resp.status(), resp.headers().clone());
             let mut body = Box::pin(resp.bytes_stream());
-            at.consume(status, &headers, &mut body, None).await
+            at.consume(status, &headers, &mut body, None).await?;
+            drain(&mut body, at.rec).await;
+            Ok(())
         }
     }
+}
+
+/// Reads what follows `[DONE]` until the body ends, for at most [`DRAIN_WAIT`]
+/// (the request is over: `done` is stamped). None of it is counted, however the
+/// bytes were split into reads; anything but white space there is noted on the
+/// record (`data_after_done`). True when the body ended within the wait.
+async fn drain<E>(
+    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    rec: &mut RequestRecord,
+) -> bool {
+    let rest = async {
+        while let Some(Ok(b)) = body.next().await {
+            if !b.trim_ascii().is_empty() {
+                rec.data_after_done = true;
+            }
+        }
+    };
+    tokio::time::timeout(DRAIN_WAIT, rest).await.is_ok()
 }
 
 /// One request's record and bounds, while its response is read.
@@ -230,12 +270,37 @@ struct Exchange<'a> {
     limits: &'a Limits,
     deadline: tokio::time::Instant,
     origin: u64,
+    /// The last progress: the request's send, until content arrives (the stall
+    /// timeout counts from here).
+    since: tokio::time::Instant,
 }
 
 impl Exchange<'_> {
+    /// Until when the request sent now waits for its response's headers, and the
+    /// failure if none come: the stall timeout after the send (no progress), or
+    /// the request's deadline, whichever comes first.
+    fn header_wait(&self, sent: tokio::time::Instant) -> (tokio::time::Instant, Failure) {
+        match self.limits.stall_timeout.map(|s| sent + s) {
+            Some(stall) if stall < self.deadline => (
+                stall,
+                Failure::new(
+                    ErrorKind::Stall,
+                    "no response headers within the stall timeout",
+                ),
+            ),
+            _ => (
+                self.deadline,
+                Failure::new(
+                    ErrorKind::Timeout,
+                    "no response headers before the request timeout",
+                ),
+            ),
+        }
+    }
+
     /// Status, content type, then the events into the record, then the final checks.
     async fn consume<E: std::error::Error>(
-        self,
+        &mut self,
         status: StatusCode,
         headers: &HeaderMap,
         body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
@@ -246,6 +311,7 @@ impl Exchange<'_> {
         let at = events::ReadAt {
             deadline: self.deadline,
             origin: self.origin,
+            since: self.since,
             stamps,
         };
         events::read(body, self.rec, self.limits, at).await?;
@@ -262,9 +328,9 @@ async fn exchange_direct(
     pool: &direct::Pool,
     target: &Target,
     body: Bytes,
-    at: Exchange<'_>,
+    mut at: Exchange<'_>,
 ) -> Result<(), Failure> {
-    let (rec, deadline, origin) = (at.rec, at.deadline, at.origin);
+    let (deadline, origin) = (at.deadline, at.origin);
     let mut retried = false;
     let (mut conn, resp) = loop {
         // A resend never takes a pooled connection: it opens a new one.
@@ -272,12 +338,14 @@ async fn exchange_direct(
         let reused = pooled.is_some();
         let mut conn = match pooled {
             Some(c) => c,
-            None => open_direct(pool, target, rec, deadline, origin).await?,
+            None => open_direct(pool, target, at.rec, deadline, origin).await?,
         };
         let sent_is_now = !target.connect_in_ttft || reused;
         if sent_is_now {
-            rec.sent = now_ns().saturating_sub(origin);
+            at.rec.sent = now_ns().saturating_sub(origin);
         }
+        at.since = tokio::time::Instant::now();
+        let (wait_until, no_headers) = at.header_wait(at.since);
         conn.stamps.expect_send();
         let mut req = hyper::Request::post(pool.path.as_str())
             .body(http_body_util::Full::new(body.clone()))
@@ -288,14 +356,9 @@ async fn exchange_direct(
             &mut conn.ended,
             conn.sender.send_request(req),
         );
-        let outcome = tokio::time::timeout_at(deadline, sent).await;
+        let outcome = tokio::time::timeout_at(wait_until, sent).await;
         match outcome {
-            Err(_) => {
-                return Err(Failure::new(
-                    ErrorKind::Timeout,
-                    "no response headers before the request timeout",
-                ))
-            }
+            Err(_) => return Err(no_headers),
             // The connection closed before any response (a kept-alive one the server
             // had closed meanwhile, as llama.cpp does after a few requests): the
             // request never reached the engine, so it is sent once more on a fresh
@@ -324,7 +387,7 @@ async fn exchange_direct(
                 // The request left when its first write began (handed to the
                 // kernel), not when it was queued.
                 if let Some(w) = conn.stamps.first_write().filter(|_| sent_is_now) {
-                    rec.sent = rec.sent.max(w.saturating_sub(origin));
+                    at.rec.sent = at.rec.sent.max(w.saturating_sub(origin));
                 }
                 break (conn, resp);
             }
@@ -336,12 +399,6 @@ async fn exchange_direct(
         ended: &mut conn.ended,
         body: incoming,
     };
-    let at = Exchange {
-        rec,
-        limits: at.limits,
-        deadline,
-        origin,
-    };
     at.consume(
         parts.status,
         &parts.headers,
@@ -351,8 +408,7 @@ async fn exchange_direct(
     .await?;
     // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
     // is stamped), so the connection can serve the next request.
-    let rest = async { while let Some(Ok(_)) = driven.next().await {} };
-    if tokio::time::timeout(DRAIN_WAIT, rest).await.is_ok() {
+    if drain(&mut driven, at.rec).await {
         pool.checkin(conn);
     }
     Ok(())
@@ -378,7 +434,8 @@ async fn open_direct(
                 "no connection before the request timeout",
             ))
         }
-        Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, e)),
+        Ok(Err(e)) if e.out_of_files => return Err(client_limit(&e.detail)),
+        Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, e.detail)),
         Ok(Ok(c)) => c,
     };
     rec.connect = Some(now_ns().saturating_sub(start));
@@ -390,31 +447,27 @@ async fn open_direct(
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
 
 /// Sends the request through reqwest; sets `rec.sent` (to the resend's time when it
-/// is resent). reqwest opens connections inside the call, so their set-up is part of
-/// what follows `sent`, and `connect` stays unknown.
+/// is resent) and returns the response with the instant it was sent. reqwest opens
+/// connections inside the call, so their set-up is part of what follows `sent`, and
+/// `connect` stays unknown.
 async fn send(
     client: &reqwest::Client,
     target: &Target,
     body: Bytes,
-    rec: &mut RequestRecord,
-    deadline: tokio::time::Instant,
-    origin: u64,
-) -> Result<reqwest::Response, Failure> {
+    at: &mut Exchange<'_>,
+) -> Result<(reqwest::Response, tokio::time::Instant), Failure> {
     let mut retried = false;
     loop {
-        rec.sent = now_ns().saturating_sub(origin);
+        at.rec.sent = now_ns().saturating_sub(at.origin);
+        let since = tokio::time::Instant::now();
+        let (wait_until, no_headers) = at.header_wait(since);
         let fut = client
             .post(&target.url)
             .headers(target.headers.clone())
             .body(body.clone())
             .send();
-        match tokio::time::timeout_at(deadline, fut).await {
-            Err(_) => {
-                return Err(Failure::new(
-                    ErrorKind::Timeout,
-                    "no response headers before the request timeout",
-                ))
-            }
+        match tokio::time::timeout_at(wait_until, fut).await {
+            Err(_) => return Err(no_headers),
             // A pooled keep-alive connection the server had already closed (llama.cpp
             // closes one after a few requests): the request never reached the engine,
             // so it is sent once more on a fresh connection. The record's `sent` is
@@ -422,8 +475,9 @@ async fn send(
             Ok(Err(e)) if !retried && e.is_request() && !e.is_connect() && !e.is_timeout() => {
                 retried = true
             }
+            Ok(Err(e)) if out_of_files(&e) => return Err(client_limit(&describe(&e))),
             Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
-            Ok(Ok(r)) => return Ok(r),
+            Ok(Ok(r)) => return Ok((r, since)),
         }
     }
 }
@@ -489,6 +543,39 @@ async fn body_start<E>(
     }
 }
 
+/// Whether `e`, or an error it was caused by, is this process running out of file
+/// descriptors (`EMFILE`, or the system's table full: `ENFILE`).
+pub fn out_of_files(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(err) = at {
+        let io = err.downcast_ref::<std::io::Error>();
+        if matches!(
+            io.and_then(std::io::Error::raw_os_error),
+            Some(libc::EMFILE | libc::ENFILE)
+        ) {
+            return true;
+        }
+        // An `io::Error` that wraps another names it as `get_ref`, not `source`.
+        at = match io.and_then(|io| io.get_ref()) {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    false
+}
+
+/// The failure of a connection this process had no descriptor for: the client's
+/// fault ([`ErrorKind::ClientLimit`]), with how to give it more.
+fn client_limit(detail: &str) -> Failure {
+    Failure::new(
+        ErrorKind::ClientLimit,
+        format!(
+            "{detail}: goodput ran out of file descriptors (RLIMIT_NOFILE); raise `ulimit -n` \
+             or lower the load"
+        ),
+    )
+}
+
 /// An HTTP error without the URL's query or anything secret: its chain of causes.
 fn describe(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
@@ -505,6 +592,24 @@ fn describe(e: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
     use crate::drive::record::Chunk;
+
+    #[test]
+    fn running_out_of_descriptors_is_the_clients_failure_not_the_servers() {
+        for code in [libc::EMFILE, libc::ENFILE] {
+            let e = std::io::Error::from_raw_os_error(code);
+            assert!(out_of_files(&e));
+            // Wrapped, as reqwest and hyper wrap it.
+            let wrapped = std::io::Error::other(e);
+            assert!(out_of_files(&wrapped));
+        }
+        assert!(!out_of_files(&std::io::Error::from_raw_os_error(
+            libc::ECONNREFUSED
+        )));
+        let f = client_limit("cannot connect to 127.0.0.1:1");
+        assert_eq!(f.kind, ErrorKind::ClientLimit);
+        assert!(f.detail.contains("ulimit -n"), "{}", f.detail);
+        assert_eq!(f.kind.label(None), "client_limit");
+    }
 
     #[test]
     fn content_chunk_bound_is_twice_max_tokens_and_at_least_64_more() {

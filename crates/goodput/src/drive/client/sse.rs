@@ -189,11 +189,14 @@ impl SseParser {
     }
 }
 
-/// What goodput needs from one OpenAI streaming chunk.
+/// What goodput needs from one OpenAI streaming chunk: of its first choice (index
+/// 0) only; a server that answers `n > 1` streams other choices too, which are not
+/// counted ([`ChunkInfo::other_choices`]).
 #[derive(Debug, Default, PartialEq)]
 pub struct ChunkInfo {
-    /// Bytes of generated text (completions `text`, chat `delta.content` and
-    /// the reasoning, see [`ChunkInfo::reasoning_len`]).
+    /// Bytes of generated output: completions `text`, chat `delta.content`, the
+    /// reasoning (see [`ChunkInfo::reasoning_len`]), and a tool call's generated
+    /// part (`delta.tool_calls[].function` `name` and `arguments`).
     pub text_len: u32,
     /// Bytes of reasoning text among them: chat `delta.reasoning` (vLLM 0.19.1 and
     /// later), else `delta.reasoning_content` (older vLLM, SGLang, llama.cpp). A
@@ -207,6 +210,8 @@ pub struct ChunkInfo {
     /// The first choice's `finish_reason`, when the chunk gives one (`stop`,
     /// `length`), cut to [`MAX_FINISH_REASON`] bytes.
     pub finish_reason: Option<String>,
+    /// The chunk carried a choice with an index other than 0 (not counted).
+    pub other_choices: bool,
 }
 
 /// Longest `finish_reason` kept: the engines' are a word (`stop`, `length`,
@@ -258,6 +263,9 @@ struct Msg<'a> {
 
 #[derive(Deserialize)]
 struct Choice<'a> {
+    /// Which of the `n` answers; absent is 0.
+    #[serde(default)]
+    index: Option<u64>,
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -274,9 +282,38 @@ struct Delta<'a> {
     reasoning: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCall<'a>>>,
+}
+
+/// One `delta.tool_calls` entry: its function's name and arguments are generated.
+#[derive(Deserialize)]
+struct ToolCall<'a> {
+    #[serde(default, borrow)]
+    function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Function<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 impl Delta<'_> {
+    /// Bytes of the tool calls' generated text (function names and arguments).
+    fn tool_call_len(&self) -> usize {
+        self.tool_calls
+            .iter()
+            .flatten()
+            .filter_map(|t| t.function.as_ref())
+            .map(|f| {
+                f.name.as_deref().map_or(0, str::len) + f.arguments.as_deref().map_or(0, str::len)
+            })
+            .sum()
+    }
+
     /// The reasoning text: `reasoning`, else `reasoning_content` (never both: a
     /// server that sends both sends the same text twice).
     fn reasoning(&self) -> &str {
@@ -340,6 +377,7 @@ pub fn parse_data_keeping(
                 usage: msg.usage,
                 probe_ns: msg.goodput_probe_ns,
                 finish_reason: None,
+                other_choices: false,
             });
         }
         return Err(ChunkError::Malformed(format!(
@@ -348,10 +386,12 @@ pub fn parse_data_keeping(
         )));
     };
     let (mut len, mut reasoning) = (0usize, 0usize);
-    for c in &choices {
+    let first = |c: &&Choice<'_>| c.index.unwrap_or(0) == 0;
+    let other_choices = choices.iter().any(|c| !first(&c));
+    for c in choices.iter().filter(first) {
         len += c.text.as_deref().map_or(0, str::len);
         if let Some(d) = &c.delta {
-            len += d.content.as_deref().map_or(0, str::len);
+            len += d.content.as_deref().map_or(0, str::len) + d.tool_call_len();
             reasoning += d.reasoning().len();
         }
         // The reply as a conversation carries it on: the answer's text, not its
@@ -366,6 +406,7 @@ pub fn parse_data_keeping(
     }
     let finish_reason = choices
         .iter()
+        .filter(first)
         .find_map(|c| c.finish_reason.as_deref())
         .map(|f| {
             // An ordinary reason (`stop`, `length`) is short; a longer one is a
@@ -385,6 +426,7 @@ pub fn parse_data_keeping(
         usage: msg.usage,
         probe_ns: msg.goodput_probe_ns,
         finish_reason,
+        other_choices,
     })
 }
 

@@ -21,6 +21,7 @@
 //! its turns when it starts (so only the last session is short), and a failed turn
 //! ends its session and gives its unsent turns back.
 
+pub mod fds;
 pub mod share;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};

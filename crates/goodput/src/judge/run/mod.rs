@@ -131,7 +131,14 @@ impl Ctx<'_> {
 
     fn save(&self) -> anyhow::Result<Report> {
         let r = self.report();
-        crate::redact::write_report(&self.run.opts.output, &r)?;
+        // Requests may have used every descriptor: the reserve writes it then.
+        crate::drive::load::fds::with_reserve(
+            || crate::redact::write_report(&self.run.opts.output, &r),
+            |e| match e {
+                report::ReportError::Io { error, .. } => crate::drive::client::out_of_files(error),
+                _ => false,
+            },
+        )?;
         Ok(r)
     }
 

@@ -233,6 +233,7 @@ async fn run_one(
         None => stopped_answering(handle, &m.records).await,
     };
     let metrics = trial_metrics(&m.records, &ctx.run.plan.slo);
+    stream_notice(ctx, at, &metrics, m.records.len());
     let (status, error) = status_of(died.as_deref(), ctx.stopped(), handle.launched());
     let info = TrialInfo {
         index: at.t,
@@ -302,6 +303,40 @@ fn abandoned_notice(ctx: &mut Ctx<'_>, at: &At<'_>, records: &[RequestRecord]) {
             at.t + 1,
             crate::drive::load::TIMEOUTS_TO_ABANDON,
             ctx.run.plan.request_timeout.as_secs()
+        ),
+    ));
+}
+
+/// A trial whose streams broke a rule the client handles says how many did:
+/// data after `[DONE]` (ignored, docs/measurements.md), choices other than index 0
+/// (a server answering `n > 1`; only choice 0 is counted).
+fn stream_notice(ctx: &mut Ctx<'_>, at: &At<'_>, m: &TrialMetrics, sent: usize) {
+    let mut what = Vec::new();
+    if m.after_done > 0 {
+        what.push(format!(
+            "{} of {sent} requests sent data after `data: [DONE]`, which was ignored",
+            m.after_done
+        ));
+    }
+    if m.other_choices > 0 {
+        what.push(format!(
+            "{} of {sent} requests streamed choices other than index 0 (n > 1?), which were \
+             not counted",
+            m.other_choices
+        ));
+    }
+    if what.is_empty() {
+        return;
+    }
+    ctx.journal.info.notices.push(Notice::engine(
+        NoticeKind::Stream,
+        at.name,
+        format!(
+            "{}: x={} trial {}: {}",
+            at.name,
+            at.x,
+            at.t + 1,
+            what.join("; ")
         ),
     ));
 }

@@ -4,6 +4,7 @@
 mod client_sse;
 mod conversation;
 mod faults;
+mod fd_limit;
 mod fuzz_readers;
 mod hardening;
 mod hostile_run;
@@ -12,4 +13,5 @@ mod reasoning;
 mod redaction;
 mod secrets;
 mod sharegpt;
+mod stream_rules;
 mod workloads;
