@@ -24,7 +24,7 @@ pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};
 pub use resolve::{DEFAULT_LOAD, DEFAULT_SLO, DEFAULT_WORKLOAD};
 use runs::{run_command, search_command};
 use sim::sim_command;
-pub use sim::SimArgs;
+pub use sim::{SimArgs, VllmEngineArgs};
 pub use suggest::{parse_or_exit, peer_hint};
 
 /// The profile `goodput run` uses when given none: the three simulator presets

@@ -10,7 +10,8 @@
 //! and inject faults.
 //!
 //! # Layout
-//! - [`config`]: [`SimConfig`] (TOML), validation, presets.
+//! - [`config`]: [`SimConfig`] (TOML), validation, presets, vLLM's engine flags
+//!   ([`VllmFlags`]).
 //! - [`model`]: the engine as a pure state machine in explicit simulated time,
 //!   and a virtual-time closed-loop driver used to calibrate the presets.
 //! - [`server`]: the axum app; a driver task runs the model on the wall clock.
@@ -33,7 +34,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use anyhow::Context as _;
 
-pub use config::{preset, ConfigError, ReasoningConfig, SimConfig, PRESETS};
+pub use config::{preset, ConfigError, ReasoningConfig, SimConfig, VllmFlags, PRESETS};
 pub use faults::FaultSpec;
 pub use server::{app, listen, serve, SimState};
 

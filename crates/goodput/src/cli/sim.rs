@@ -4,6 +4,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Args;
+use goodput_sim::config::vllm::{parse_human_int, parse_speculative_config, SpeculativeFlag};
+use goodput_sim::VllmFlags;
 
 /// `goodput sim`.
 #[derive(Debug, Args)]
@@ -44,6 +46,84 @@ pub struct SimArgs {
     /// streamed as `delta.reasoning` (the config's `[reasoning]`; docs/reasoning.md).
     #[arg(long, value_name = "N")]
     pub reasoning_tokens: Option<u32>,
+    /// vLLM's engine flags, each overriding its key of the config.
+    #[command(flatten)]
+    pub vllm: VllmEngineArgs,
+}
+
+/// vLLM's engine flags, in vLLM's spellings (`--flag N`, `--flag=N`,
+/// `--flag_name`), each overriding one key of `--config`/`--preset`
+/// (docs/simulator.md has the table).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "vLLM engine flags (override the config's keys)")]
+pub struct VllmEngineArgs {
+    /// Most requests running at once (`max_num_seqs`).
+    #[arg(long, value_name = "N", alias = "max_num_seqs")]
+    pub max_num_seqs: Option<u32>,
+    /// Token budget of one scheduler step (`max_num_batched_tokens`).
+    #[arg(long, value_name = "N", alias = "max_num_batched_tokens")]
+    pub max_num_batched_tokens: Option<u32>,
+    /// Hide the scheduler's CPU time behind the GPU step (`async_scheduling`).
+    #[arg(
+        long,
+        alias = "async_scheduling",
+        overrides_with = "no_async_scheduling"
+    )]
+    pub async_scheduling: bool,
+    /// Pay the scheduler's CPU time serially with each step.
+    #[arg(
+        long,
+        alias = "no_async_scheduling",
+        overrides_with = "async_scheduling"
+    )]
+    pub no_async_scheduling: bool,
+    /// KV pool of N blocks (`kv_pool_tokens` = N × block size).
+    #[arg(long, value_name = "N", alias = "num_gpu_blocks_override")]
+    pub num_gpu_blocks_override: Option<u32>,
+    /// Tokens per KV block (`block_size`); the pool keeps its tokens.
+    #[arg(long, value_name = "N", alias = "block_size")]
+    pub block_size: Option<u32>,
+    /// `{"method": "ngram", "num_speculative_tokens": K}` (`speculative`).
+    #[arg(long, value_name = "JSON", alias = "speculative_config",
+          value_parser = parse_speculative_config)]
+    pub speculative_config: Option<SpeculativeFlag>,
+    /// Longest prompt + completion, in tokens: 2048, 2k, 2K (`max_model_len`).
+    #[arg(long, value_name = "N", alias = "max_model_len", value_parser = parse_human_int)]
+    pub max_model_len: Option<u32>,
+    /// Automatic prefix caching (`prefix_caching`).
+    #[arg(
+        long,
+        alias = "enable_prefix_caching",
+        overrides_with = "no_enable_prefix_caching"
+    )]
+    pub enable_prefix_caching: bool,
+    /// No prefix caching: every prompt is prefilled in full.
+    #[arg(
+        long,
+        alias = "no_enable_prefix_caching",
+        overrides_with = "enable_prefix_caching"
+    )]
+    pub no_enable_prefix_caching: bool,
+}
+
+impl VllmEngineArgs {
+    /// The flags as the simulator's config takes them.
+    pub fn flags(&self) -> VllmFlags {
+        let switch = |on: bool, off: bool| (on || off).then_some(on);
+        VllmFlags {
+            max_num_seqs: self.max_num_seqs,
+            max_num_batched_tokens: self.max_num_batched_tokens,
+            async_scheduling: switch(self.async_scheduling, self.no_async_scheduling),
+            block_size: self.block_size,
+            num_gpu_blocks_override: self.num_gpu_blocks_override,
+            max_model_len: self.max_model_len,
+            enable_prefix_caching: switch(
+                self.enable_prefix_caching,
+                self.no_enable_prefix_caching,
+            ),
+            speculative_config: self.speculative_config,
+        }
+    }
 }
 
 pub(super) async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
@@ -80,6 +160,12 @@ pub(super) async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
         config.seed = seed;
     }
     config.validate()?;
+    // vLLM's flags last: a value they make invalid is the flag's fault, named.
+    let config = args
+        .vllm
+        .flags()
+        .apply(config)
+        .map_err(|e| crate::UsageError(e.to_string()))?;
     let opts = goodput_sim::SimOptions {
         config,
         host: args.host,

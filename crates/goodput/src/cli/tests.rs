@@ -201,3 +201,84 @@ fn a_bad_prompt_salt_is_a_usage_error_naming_the_flag() {
         "{text}"
     );
 }
+
+/// The vLLM engine flags `goodput sim ARGS` gives.
+fn sim_flags(args: &[&str]) -> goodput_sim::VllmFlags {
+    let argv = [&["sim"][..], args].concat();
+    match parse(&argv)
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+        .command
+    {
+        Command::Sim(a) => a.vllm.flags(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn sim_takes_vllms_engine_flags_in_vllms_spellings() {
+    use goodput_sim::config::vllm::SpeculativeFlag;
+    assert!(sim_flags(&[]).is_empty());
+    let f = sim_flags(&[
+        "--max-num-seqs",
+        "8",
+        "--max-num-batched-tokens=512",
+        "--num_gpu_blocks_override",
+        "100",
+        "--block-size=32",
+        "--speculative-config",
+        r#"{"method": "ngram", "num_speculative_tokens": 3}"#,
+        "--max-model-len",
+        "2k",
+        "--no-async-scheduling",
+        "--enable-prefix-caching",
+    ]);
+    assert_eq!(
+        f,
+        goodput_sim::VllmFlags {
+            max_num_seqs: Some(8),
+            max_num_batched_tokens: Some(512),
+            async_scheduling: Some(false),
+            block_size: Some(32),
+            num_gpu_blocks_override: Some(100),
+            max_model_len: Some(2000),
+            enable_prefix_caching: Some(true),
+            speculative_config: Some(SpeculativeFlag {
+                num_speculative_tokens: 3
+            }),
+        }
+    );
+    // The last of a switch's two spellings wins, as in vLLM's argparse.
+    let f = sim_flags(&[
+        "--async-scheduling",
+        "--no-async-scheduling",
+        "--async-scheduling",
+        "--no-enable-prefix-caching",
+    ]);
+    assert_eq!(
+        (f.async_scheduling, f.enable_prefix_caching),
+        (Some(true), Some(false))
+    );
+}
+
+#[test]
+fn a_bad_vllm_flag_value_on_sim_names_the_flag() {
+    for (flag, value, says) in [
+        ("--max-num-seqs", "-1", "-1"),
+        ("--block-size", "x", "x"),
+        ("--max-model-len", "1.5K", "did you mean 1.5k"),
+        (
+            "--speculative-config",
+            r#"{"method": "eagle", "num_speculative_tokens": 3}"#,
+            "supported: ngram",
+        ),
+        ("--speculative-config", "5", "must be a JSON object"),
+    ] {
+        let e = parse(&["sim", &format!("{flag}={value}")]).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{flag} {value}");
+        let text = e.to_string();
+        assert!(
+            text.contains(flag) && text.contains(says),
+            "{flag} {value}: {text}"
+        );
+    }
+}

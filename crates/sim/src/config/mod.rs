@@ -6,6 +6,7 @@
 
 mod presets;
 mod validate;
+pub mod vllm;
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::faults::FaultSpec;
 
 pub use presets::{preset, PRESETS};
+pub use vllm::VllmFlags;
 
 /// Why a configuration could not be loaded or is not valid.
 #[derive(Debug, thiserror::Error)]

@@ -75,6 +75,22 @@ fn vllm_fast_b() -> SimConfig {
     }
 }
 
+/// n-gram speculative decoding with `k` drafts a step, as the reference's
+/// `vllm-ngram` engine: each request's acceptance rate drawn from Beta(0.3, 0.2),
+/// its verification costs calibrated on the L4. Also what `--speculative-config`
+/// gives a configuration that had no speculative decoding.
+pub(super) fn ngram(k: u32) -> SpeculativeConfig {
+    SpeculativeConfig {
+        num_speculative_tokens: k,
+        acceptance: Acceptance::Beta {
+            alpha: 0.3,
+            beta: 0.2,
+        },
+        verify_cost_ms: 4.5,
+        per_draft_token_ms: 0.05,
+    }
+}
+
 /// The named preset, or `None` for an unknown name.
 pub fn preset(name: &str) -> Option<SimConfig> {
     match name {
@@ -84,15 +100,7 @@ pub fn preset(name: &str) -> Option<SimConfig> {
             ..vllm_fast_b()
         }),
         "vllm-ngram" => Some(SimConfig {
-            speculative: Some(SpeculativeConfig {
-                num_speculative_tokens: 5,
-                acceptance: Acceptance::Beta {
-                    alpha: 0.3,
-                    beta: 0.2,
-                },
-                verify_cost_ms: 4.5,
-                per_draft_token_ms: 0.05,
-            }),
+            speculative: Some(ngram(5)),
             ..vllm_fast_b()
         }),
         "default" => Some(SimConfig::default()),

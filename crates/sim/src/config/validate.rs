@@ -39,6 +39,9 @@ fn float_range(
 
 const MAX_MS: f64 = 3_600_000.0;
 
+/// The largest KV pool, in tokens.
+pub(super) const MAX_KV_POOL_TOKENS: u64 = 1 << 31;
+
 /// A duration in milliseconds: `0..=MAX_MS`.
 fn ms(field: &str, value: f64) -> Result<(), ConfigError> {
     float_range(field, value, 0.0, false, MAX_MS)
@@ -89,12 +92,20 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
 /// full-length request must fit the pool).
 fn check_memory(c: &SimConfig) -> Result<(), ConfigError> {
     int_range("block_size", c.block_size.into(), 1, 1024)?;
-    int_range("kv_pool_tokens", c.kv_pool_tokens.into(), 1, 1 << 31)?;
+    int_range(
+        "kv_pool_tokens",
+        c.kv_pool_tokens.into(),
+        1,
+        MAX_KV_POOL_TOKENS,
+    )?;
     if c.kv_pool_tokens < c.block_size {
         return Err(ConfigError::OutOfRange {
             field: "kv_pool_tokens".into(),
             value: c.kv_pool_tokens.to_string(),
-            allowed: format!("{}..={} (at least one block)", c.block_size, 1u64 << 31),
+            allowed: format!(
+                "{}..={MAX_KV_POOL_TOKENS} (at least one block)",
+                c.block_size
+            ),
         });
     }
     int_range("max_model_len", c.max_model_len.into(), 1, 1 << 24)?;

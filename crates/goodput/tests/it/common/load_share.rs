@@ -1,5 +1,5 @@
-//! Load shards (`run --load-shard I/N`) against one simulator: the simulator as
-//! a user starts it, the profile, and the check that a merged point reads like a
+//! The simulator as a user starts it (`goodput sim ... --port 0`, its start-up
+//! lines kept), and load shards (`run --load-shard I/N`) against one: the profile, and the check that a merged point reads like a
 //! single client's at the same total load (tests/it/distribute/load_shard.rs, tests/it/distribute/slurm.rs).
 
 use std::io::{BufRead, BufReader};
@@ -14,6 +14,8 @@ use super::cli::goodput_child;
 pub struct Sim {
     child: Child,
     pub url: String,
+    /// The start-up lines it printed, up to the one that says where it listens.
+    pub banner: Vec<String>,
 }
 
 impl Drop for Sim {
@@ -23,24 +25,34 @@ impl Drop for Sim {
     }
 }
 
+/// The `fixed` preset.
 pub fn start_sim() -> Sim {
+    start_sim_with(&["--preset", "fixed"])
+}
+
+/// `goodput sim ARGS --port 0`.
+pub fn start_sim_with(args: &[&str]) -> Sim {
     let mut child = goodput_child()
-        .args(["sim", "--preset", "fixed", "--port", "0"])
+        .arg("sim")
+        .args(args)
+        .args(["--port", "0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("goodput sim starts");
     let out = BufReader::new(child.stdout.take().unwrap());
     let mut url = None;
+    let mut banner = Vec::new();
     for line in out.lines().take(20) {
         let line = line.unwrap();
+        banner.push(line.clone());
         if let Some(rest) = line.split("listening on ").nth(1) {
             url = rest.split_whitespace().next().map(str::to_string);
             break;
         }
     }
-    let url = url.expect("the simulator says where it listens");
-    Sim { child, url }
+    let url = url.unwrap_or_else(|| panic!("the simulator says where it listens: {banner:?}"));
+    Sim { child, url, banner }
 }
 
 pub fn profile(url: &str, load: &str) -> String {
