@@ -212,6 +212,7 @@ async fn exchange(
         limits,
         deadline,
         origin,
+        body_bytes: body.len() as u64,
     };
     match &target.pool {
         Some(pool) => exchange_direct(pool, target, body, at).await,
@@ -230,6 +231,8 @@ struct Exchange<'a> {
     limits: &'a Limits,
     deadline: tokio::time::Instant,
     origin: u64,
+    /// Bytes of the request's body (the bound on `usage.prompt_tokens`).
+    body_bytes: u64,
 }
 
 impl Exchange<'_> {
@@ -250,7 +253,7 @@ impl Exchange<'_> {
         };
         events::read(body, self.rec, self.limits, at).await?;
         self.rec.done = Some(now_ns().saturating_sub(self.origin));
-        events::finish(self.rec)
+        events::finish(self.rec, self.body_bytes)
     }
 }
 
@@ -264,7 +267,7 @@ async fn exchange_direct(
     body: Bytes,
     at: Exchange<'_>,
 ) -> Result<(), Failure> {
-    let (rec, deadline, origin) = (at.rec, at.deadline, at.origin);
+    let (rec, deadline, origin, body_bytes) = (at.rec, at.deadline, at.origin, at.body_bytes);
     let mut retried = false;
     let (mut conn, resp) = loop {
         // A resend never takes a pooled connection: it opens a new one.
@@ -341,6 +344,7 @@ async fn exchange_direct(
         limits: at.limits,
         deadline,
         origin,
+        body_bytes,
     };
     at.consume(
         parts.status,
