@@ -3,14 +3,26 @@
 //! sequences in it (`ESC]0;title BEL` retitles the window, `ESC[2J` clears it).
 //! [`safe`] shows every control character as an escape (`\u{1b}`), except
 //! newline and tab and the colour codes goodput's own tables use (`ESC[…m`), and
-//! redacts secrets ([`crate::redact`]).
+//! redacts secrets ([`crate::redact`]); [`line`] escapes newline and tab too, for a
+//! status line or a name.
 
 use std::borrow::Cow;
 
 /// `text` made safe to print: secrets redacted, control characters escaped.
 pub fn safe(text: &str) -> Cow<'_, str> {
+    escaped(text, |c| c.is_control() && c != '\n' && c != '\t')
+}
+
+/// [`safe`] for what must stay on one line (a status line, a name a server or a
+/// file gave: a model id, an engine's name): newlines and tabs are escaped too, so
+/// that a name cannot start a line of its own (a fake `Verdict:`).
+pub fn line(text: &str) -> Cow<'_, str> {
+    escaped(text, char::is_control)
+}
+
+fn escaped(text: &str, is_escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
     let redacted = crate::redact::text(text);
-    if !redacted.chars().any(is_escaped) {
+    if !redacted.chars().any(&is_escaped) {
         return redacted;
     }
     let mut out = String::with_capacity(redacted.len() + 16);
@@ -31,11 +43,6 @@ pub fn safe(text: &str) -> Cow<'_, str> {
         rest = &rest[c.len_utf8()..];
     }
     Cow::Owned(out)
-}
-
-/// A control character other than newline and tab (C0, DEL, C1).
-fn is_escaped(c: char) -> bool {
-    c.is_control() && c != '\n' && c != '\t'
 }
 
 /// The length of a colour sequence (`ESC [ digits/semicolons m`) at the start of
@@ -67,5 +74,7 @@ mod tests {
         );
         let ours = "\x1b[32m1\x1b[0m\tok\n";
         assert_eq!(safe(ours), ours);
+        // On one line, a newline in a name cannot start a line of its own.
+        assert_eq!(line("m\nVerdict: x"), "m\\u{a}Verdict: x");
     }
 }

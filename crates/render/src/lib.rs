@@ -21,6 +21,7 @@
 //! - [`turns`]: the per-turn table of conversation workloads.
 //! - [`cost`]: energy and cost per token (table, verdict sentence, compare rows, charts).
 //! - [`text`]: number formatting, colour and column alignment for terminals.
+//! - [`one_line`]: names and notes from a report kept on one line in the text output.
 
 pub mod charts;
 pub mod compare;
@@ -28,6 +29,7 @@ pub mod cost;
 pub mod dates;
 pub mod html;
 pub mod markdown;
+pub mod one_line;
 pub mod point;
 pub mod predicted;
 pub mod ran;
@@ -95,9 +97,11 @@ impl fmt::Display for Format {
 /// Table and Markdown end with the warnings; CSV and JSON are exports and carry only
 /// the rows.
 pub fn show(report: &report::Report, format: Format, color: bool) -> String {
-    let rows = rows::rows(report);
     match format {
         Format::Table => {
+            // A name with a newline (a model id, a peer file's) must not start a line.
+            let report = &*one_line::report(report);
+            let rows = rows::rows(report);
             let mut out = verdict::verdict_text(report);
             out.push('\n');
             out.push_str(&table::header_text(report));
@@ -125,6 +129,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out
         }
         Format::Markdown => {
+            let rows = rows::rows(report);
             let mut out = table::header_markdown(report);
             out.push('\n');
             out.push_str(&format!(
@@ -150,8 +155,8 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out.push_str(&warnings::warnings_markdown(report));
             out
         }
-        Format::Csv => table::csv(&rows),
-        Format::Json => table::json(&rows),
+        Format::Csv => table::csv(&rows::rows(report)),
+        Format::Json => table::json(&rows::rows(report)),
     }
 }
 

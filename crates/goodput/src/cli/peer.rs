@@ -94,7 +94,7 @@ pub struct PeerArgs {
 pub struct VllmArgs {
     /// vLLM's spelling: open-loop requests per second (`inf`: all at once, a closed
     /// loop at `--max-concurrency`).
-    #[arg(long, value_name = "R", help_heading = "vLLM bench serve spellings")]
+    #[arg(long, value_name = "R", value_parser = parse_request_rate, help_heading = "vLLM bench serve spellings")]
     pub request_rate: Option<f64>,
     /// vLLM's spelling: Gamma shape of the arrival gaps (1: Poisson).
     #[arg(long, value_name = "B", help_heading = "vLLM bench serve spellings")]
@@ -233,5 +233,22 @@ impl PeerArgs {
             || !v.goodput.is_empty()
             || v.num_warmups.is_some()
             || v.save_result
+    }
+}
+
+/// `--request-rate`: `inf`, or requests per second in
+/// [[`MIN_RATE`], [`MAX_RATE`]] (a usage error, exit 2, names the range).
+fn parse_request_rate(s: &str) -> Result<f64, String> {
+    use crate::define::plan::{MAX_RATE, MIN_RATE};
+    let r: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of requests per second (or `inf`)"))?;
+    if r == f64::INFINITY || (MIN_RATE..=MAX_RATE).contains(&r) {
+        Ok(r)
+    } else {
+        Err(format!(
+            "{s} requests per second is out of range: give a rate in [{MIN_RATE}, {MAX_RATE}], or `inf`"
+        ))
     }
 }

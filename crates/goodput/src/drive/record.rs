@@ -8,7 +8,7 @@
 //! relative to the start of the trial.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -301,25 +301,82 @@ impl RecordsFile {
     }
 }
 
-/// Reads a requests file; a torn last line (a crash mid-write) is skipped, any other
-/// bad line is an error naming its line number.
+/// Longest line of a requests file read: a record holds at most the chunks a stream
+/// may carry (2^20 when the request set no `max_tokens`, about 30 bytes each), so a
+/// longer line is not one goodput wrote (a sparse or corrupt file).
+pub const MAX_RECORD_LINE_BYTES: usize = 64 << 20;
+
+/// Most bytes of records kept from one requests file (their JSON), so that a huge or
+/// corrupt file fails with its name and this limit instead of taking the machine's
+/// memory.
+pub const MAX_RECORDS_BYTES: u64 = 2 << 30;
+
+/// Reads a requests file; a torn last line (a crash mid-write: no final newline,
+/// the JSON cut short) is skipped, any other bad line is an error naming the file
+/// and its line number. Read line by line, each line bounded
+/// ([`MAX_RECORD_LINE_BYTES`]) and the records kept bounded ([`MAX_RECORDS_BYTES`]).
 pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, String> {
+    read_records_where(path, |_| true)
+}
+
+/// [`read_records`], keeping only the records `keep` accepts (the others are read,
+/// checked and dropped, and do not count against the bound).
+pub fn read_records_where(
+    path: &Path,
+    keep: impl FnMut(&RequestRecord) -> bool,
+) -> Result<Vec<RequestRecord>, String> {
+    read_bounded(path, keep, MAX_RECORD_LINE_BYTES, MAX_RECORDS_BYTES)
+}
+
+fn read_bounded(
+    path: &Path,
+    mut keep: impl FnMut(&RequestRecord) -> bool,
+    max_line: usize,
+    max_kept: u64,
+) -> Result<Vec<RequestRecord>, String> {
+    let name = path.display();
     // A device or a FIFO would be read forever (or waited on forever).
-    let f = crate::files::open_regular(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    let lines: Vec<String> = BufReader::new(f)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let last = lines.len();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
+    let f = crate::files::open_regular(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut reader = BufReader::with_capacity(1 << 16, f);
+    let (mut out, mut kept, mut line, mut n) = (Vec::new(), 0u64, Vec::new(), 0usize);
+    loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(max_line as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("{name}: {e}"))?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        let ended = line.last() == Some(&b'\n');
+        if line.len() > max_line {
+            return Err(format!(
+                "{name}:{n}: a line longer than {max_line} bytes: not a requests file goodput wrote (corrupt or sparse?)"
+            ));
+        }
+        let text = line.trim_ascii();
+        if text.is_empty() {
             continue;
         }
-        match serde_json::from_str(line) {
-            Ok(r) => out.push(r),
-            Err(_) if i + 1 == last => break,
-            Err(e) => return Err(format!("{}:{}: {e}", path.display(), i + 1)),
+        match serde_json::from_slice::<RequestRecord>(text) {
+            Ok(r) if keep(&r) => {
+                kept += text.len() as u64;
+                if kept > max_kept {
+                    return Err(format!(
+                        "{name}: more than {max_kept} bytes of records (at line {n}): goodput reads at most that much of a requests file"
+                    ));
+                }
+                out.push(r);
+            }
+            Ok(_) => {}
+            // A crash mid-append leaves the last line cut short, with no newline.
+            Err(e) if !ended && e.is_eof() => break,
+            Err(e) => {
+                return Err(format!(
+                    "{name}:{n}: not a request record ({e}); the requests file is corrupt"
+                ))
+            }
         }
     }
     Ok(out)
@@ -361,6 +418,46 @@ fn is_zero(v: &u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_requests_file_is_read_with_bounds_and_a_bad_line_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.requests.jsonl");
+        let line = serde_json::to_string(&RequestRecord::new("e", 1.0, 0, 0, 0)).unwrap();
+        // One line of garbage is a corrupt file, not an empty one.
+        for garbage in ["garbage\n", "garbage", "{\"engine\": 3}\n"] {
+            std::fs::write(&p, garbage).unwrap();
+            let e = read_records(&p).unwrap_err();
+            assert!(e.contains("r.requests.jsonl:1:"), "{garbage:?}: {e}");
+        }
+        // A record cut short with no newline is a torn append: skipped.
+        std::fs::write(&p, format!("{line}\n{}", &line[..20])).unwrap();
+        assert_eq!(read_records(&p).unwrap().len(), 1);
+        // A line over the cap, and records over the total, name the file and limit.
+        std::fs::write(&p, format!("{line}\n{line}\n{line}\n")).unwrap();
+        let e = read_bounded(&p, |_| true, 16, u64::MAX).unwrap_err();
+        assert!(
+            e.contains("r.requests.jsonl:1:") && e.contains("16 bytes"),
+            "{e}"
+        );
+        let total = 2 * line.len() as u64;
+        let e = read_bounded(&p, |_| true, 1 << 20, total).unwrap_err();
+        assert!(e.contains(&format!("more than {total} bytes")), "{e}");
+        assert!(e.contains("at line 3"), "{e}");
+        // Only what the caller keeps counts.
+        let mut seen = 0;
+        let kept = read_bounded(
+            &p,
+            |_| {
+                seen += 1;
+                seen == 2
+            },
+            1 << 20,
+            total,
+        )
+        .unwrap();
+        assert_eq!(kept.len(), 1);
+    }
 
     #[test]
     fn a_report_names_its_requests_file_only_beside_itself() {

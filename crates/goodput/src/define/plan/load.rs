@@ -8,6 +8,12 @@ use super::check::Checker;
 
 /// Defaults of `trials = "auto"`.
 pub const AUTO_MIN_TRIALS: u32 = 2;
+/// Slowest request rate (requests per second, and a trace's slowest speedup): one
+/// request in about 17 minutes. Slower ones wait longer than any run is watched,
+/// and 1e-300 would put the first arrival past the end of time.
+pub const MIN_RATE: f64 = 1e-3;
+/// Fastest request rate, requests per second (and a trace's fastest speedup).
+pub const MAX_RATE: f64 = 1_000_000.0;
 /// Most trials at a point with `trials = "auto"`, by default.
 pub const AUTO_MAX_TRIALS: u32 = 10;
 /// Relative half-width of the key metrics' 95% interval that is narrow enough, by
@@ -208,13 +214,13 @@ fn check_points(check: &Checker, load: &LoadSpec) -> Result<Vec<f64>, ProfileErr
             && x > 0.0
             && match load.mode {
                 LoadMode::Concurrency => x.fract() == 0.0 && x <= 100_000.0,
-                LoadMode::Rate | LoadMode::Trace => x <= 1_000_000.0,
+                LoadMode::Rate | LoadMode::Trace => (MIN_RATE..=MAX_RATE).contains(&x),
             };
         if !ok {
             let what = match load.mode {
-                LoadMode::Concurrency => "a whole number of requests in flight, 1..=100000",
-                LoadMode::Rate => "a request rate per second in (0, 1000000]",
-                LoadMode::Trace => "a speedup of the trace in (0, 1000000]",
+                LoadMode::Concurrency => "a whole number of requests in flight, 1..=100000".into(),
+                LoadMode::Rate => format!("a request rate per second in [{MIN_RATE}, {MAX_RATE}]"),
+                LoadMode::Trace => format!("a speedup of the trace in [{MIN_RATE}, {MAX_RATE}]"),
             };
             return Err(check.bad("load.points", format!("{x} is not {what}")));
         }

@@ -14,7 +14,7 @@ mod load;
 pub mod price;
 mod search;
 
-pub use load::{TrialRule, AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH};
+pub use load::{TrialRule, AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH, MAX_RATE, MIN_RATE};
 pub use search::SearchConfig;
 #[cfg(test)]
 mod tests;

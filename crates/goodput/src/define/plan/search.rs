@@ -121,7 +121,13 @@ fn check_bounds_unit(
 fn bounds(check: &Checker, s: &SearchSpec, mode: LoadMode) -> Result<(f64, f64), ProfileError> {
     let (lo, hi, unit, dmin, dmax): (f64, f64, &str, f64, f64) = match mode {
         LoadMode::Concurrency => (1.0, 100_000.0, "requests in flight", 1.0, 64.0),
-        LoadMode::Rate | LoadMode::Trace => (1e-6, 1_000_000.0, "requests per second", 0.5, 64.0),
+        LoadMode::Rate | LoadMode::Trace => (
+            super::load::MIN_RATE,
+            super::load::MAX_RATE,
+            "requests per second",
+            0.5,
+            64.0,
+        ),
     };
     let min = check.number("search.min", s.min.unwrap_or(dmin), lo..=hi, unit)?;
     let max = check.number("search.max", s.max.unwrap_or(dmax.max(min)), lo..=hi, unit)?;

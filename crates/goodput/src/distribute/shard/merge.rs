@@ -70,7 +70,7 @@ pub fn merge_files(paths: &[PathBuf], output: &Path) -> anyhow::Result<Merged> {
             ));
             continue;
         }
-        records.extend(read_records(&path).map_err(anyhow::Error::msg)?);
+        records.extend(read_records(&path).map_err(UsageError)?);
     }
     let plan = &shard_of(&shards[0])?.clone();
     sort_records(&mut records, plan);

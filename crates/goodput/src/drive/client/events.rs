@@ -247,12 +247,22 @@ fn allowed(rec: &RequestRecord) -> String {
 /// The checks of a stream that ended with `[DONE]`: it carried text, and its usage
 /// block (when any) agrees with it; without one, the token count is the chunk count,
 /// marked estimated. Derived from the record, the one source of truth.
-pub(super) fn finish(rec: &mut RequestRecord) -> Result<(), Failure> {
+pub(super) fn finish(rec: &mut RequestRecord, body_bytes: u64) -> Result<(), Failure> {
     let chunk_count = rec.chunks.len() as u64;
     if chunk_count == 0 {
         return Err(Failure::new(
             ErrorKind::Empty,
             "the stream carried no generated text",
+        ));
+    }
+    let most_prompt = body_bytes.saturating_add(PROMPT_TEMPLATE_SLACK);
+    if let Some(p) = rec.prompt_tokens.filter(|&p| p > most_prompt) {
+        return Err(Failure::new(
+            ErrorKind::BadUsage,
+            format!(
+                "usage.prompt_tokens = {p} is more than the request could hold ({body_bytes} bytes \
+                 sent: at most {most_prompt} tokens)"
+            ),
         ));
     }
     let most = plausible_tokens(rec);
@@ -307,6 +317,12 @@ pub(crate) fn plausible_tokens(rec: &RequestRecord) -> u64 {
         .saturating_add(rec.chunks.len() as u64)
         .saturating_add(SPECIAL_TOKEN_SLACK)
 }
+
+/// Prompt tokens a server may count beyond the bytes of the request's body: no
+/// prompt token is shorter than a byte of what was sent, and a chat template (with
+/// its default system prompt) adds far fewer than this. A `usage.prompt_tokens`
+/// above the body's bytes plus this is a lying usage block (`bad_usage`).
+pub(crate) const PROMPT_TEMPLATE_SLACK: u64 = 1 << 16;
 
 /// Tokens a stream may count beyond its text (see [`plausible_tokens`]).
 pub(crate) const SPECIAL_TOKEN_SLACK: u64 = 16;

@@ -231,6 +231,7 @@ async fn exchange(
         deadline,
         origin,
         since: tokio::time::Instant::now(),
+        body_bytes: body.len() as u64,
     };
     match &target.pool {
         Some(pool) => exchange_direct(pool, target, body, at).await,
@@ -273,6 +274,8 @@ struct Exchange<'a> {
     /// The last progress: the request's send, until content arrives (the stall
     /// timeout counts from here).
     since: tokio::time::Instant,
+    /// Bytes of the request's body (the bound on `usage.prompt_tokens`).
+    body_bytes: u64,
 }
 
 impl Exchange<'_> {
@@ -316,7 +319,7 @@ impl Exchange<'_> {
         };
         events::read(body, self.rec, self.limits, at).await?;
         self.rec.done = Some(now_ns().saturating_sub(self.origin));
-        events::finish(self.rec)
+        events::finish(self.rec, self.body_bytes)
     }
 }
 

@@ -80,7 +80,16 @@ pub fn text(inputs: &[Input], opts: &Options, color: bool) -> String {
     if inputs.is_empty() {
         return "Nothing to compare: give at least one report.\n".into();
     }
-    crate::render::compare::text(&compare(inputs, opts), color)
+    // Names from a server or a file (a model id with a newline) stay on their line.
+    let shown: Vec<Input> = inputs
+        .iter()
+        .map(|i| Input {
+            label: crate::render::one_line::one_line(&i.label).into_owned(),
+            report: crate::render::one_line::report(&i.report).into_owned(),
+            missing: i.missing.clone(),
+        })
+        .collect();
+    crate::render::compare::text(&compare(&shown, opts), color)
 }
 
 /// The comparison of `inputs` as JSON (`{"conclusion", "rows": [...]}`).

@@ -58,7 +58,8 @@ pub(super) fn prepare(
     }
     check_same_plan(plan, opts, &old, info)?;
     let records = if rec_path.exists() {
-        read_records(rec_path).map_err(|e| anyhow::anyhow!(e))?
+        // A corrupt requests file at the output is bad input (exit 2).
+        read_records(rec_path).map_err(UsageError)?
     } else {
         Vec::new()
     };

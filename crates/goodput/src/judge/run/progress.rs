@@ -78,8 +78,9 @@ impl Progress {
     }
 
     /// A status line above the bars (or plainly on stderr when they are hidden).
+    /// One line: a newline in it (a model id's, a server's error text) is escaped.
     pub fn println(&self, line: &str) {
-        let line = crate::term::safe(line);
+        let line = crate::term::line(line);
         let line = line.as_ref();
         if self.visible {
             let _ = self.multi.println(line);

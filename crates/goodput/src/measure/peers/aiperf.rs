@@ -13,7 +13,9 @@ use std::path::Path;
 use report::{LoadMode, Point};
 use serde_json::{json, Value};
 
-use super::{grid, one, peer_report, PeerRun};
+use anyhow::Context;
+
+use super::{check_figures, check_levels, count, grid, one, peer_report, PeerRun};
 
 /// Largest `profile_export.jsonl` read for the grids.
 const MAX_JSONL_BYTES: u64 = 256 * 1024 * 1024;
@@ -44,38 +46,63 @@ fn level(v: &Value) -> (LoadMode, f64) {
     }
 }
 
-/// Per-request (TTFT, TPOT) in ms from `profile_export.jsonl`, when it is beside.
-fn per_request(dir: Option<&Path>) -> Option<(Vec<f64>, Vec<f64>)> {
-    let path = dir?.join("profile_export.jsonl");
-    let file = std::fs::File::open(path).ok()?;
+/// Per-request (TTFT, TPOT) in ms from `profile_export.jsonl`, when it is beside:
+/// a regular file only (a FIFO there is refused, not waited on), each value used
+/// finite and at least 0 (else an error naming the line and field).
+fn per_request(dir: Option<&Path>) -> anyhow::Result<Option<(Vec<f64>, Vec<f64>)>> {
+    let Some(path) = dir.map(|d| d.join("profile_export.jsonl")) else {
+        return Ok(None);
+    };
+    let name = path.display();
+    let file = match crate::files::open_regular(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // A FIFO or a device is refused as `show` refuses one named on its own.
+        Err(e) => anyhow::bail!("{name}: {e}"),
+    };
     let (mut ttfts, mut tpots) = (Vec::new(), Vec::new());
-    for line in BufReader::new(file.take(MAX_JSONL_BYTES)).lines() {
+    for (i, line) in BufReader::new(file.take(MAX_JSONL_BYTES))
+        .lines()
+        .enumerate()
+    {
         let Ok(line) = line else { break };
         let Ok(r) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        let m = |k: &str| {
-            r.pointer(&format!("/metrics/{k}/value"))
-                .and_then(Value::as_f64)
-        };
         if r.get("error").is_some_and(|e| !e.is_null()) {
             continue;
         }
-        if let Some(t) = m("time_to_first_token") {
-            ttfts.push(t);
-        }
-        if let Some(t) = m("inter_token_latency") {
-            tpots.push(t);
+        for (k, into) in [
+            ("time_to_first_token", &mut ttfts),
+            ("inter_token_latency", &mut tpots),
+        ] {
+            let at = format!("/metrics/{k}/value");
+            check_figures(&r, &at).with_context(|| format!("{name}:{}", i + 1))?;
+            if let Some(t) = r.pointer(&at).and_then(Value::as_f64) {
+                into.push(t);
+            }
         }
     }
-    Some((ttfts, tpots))
+    Ok(Some((ttfts, tpots)))
 }
 
 /// Converts an AIPerf export (`dir`: its folder, for the per-request file).
 pub fn convert(v: &Value, dir: Option<&Path>) -> anyhow::Result<report::Report> {
-    let completed = metric(v, "request_count", "avg")
+    // Every metric's figures (objects with a `unit`) and the load are in range.
+    for (k, m) in v.as_object().into_iter().flatten() {
+        if m.get("unit").is_some() {
+            check_figures(v, &format!("/{k}"))?;
+        }
+    }
+    let phases = v.pointer("/input_config/phases").and_then(Value::as_array);
+    for i in 0..phases.map_or(0, Vec::len) {
+        for k in ["request_rate", "concurrency"] {
+            check_figures(v, &format!("/input_config/phases/{i}/{k}"))?;
+        }
+    }
+    let completed = count(v, "/request_count/avg")?
         .ok_or_else(|| anyhow::anyhow!("no `request_count`: not a finished AIPerf run"))?;
-    let failed = metric(v, "error_request_count", "avg").unwrap_or(0.0);
+    let failed = count(v, "/error_request_count/avg")?.unwrap_or(0.0);
     let (mode, x) = level(v);
     let quantiles = report::default_quantiles();
     let stat = |name: &str, field: &str| one(metric(v, name, field));
@@ -112,7 +139,8 @@ pub fn convert(v: &Value, dir: Option<&Path>) -> anyhow::Result<report::Report> 
         "TPOT is AIPerf's inter_token_latency; ITL is its inter_chunk_latency".to_string(),
         "the SLO and the engine's configuration are not in the file".to_string(),
     ];
-    match per_request(dir) {
+    check_levels(std::slice::from_ref(&point))?;
+    match per_request(dir)? {
         Some((ttfts, tpots)) => {
             point.ttft_quantiles_ms = grid(ttfts, &quantiles);
             point.tpot_quantiles_ms = grid(tpots, &quantiles);

@@ -11,7 +11,7 @@
 use report::{LoadMode, Point};
 use serde_json::{json, Value};
 
-use super::{grid, one, peer_report, PeerRun};
+use super::{check_figures, check_levels, count, grid, one, peer_report, PeerRun};
 
 /// True when `v` is a GuideLLM benchmarks file.
 pub fn is_guidellm(v: &Value) -> bool {
@@ -40,9 +40,35 @@ fn level(b: &Value) -> (LoadMode, f64) {
     }
 }
 
+/// The numbers of benchmark `i` goodput reads are in range (its metrics, load,
+/// duration and per-request values finite and at least 0; its request counts whole);
+/// errors name the field.
+fn check(v: &Value, i: usize) -> anyhow::Result<()> {
+    let at = format!("/benchmarks/{i}");
+    for k in ["metrics", "duration", "config/strategy/streams"] {
+        check_figures(v, &format!("{at}/{k}"))?;
+    }
+    for k in ["rate", "max_concurrency"] {
+        check_figures(v, &format!("{at}/config/strategy/{k}"))?;
+    }
+    let reqs = v
+        .pointer(&format!("{at}/requests/successful"))
+        .and_then(Value::as_array);
+    for j in 0..reqs.map_or(0, Vec::len) {
+        for k in ["time_to_first_token_ms", "inter_token_latency_ms"] {
+            check_figures(v, &format!("{at}/requests/successful/{j}/{k}"))?;
+        }
+    }
+    for k in ["successful", "errored", "incomplete"] {
+        count(v, &format!("{at}/metrics/request_totals/{k}"))?;
+    }
+    Ok(())
+}
+
 fn point(b: &Value, quantiles: &[f64]) -> Point {
     let stat = |name: &str, field: &str| one(dist(b, name, field));
     let ms = |name: &str, field: &str| dist(b, name, field).map(|s| one(Some(s * 1000.0)));
+    // In range: checked by `check`.
     let count = |k: &str| {
         b.pointer(&format!("/metrics/request_totals/{k}"))
             .and_then(Value::as_f64)
@@ -110,6 +136,9 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
         "no per-chunk gaps: ITL is not in the file".to_string(),
         "the SLO, GPU telemetry and the engine's configuration are not in the file".to_string(),
     ];
+    for i in 0..benchmarks.len() {
+        check(v, i)?;
+    }
     let mut points: Vec<Point> = Vec::new();
     for b in benchmarks {
         let mut p = point(b, &quantiles);
@@ -127,6 +156,7 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
         }
         points.push(p);
     }
+    check_levels(&points)?;
     points.sort_by(|a, b| a.x.total_cmp(&b.x));
     let backend = v.pointer("/benchmarks/0/config/backend");
     let model = backend

@@ -89,6 +89,71 @@ fn read_bounded(path: &Path) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// Most requests a peer's file may count at one load level (goodput counts them in
+/// `u32`): a larger count is a corrupt file, not a run.
+pub(crate) const MAX_PEER_COUNT: f64 = u32::MAX as f64;
+
+/// A number of a peer's file out of range: the error names the field (a JSON
+/// pointer) and the range. A bad input file, so the binary exits 2.
+fn out_of_range(field: &str, v: &Value, range: &str) -> anyhow::Error {
+    crate::UsageError(format!("field `{field}` is {v}: {range}")).into()
+}
+
+/// Every number at `at` (a JSON pointer into `v`), and under it, is finite and at
+/// least 0: the figures, rates, durations and token counts a peer's file holds.
+pub(crate) fn check_figures(v: &Value, at: &str) -> anyhow::Result<()> {
+    let Some(here) = v.pointer(at) else {
+        return Ok(());
+    };
+    match here {
+        Value::Number(n) if !n.as_f64().is_some_and(|x| x.is_finite() && x >= 0.0) => Err(
+            out_of_range(at, here, "expected a finite number of at least 0"),
+        ),
+        Value::Array(items) => {
+            (0..items.len()).try_for_each(|i| check_figures(v, &format!("{at}/{i}")))
+        }
+        Value::Object(map) => map.keys().try_for_each(|k| {
+            let k = k.replace('~', "~0").replace('/', "~1");
+            check_figures(v, &format!("{at}/{k}"))
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A count of requests at `at`: a whole number in `0..=MAX_PEER_COUNT`; `None` when
+/// absent (or not a number).
+pub(crate) fn count(v: &Value, at: &str) -> anyhow::Result<Option<f64>> {
+    let Some(here) = v.pointer(at).filter(|n| n.is_number()) else {
+        return Ok(None);
+    };
+    match here.as_f64() {
+        Some(c) if (0.0..=MAX_PEER_COUNT).contains(&c) && c.fract() == 0.0 => Ok(Some(c)),
+        _ => Err(out_of_range(
+            at,
+            here,
+            &format!("expected a whole count of requests, 0..={MAX_PEER_COUNT}"),
+        )),
+    }
+}
+
+/// The converted load levels are usable: each finite and at least 0, none twice.
+pub(crate) fn check_levels(points: &[Point]) -> anyhow::Result<()> {
+    let mut xs: Vec<f64> = points.iter().map(|p| p.x).collect();
+    if let Some(x) = xs.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+        anyhow::bail!(crate::UsageError(format!(
+            "a load level of {x}: expected a finite number of at least 0"
+        )));
+    }
+    xs.sort_by(f64::total_cmp);
+    if let Some(w) = xs.windows(2).find(|w| w[0] == w[1]) {
+        anyhow::bail!(crate::UsageError(format!(
+            "two load levels at x = {}: each level of a run is measured once",
+            w[0]
+        )));
+    }
+    Ok(())
+}
+
 /// One figure as a `{median,min,max,n}` of one trial (`n = 0` when absent).
 pub(crate) fn one(v: Option<f64>) -> Stat {
     Stat::from_trials([v.filter(|x| x.is_finite())])

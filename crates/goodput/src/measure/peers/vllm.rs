@@ -9,7 +9,7 @@
 use report::{LoadMode, Point};
 use serde_json::{json, Map, Value};
 
-use super::{grid, num, one, peer_report, PeerRun};
+use super::{check_figures, check_levels, count, grid, num, one, peer_report, PeerRun};
 
 /// True when `v` is a vLLM `bench serve` result.
 pub fn is_vllm(v: &Value) -> bool {
@@ -65,9 +65,10 @@ fn requests(v: &Value) -> Option<Requests> {
 
 /// Converts a vLLM result into the report model.
 pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
-    let completed = num(v, "completed")
+    check(v)?;
+    let completed = count(v, "/completed")?
         .ok_or_else(|| anyhow::anyhow!("no `completed` count: not a finished `bench serve` run"))?;
-    let failed = num(v, "failed");
+    let failed = count(v, "/failed")?;
     let duration = num(v, "duration");
     let rate = match v.get("request_rate") {
         Some(Value::String(s)) if s == "inf" => None,
@@ -136,6 +137,7 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
         "the SLO the run was judged against, GPU telemetry and the engine's configuration are not in the file"
             .into(),
     );
+    check_levels(std::slice::from_ref(&point))?;
     let model = v.get("model_id").and_then(Value::as_str).unwrap_or("vllm");
     let engine = model.rsplit('/').next().unwrap_or(model).to_string();
     Ok(peer_report(PeerRun {
@@ -157,6 +159,44 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
             "num_prompts": v.get("num_prompts"),
         }),
     }))
+}
+
+/// The numbers goodput reads are in range: figures, rates, durations, token totals
+/// and per-request values finite and at least 0, request counts whole. (Other
+/// top-level keys, `--metadata` ones say, are the user's and kept as they are.)
+fn check(v: &Value) -> anyhow::Result<()> {
+    let Some(obj) = v.as_object() else {
+        return Ok(());
+    };
+    const READ: [&str; 17] = [
+        "duration",
+        "completed",
+        "failed",
+        "num_prompts",
+        "max_concurrency",
+        "request_rate",
+        "burstiness",
+        "request_throughput",
+        "request_goodput",
+        "output_throughput",
+        "spec_decode_draft_tokens",
+        "spec_decode_accepted_tokens",
+        "ttfts",
+        "itls",
+        "latencies",
+        "input_lens",
+        "output_lens",
+    ];
+    for k in obj.keys() {
+        let figure = k.ends_with("_ms") || k.starts_with("total_") || k.starts_with("max_");
+        if figure || READ.contains(&k.as_str()) {
+            check_figures(v, &format!("/{k}"))?;
+        }
+    }
+    for k in ["/num_prompts", "/max_concurrency"] {
+        count(v, k)?;
+    }
+    Ok(())
 }
 
 fn spec_decode(v: &Value) -> Option<report::SpecDecode> {

@@ -293,9 +293,11 @@ fn went_down(a: &Snapshot, b: &Snapshot) -> bool {
 /// What the client counted, beside the server's counts.
 fn client_counts(t: &mut ServerTrial, records: &[RequestRecord]) {
     t.client_completed = Some(records.iter().filter(|r| r.ok()).count() as u64);
-    t.client_generation_tokens = Some(records.iter().filter_map(|r| r.completion_tokens).sum());
+    // A lying usage block (kept in its `bad_usage` record) must not overflow a sum.
+    let sum = |v: &mut dyn Iterator<Item = u64>| v.fold(0u64, u64::saturating_add);
+    t.client_generation_tokens = Some(sum(&mut records.iter().filter_map(|r| r.completion_tokens)));
     let prompts: Vec<u64> = records.iter().filter_map(|r| r.prompt_tokens).collect();
-    t.client_prompt_tokens = (!prompts.is_empty()).then(|| prompts.iter().sum());
+    t.client_prompt_tokens = (!prompts.is_empty()).then(|| sum(&mut prompts.iter().copied()));
 }
 
 /// Counter deltas between the first and the last scrape.

@@ -13,7 +13,7 @@ use goodput_sim::SimConfig;
 use super::solve::Status;
 use super::{Fit, FitContext, FITTED_FROM_HEADER};
 use crate::define::profile::SloSpec;
-use crate::drive::record::{read_records, records_path, RequestRecord};
+use crate::drive::record::{read_records_where, records_path, RequestRecord};
 use crate::measure::metrics::trial_metrics;
 use crate::render::text::num;
 
@@ -304,7 +304,8 @@ pub fn fit_report(path: &Path, engine: Option<&str>) -> anyhow::Result<Fit> {
             .ok_or_else(|| usage(format!("{}: the report has no engine", path.display())))?,
     };
     let rec_path = records_path(path);
-    let records = read_records(&rec_path).map_err(|e| {
+    // Only the fitted engine's records are kept.
+    let records = read_records_where(&rec_path, |r| r.engine == name).map_err(|e| {
         usage(format!(
             "{e} (goodput fit needs the raw records written beside the report)"
         ))

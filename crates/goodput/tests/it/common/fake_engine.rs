@@ -31,6 +31,8 @@ pub enum Models {
     Missing,
     /// A redirect to itself, for ever.
     RedirectLoop,
+    /// Lists one model of this id.
+    Named(String),
 }
 
 /// How `/v1/completions` answers.
@@ -38,6 +40,8 @@ pub enum Models {
 pub enum Completions {
     /// Four one-token chunks, then usage with this completion count, then `[DONE]`.
     Ok { completion_tokens: u64 },
+    /// As `Ok` with 4 completion tokens, the usage counting this many prompt tokens.
+    Prompt { prompt_tokens: u64 },
     /// This status and body.
     Error(u16, String),
     /// Accepts and never answers.
@@ -125,7 +129,11 @@ async fn models(State(s): State<Shared>, headers: HeaderMap) -> Response {
     if let Some(refused) = s.refused(&headers) {
         return refused;
     }
-    match s.behaviour.models {
+    match s.behaviour.models.clone() {
+        Models::Named(id) => axum::Json(
+            serde_json::json!({"object": "list", "data": [{"id": id, "object": "model"}]}),
+        )
+        .into_response(),
         Models::Ok => axum::Json(
             serde_json::json!({"object": "list", "data": [{"id": "m", "object": "model"}]}),
         )
@@ -146,24 +154,28 @@ async fn completions(State(s): State<Shared>, headers: HeaderMap) -> Response {
         return refused;
     }
     match s.behaviour.completions.clone() {
-        Completions::Ok { completion_tokens } => {
-            let mut out = String::new();
-            for i in 0..4 {
-                let finish = if i == 3 { "\"length\"" } else { "null" };
-                out.push_str(&format!(
-                    "data: {{\"choices\":[{{\"index\":0,\"text\":\"x \",\"finish_reason\":{finish}}}]}}\n\n"
-                ));
-            }
-            out.push_str(&format!(
-                "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{completion_tokens}}}}}\n\ndata: [DONE]\n\n"
-            ));
-            ([("content-type", "text/event-stream")], out).into_response()
-        }
+        Completions::Ok { completion_tokens } => stream(8, completion_tokens),
+        Completions::Prompt { prompt_tokens } => stream(prompt_tokens, 4),
         Completions::Error(code, body) => {
             (StatusCode::from_u16(code).unwrap(), body).into_response()
         }
         Completions::Never => std::future::pending().await,
     }
+}
+
+/// Four one-token chunks, then usage with these counts, then `[DONE]`.
+fn stream(prompt_tokens: u64, completion_tokens: u64) -> Response {
+    let mut out = String::new();
+    for i in 0..4 {
+        let finish = if i == 3 { "\"length\"" } else { "null" };
+        out.push_str(&format!(
+            "data: {{\"choices\":[{{\"index\":0,\"text\":\"x \",\"finish_reason\":{finish}}}]}}\n\n"
+        ));
+    }
+    out.push_str(&format!(
+        "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{completion_tokens}}}}}\n\ndata: [DONE]\n\n"
+    ));
+    ([("content-type", "text/event-stream")], out).into_response()
 }
 
 async fn metrics(State(s): State<Shared>) -> Response {

@@ -1,6 +1,7 @@
 //! Driving load: the SSE client, workloads, reasoning streams, and hostile or broken
 //! servers and input.
 
+mod bad_files;
 mod client_sse;
 mod conversation;
 mod faults;
