@@ -167,8 +167,8 @@ fn method_line(rows: &[Row], c: &Comparison) -> String {
     let trials = rows.iter().any(|r| r.method == Method::Trials);
     let share = rows.iter().any(|r| r.method == Method::Newcombe);
     let how = match (trials, share) {
-        (true, true) => "intervals: Welch t over trials (trial-to-trial variance pooled over each side's load levels), Newcombe for attainment",
-        (true, false) => "intervals: Welch t over trials (trial-to-trial variance pooled over each side's load levels)",
+        (true, true) => "intervals: Welch t over trials (trial-to-trial variance pooled over each side's load levels on the same side of the SLO), Newcombe for attainment",
+        (true, false) => "intervals: Welch t over trials (trial-to-trial variance pooled over each side's load levels on the same side of the SLO)",
         (false, true) => "intervals: Newcombe for attainment",
         (false, false) => "nothing testable",
     };

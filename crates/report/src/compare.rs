@@ -436,10 +436,21 @@ pub fn sample(m: &Metric, p: &Point) -> Sample {
     Sample::Trials(Trials::of(v))
 }
 
-/// The trial-to-trial spread of `m` pooled over `points` (one engine's load
-/// levels, [`crate::stats::trials::pooled_spread`]).
-pub fn spread(m: &Metric, points: &[Point]) -> Option<crate::stats::trials::Spread> {
-    let samples: Vec<Sample> = points.iter().map(|p| sample(m, p)).collect();
+/// The trial-to-trial spread of `m` at `at`, pooled over those of `points` (one
+/// engine's load levels, [`crate::stats::trials::pooled_spread`]) in the same
+/// regime as `at`: on the same side of the SLO (both meet it, or both do not).
+/// Past the knee requests queue and a trial's figures swing far more than below
+/// it (goodput at an overloaded level varied by half between two trials where it
+/// varied by 3% at a level that met the SLO), so pooling across the knee would
+/// lend one regime's noise to the other. Levels without an SLO check (a report
+/// in the reference format) pool together.
+pub fn spread(m: &Metric, points: &[Point], at: &Point) -> Option<crate::stats::trials::Spread> {
+    let regime = |p: &Point| p.slo_check.as_ref().map(|c| c.meets);
+    let samples: Vec<Sample> = points
+        .iter()
+        .filter(|p| regime(p) == regime(at))
+        .map(|p| sample(m, p))
+        .collect();
     crate::stats::trials::pooled_spread(samples.iter().filter_map(Sample::trials))
 }
 
@@ -520,11 +531,11 @@ pub fn pair_rows(
             let change = test(
                 &Side {
                     sample: &bs,
-                    spread: spread(m, &base.points),
+                    spread: spread(m, &base.points, bp),
                 },
                 &Side {
                     sample: &cs,
-                    spread: spread(m, &cand.points),
+                    spread: spread(m, &cand.points, cp),
                 },
             );
             rows.push(row(
@@ -650,4 +661,81 @@ pub fn within(report: &crate::Report, rule: &Rule) -> Vec<Row> {
     }
     decide(&mut rows, rule);
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A level of one engine: two trials' goodput figures, on `meets`'s side of
+    /// the SLO.
+    fn level(x: f64, meets: bool, values: [f64; 2]) -> Point {
+        Point {
+            x,
+            trials: values
+                .iter()
+                .map(|v| crate::TrialInfo {
+                    status: crate::RunStatus::Complete,
+                    figures: [(
+                        GOODPUT_KEY.to_string(),
+                        crate::Figure {
+                            value: *v,
+                            var: Some(0.01),
+                        },
+                    )]
+                    .into_iter()
+                    .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            slo_check: Some(crate::SloCheck {
+                meets,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The README's main job: goodput at x=1 (meets) varies by 3% between trials,
+    /// at x=4 (fails, requests queue) by half. The x=1 comparison rests on x=1's
+    /// regime only: +52% is told apart, not lost in x=4's noise.
+    #[test]
+    fn the_spread_is_pooled_only_over_levels_on_the_same_side_of_the_slo() {
+        let engine = |l1: [f64; 2], l4: [f64; 2]| crate::EngineResult {
+            kv_pool_tokens: None,
+            points: vec![level(1.0, true, l1), level(4.0, false, l4)],
+            kv_pool_source: None,
+            error: None,
+            restarts: Vec::new(),
+            extra: Default::default(),
+        };
+        let base = engine([2.955, 2.970], [4.32, 4.37]);
+        let cand = engine([4.376, 4.655], [1.123, 3.094]);
+        let rows = pair_rows(("b", &base), ("c", &cand), true, &Rule::default());
+        let at1 = rows
+            .iter()
+            .find(|r| r.metric == GOODPUT_METRIC && r.x == 1.0)
+            .expect("a goodput row at x=1");
+        let [lo, hi] = at1.ci.expect("an interval");
+        assert!(lo > 0.2 && hi < 1.0, "{lo}..{hi}");
+        // Pooled over both regimes, x=4's spread would have swamped it.
+        let all = |e: &crate::EngineResult| {
+            let mut e = e.clone();
+            for p in &mut e.points {
+                p.slo_check = None;
+            }
+            e
+        };
+        let rows = pair_rows(
+            ("b", &all(&base)),
+            ("c", &all(&cand)),
+            true,
+            &Rule::default(),
+        );
+        let pooled = rows
+            .iter()
+            .find(|r| r.metric == GOODPUT_METRIC && r.x == 1.0)
+            .unwrap();
+        assert!(pooled.ci.unwrap()[0] < 0.0, "{:?}", pooled.ci);
+    }
 }
