@@ -276,6 +276,10 @@ pub struct CommonArgs {
     /// grows with threads; a benchmark on one core uses 1.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub client_threads: Option<u32>,
+    /// Also trust the CA certificates of this PEM file for `https` engines (a
+    /// private CA; repeatable). `SSL_CERT_FILE` and `SSL_CERT_DIR` are read too.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Vec<PathBuf>,
     /// A running server instead of a profile's engines, and vLLM's spellings.
     #[command(flatten)]
     pub peer: PeerArgs,

@@ -193,7 +193,9 @@ pub fn header_lines(report: &Report) -> Vec<(String, String)> {
                 count(run.warmup_requests.into(), "warm-up request")
             ));
         }
-        s.push_str(&format!(", seed {}", run.seed));
+        if let Some(seed) = run.seed {
+            s.push_str(&format!(", seed {seed}"));
+        }
         if let Some(r) = &run.reason {
             s.push_str(&format!(" ({r})"));
         }

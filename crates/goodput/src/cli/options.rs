@@ -57,6 +57,7 @@ impl CommonArgs {
             quiet: self.quiet,
             html: !self.no_html,
             ttft_includes_connect: self.ttft_includes_connect,
+            ca_certs: self.ca_cert.clone(),
         }
     }
 }

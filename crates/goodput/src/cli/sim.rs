@@ -128,12 +128,15 @@ impl VllmEngineArgs {
 
 pub(super) async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
     let mut config = match (&args.config, &args.preset) {
-        (Some(path), _) => goodput_sim::SimConfig::load(path)?,
+        // A bad config file or preset name is bad input: exit 2.
+        (Some(path), _) => {
+            goodput_sim::SimConfig::load(path).map_err(|e| crate::UsageError(format!("{e:#}")))?
+        }
         (None, Some(name)) => goodput_sim::preset(name).ok_or_else(|| {
-            anyhow::anyhow!(
+            crate::UsageError(format!(
                 "no preset `{name}`; presets: {}",
                 goodput_sim::PRESETS.join(", ")
-            )
+            ))
         })?,
         (None, None) => goodput_sim::preset("default")
             .ok_or_else(|| anyhow::anyhow!("the default preset is missing"))?,
@@ -159,7 +162,9 @@ pub(super) async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
     if let Some(seed) = args.seed {
         config.seed = seed;
     }
-    config.validate()?;
+    config
+        .validate()
+        .map_err(|e| crate::UsageError(format!("{e:#}")))?;
     // vLLM's flags last: a value they make invalid is the flag's fault, named.
     let config = args
         .vllm

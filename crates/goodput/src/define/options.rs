@@ -136,6 +136,8 @@ pub struct Execution {
     pub html: bool,
     /// `--ttft-includes-connect`.
     pub ttft_includes_connect: bool,
+    /// `--ca-cert FILE`s.
+    pub ca_certs: Vec<PathBuf>,
 }
 
 impl Execution {
@@ -157,6 +159,7 @@ impl Execution {
             shard,
             load_shard,
             ttft_includes_connect: self.ttft_includes_connect,
+            ca_certs: self.ca_certs.clone(),
         }
     }
 }
@@ -189,6 +192,10 @@ pub struct RunOptions {
     /// Count a request's connection set-up (when it needed a new connection) in its
     /// TTFT, as most peers do; by default TTFT starts when the request is sent.
     pub ttft_includes_connect: bool,
+    /// PEM files of CA certificates trusted for `https` engines beside the built-in
+    /// roots (`--ca-cert`; engines' `ca_cert`, `SSL_CERT_FILE` and `SSL_CERT_DIR` are
+    /// added: [`crate::drive::client::tls`]).
+    pub ca_certs: Vec<PathBuf>,
 }
 
 impl RunOptions {
@@ -206,6 +213,7 @@ impl RunOptions {
             shard: None,
             load_shard: None,
             ttft_includes_connect: false,
+            ca_certs: Vec::new(),
         }
     }
 }

@@ -46,6 +46,11 @@ fn load_words(report: &Report, x: f64) -> String {
 /// `TTFT ≤ 1000 ms and TPOT ≤ 100 ms for 90% of requests` (or `at p90`).
 pub fn slo_words(report: &Report) -> String {
     let bounds = slo_bounds_text(&report.slo);
+    if bounds == "no bound" {
+        // No share of requests to hold to a bound there is not (a peer's file
+        // that does not record the SLO it was judged against).
+        return "no SLO recorded".into();
+    }
     match report.slo.percentile {
         Some(p) => format!("{bounds} at p{}", num(p)),
         None => {

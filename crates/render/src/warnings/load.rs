@@ -6,7 +6,10 @@
 use report::{EngineResult, Point, Report};
 
 use super::rules::Found;
-use super::{WarningKind, ACHIEVED_CONCURRENCY_LIMIT, ACHIEVED_RATE_LIMIT, SEND_LAG_LIMIT_MS};
+use super::{
+    WarningKind, ACHIEVED_CONCURRENCY_LIMIT, ACHIEVED_RATE_LIMIT, CLIENT_STALL_LIMIT_MS,
+    SEND_LAG_LIMIT_MS,
+};
 use crate::text::{fixed, num, x_label};
 
 /// True when x is a concurrency: the run says so, or the report is in the reference
@@ -193,6 +196,38 @@ pub fn client_lag(p: &Point) -> Found {
         "Give the client free CPU cores (or another machine) and rerun; with \
          max_concurrency, a lag means every slot was busy: the server is saturated at this \
          rate."
+            .into(),
+    ))
+}
+
+/// A trial whose client timer woke more than [`CLIENT_STALL_LIMIT_MS`] late: the
+/// client was paused (SIGSTOP, a suspended machine) or starved of CPU. Names each
+/// such trial and how late.
+pub fn client_stall(p: &Point) -> Found {
+    let late: Vec<String> = p
+        .trials
+        .iter()
+        .filter_map(|t| {
+            let ms = t.client_stall_ms.filter(|ms| *ms > CLIENT_STALL_LIMIT_MS)?;
+            Some(format!(
+                "trial {}: {} ms late",
+                t.index + 1,
+                num(ms.round())
+            ))
+        })
+        .collect();
+    if late.is_empty() {
+        return None;
+    }
+    Some((
+        WarningKind::ClientStall,
+        format!(
+            "the client's timer woke late ({}; limit {} ms)",
+            late.join(", "),
+            num(CLIENT_STALL_LIMIT_MS)
+        ),
+        "Rerun the flagged trials on a client that is not paused or starved: free CPU \
+         cores for goodput, no debugger stops, no suspended machine."
             .into(),
     ))
 }

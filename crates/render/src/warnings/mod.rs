@@ -13,7 +13,7 @@ pub mod server;
 use report::Report;
 
 use super::text::{x_label, Style};
-use load::{client_lag, kv_overflow, load_not_reached};
+use load::{client_lag, client_stall, kv_overflow, load_not_reached};
 use rules::*;
 
 /// A p99 from fewer requests per trial than this is close to the maximum.
@@ -28,6 +28,9 @@ pub const ACHIEVED_RATE_LIMIT: f64 = 0.9;
 pub const ACHIEVED_CONCURRENCY_LIMIT: f64 = 0.5;
 /// p99 send lag above this many ms means the client lagged.
 pub const SEND_LAG_LIMIT_MS: f64 = 10.0;
+/// A client timer that woke more than this many ms late (a trial's
+/// `client_stall_ms`) means the client was paused or starved of CPU.
+pub use report::CLIENT_STALL_LIMIT_MS;
 
 /// What a warning is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,6 +57,8 @@ pub enum WarningKind {
     KvPoolOverflow,
     /// The client did not send at the rate its schedule asked for.
     ClientLag,
+    /// The client was paused or starved of CPU during a trial.
+    ClientStall,
     /// A workload meant to be uncached was served from the engine's prefix cache.
     CacheWarm,
     /// A request far out of the others' spread (usually the first after start).
@@ -85,6 +90,7 @@ impl WarningKind {
             WarningKind::LoadNotReached => "Load level not reached",
             WarningKind::KvPoolOverflow => "Load does not fit the KV pool",
             WarningKind::ClientLag => "Client could not keep up",
+            WarningKind::ClientStall => "Client stalled",
             WarningKind::CacheWarm => "Prompts served from the prefix cache",
             WarningKind::Outliers => "Outlier requests",
             WarningKind::EstimatedTokens => "Token counts estimated",
@@ -134,6 +140,11 @@ impl WarningKind {
             }
             WarningKind::ClientLag => {
                 "the server saw less load than x says: the latencies belong to a lighter load."
+            }
+            WarningKind::ClientStall => {
+                "while the client was paused or starved, chunks waited unread: the TTFT, TPOT \
+                 and ITL of the requests in flight include the stall, which the server never \
+                 caused."
             }
             WarningKind::CacheWarm => {
                 "a cached prompt skips its prefill: TTFT and goodput are better than a fresh \
@@ -202,6 +213,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
                 load_not_reached(report, p),
                 kv_overflow(report, result, p),
                 client_lag(p),
+                client_stall(p),
                 cache::cache_warm(report, p),
                 outliers(p),
                 estimated_tokens(p),

@@ -324,6 +324,11 @@ impl TrialInfo {
     }
 }
 
+/// A trial whose `client_stall_ms` is above this many ms is flagged: the client
+/// was paused or starved of CPU. Five times an SLO's usual TPOT bound, and far
+/// above what a loaded 2-core machine shows (a few ms).
+pub const CLIENT_STALL_LIMIT_MS: f64 = 50.0;
+
 /// goodput addition: what happened in one trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TrialInfo {
@@ -351,6 +356,13 @@ pub struct TrialInfo {
     /// Why the trial failed or is partial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// goodput addition: the latest the client's 10 ms timer woke during the
+    /// trial's load, ms: a client paused (SIGSTOP, a suspended machine) or starved
+    /// of CPU reads every chunk late, and the pause shows in its latencies. Above
+    /// [`CLIENT_STALL_LIMIT_MS`] the trial is flagged. Absent in older and
+    /// predicted reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_stall_ms: Option<f64>,
     /// Seconds spent waiting for the GPU to cool down before the trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooldown_wait_s: Option<f64>,

@@ -26,9 +26,10 @@ pub struct RunInfo {
     /// Requests sent before each trial and not measured.
     #[serde(default)]
     pub warmup_requests: u32,
-    /// Seed of workload and arrival generation.
-    #[serde(default)]
-    pub seed: u64,
+    /// Seed of workload and arrival generation; absent when not recorded (a
+    /// peer's result file without one), never a made-up 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// The workload, as the profile described it.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub workload: Value,

@@ -185,6 +185,8 @@ words! {
         LoadShard => "load_shard",
         /// A trial was abandoned after requests in a row got no answer.
         Abandoned => "abandoned",
+        /// The client was paused or starved during a trial (its timer woke late).
+        ClientStall => "client_stall",
         /// A trial's streams broke a rule the client handles, counted: data after
         /// `[DONE]` (ignored), choices other than index 0 (not counted).
         Stream => "stream",

@@ -107,6 +107,10 @@ pub struct EngineSpec {
     /// `--usd-per-hour`): gives each point its cost per million tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usd_per_hour: Option<f64>,
+    /// A PEM file of CA certificates to trust for this engine's `https` URL (a
+    /// private CA), beside the built-in roots; as `--ca-cert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 /// Which OpenAI API to stream from.

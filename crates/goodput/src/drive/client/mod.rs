@@ -18,6 +18,7 @@ pub mod direct;
 mod events;
 mod sse;
 mod stamped;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +150,18 @@ pub fn max_content_chunks(max_tokens: Option<u32>) -> usize {
 
 /// A shared HTTP client tuned for many concurrent streams on loopback.
 pub fn http_client(max_streams: usize) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+    http_client_trusting(max_streams, Vec::new())
+}
+
+/// [`http_client`] that also trusts `roots` for `https` (a private CA:
+/// [`tls::roots`]), beside the built-in roots.
+pub fn http_client_trusting(
+    max_streams: usize,
+    roots: Vec<reqwest::Certificate>,
+) -> reqwest::Result<reqwest::Client> {
+    roots
+        .into_iter()
+        .fold(reqwest::Client::builder(), |b, c| b.add_root_certificate(c))
         .pool_max_idle_per_host(max_streams.max(16))
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(30))

@@ -105,6 +105,15 @@ impl<'a> Probe<'a> {
     pub async fn readiness(&self) -> Readiness {
         match self.get("/health").send().await {
             Err(e) if e.is_redirect() => return Readiness::Refused(self.redirected("/health", &e)),
+            // A certificate the client does not trust stays untrusted: no wait.
+            Err(e) if error_chain(&e).contains("certificate") => {
+                return Readiness::Refused(format!(
+                    "GET {}/health: {} (a server behind a private CA: --ca-cert FILE, an \
+                     engine's `ca_cert`, or SSL_CERT_FILE)",
+                    self.base,
+                    error_chain(&e)
+                ))
+            }
             Err(e) if e.is_connect() || e.is_request() => {
                 return Readiness::Unreachable(format!(
                     "GET {}/health: {}",

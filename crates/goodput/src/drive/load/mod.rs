@@ -23,6 +23,7 @@
 
 pub mod fds;
 pub mod share;
+pub mod stall;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;

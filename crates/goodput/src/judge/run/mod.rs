@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::define::options::RunOptions;
 use crate::define::plan::Plan;
-use crate::drive::client::http_client;
+use crate::drive::client::http_client_trusting;
 use crate::drive::engine::{self, EngineContext};
 use crate::drive::record::{records_path, RecordsFile};
 use crate::stop::Stop;
@@ -178,8 +178,10 @@ impl Ctx<'_> {
 /// failures are recorded in the report.
 pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outcome)> {
     let root = CancellationToken::new();
+    // A bad CA file is refused before the output is touched.
+    let roots = ca_roots(plan, opts)?;
     let _one_run = lock::OutputLock::acquire(&opts.output)?;
-    let mut ctx = open(plan, opts, Stop::new(root.clone())).await?;
+    let mut ctx = open(plan, opts, roots, Stop::new(root.clone())).await?;
     // After the output is known to be ours: a signal from here on stops the run.
     let signal = stop_on_signal(root);
     let engine_ctx = engine_context(opts, &ctx.run.client);
@@ -226,7 +228,12 @@ pub fn logs_dir(report: &Path) -> PathBuf {
 
 /// Checks the output, restores a resumable run, opens the records file, and
 /// writes the first report (which proves the output writable before any load).
-async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::Result<Ctx<'a>> {
+async fn open<'a>(
+    plan: &'a Plan,
+    opts: &'a RunOptions,
+    roots: Vec<reqwest::Certificate>,
+    stop: Stop,
+) -> anyhow::Result<Ctx<'a>> {
     let output = &opts.output;
     if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -249,7 +256,8 @@ async fn open<'a>(plan: &'a Plan, opts: &'a RunOptions, stop: Stop) -> anyhow::R
         .map_err(crate::UsageError)?;
     let previous = old.and_then(|r| r.environment);
     let records = reopen_records(&rec_path, &kept)?;
-    let client = http_client(max_streams(plan)).context("cannot build the HTTP client")?;
+    let client =
+        http_client_trusting(max_streams(plan), roots).context("cannot build the HTTP client")?;
     let gpus = previous
         .as_ref()
         .map(|e| e.gpus.clone())
@@ -318,6 +326,28 @@ fn reopen_records(
     RecordsFile::open(rec_path).with_context(|| format!("cannot open {}", rec_path.display()))
 }
 
+/// The CA certificates the client trusts beside the built-in roots: `--ca-cert`,
+/// each engine's `ca_cert`, `SSL_CERT_FILE` and `SSL_CERT_DIR` (a bad file is a
+/// usage error naming it).
+fn ca_roots(
+    plan: &Plan,
+    opts: &RunOptions,
+) -> Result<Vec<reqwest::Certificate>, crate::UsageError> {
+    use crate::drive::client::tls::{roots, CaFile};
+    let flags = opts.ca_certs.iter().map(|p| CaFile {
+        named_by: "--ca-cert".into(),
+        path: p.clone(),
+    });
+    let engines = plan.engines.iter().filter_map(|(name, e)| {
+        e.ca_cert.as_ref().map(|p| CaFile {
+            named_by: format!("engines.{name}.ca_cert"),
+            path: p.clone(),
+        })
+    });
+    let files: Vec<CaFile> = flags.chain(engines).collect();
+    roots(&files, |v| std::env::var_os(v))
+}
+
 /// Connections the HTTP client keeps: the most requests the plan has in flight.
 fn max_streams(plan: &Plan) -> usize {
     let highest = plan
@@ -338,7 +368,7 @@ pub(crate) fn plan_info(plan: &Plan) -> RunInfo {
         planned_trials: plan.trials,
         requests_per_trial: plan.requests_per_trial,
         warmup_requests: plan.warmup_requests,
-        seed: plan.seed,
+        seed: Some(plan.seed),
         workload: plan.workload_description.clone(),
         fingerprints: plan.fingerprints(),
         profile: plan.profile_toml.clone(),

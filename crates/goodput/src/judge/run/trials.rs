@@ -228,6 +228,7 @@ async fn run_one(
     let m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
     let server = m.server.finish(&m.records).await;
     abandoned_notice(ctx, at, &m.records);
+    stall_notice(ctx, at, &trial_no, m.client_stall_ms);
     let died = match handle.exit_status() {
         Some(s) => Some(s),
         None => stopped_answering(handle, &m.records).await,
@@ -245,6 +246,7 @@ async fn run_one(
         failed: metrics.failed,
         good: metrics.good,
         error,
+        client_stall_ms: Some(m.client_stall_ms),
         cooldown_wait_s,
         spec_decode: spec_decode(m.spec_before, m.spec_after),
         gpu_samples: m.gpu_samples,
@@ -284,6 +286,28 @@ async fn stopped_answering(handle: &EngineHandle, records: &[RequestRecord]) -> 
 /// How long a server that failed requests is given to take a new connection
 /// before it is called gone.
 const GONE_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A trial whose client was paused or starved (its timer woke more than
+/// [`CLIENT_STALL_LIMIT_MS`] late) says so, with how late: its latencies hold the
+/// pause (the report's warning says the same).
+fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, trial_no: &str, late_ms: f64) {
+    use report::CLIENT_STALL_LIMIT_MS;
+    if late_ms <= CLIENT_STALL_LIMIT_MS {
+        return;
+    }
+    ctx.journal.info.notices.push(Notice::engine(
+        NoticeKind::ClientStall,
+        at.name,
+        format!(
+            "{}: x={} trial {trial_no}: the client stalled: its timer woke {} ms late (limit \
+             {CLIENT_STALL_LIMIT_MS} ms; paused, or starved of CPU), so the latencies of \
+             the requests in flight include the stall",
+            at.name,
+            at.x,
+            late_ms.round()
+        ),
+    ));
+}
 
 /// A trial abandoned for requests that timed out in a row says so, with how many
 /// of its requests were never sent.

@@ -41,8 +41,14 @@ pub fn read_noting(path: &Path) -> anyhow::Result<Report> {
 }
 
 /// Reads a goodput report, or a peer's result file converted into one (its
-/// `run.notices` say which tool wrote it and what it lacks).
+/// `run.notices` say which tool wrote it and what it lacks). Any failure is a bad
+/// input file ([`crate::UsageError`], exit 2): missing, not a regular file (a
+/// device, a FIFO), too large, not a report, or a field out of range.
 pub fn read(path: &Path) -> anyhow::Result<Report> {
+    read_any(path).map_err(|e| crate::UsageError(format!("{e:#}")).into())
+}
+
+fn read_any(path: &Path) -> anyhow::Result<Report> {
     let text = read_bounded(path)?;
     let value: Value = match serde_json::from_str(&text) {
         Ok(v) => v,

@@ -133,14 +133,17 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
     if num(v, "request_goodput").is_none() {
         notices.push("no goodput: the run was made without --goodput".into());
     }
-    notices.push(
+    let slo = recorded_slo(v)?;
+    notices.push(if slo.is_some() {
+        "GPU telemetry and the engine's configuration are not in the file".into()
+    } else {
         "the SLO the run was judged against, GPU telemetry and the engine's configuration are not in the file"
-            .into(),
-    );
+            .into()
+    });
     check_levels(std::slice::from_ref(&point))?;
     let model = v.get("model_id").and_then(Value::as_str).unwrap_or("vllm");
     let engine = model.rsplit('/').next().unwrap_or(model).to_string();
-    Ok(peer_report(PeerRun {
+    let mut report = peer_report(PeerRun {
         tool: "vllm bench serve".into(),
         engine,
         mode,
@@ -158,7 +161,30 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
             "max_concurrency": v.get("max_concurrency"),
             "num_prompts": v.get("num_prompts"),
         }),
-    }))
+    });
+    if let Some(slo) = slo {
+        report.slo = slo;
+    }
+    if let Some(run) = report.run.as_mut() {
+        // Only a seed the file records (goodput's `--save-result` writes it; vLLM's
+        // own files do not): never a made-up 0.
+        run.seed = v.get("seed").and_then(Value::as_u64);
+    }
+    Ok(report)
+}
+
+/// The SLO a goodput-written file was judged against
+/// ([`super::vllm_write::GOODPUT_SLO_KEY`]), bounds checked as every figure is;
+/// `None` in vLLM's own files.
+fn recorded_slo(v: &Value) -> anyhow::Result<Option<report::Slo>> {
+    let key = super::vllm_write::GOODPUT_SLO_KEY;
+    let Some(slo) = v.get(key) else {
+        return Ok(None);
+    };
+    super::check_figures(v, &format!("/{key}"))?;
+    let slo: report::Slo = serde_json::from_value(slo.clone())
+        .map_err(|e| crate::UsageError(format!("field `{key}`: {e}")))?;
+    Ok(Some(slo))
 }
 
 /// The numbers goodput reads are in range: figures, rates, durations, token totals

@@ -12,6 +12,10 @@ use serde_json::{json, Map, Value};
 
 use crate::drive::record::RequestRecord;
 
+/// The key of the SLO a goodput-written file was judged against (goodput's
+/// `slo` table as the report holds it), read back by [`super::vllm::convert`].
+pub const GOODPUT_SLO_KEY: &str = "goodput_slo";
+
 /// What the vLLM-format file holds and where it goes.
 pub struct VllmResultOptions {
     /// `--percentile-metrics` (default `ttft,tpot,itl`).
@@ -301,6 +305,18 @@ fn result_json(
         "goodput_tool".into(),
         json!(format!("goodput {}", env!("CARGO_PKG_VERSION"))),
     );
+    // Beside vLLM's keys, what `show` needs to read the file back as the run was:
+    // the SLO its `request_goodput` counts against, and the seed (vLLM's format has
+    // neither; vLLM's own reader ignores keys it does not know).
+    if slo_given {
+        m.insert(
+            GOODPUT_SLO_KEY.into(),
+            serde_json::to_value(&report.slo).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(seed) = report.run.as_ref().and_then(|r| r.seed) {
+        m.insert("seed".into(), json!(seed));
+    }
     Value::Object(m)
 }
 

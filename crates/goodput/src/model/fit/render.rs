@@ -285,7 +285,7 @@ pub fn toml_text(f: &Fit) -> Result<String, String> {
 /// named). Errors name the file and what is missing.
 pub fn fit_report(path: &Path, engine: Option<&str>) -> anyhow::Result<Fit> {
     let usage = |m: String| anyhow::Error::from(crate::UsageError(m));
-    let report = report::read_report(path)?;
+    let report = report::read_report(path).map_err(|e| usage(e.to_string()))?;
     let name = match engine {
         Some(n) if report.load.contains_key(n) => n.to_string(),
         Some(n) => {

@@ -336,7 +336,7 @@ fn an_aiperf_export_beside_a_fifo_is_refused_not_waited_on() {
         .output()
         .unwrap();
     let e = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
         e.contains("profile_export.jsonl") && e.contains("not a regular file"),
         "{e}"

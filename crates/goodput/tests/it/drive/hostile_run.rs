@@ -325,7 +325,7 @@ async fn two_signals_close_together_still_end_the_run_gracefully() {
 fn devices_fifos_and_paths_outside_the_shards_folder_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let shown = goodput().args(["show", "/dev/zero"]).output().unwrap();
-    assert_eq!(shown.status.code(), Some(1), "{}", text(&shown.stderr));
+    assert_eq!(shown.status.code(), Some(2), "{}", text(&shown.stderr));
     assert!(text(&shown.stderr).contains("not a regular file"));
     let p = write_profile(
         dir.path(),

@@ -3,7 +3,9 @@
 
 mod bad_files;
 mod client_sse;
+mod client_stall;
 mod conversation;
+mod exit_status;
 mod faults;
 mod fd_limit;
 mod fuzz_readers;
@@ -15,4 +17,5 @@ mod redaction;
 mod secrets;
 mod sharegpt;
 mod stream_rules;
+mod tls;
 mod workloads;

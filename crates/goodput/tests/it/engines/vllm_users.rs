@@ -31,6 +31,8 @@ fn vllms_command_line_benchmarks_a_running_server_without_a_profile() {
             "--goodput",
             "ttft:1000",
             "tpot:100",
+            "--seed",
+            "7",
             "-o",
             &out,
             "--no-html",
@@ -82,6 +84,15 @@ fn vllms_command_line_benchmarks_a_running_server_without_a_profile() {
     assert_eq!(row["median_ttft_ms"], v["median_ttft_ms"]);
     assert_eq!(row["p99_tpot_ms"], v["p99_tpot_ms"]);
     assert_eq!(row["completed"], 20);
+    // Read back as the run was: its SLO and seed (#37 item 24), not "no bound for
+    // 90% of requests" and not a made-up seed.
+    let shown = goodput().arg("show").arg(&vllm).output().expect("show");
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("TTFT ≤ 1000 ms and TPOT ≤ 100 ms") && !shown.contains("no bound"),
+        "{shown}"
+    );
+    assert!(shown.contains(", seed 7"), "{shown}");
     // Nothing lands in the folder the command ran in but what was asked for.
     let mut names: Vec<String> = std::fs::read_dir(dir.dir())
         .expect("the folder")
@@ -145,7 +156,14 @@ fn compare_reads_the_three_peers_files_and_keeps_their_figures() {
         .args(["show", &vllm])
         .assert()
         .success()
-        .stdout(contains(median_ttft.as_str()).and(contains("vllm bench serve")));
+        .stdout(contains(median_ttft.as_str()).and(contains("vllm bench serve")))
+        // vLLM's file records no seed: none is shown (#37 item 24), and no
+        // share of requests is held to a bound there is not.
+        .stdout(
+            contains(", seed ")
+                .not()
+                .and(contains("no bound for").not()),
+        );
 }
 
 /// A short run in vLLM's flags against `sim` into `r.json` of `dir`, with `extra`.

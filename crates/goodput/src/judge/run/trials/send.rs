@@ -15,6 +15,7 @@ use crate::define::workload::{Builder, Prepared};
 use crate::drive::client::{Limits, SseLimits, Target};
 use crate::drive::engine::{EngineHandle, SpecCounters};
 use crate::drive::load::share;
+use crate::drive::load::stall::StallWatch;
 use crate::drive::load::{arrival_offsets, run_conversation_trial, run_trial, Trial};
 use crate::drive::record::RequestRecord;
 use crate::measure::server_metrics::ServerSampler;
@@ -154,6 +155,8 @@ pub(super) struct Measured {
     pub(super) server: ServerSampler,
     /// Unix time (seconds) when the load started.
     pub(super) started_unix_s: f64,
+    /// The latest the client's timer woke during the load, ms ([`StallWatch`]).
+    pub(super) client_stall_ms: f64,
 }
 
 /// Sends the trial's load with a progress bar, the speculative-decoding counters
@@ -182,10 +185,12 @@ pub(super) async fn measure(
         ..trial
     };
     let (client, stop) = (ctx.run.client.clone(), &ctx.run.stop);
+    let watch = StallWatch::start();
     let records = match conversations {
         Some(c) => run_conversation_trial(client, target.clone(), trial, c, stop, on_record).await,
         None => run_trial(client, target.clone(), trial, stop, on_record).await,
     };
+    let client_stall_ms = watch.finish().await;
     let (gpu_samples, energy) = sampler.finish_with_energy().await;
     let spec_after = spec_counters(ctx, handle).await;
     bar.finish_and_clear();
@@ -197,6 +202,7 @@ pub(super) async fn measure(
         spec_after,
         server,
         started_unix_s,
+        client_stall_ms,
     }
 }
 
