@@ -4,10 +4,11 @@
 //! `SSL_CERT_FILE` (a PEM bundle) and `SSL_CERT_DIR` (folders of PEM files,
 //! separated by `:`). They are added to the built-in roots, never in their place.
 //!
-//! A file that is missing, not a regular file, or holds no certificate goodput can
-//! use is a usage error naming it (exit 2), before anything runs; in a folder of
-//! `SSL_CERT_DIR`, files that are not PEM certificates are skipped (such folders
-//! hold other files too), a folder that cannot be read is an error.
+//! A file this run names (`--ca-cert`, `ca_cert`) that is missing, not a regular
+//! file, or holds no certificate goodput can use is a usage error naming it (exit
+//! 2), before anything runs. The variables are the machine's: a bad one is said on
+//! stderr and skipped; in a folder of `SSL_CERT_DIR`, files that are not PEM
+//! certificates are skipped (such folders hold other files too).
 
 use std::path::{Path, PathBuf};
 
@@ -35,16 +36,33 @@ pub fn roots(
     for f in files {
         out.extend(pem_file(&f.path).map_err(|e| bad(&f.named_by, &f.path, &e))?);
     }
+    // The environment's variables are the machine's, not this run's: one that
+    // names a bad file is said and skipped (a run of plain `http` engines must not
+    // fail on it), where a file this run named is an error.
     if let Some(path) = env("SSL_CERT_FILE").filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
-        out.extend(pem_file(&path).map_err(|e| bad("SSL_CERT_FILE", &path, &e))?);
+        match pem_file(&path) {
+            Ok(certs) => out.extend(certs),
+            Err(e) => skipped(&bad("SSL_CERT_FILE", &path, &e)),
+        }
     }
     if let Some(dirs) = env("SSL_CERT_DIR").filter(|p| !p.is_empty()) {
         for dir in std::env::split_paths(&dirs).filter(|d| !d.as_os_str().is_empty()) {
-            out.extend(pem_dir(&dir).map_err(|e| bad("SSL_CERT_DIR", &dir, &e))?);
+            match pem_dir(&dir) {
+                Ok(certs) => out.extend(certs),
+                Err(e) => skipped(&bad("SSL_CERT_DIR", &dir, &e)),
+            }
         }
     }
     Ok(out)
+}
+
+/// Says on stderr that a variable's certificates were not used, and why.
+fn skipped(e: &UsageError) {
+    eprintln!(
+        "notice: {}; not used (an engine behind that CA will fail its TLS handshake)",
+        crate::term::safe(&e.0)
+    );
 }
 
 fn bad(named_by: &str, path: &Path, why: &str) -> UsageError {
@@ -123,19 +141,19 @@ mod tests {
                 "{e}"
             );
         }
-        // The variables are named the same way.
-        let e = roots(&[], |v| {
+        // The machine's variables naming a bad file are skipped (said on
+        // stderr), not an error: a run of plain `http` engines must not fail on
+        // them.
+        let none_added = roots(&[], |v| {
             (v == "SSL_CERT_FILE").then(|| dir.path().join("gone.pem").into_os_string())
         })
-        .unwrap_err()
-        .0;
-        assert!(e.starts_with("SSL_CERT_FILE "), "{e}");
-        let e = roots(&[], |v| {
+        .unwrap();
+        assert!(none_added.is_empty());
+        let none_added = roots(&[], |v| {
             (v == "SSL_CERT_DIR").then(|| dir.path().join("no-dir").into_os_string())
         })
-        .unwrap_err()
-        .0;
-        assert!(e.starts_with("SSL_CERT_DIR "), "{e}");
+        .unwrap();
+        assert!(none_added.is_empty());
         // Unset or empty variables add nothing.
         assert!(roots(&[], |_| Some("".into())).unwrap().is_empty());
     }
