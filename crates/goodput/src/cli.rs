@@ -15,9 +15,9 @@ mod resolve;
 mod runs;
 mod sim;
 mod suggest;
-mod tune;
 #[cfg(test)]
 mod tests;
+mod tune;
 
 pub use cluster::{K8sArgs, SlurmArgs, SweepArgs};
 pub use options::Levels;

@@ -7,7 +7,7 @@ use report::{LoadMode, Tune, TuneCapacity, TuneJudgement, TuneScheme};
 use crate::point::slo_bounds_text;
 use crate::text::num;
 
-fn load_words(mode: LoadMode, x: f64) -> String {
+fn load_words(mode: &LoadMode, x: f64) -> String {
     match mode {
         LoadMode::Concurrency => format!(
             "{} concurrent request{}",
@@ -75,7 +75,7 @@ pub fn tune_text(t: &Tune) -> String {
             let label = if c.args.is_empty() {
                 "(no flags)".to_string()
             } else {
-                crate::one_line::one_line(&c.args.join(" "))
+                crate::one_line::one_line(&c.args.join(" ")).into_owned()
             };
             let mut measured = cap_cell(c.measured.as_ref());
             if let (None, Some(s)) = (&c.measured, &c.screened) {
@@ -134,7 +134,7 @@ pub fn verdict(t: &Tune) -> String {
         } else {
             best.args.join(" ")
         },
-        load_words(t.mode, x),
+        load_words(&t.mode, x),
         interval_words(&best.capacity)
     );
     match &t.runner_up {

@@ -82,7 +82,9 @@ pub(super) fn show_tune(path: &Path) -> Option<anyhow::Result<i32>> {
     value.get("candidates")?;
     Some(
         serde_json::from_value::<report::Tune>(value)
-            .map_err(|e| anyhow::anyhow!("{}: not a tune answer goodput reads: {e}", path.display()))
+            .map_err(|e| {
+                anyhow::anyhow!("{}: not a tune answer goodput reads: {e}", path.display())
+            })
             .and_then(|t| print_out(&crate::render::tune::tune_text(&t))),
     )
 }

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CapacityInterval, LoadMode};
 use super::Slo;
+use super::{CapacityInterval, LoadMode};
 
 /// The value of [`Tune::tune`]: what marks a file as a tune answer.
 pub const TUNE_FORMAT: u32 = 1;

@@ -149,7 +149,8 @@ impl TuneSpec {
         if objective == Objective::Cost {
             return Err(bad(
                 "tune.objective",
-                "\"cost\" is not done yet: tune maximises capacity (objective = \"capacity\")".into(),
+                "\"cost\" is not done yet: tune maximises capacity (objective = \"capacity\")"
+                    .into(),
             ));
         }
         let max_measured = self.max_candidates_measured.unwrap_or(DEFAULT_MAX_MEASURED);
@@ -172,7 +173,9 @@ impl TuneSpec {
             if !flag.starts_with('-') || flag.contains(char::is_whitespace) || flag.len() < 2 {
                 return Err(bad(
                     &field,
-                    format!("`{flag}` is not a flag: write it as the engine takes it, `--max-num-seqs`"),
+                    format!(
+                        "`{flag}` is not a flag: write it as the engine takes it, `--max-num-seqs`"
+                    ),
                 ));
             }
             if values.is_empty() {
@@ -258,8 +261,7 @@ pub fn with_flags(spec: &EngineSpec, extra: &[String]) -> EngineSpec {
 /// A word quoted for `sh -c` when it needs to be.
 fn shell_word(w: &str) -> String {
     let plain = !w.is_empty()
-        && w
-            .chars()
+        && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_=.,/:+@%".contains(c));
     if plain {
         w.to_string()

@@ -63,7 +63,12 @@ fn true_is_the_bare_flag_and_false_leaves_it_out() {
     );
     assert_eq!(
         s.candidates[1].args(),
-        vec!["--speculative-config", r#"{"method": "ngram"}"#, "--x", "0.5"]
+        vec![
+            "--speculative-config",
+            r#"{"method": "ngram"}"#,
+            "--x",
+            "0.5"
+        ]
     );
     let off = product(&[("--a".into(), vec![FlagValue::Switch(false)])]);
     assert_eq!(off[0].label(), "(no flags)");
@@ -110,23 +115,34 @@ fn a_bad_space_is_refused_naming_the_key_and_its_line() {
     .to_string();
     assert!(e.contains("unknown field `budget`"), "{e}");
     let e = err("[tune]\nengine = \"nope\"\n[tune.flags]\n\"--a\" = [1]\n");
-    assert!(e.contains("tune.engine") && e.contains("no engine `nope`") && e.contains("vllm, far"), "{e}");
+    assert!(
+        e.contains("tune.engine") && e.contains("no engine `nope`") && e.contains("vllm, far"),
+        "{e}"
+    );
     assert!(e.contains("line 16"), "{e}");
     let e = err("[tune]\nengine = \"far\"\n[tune.flags]\n\"--a\" = [1]\n");
     assert!(e.contains("reached by URL"), "{e}");
     let e = err("[tune]\nengine = \"vllm\"\nobjective = \"cost\"\n[tune.flags]\n\"--a\" = [1]\n");
-    assert!(e.contains("tune.objective") && e.contains("not done yet"), "{e}");
+    assert!(
+        e.contains("tune.objective") && e.contains("not done yet"),
+        "{e}"
+    );
     let e = err("[tune]\nengine = \"vllm\"\n[tune.flags]\n");
     assert!(e.contains("no flag to vary"), "{e}");
     let e = err("[tune]\nengine = \"vllm\"\n[tune.flags]\n\"max-num-seqs\" = [1]\n");
-    assert!(e.contains("tune.flags.max-num-seqs") && e.contains("is not a flag"), "{e}");
+    assert!(
+        e.contains("tune.flags.max-num-seqs") && e.contains("is not a flag"),
+        "{e}"
+    );
     let e = err("[tune]\nengine = \"vllm\"\n[tune.flags]\n\"--a\" = []\n");
     assert!(e.contains("no values"), "{e}");
     let e = err("[tune]\nengine = \"vllm\"\n[tune.flags]\n\"--a\" = [true, 4]\n");
     assert!(e.contains("mixes true/false"), "{e}");
     let e = err("[tune]\nengine = \"vllm\"\n[tune.flags]\n\"--a\" = [4, 4]\n");
     assert!(e.contains("listed twice"), "{e}");
-    let e = err("[tune]\nengine = \"vllm\"\nmax_candidates_measured = 1\n[tune.flags]\n\"--a\" = [4]\n");
+    let e = err(
+        "[tune]\nengine = \"vllm\"\nmax_candidates_measured = 1\n[tune.flags]\n\"--a\" = [4]\n",
+    );
     assert!(e.contains("at least 2"), "{e}");
     let many: Vec<String> = (0..65).map(|i| i.to_string()).collect();
     let e = err(&format!(

@@ -29,9 +29,7 @@ pub mod predict;
 
 use std::path::{Path, PathBuf};
 
-use report::{
-    Tune, TuneBest, TuneCandidate, TuneCapacity, TuneRunnerUp, TuneScheme, TUNE_FORMAT,
-};
+use report::{Tune, TuneBest, TuneCandidate, TuneCapacity, TuneRunnerUp, TuneScheme, TUNE_FORMAT};
 
 use crate::define::plan::Plan;
 use crate::define::profile::{Candidate, EngineKind, FlagValue, Space};
@@ -115,18 +113,25 @@ impl Tuning<'_> {
         )
         .await;
         self.trials_run += m.trials;
+        if let Some(f) = &m.failure {
+            self.say(&format!("tune: {} failed: {f}", c.label()));
+        }
         let row = &mut self.rows[i];
         if row.measured.is_none() && row.screened.is_none() && row.failure.is_none() {
             self.measured += 1;
         }
         if let Some(f) = &m.failure {
-            self.say(&format!("tune: {} failed: {f}", c.label()));
             row.failure = Some(f.clone());
         }
         let rel = format!(
             "{}/{}",
-            self.dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
-            file.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            self.dir
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            file.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default()
         );
         row.report = Some(rel);
         m
@@ -197,7 +202,12 @@ pub async fn tune(plan: &Plan, space: &Space, opts: &TuneOptions) -> anyhow::Res
     if !opts.force && (opts.output.exists() || dir.exists()) {
         return Err(crate::UsageError(format!(
             "{} exists: tune does not resume yet; pass --force to start over, or -o another file",
-            if opts.output.exists() { &opts.output } else { &dir }.display()
+            if opts.output.exists() {
+                &opts.output
+            } else {
+                &dir
+            }
+            .display()
         ))
         .into());
     }
@@ -292,7 +302,10 @@ async fn model_guided(t: &mut Tuning<'_>) -> Option<String> {
         if crate::redact::write_file(&model_path, &text).is_ok() {
             model_rel = Some(format!(
                 "{}/model.toml",
-                t.dir.file_name().map(|d| d.to_string_lossy()).unwrap_or_default()
+                t.dir
+                    .file_name()
+                    .map(|d| d.to_string_lossy())
+                    .unwrap_or_default()
             ));
         }
     }
@@ -343,11 +356,12 @@ async fn model_guided(t: &mut Tuning<'_>) -> Option<String> {
         let best_low = pick::rank(&t.measured_caps())
             .first()
             .and_then(|b| t.rows[*b].measured.clone())
-            .map_or(0.0, |c| c.interval.map_or(c.max_load.unwrap_or(0.0), |i| i.low));
-        let reach = t.rows[i]
-            .predicted
-            .as_ref()
-            .map_or(0.0, |c| c.interval.map_or(c.max_load.unwrap_or(0.0), |i| i.high));
+            .map_or(0.0, |c| {
+                c.interval.map_or(c.max_load.unwrap_or(0.0), |i| i.low)
+            });
+        let reach = t.rows[i].predicted.as_ref().map_or(0.0, |c| {
+            c.interval.map_or(c.max_load.unwrap_or(0.0), |i| i.high)
+        });
         if reach >= best_low && best_low > 0.0 {
             t.measure_full(i).await;
         }
@@ -375,7 +389,12 @@ fn answer(t: &Tuning<'_>, scheme: TuneScheme, model: Option<String>) -> Tune {
     let caps = t.measured_caps();
     let order: Vec<usize> = pick::rank(&caps)
         .into_iter()
-        .filter(|i| t.rows[*i].measured.as_ref().is_some_and(|c| c.max_load.is_some()))
+        .filter(|i| {
+            t.rows[*i]
+                .measured
+                .as_ref()
+                .is_some_and(|c| c.max_load.is_some())
+        })
         .collect();
     let best = order.first().map(|&i| {
         let r = &t.rows[i];
@@ -442,6 +461,7 @@ fn answer(t: &Tuning<'_>, scheme: TuneScheme, model: Option<String>) -> Tune {
             ttfat_ms: t.plan.slo.ttfat_ms,
             attainment: t.plan.search.as_ref().map(|s| s.target),
             percentile: None,
+            extra: Default::default(),
         });
     Tune {
         tune: TUNE_FORMAT,

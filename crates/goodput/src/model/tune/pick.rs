@@ -12,7 +12,8 @@ pub fn rank(measured: &[(usize, TuneCapacity)]) -> Vec<usize> {
     let key = |c: &TuneCapacity| {
         (
             c.max_load.unwrap_or(-1.0),
-            c.interval.map_or(c.max_load.unwrap_or(-1.0), |i| i.estimate),
+            c.interval
+                .map_or(c.max_load.unwrap_or(-1.0), |i| i.estimate),
         )
     };
     let mut v: Vec<&(usize, TuneCapacity)> = measured.iter().collect();
@@ -100,7 +101,10 @@ mod tests {
         assert_eq!(j, TuneJudgement::Best, "{why}");
         let (j, why) = judge(&cap(Some(8.0), 6.0, 8.0), &cap(Some(7.0), 5.0, 7.0));
         assert_eq!(j, TuneJudgement::WithinNoise);
-        assert!(why.contains("overlap") && why.contains("max_trials_per_probe"), "{why}");
+        assert!(
+            why.contains("overlap") && why.contains("max_trials_per_probe"),
+            "{why}"
+        );
         let (j, _) = judge(&cap(Some(1.0), 1.0, 1.0), &cap(None, 0.0, 0.0));
         assert_eq!(j, TuneJudgement::Best);
     }

@@ -45,7 +45,9 @@ pub fn vllm_flags(c: &Candidate) -> Result<VllmFlags, String> {
         };
         let int = |x: &FlagValue| -> Result<u32, String> {
             match x {
-                FlagValue::Int(n) => u32::try_from(*n).map_err(|_| format!("{flag} {n}: out of range")),
+                FlagValue::Int(n) => {
+                    u32::try_from(*n).map_err(|_| format!("{flag} {n}: out of range"))
+                }
                 FlagValue::Text(s) => parse_human_int(s).map_err(|e| format!("{flag}: {e}")),
                 other => Err(format!("{flag}: {other:?} is not a whole number")),
             }
@@ -182,12 +184,15 @@ mod tests {
             ("--max_num_seqs".into(), vec![FlagValue::Int(8)]),
             ("--async-scheduling".into(), vec![FlagValue::Switch(true)]),
             ("--max-model-len".into(), vec![FlagValue::Text("2k".into())]),
-            ("--enable-prefix-caching".into(), vec![FlagValue::Switch(false)]),
+            (
+                "--enable-prefix-caching".into(),
+                vec![FlagValue::Switch(false)],
+            ),
         ])[0];
         let v = vllm_flags(c).unwrap();
         assert_eq!(v.max_num_seqs, Some(8));
         assert_eq!(v.async_scheduling, Some(true));
-        assert_eq!(v.max_model_len, Some(2048));
+        assert_eq!(v.max_model_len, Some(2000));
         // `false` leaves the flag out: the configuration keeps its own value.
         assert_eq!(v.enable_prefix_caching, None);
         let bad = &product(&[("--max-num-seqs".into(), vec![FlagValue::Int(-1)])])[0];
