@@ -407,7 +407,7 @@ fn answer(t: &Tuning<'_>, scheme: TuneScheme, model: Option<String>) -> Tune {
         TuneBest {
             flags: r.flags.clone(),
             args: r.args.clone(),
-            capacity: r.measured.clone().unwrap_or_else(|| unreachable_cap()),
+            capacity: r.measured.clone().unwrap_or_else(unreachable_cap),
             command,
         }
     });
