@@ -17,6 +17,7 @@ mod sim;
 mod suggest;
 #[cfg(test)]
 mod tests;
+mod tune;
 
 pub use cluster::{K8sArgs, SlurmArgs, SweepArgs};
 pub use options::Levels;
@@ -26,6 +27,7 @@ use runs::{run_command, search_command};
 use sim::sim_command;
 pub use sim::{SimArgs, VllmEngineArgs};
 pub use suggest::{parse_or_exit, peer_hint};
+pub use tune::TuneArgs;
 
 /// The profile `goodput run` uses when given none: the three simulator presets
 /// modelled on the reference report, on an unthrottled clock, ten times faster than
@@ -51,6 +53,10 @@ pub enum Command {
     /// `[load] mode`) at which the SLO is met: bracket, then narrow; every probe is
     /// an ordinary point of the report, and a killed search resumes.
     Search(SearchArgs),
+    /// Find which flags of one engine serve the most load under the SLO: the
+    /// profile's `[tune]` space, a few candidates measured, the engine model fitted
+    /// and every candidate predicted, the most promising measured (docs/tune.md).
+    Tune(TuneArgs),
     /// Serve the built-in simulated engine (OpenAI-compatible, vLLM-style metrics).
     Sim(SimArgs),
     /// Print a report as a table (or markdown, csv, json).
@@ -351,9 +357,13 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(args) => run_command(args).await,
         Command::Search(args) => search_command(args).await,
+        Command::Tune(args) => tune::tune_command(args).await,
         Command::Sim(args) => sim_command(args).await,
         Command::EngineGuard { argv } => Ok(crate::drive::engine::guard::run(&argv)),
         Command::Show { report, format } => {
+            if let Some(done) = tune::show_tune(&report) {
+                return done;
+            }
             let r = crate::measure::peers::read(&report)?;
             let format = format.format();
             let color = format == Format::Table

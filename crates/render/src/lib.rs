@@ -38,6 +38,7 @@ pub mod reasoning;
 pub mod rows;
 pub mod table;
 pub mod text;
+pub mod tune;
 pub mod turns;
 pub mod verdict;
 pub mod warnings;

@@ -25,6 +25,7 @@ mod point;
 mod prediction;
 mod reasoning;
 mod run;
+mod tune;
 mod words;
 
 pub use capacity::*;
@@ -36,6 +37,7 @@ pub use point::*;
 pub use prediction::*;
 pub use reasoning::*;
 pub use run::*;
+pub use tune::*;
 pub use words::*;
 
 /// Version tag written in [`RunInfo::schema`].

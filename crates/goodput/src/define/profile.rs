@@ -13,11 +13,13 @@ use serde::{Deserialize, Serialize};
 mod engine;
 mod flags;
 mod server_metrics;
+mod tune;
 mod workload;
 
 pub use engine::*;
 pub use flags::*;
 pub use server_metrics::ServerMetricsSpec;
+pub use tune::{product, with_flags, Candidate, FlagValue, Space, TuneSpec};
 pub use workload::*;
 
 /// Errors in a profile or its overrides.
@@ -77,6 +79,9 @@ pub struct Profile {
     /// `[search]`: bounds of `goodput search` (used only by that command).
     #[serde(default)]
     pub search: Option<SearchSpec>,
+    /// `[tune]`: the flag space of `goodput tune` (used only by that command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<TuneSpec>,
     /// The TOML text it was read from, to name the line of a bad value.
     #[serde(skip)]
     pub source: Option<String>,

@@ -8,3 +8,4 @@ mod interleave;
 mod resume;
 mod run_sim;
 mod search;
+mod tune;

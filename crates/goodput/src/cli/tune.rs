@@ -1,0 +1,90 @@
+//! `goodput tune PROFILE -o tune.json`: the profile's `[tune]` space made a plan (its
+//! capacity search, the tuned engine only), the tune run, the table and verdict;
+//! and `goodput show tune.json`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::print_out;
+use crate::define::profile::{Overrides, Profile, SearchSpec};
+use crate::model::tune::{tune, TuneOptions};
+
+/// `goodput tune`.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// Profile TOML with a `[tune]` table (the engine and its flags' values).
+    pub profile: PathBuf,
+    /// The answer; each candidate's search report goes in `<stem>.candidates/`.
+    #[arg(long, short, default_value = "tune.json")]
+    pub output: PathBuf,
+    /// Most candidates measured on the real engine (default: `[tune]
+    /// max_candidates_measured`, else 6).
+    #[arg(long, value_name = "N")]
+    pub max_candidates_measured: Option<u32>,
+    /// Overwrite an existing answer and its candidates' reports (tune does not
+    /// resume yet).
+    #[arg(long)]
+    pub force: bool,
+    /// No status lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Count the connection's set-up in TTFT.
+    #[arg(long)]
+    pub ttft_includes_connect: bool,
+}
+
+pub(super) async fn tune_command(args: TuneArgs) -> anyhow::Result<i32> {
+    let origin = args.profile.display().to_string();
+    let profile = Profile::load(&args.profile)?;
+    let Some(spec) = profile.tune.clone() else {
+        return Err(crate::UsageError(format!(
+            "{origin}: no [tune] table: name the engine and its flags' values (docs/tune.md)"
+        ))
+        .into());
+    };
+    let mut spec = spec;
+    if let Some(n) = args.max_candidates_measured {
+        spec.max_candidates_measured = Some(n);
+    }
+    let space = spec.space(&profile.engines, profile.source.as_deref(), &origin)?;
+    let overrides = Overrides {
+        search: Some(SearchSpec::default()),
+        engines: vec![space.engine.clone()],
+        ..Default::default()
+    };
+    let plan = profile.into_plan(&origin, &overrides)?;
+    crate::drive::load::fds::fit(&plan).map_err(crate::UsageError)?;
+    crate::drive::engine::install_cleanup_hooks();
+    let opts = TuneOptions {
+        output: args.output.clone(),
+        force: args.force,
+        verbose: !args.quiet,
+        ttft_includes_connect: args.ttft_includes_connect,
+    };
+    let answer = tune(&plan, &space, &opts).await?;
+    print_out(&crate::render::tune::tune_text(&answer))?;
+    if !args.quiet {
+        eprintln!(
+            "tune: {} (searches: {})",
+            args.output.display(),
+            crate::model::tune::reports_dir(&args.output).display()
+        );
+    }
+    Ok(if answer.best.is_some() { 0 } else { 4 })
+}
+
+/// `goodput show FILE` when FILE is a tune answer: its table and verdict.
+pub(super) fn show_tune(path: &Path) -> Option<anyhow::Result<i32>> {
+    let text = crate::files::read_text(path).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value.get("tune")?.as_u64()?;
+    value.get("candidates")?;
+    Some(
+        serde_json::from_value::<report::Tune>(value)
+            .map_err(|e| {
+                anyhow::anyhow!("{}: not a tune answer goodput reads: {e}", path.display())
+            })
+            .and_then(|t| print_out(&crate::render::tune::tune_text(&t))),
+    )
+}

@@ -1,0 +1,232 @@
+//! `goodput tune` end to end on the simulator, over a space whose best point is
+//! known: an engine whose scheduler costs as much CPU time as its step, paid
+//! serially unless `--async-scheduling` hides it (then TPOT doubles, past the SLO
+//! at any load), and whose capacity is its `--max-num-seqs` (a request beyond it
+//! waits a whole request, past the TTFT bound, with room for a fit on a busy machine). The best is `--max-num-seqs 8
+//! --async-scheduling`, the runner-up `--max-num-seqs 2 --async-scheduling`.
+
+use crate::common;
+
+use common::cli::{goodput, succeeded};
+
+const ENGINE: &str = "async_scheduling = false\nsched_cpu_ms = 8.0\nstep_fixed_ms = 8.0\n";
+
+fn profile(dir: &std::path::Path) -> std::path::PathBuf {
+    let cfg = dir.join("engine.toml");
+    std::fs::write(&cfg, ENGINE).unwrap();
+    let p = dir.join("p.toml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+name = "tune-sim"
+[slo]
+ttft_ms = 80
+tpot_ms = 12
+attainment = 0.8
+[load]
+points = [1]
+requests_per_trial = 16
+trials = 1
+warmup_requests = 0
+request_timeout_s = 30
+[workload]
+input_tokens = 16
+output_tokens = 16
+calibrate = false
+[telemetry]
+source = "none"
+[search]
+min = 1
+max = 8
+[engines.vllm]
+kind = "sim"
+args = ["--config", "{}"]
+[tune]
+engine = "vllm"
+max_candidates_measured = 5
+[tune.flags]
+"--max-num-seqs" = [1, 2, 8]
+"--async-scheduling" = [true, false]
+"#,
+            cfg.display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn tune_picks_the_known_best_by_measurement_with_fewer_trials_than_searching_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(dir.path());
+    let out = dir.path().join("tune.json");
+    let o = goodput()
+        .args([
+            "tune",
+            &p.display().to_string(),
+            "-o",
+            &out.display().to_string(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let stdout = succeeded(&o, "goodput tune");
+    let t: report::Tune = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(t.scheme, report::TuneScheme::ModelGuided, "{:?}", t.notes);
+    // Every candidate is in the answer, in the space's order, each predicted.
+    assert_eq!(t.candidates.len(), 6);
+    assert_eq!(
+        t.candidates[0].args,
+        vec!["--max-num-seqs", "1", "--async-scheduling"]
+    );
+    assert_eq!(t.candidates[5].args, vec!["--max-num-seqs", "8"]);
+    assert!(
+        t.candidates.iter().all(|c| c.predicted.is_some()),
+        "{:?}",
+        t.candidates
+    );
+    // The known best, picked by a measurement.
+    let best = t.best.as_ref().expect("a best");
+    assert_eq!(
+        best.args,
+        vec!["--max-num-seqs", "8", "--async-scheduling"],
+        "{stdout}"
+    );
+    assert_eq!(best.capacity.max_load, Some(8.0), "{best:?}");
+    let row = &t.candidates[4];
+    assert_eq!(row.measured.as_ref().and_then(|m| m.max_load), Some(8.0));
+    assert!(row.report.is_some());
+    assert!(
+        best.command.iter().any(|w| w == "--async-scheduling"),
+        "{best:?}"
+    );
+    // The runner-up, apart from it.
+    let r = t.runner_up.as_ref().expect("a runner-up");
+    assert_eq!(
+        r.args,
+        vec!["--max-num-seqs", "2", "--async-scheduling"],
+        "{stdout}"
+    );
+    assert_eq!(r.judgement, report::TuneJudgement::Best, "{r:?}");
+    // Without async scheduling nothing meets TPOT: measured at the space's end.
+    assert_eq!(
+        t.candidates[5].measured.as_ref().map(|m| m.max_load),
+        Some(None)
+    );
+    // Fewer real searches, and fewer real trials, than searching every candidate.
+    let measured = t.candidates.iter().filter(|c| c.measured.is_some()).count();
+    assert!(measured < 6, "{measured} measured");
+    let trials: u32 = t
+        .candidates
+        .iter()
+        .filter_map(|c| c.measured.as_ref().map(|m| m.trials))
+        .sum();
+    assert_eq!(trials, t.trials_run);
+    assert!(t.trials_run < t.full_search_trials_estimate, "{t:?}");
+    // Each measured candidate's search is an ordinary report beside the answer.
+    for c in t.candidates.iter().filter(|c| c.measured.is_some()) {
+        let rep = report::read_report(&dir.path().join(c.report.as_ref().unwrap())).unwrap();
+        assert!(rep.capacity.contains_key("vllm"));
+    }
+    // The verdict, at the end of tune and in `show`.
+    assert!(
+        stdout.contains("Run vllm with --max-num-seqs 8 --async-scheduling: 8 concurrent requests"),
+        "{stdout}"
+    );
+    let shown = goodput()
+        .args(["show", &out.display().to_string()])
+        .output()
+        .unwrap();
+    let shown = succeeded(&shown, "goodput show tune.json");
+    assert!(
+        shown.contains("predicted") && shown.contains("measured"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("the runner-up (--max-num-seqs 2 --async-scheduling"),
+        "{shown}"
+    );
+    // A second tune into the same file is refused without --force.
+    goodput()
+        .args([
+            "tune",
+            &p.display().to_string(),
+            "-o",
+            &out.display().to_string(),
+            "--quiet",
+        ])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn a_candidate_that_fails_to_start_is_recorded_and_flags_the_model_does_not_speak_are_halved() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("engine.toml");
+    std::fs::write(&cfg, "max_num_seqs = 2\nstep_fixed_ms = 4.0\n").unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+name = "tune-halving"
+[slo]
+ttft_ms = 30
+attainment = 0.8
+[load]
+points = [1]
+requests_per_trial = 8
+trials = 1
+warmup_requests = 0
+request_timeout_s = 30
+[workload]
+input_tokens = 16
+output_tokens = 10
+calibrate = false
+[telemetry]
+source = "none"
+[search]
+min = 1
+max = 4
+[engines.e]
+kind = "sim"
+args = ["--config", "{}"]
+[tune]
+engine = "e"
+[tune.flags]
+"--max-num-seqs" = [0, 1, 2]
+"--seed" = [1]
+"#,
+            cfg.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("t.json");
+    let o = goodput()
+        .args([
+            "tune",
+            &p.display().to_string(),
+            "-o",
+            &out.display().to_string(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let stdout = succeeded(&o, "goodput tune");
+    let t: report::Tune = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(t.scheme, report::TuneScheme::SuccessiveHalving);
+    assert!(
+        t.notes.iter().any(|n| n.contains("does not speak --seed")),
+        "{:?}",
+        t.notes
+    );
+    assert!(t.candidates[0].failure.is_some(), "{:?}", t.candidates[0]);
+    assert!(t.candidates.iter().all(|c| c.predicted.is_none()));
+    let best = t.best.as_ref().expect("a best");
+    assert_eq!(
+        best.args,
+        vec!["--max-num-seqs", "2", "--seed", "1"],
+        "{stdout}"
+    );
+}
