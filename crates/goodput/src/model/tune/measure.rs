@@ -67,6 +67,9 @@ pub async fn measure(
         shard: None,
         load_shard: None,
         ttft_includes_connect,
+        // An engine's own `ca_cert` (in the plan) and the machine's variables
+        // still apply; `tune` has no `--ca-cert` of its own yet.
+        ca_certs: Vec::new(),
     };
     let mut m = Measured {
         capacity: None,
