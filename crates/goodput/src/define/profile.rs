@@ -322,7 +322,7 @@ fn one() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct TelemetrySpec {
     /// `auto` (NVML, then nvidia-smi, then the simulator's GPU, then none), `nvml`,
-    /// `nvidia-smi`, `sim` or `none`.
+    /// `nvidia-smi`, `sim`, `dcgm` (a dcgm-exporter's `/metrics` at `url`) or `none`.
     #[serde(default = "auto")]
     pub source: String,
     /// Sampling interval, ms.
@@ -331,6 +331,15 @@ pub struct TelemetrySpec {
     /// Before each trial, wait (bounded) for the GPU to cool down.
     #[serde(default)]
     pub cooldown: Option<CooldownSpec>,
+    /// `source = "dcgm"`: the dcgm-exporter's metrics URL (`http://host:9400/metrics`;
+    /// a URL without a path gets `/metrics`). Left out of the plan's JSON when unset,
+    /// so profiles without it keep their fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `source = "dcgm"`: the GPUs to read, by index (`gpus = [0, 1]`) or UUID
+    /// (`gpus = ["GPU-..."]`); empty: every GPU the exporter lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuSelector>,
 }
 
 impl Default for TelemetrySpec {
@@ -339,6 +348,27 @@ impl Default for TelemetrySpec {
             source: auto(),
             interval_ms: default_interval(),
             cooldown: None,
+            url: None,
+            gpus: Vec::new(),
+        }
+    }
+}
+
+/// One GPU of `telemetry.gpus`: its index as the driver numbers it, or its UUID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum GpuSelector {
+    /// `0`, `1`, ...: the exporter's `gpu` label.
+    Index(u32),
+    /// `GPU-8c16e996-...`: the exporter's `UUID` label.
+    Uuid(String),
+}
+
+impl std::fmt::Display for GpuSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuSelector::Index(i) => write!(f, "{i}"),
+            GpuSelector::Uuid(u) => write!(f, "{u}"),
         }
     }
 }

@@ -11,10 +11,11 @@ use crate::stats::Stat;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct TrialEnergy {
     /// How it was measured: `nvml-counter` (NVML's total-energy counter),
-    /// `nvidia-smi-counter` (nvidia-smi's `energy.consumption`), or
+    /// `nvidia-smi-counter` (nvidia-smi's `energy.consumption`), `dcgm-counter`
+    /// (dcgm-exporter's `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`), or
     /// `power-integral` (the sampled power integrated over time, trapezoid rule).
     pub method: String,
-    /// The telemetry source (`nvml`, `nvidia-smi`, `sim`).
+    /// The telemetry source (`nvml`, `nvidia-smi`, `dcgm`, `sim`).
     pub source: String,
     /// Seconds between the trial's first and last GPU reading: the span the energy
     /// below covers.
@@ -56,9 +57,9 @@ pub struct EnergySummary {
     /// Trial energy / successful requests, per trial, J.
     pub joules_per_request: Stat,
     /// How the trials' energy was measured (`nvml-counter`, `nvidia-smi-counter`,
-    /// `power-integral`; several joined by `+` when trials differ).
+    /// `dcgm-counter`, `power-integral`; several joined by `+` when trials differ).
     pub method: String,
-    /// The telemetry source (`nvml`, `nvidia-smi`, `sim`).
+    /// The telemetry source (`nvml`, `nvidia-smi`, `dcgm`, `sim`).
     pub source: String,
     /// GPUs counted (the most of any trial).
     pub gpus: u32,

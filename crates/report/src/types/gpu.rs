@@ -29,7 +29,7 @@ pub struct GpuSummary {
     /// goodput addition: samples taken over the point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples: Option<u64>,
-    /// goodput addition: `nvml`, `nvidia-smi` or `sim`.
+    /// goodput addition: `nvml`, `nvidia-smi`, `dcgm` or `sim`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// Unknown fields, preserved.

@@ -351,6 +351,42 @@ fn override_flags(ov: &Overrides) -> Vec<(&'static str, &'static str)> {
 
 fn check_telemetry(check: &Checker, t: &TelemetrySpec) -> Result<(), ProfileError> {
     check.count("telemetry.interval_ms", t.interval_ms, 1..=3_600_000)?;
+    let dcgm = t.source.trim().eq_ignore_ascii_case("dcgm");
+    match &t.url {
+        None if dcgm => {
+            return Err(check.bad(
+                "telemetry.url",
+                "source = \"dcgm\" needs `url`, the dcgm-exporter's metrics \
+                 (e.g. \"http://gpu-node:9400/metrics\")"
+                    .into(),
+            ))
+        }
+        Some(_) if !dcgm => {
+            return Err(check.bad(
+                "telemetry.url",
+                format!(
+                    "`url` is read only by source = \"dcgm\" (the source is `{}`)",
+                    t.source
+                ),
+            ))
+        }
+        Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+            return Err(check.bad(
+                "telemetry.url",
+                format!("`{url}` must start with http:// or https://"),
+            ))
+        }
+        _ => {}
+    }
+    if !t.gpus.is_empty() && !dcgm {
+        return Err(check.bad(
+            "telemetry.gpus",
+            format!(
+                "`gpus` is read only by source = \"dcgm\" (the source is `{}`)",
+                t.source
+            ),
+        ));
+    }
     if let Some(c) = &t.cooldown {
         if let Some(v) = c.max_temp_c {
             check.number("telemetry.cooldown.max_temp_c", v, 0.0..=150.0, "°C")?;

@@ -95,6 +95,51 @@ fn overrides_apply() {
 }
 
 #[test]
+fn dcgm_telemetry_needs_its_url_and_nothing_else_takes_one() {
+    let engine = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
+    for (telemetry, key, says) in [
+        ("source = \"dcgm\"\n", "telemetry.url", "needs `url`"),
+        (
+            "source = \"nvml\"\nurl = \"http://h:9400/metrics\"\n",
+            "telemetry.url",
+            "only by source = \"dcgm\"",
+        ),
+        (
+            "source = \"dcgm\"\nurl = \"h:9400\"\n",
+            "telemetry.url",
+            "http://",
+        ),
+        (
+            "gpus = [0]\n",
+            "telemetry.gpus",
+            "only by source = \"dcgm\"",
+        ),
+    ] {
+        let e = plan(&format!("{engine}[telemetry]\n{telemetry}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key) && e.contains(says), "{telemetry}: {e}");
+    }
+    let p = plan(&format!(
+        "{engine}[telemetry]\nsource = \"dcgm\"\nurl = \"http://h:9400\"\n\
+         gpus = [1, \"GPU-8c16e996\"]\n"
+    ))
+    .unwrap();
+    use crate::define::profile::GpuSelector;
+    assert_eq!(
+        p.telemetry.gpus,
+        [
+            GpuSelector::Index(1),
+            GpuSelector::Uuid("GPU-8c16e996".into())
+        ]
+    );
+    // Without them the telemetry's JSON (part of the plan's fingerprint) is as before.
+    let p = plan(engine).unwrap();
+    let json = serde_json::to_string(&p.telemetry).unwrap();
+    assert!(!json.contains("url") && !json.contains("gpus"), "{json}");
+}
+
+#[test]
 fn every_numeric_field_is_checked_with_its_key_and_line() {
     let engine = "[engines.a]\nurl = \"http://127.0.0.1:1\"\n";
     // BASE has 10 lines, the engine 2 more; the bad key follows.

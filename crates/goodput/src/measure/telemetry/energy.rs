@@ -2,10 +2,12 @@
 //!
 //! Each GPU's readings give its mean power over the span between its first and last
 //! reading of the trial:
-//! - **counter** (NVML's total-energy counter, nvidia-smi's `energy.consumption`):
+//! - **counter** (NVML's total-energy counter, nvidia-smi's `energy.consumption`,
+//!   DCGM's `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`):
 //!   `(last counter − first counter) / span`, when every reading had the counter, it
-//!   never went down (a reset or a wrap falls back to the power) and the span is
-//!   not empty;
+//!   never went down (a reset or a wrap falls back to the power), it moved unless no
+//!   power was read (a stale exporter falls back to the power) and the span is not
+//!   empty;
 //! - **power integral** otherwise: the trapezoid integral of the sampled power over
 //!   the span, divided by the span (one reading: that reading's power).
 //!
@@ -68,7 +70,10 @@ impl GpuTrace {
     fn mean_power(&self) -> Option<(f64, Method)> {
         let span = self.last_t - self.first_t;
         if let (Some((first, last)), false) = (self.counter, self.counter_broken) {
-            if span > 0.0 {
+            // A counter that never moved while the GPU drew power was not updated
+            // (an exporter collecting less often than it is read), not a GPU at 0 W.
+            let stale = last == first && self.last_power.is_some_and(|(_, w)| w > 0.0);
+            if span > 0.0 && !stale {
                 return Some(((last - first) / span, Method::Counter));
             }
         }
@@ -109,7 +114,7 @@ impl EnergyMeter {
         }
     }
 
-    /// The trial's energy as `source` measured it (`nvml`, `nvidia-smi`, `sim`);
+    /// The trial's energy as `source` measured it (`nvml`, `nvidia-smi`, `dcgm`, `sim`);
     /// `None` without readings, or when a counted GPU has neither a counter nor a
     /// power reading.
     pub fn finish(&self, source: &str) -> Option<TrialEnergy> {
@@ -133,6 +138,7 @@ impl EnergyMeter {
         let method = if methods.iter().all(|m| *m == Method::Counter) {
             match source {
                 "nvidia-smi" => "nvidia-smi-counter",
+                "dcgm" => "dcgm-counter",
                 _ => "nvml-counter",
             }
         } else {

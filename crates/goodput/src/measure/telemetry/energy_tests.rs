@@ -90,6 +90,26 @@ fn a_counter_that_falls_or_goes_missing_is_not_trusted() {
     blind.add(1.0, &[GpuReading::default()]);
     assert_eq!(blind.finish("nvml"), None);
     assert_eq!(EnergyMeter::default().finish("nvml"), None);
+    // A counter that stood still while the GPU drew power is stale (an exporter that
+    // collects less often than goodput reads): the power, not 0 W.
+    let mut stale = EnergyMeter::default();
+    stale.add(0.0, &[fell(1000.0)]);
+    stale.add(2.0, &[fell(1000.0)]);
+    let e = stale.finish("dcgm").unwrap();
+    assert_eq!(
+        (e.method.as_str(), e.mean_power_w),
+        ("power-integral", 100.0)
+    );
+    // An idle GPU's counter may stand still: 0 W is then the measurement.
+    let idle = |j: f64| GpuReading {
+        power_w: Some(0.0),
+        ..fell(j)
+    };
+    let mut still = EnergyMeter::default();
+    still.add(0.0, &[idle(1000.0)]);
+    still.add(2.0, &[idle(1000.0)]);
+    let e = still.finish("dcgm").unwrap();
+    assert_eq!((e.method.as_str(), e.mean_power_w), ("dcgm-counter", 0.0));
 }
 
 #[test]

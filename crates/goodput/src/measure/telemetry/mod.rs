@@ -3,8 +3,8 @@
 //! # Layout
 //! - [`GpuSource`]: the trait at this external edge, with one implementation per
 //!   source: [`nvml`] (libnvidia-ml, loaded at run time), [`smi`] (a long-running
-//!   `nvidia-smi -lms N`), [`simgpu`] (the simulator's `GET /sim/gpu`); tests use
-//!   fakes.
+//!   `nvidia-smi -lms N`), [`simgpu`] (the simulator's `GET /sim/gpu`), [`dcgm`]
+//!   (a dcgm-exporter's `/metrics`, `telemetry.url`); tests use fakes.
 //! - [`Telemetry`]: the opened source; [`Telemetry::start_trial`] samples every
 //!   `interval_ms` in the background until [`TrialSampler::finish`];
 //!   [`Telemetry::cooldown`] waits (bounded) for the GPU to cool before a trial.
@@ -20,6 +20,7 @@
 //! clock, the hottest temperature, summed power and memory, and whether any is
 //! throttled ([`from_readings`]).
 
+pub mod dcgm;
 pub mod energy;
 pub mod nvml;
 pub mod simgpu;
@@ -91,7 +92,7 @@ pub struct GpuReading {
 
 /// A source of GPU readings: the external edge of this module.
 pub trait GpuSource: Send + Sync + 'static {
-    /// `nvml`, `nvidia-smi` or `sim` (as written in the report's `gpu.source`).
+    /// `nvml`, `nvidia-smi`, `dcgm` or `sim` (as written in the report's `gpu.source`).
     fn name(&self) -> &'static str;
     /// The GPUs, as known when the source was opened.
     fn gpus(&self) -> Vec<GpuInfo>;
@@ -150,7 +151,8 @@ fn is_holding_memory(r: &GpuReading) -> bool {
 }
 
 /// Opens the telemetry source `spec.source` names (`auto`: NVML, then nvidia-smi,
-/// then the engine's `/sim/gpu`, then none). Never fails: without a source it
+/// then the engine's `/sim/gpu`, then none; `dcgm`: the exporter at `spec.url`, never
+/// tried by `auto`). Never fails: without a source it
 /// returns a telemetry that samples nothing and a notice saying why.
 pub async fn open(
     spec: &TelemetrySpec,
@@ -166,9 +168,10 @@ pub async fn open(
         "nvml" => &["nvml"],
         "nvidia-smi" => &["nvidia-smi"],
         "sim" => &["sim"],
+        "dcgm" => &["dcgm"],
         other => {
             let notice = format!(
-                "no GPU telemetry: unknown telemetry source `{other}` (use auto, nvml, nvidia-smi, sim or none)"
+                "no GPU telemetry: unknown telemetry source `{other}` (use auto, nvml, nvidia-smi, sim, dcgm or none)"
             );
             return (Telemetry::none(), Some(notice));
         }
@@ -182,6 +185,9 @@ pub async fn open(
                 .await
                 .map(|s| Arc::new(s) as Arc<dyn GpuSource>),
             "nvidia-smi" => smi::SmiSource::open(interval_ms)
+                .await
+                .map(|s| Arc::new(s) as Arc<dyn GpuSource>),
+            "dcgm" => dcgm::DcgmSource::open(spec.url.as_deref(), &spec.gpus, client.clone())
                 .await
                 .map(|s| Arc::new(s) as Arc<dyn GpuSource>),
             _ => simgpu::SimGpuSource::open(engine_base_url, client.clone())
@@ -235,7 +241,7 @@ impl Telemetry {
         }
     }
 
-    /// The source's name (`nvml`, `nvidia-smi`, `sim`), `None` when there is none.
+    /// The source's name (`nvml`, `nvidia-smi`, `dcgm`, `sim`), `None` when there is none.
     pub fn source_name(&self) -> Option<&'static str> {
         self.source.as_ref().map(|s| s.name())
     }

@@ -68,7 +68,7 @@ async fn sample_and_stop(
     let spec = TelemetrySpec {
         source: "sim".into(),
         interval_ms: 100,
-        cooldown: None,
+        ..Default::default()
     };
     let (tel, notice) = telemetry::open(&spec, &handle.base_url, client).await;
     assert_eq!(notice, None);

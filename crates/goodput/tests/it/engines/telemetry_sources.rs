@@ -1,6 +1,8 @@
 //! Opening telemetry sources for real: `auto` falls back from NVML and nvidia-smi
 //! to the engine's `/sim/gpu` (served here in-process) and then to none, with one
 //! notice; on a machine with an NVIDIA GPU, NVML and nvidia-smi are sampled too.
+//! A fake dcgm-exporter gives a whole run against a `url` engine its power and
+//! energy per token, and a dead one costs a notice, not the run.
 
 use std::time::Duration;
 
@@ -8,6 +10,10 @@ use axum::routing::get;
 use axum::{Json, Router};
 use goodput::define::profile::{CooldownSpec, TelemetrySpec};
 use goodput::measure::telemetry;
+
+use crate::common;
+use common::cli::Scratch;
+use common::load_share::start_sim;
 
 /// Whether this machine has a working NVIDIA GPU.
 fn has_gpu() -> bool {
@@ -42,7 +48,7 @@ fn spec(source: &str) -> TelemetrySpec {
     TelemetrySpec {
         source: source.into(),
         interval_ms: 50,
-        cooldown: None,
+        ..Default::default()
     }
 }
 
@@ -148,4 +154,140 @@ async fn real_gpu_sources() {
         .await
         .unwrap();
     assert!(used.is_some_and(|u| !u.is_empty()));
+}
+
+/// A dcgm-exporter on a loopback port: two H100s drawing 250 W each, their energy
+/// counters (mJ) rising at that rate from the server's start.
+async fn fake_dcgm_exporter() -> common::server::Server {
+    let start = std::time::Instant::now();
+    let app = Router::new().route(
+        "/metrics",
+        get(move || async move {
+            let s = start.elapsed().as_secs_f64();
+            let mut body = String::from(
+                "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n\
+                 # TYPE DCGM_FI_DEV_POWER_USAGE gauge\n",
+            );
+            for (gpu, base_mj) in [(0, 31_035_686_671.0), (1, 18_203_937_413.0)] {
+                let labels = format!(
+                    "gpu=\"{gpu}\",UUID=\"GPU-0000000{gpu}-bd76-aa91-17e7-b48bcd0208ba\",\
+                     device=\"nvidia{gpu}\",modelName=\"NVIDIA H100 80GB HBM3\",\
+                     Hostname=\"gpu-node-07\",DCGM_FI_DRIVER_VERSION=\"550.90.07\""
+                );
+                let energy_mj = (base_mj + 250.0 * 1000.0 * s).round();
+                body.push_str(&format!(
+                    "DCGM_FI_DEV_POWER_USAGE{{{labels}}} 250.000000\n\
+                     DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {energy_mj}\n\
+                     DCGM_FI_DEV_SM_CLOCK{{{labels}}} 1755\n\
+                     DCGM_FI_DEV_GPU_TEMP{{{labels}}} 64\n\
+                     DCGM_FI_DEV_GPU_UTIL{{{labels}}} 93\n\
+                     DCGM_FI_DEV_FB_USED{{{labels}}} 71234\n\
+                     DCGM_FI_DEV_FB_FREE{{{labels}}} 9790\n"
+                ));
+            }
+            body
+        }),
+    );
+    common::server::spawn_router(app).await
+}
+
+fn dcgm_profile(engine_url: &str, dcgm_url: &str, gpus: &str) -> String {
+    format!(
+        r#"
+name = "dcgm"
+[slo]
+ttft_ms = 2000
+tpot_ms = 200
+[load]
+points = [2]
+requests_per_trial = 8
+trials = 1
+request_timeout_s = 30
+[workload]
+input_tokens = 16
+output_tokens = 8
+[telemetry]
+source = "dcgm"
+url = "{dcgm_url}"
+interval_ms = 50
+{gpus}
+[engines.remote]
+url = "{engine_url}"
+"#
+    )
+}
+
+/// `goodput run` of `profile` in `dir`, off the runtime that serves the fake exporter.
+async fn run_goodput(dir: &Scratch, profile: String) -> report::Report {
+    let (out, report) = {
+        let dir_path = dir.path("p.toml");
+        std::fs::write(&dir_path, profile).unwrap();
+        let out_path = dir.path("r.json");
+        tokio::task::spawn_blocking(move || {
+            let out = common::cli::goodput_run(&dir_path, &out_path)
+                .args(["--quiet", "--force"])
+                .timeout(Duration::from_secs(60))
+                .output()
+                .unwrap();
+            (out, out_path)
+        })
+        .await
+        .unwrap()
+    };
+    common::cli::succeeded(&out, "goodput run");
+    goodput::report::read_report(&report).expect("the run wrote its report")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_engine_gets_power_and_energy_per_token_from_dcgm() {
+    let exporter = fake_dcgm_exporter().await;
+    let sim = start_sim();
+    let dir = Scratch::new();
+    // The exporter's root URL: goodput reads its /metrics.
+    let r = run_goodput(&dir, dcgm_profile(&sim.url, &exporter.url, "")).await;
+    let point = &r.load["remote"].points[0];
+    let gpu = point.gpu.as_ref().expect("GPU telemetry");
+    assert_eq!(gpu.source.as_deref(), Some("dcgm"));
+    let median_w = gpu.median_power_w.as_ref().and_then(|s| s.median);
+    assert_eq!(median_w, Some(500.0), "two GPUs at 250 W: {gpu:?}");
+    let e = point.energy.as_ref().expect("energy");
+    assert_eq!(
+        (e.source.as_str(), e.method.as_str()),
+        ("dcgm", "dcgm-counter")
+    );
+    assert_eq!(e.gpus, 2);
+    let w = e.mean_power_w.median.unwrap();
+    assert!((w - 500.0).abs() < 25.0, "the counters say 500 W: {w}");
+    let jpt = e.joules_per_output_token.median.unwrap();
+    let thr = point.output_throughput.median.unwrap();
+    assert!(
+        jpt > 0.0 && (jpt - w / thr).abs() <= 1e-6 * jpt,
+        "J per output token = W / (tokens/s): {jpt} vs {w} / {thr}"
+    );
+    let gpus = &r.environment.as_ref().expect("environment").gpus;
+    assert_eq!(gpus.len(), 2, "{gpus:?}");
+    assert_eq!(gpus[0].name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+
+    // One GPU chosen by UUID: half the power; a dead exporter: a notice, a good run.
+    let one = "gpus = [\"GPU-00000001-bd76-aa91-17e7-b48bcd0208ba\"]";
+    let metrics = format!("{}/metrics", exporter.url);
+    let r = run_goodput(&dir, dcgm_profile(&sim.url, &metrics, one)).await;
+    let e = r.load["remote"].points[0].energy.as_ref().expect("energy");
+    assert_eq!(e.gpus, 1);
+    assert!(
+        (e.mean_power_w.median.unwrap() - 250.0).abs() < 12.5,
+        "{e:?}"
+    );
+    let dead = format!("http://127.0.0.1:{}/metrics", common::server::closed_port());
+    let r = run_goodput(&dir, dcgm_profile(&sim.url, &dead, "")).await;
+    let point = &r.load["remote"].points[0];
+    assert!(point.gpu.is_none() && point.energy.is_none());
+    assert!(point.output_throughput.median.unwrap() > 0.0);
+    let notices = &r.run.as_ref().unwrap().notices;
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.text.contains("no GPU telemetry (dcgm: no DCGM")),
+        "{notices:?}"
+    );
 }
