@@ -58,8 +58,18 @@ async fn a_paused_client_flags_its_trial_and_a_run_left_alone_does_not() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = report::read_report(&calm).unwrap();
     let late = r.load["one"].points[0].trials[0].client_stall_ms;
-    assert!(late.is_some_and(|ms| ms < 50.0), "{late:?}");
-    assert!(!shown(&calm).contains("Client stalled"), "{}", shown(&calm));
+    // Measured, and far below a pause. On a quiet machine it is a few ms and
+    // nothing is flagged; on a machine busy enough to starve the client for
+    // 50 ms (the parallel test suite on two cores can be) the flag is right, so
+    // the check is that the warning follows the figure.
+    let ms = late.expect("the calm trial's lateness is recorded");
+    assert!(ms < 500.0, "{ms}");
+    assert_eq!(
+        shown(&calm).contains("Client stalled"),
+        ms > report::CLIENT_STALL_LIMIT_MS,
+        "{ms} ms: {}",
+        shown(&calm)
+    );
 
     // Paused for 1.5 s once its trial streams (16 requests of ~350 ms each).
     let p = dir.write("paused.toml", &profile(&sim.url, 16));
