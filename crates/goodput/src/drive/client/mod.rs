@@ -15,6 +15,7 @@
 //! request allows ([`max_content_chunks`]) and by [`SseLimits::max_stream_bytes`].
 
 pub mod direct;
+mod errors;
 mod events;
 mod sse;
 mod stamped;
@@ -29,6 +30,8 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST}
 use reqwest::StatusCode;
 
 use crate::drive::record::{now_ns, ErrorKind, RequestRecord};
+pub use errors::out_of_files;
+use errors::{client_limit, describe};
 pub use sse::{parse_data, ChunkInfo, SseError, SseLimits, SseParser};
 
 /// Where and how to send requests.
@@ -558,83 +561,5 @@ async fn body_start<E>(
     }
 }
 
-/// Whether `e`, or an error it was caused by, is this process running out of file
-/// descriptors (`EMFILE`, or the system's table full: `ENFILE`).
-pub fn out_of_files(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut at = Some(e);
-    while let Some(err) = at {
-        let io = err.downcast_ref::<std::io::Error>();
-        if matches!(
-            io.and_then(std::io::Error::raw_os_error),
-            Some(libc::EMFILE | libc::ENFILE)
-        ) {
-            return true;
-        }
-        // An `io::Error` that wraps another names it as `get_ref`, not `source`.
-        at = match io.and_then(|io| io.get_ref()) {
-            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
-            None => err.source(),
-        };
-    }
-    false
-}
-
-/// The failure of a connection this process had no descriptor for: the client's
-/// fault ([`ErrorKind::ClientLimit`]), with how to give it more.
-fn client_limit(detail: &str) -> Failure {
-    Failure::new(
-        ErrorKind::ClientLimit,
-        format!(
-            "{detail}: goodput ran out of file descriptors (RLIMIT_NOFILE); raise `ulimit -n` \
-             or lower the load"
-        ),
-    )
-}
-
-/// An HTTP error without the URL's query or anything secret: its chain of causes.
-fn describe(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(cause) = src {
-        s.push_str(": ");
-        s.push_str(&cause.to_string());
-        src = cause.source();
-    }
-    s
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::drive::record::Chunk;
-
-    #[test]
-    fn running_out_of_descriptors_is_the_clients_failure_not_the_servers() {
-        for code in [libc::EMFILE, libc::ENFILE] {
-            let e = std::io::Error::from_raw_os_error(code);
-            assert!(out_of_files(&e));
-            // Wrapped, as reqwest and hyper wrap it.
-            let wrapped = std::io::Error::other(e);
-            assert!(out_of_files(&wrapped));
-        }
-        assert!(!out_of_files(&std::io::Error::from_raw_os_error(
-            libc::ECONNREFUSED
-        )));
-        let f = client_limit("cannot connect to 127.0.0.1:1");
-        assert_eq!(f.kind, ErrorKind::ClientLimit);
-        assert!(f.detail.contains("ulimit -n"), "{}", f.detail);
-        assert_eq!(f.kind.label(None), "client_limit");
-    }
-
-    #[test]
-    fn content_chunk_bound_is_twice_max_tokens_and_at_least_64_more() {
-        assert_eq!(max_content_chunks(Some(0)), 64);
-        assert_eq!(max_content_chunks(Some(10)), 74);
-        assert_eq!(max_content_chunks(Some(64)), 128);
-        assert_eq!(max_content_chunks(Some(1000)), 2000);
-        assert_eq!(max_content_chunks(Some(u32::MAX)), 2 * u32::MAX as usize);
-        assert_eq!(max_content_chunks(None), UNASKED_MAX_CHUNKS);
-        // The unasked bound keeps a record within 32 MiB.
-        assert!(UNASKED_MAX_CHUNKS * std::mem::size_of::<Chunk>() <= 32 << 20);
-    }
-}
+mod tests;

@@ -110,8 +110,8 @@ pub struct EngineHandle {
     pub notices: Vec<String>,
     /// The engine log of a launched engine.
     pub log_path: Option<PathBuf>,
-    /// A simulator's `--time-scale`, when it runs faster than real time (its
-    /// notice is among [`EngineHandle::notices`]).
+    /// A simulator's `--time-scale`, as the server reports it, when it runs faster
+    /// than real time (said by the runner, once per engine).
     pub time_scale: Option<f64>,
     /// This launch's part of that log.
     log: Option<LogSection>,
@@ -331,12 +331,7 @@ impl EngineHandle {
             .await
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| v.get("time_scale").and_then(|s| s.as_f64()));
-        if let Some(k) = scale.filter(|k| (k - 1.0).abs() > 1e-9) {
-            self.notices.push(format!(
-                "simulated engine running {k}x faster than the GPU it models (--time-scale {k}): its latencies are 1/{k} and its throughputs {k}x the modelled GPU's"
-            ));
-            self.time_scale = Some(k);
-        }
+        self.time_scale = scale.filter(|k| (k - 1.0).abs() > 1e-9);
     }
 
     /// How the launched process exited, if it has (`exit code 1`, `killed by signal

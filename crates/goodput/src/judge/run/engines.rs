@@ -138,22 +138,29 @@ async fn start_engine<'a>(
             handle.kv_pool_source.as_deref().unwrap_or("?")
         ))
     );
-    // The run's plan already said a simulator's `--time-scale` (once per engine):
-    // the same fact read back from the server is not said again.
+    for n in &handle.notices {
+        ctx.journal.info.notices.push(Notice::engine(
+            NoticeKind::Engine,
+            name,
+            format!("{name}: {n}"),
+        ));
+    }
+    // A simulator faster than real time, said once per engine: by the plan when
+    // its args name `--time-scale`, else here, from what the server reports (a
+    // `--config` file's `time_scale`).
     let scale_said = ctx
         .journal
         .info
         .notices
         .iter()
         .any(|n| n.kind == NoticeKind::TimeScale && n.engine.as_deref() == Some(name));
-    for n in &handle.notices {
-        if scale_said && handle.time_scale.is_some() && n.contains("--time-scale") {
-            continue;
-        }
+    if let Some(k) = handle.time_scale.filter(|_| !scale_said) {
         ctx.journal.info.notices.push(Notice::engine(
-            NoticeKind::Engine,
+            NoticeKind::TimeScale,
             name,
-            format!("{name}: {n}"),
+            format!(
+                "{name}: simulated engine running {k}x faster than the GPU it models (time scale {k}): its latencies are 1/{k} and its throughputs {k}x the modelled GPU's"
+            ),
         ));
     }
     ctx.journal

@@ -56,23 +56,33 @@ max_candidates_measured = 5
     p
 }
 
+/// `goodput tune PROFILE -o OUT --quiet`.
+fn tune_cmd(p: &std::path::Path, out: &std::path::Path) -> assert_cmd::Command {
+    let mut c = goodput();
+    c.args([
+        "tune",
+        &p.display().to_string(),
+        "-o",
+        &out.display().to_string(),
+        "--quiet",
+    ]);
+    c
+}
+
+/// Runs the tune to success: its answer and what it printed.
+fn tune(p: &std::path::Path, out: &std::path::Path) -> (report::Tune, String) {
+    let o = tune_cmd(p, out).output().unwrap();
+    let stdout = succeeded(&o, "goodput tune");
+    let t = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    (t, stdout)
+}
+
 #[test]
 fn tune_picks_the_known_best_by_measurement_with_fewer_trials_than_searching_all() {
     let dir = tempfile::tempdir().unwrap();
     let p = profile(dir.path());
     let out = dir.path().join("tune.json");
-    let o = goodput()
-        .args([
-            "tune",
-            &p.display().to_string(),
-            "-o",
-            &out.display().to_string(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
-    let stdout = succeeded(&o, "goodput tune");
-    let t: report::Tune = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let (t, stdout) = tune(&p, &out);
     assert_eq!(t.scheme, report::TuneScheme::ModelGuided, "{:?}", t.notes);
     // Every candidate is in the answer, in the space's order, each predicted.
     assert_eq!(t.candidates.len(), 6);
@@ -148,16 +158,7 @@ fn tune_picks_the_known_best_by_measurement_with_fewer_trials_than_searching_all
         "{shown}"
     );
     // A second tune into the same file is refused without --force.
-    goodput()
-        .args([
-            "tune",
-            &p.display().to_string(),
-            "-o",
-            &out.display().to_string(),
-            "--quiet",
-        ])
-        .assert()
-        .code(2);
+    tune_cmd(&p, &out).assert().code(2);
 }
 
 #[test]
@@ -203,18 +204,7 @@ engine = "e"
     )
     .unwrap();
     let out = dir.path().join("t.json");
-    let o = goodput()
-        .args([
-            "tune",
-            &p.display().to_string(),
-            "-o",
-            &out.display().to_string(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
-    let stdout = succeeded(&o, "goodput tune");
-    let t: report::Tune = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let (t, stdout) = tune(&p, &out);
     assert_eq!(t.scheme, report::TuneScheme::SuccessiveHalving);
     assert!(
         t.notes.iter().any(|n| n.contains("does not speak --seed")),
