@@ -12,6 +12,10 @@
 
 use report::compare::METRICS;
 
+use crate::render::compare::{change_text as change, verdict_text};
+use crate::render::markdown::md_escape;
+use crate::render::text::num;
+
 use super::{compare, Direction, Input, Options, Row};
 
 /// What the gate decided.
@@ -119,7 +123,7 @@ pub fn gate(pair: &[Input; 2], metrics: &[&str], opts: &Options) -> Gate {
             untestable_reasons(&gated)
         ),
     };
-    let markdown = markdown(outcome, &line, &c.conclusion, &gated);
+    let markdown = markdown(outcome, &line, &c.conclusion, &gated, opts.min_effect);
     Gate {
         outcome,
         line,
@@ -142,7 +146,13 @@ fn untestable_reasons(rows: &[&Row]) -> String {
     }
 }
 
-fn markdown(outcome: Outcome, line: &str, conclusion: &str, rows: &[&Row]) -> String {
+fn markdown(
+    outcome: Outcome,
+    line: &str,
+    conclusion: &str,
+    rows: &[&Row],
+    min_effect: f64,
+) -> String {
     let mut out = format!(
         "## goodput gate: {}\n\n{line}\n\n{conclusion}\n\n",
         outcome.word()
@@ -157,65 +167,26 @@ fn markdown(outcome: Outcome, line: &str, conclusion: &str, rows: &[&Row]) -> St
     for r in sorted {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} |\n",
-            cell(&r.engine),
+            md_escape(&r.engine),
             num(r.x),
             r.metric,
             r.baseline_value.map_or("-".into(), num),
             r.candidate_value.map_or("-".into(), num),
             change(r),
-            verdict(r)
+            row_verdict(r, min_effect)
         ));
     }
     out
 }
 
-fn verdict(r: &Row) -> String {
-    match r.direction {
-        Direction::Worse => "**worse**".into(),
-        Direction::Better => "better".into(),
-        Direction::Same => "same".into(),
-        Direction::NoDetectableDifference => "no detectable difference".into(),
-        Direction::Unknown => format!(
-            "not testable ({})",
-            r.not_testable.as_deref().unwrap_or("no test")
-        ),
-    }
-}
-
-/// `+12% (+8% to +16%)`, or `-` without a change.
-fn change(r: &Row) -> String {
-    let Some(ch) = r.change else {
-        return "-".into();
-    };
-    let pct = |v: f64| format!("{:+}%", num(v * 100.0));
-    match r.ci {
-        Some([lo, hi]) => format!("{} ({} to {})", pct(ch), pct(lo), pct(hi)),
-        None => pct(ch),
-    }
-}
-
-/// A Markdown table cell: `|` escaped, on one line.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
-/// A number as the tables print it: three significant figures, no trailing zeros.
-fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let digits = if v.abs() >= 100.0 {
-        0
-    } else if v.abs() >= 10.0 {
-        1
-    } else {
-        2
-    };
-    let s = format!("{v:.digits$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
+/// What a row says, as compare prints it; a worse row in bold, an untestable one
+/// with why.
+fn row_verdict(r: &Row, min_effect: f64) -> String {
+    let (words, _) = verdict_text(r, min_effect);
+    match (r.direction, r.not_testable.as_deref()) {
+        (Direction::Worse, _) => format!("**{words}**"),
+        (Direction::Unknown, Some(why)) => format!("{words} ({})", md_escape(why)),
+        _ => words,
     }
 }
 
@@ -230,13 +201,5 @@ mod tests {
         assert_eq!(metric("goodput_rps"), Some("goodput req/s"));
         assert_eq!(metric("tpot"), None);
         assert!(metric_names().contains(&"median_ttft_ms"));
-    }
-
-    #[test]
-    fn numbers_and_cells_print_plainly() {
-        assert_eq!(num(12.345), "12.3");
-        assert_eq!(num(0.5), "0.5");
-        assert_eq!(num(250.0), "250");
-        assert_eq!(cell("a|b\nc"), "a\\|b c");
     }
 }

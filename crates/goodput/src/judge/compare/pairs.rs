@@ -227,9 +227,11 @@ fn across(base: &Input, cand: &Input, opts: &Options) -> Section {
 /// names (one server run twice, named `server` once and after its model the next
 /// time, is still one server).
 fn matched_engines<'a>(b: &'a Report, c: &'a Report) -> Vec<(&'a str, &'a str)> {
-    if let ([(bn, _)], [(cn, _)]) = (
-        b.load.iter().collect::<Vec<_>>().as_slice(),
-        c.load.iter().collect::<Vec<_>>().as_slice(),
+    if let (1, 1, Some(bn), Some(cn)) = (
+        b.load.len(),
+        c.load.len(),
+        b.load.keys().next(),
+        c.load.keys().next(),
     ) {
         return vec![(bn.as_str(), cn.as_str())];
     }
