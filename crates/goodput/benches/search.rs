@@ -19,8 +19,8 @@
 use goodput::define::options::RunOptions;
 use goodput::define::plan::Plan;
 use goodput::define::profile::{Overrides, Profile, SearchSpec};
-use goodput::judge::run::run;
 use goodput::render::point::point_meets;
+use goodput::sweep::run;
 
 const PRESETS: &[&str] = &["vllm-fast-b", "vllm-ngram", "vllm-no-async", "default"];
 

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use goodput::define::workload::sharegpt::{default_path, Params, ShareGptWorkload};
+use goodput::define::requests::sharegpt::{default_path, Params, ShareGptWorkload};
 
 /// Peak resident set of this process, MB (`VmHWM` in /proc/self/status).
 fn peak_rss_mb() -> Option<f64> {

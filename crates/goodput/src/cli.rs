@@ -9,24 +9,24 @@ use crate::render::{self, Format};
 
 mod cluster;
 mod options;
+mod parse;
 mod peer;
 mod peer_output;
 mod resolve;
 mod runs;
 mod sim;
-mod suggest;
 #[cfg(test)]
 mod tests;
 mod tune;
 
 pub use cluster::{K8sArgs, SlurmArgs, SweepArgs};
 pub use options::Levels;
+pub use parse::{parse_or_exit, peer_hint};
 pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};
 pub use resolve::{DEFAULT_LOAD, DEFAULT_SLO, DEFAULT_WORKLOAD};
 use runs::{run_command, search_command};
 use sim::sim_command;
 pub use sim::{SimArgs, VllmEngineArgs};
-pub use suggest::{parse_or_exit, peer_hint};
 pub use tune::TuneArgs;
 
 /// The profile `goodput run` uses when given none: the three simulator presets
@@ -364,7 +364,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             if let Some(done) = tune::show_tune(&report) {
                 return done;
             }
-            let r = crate::measure::peers::read(&report)?;
+            let r = crate::import::read(&report)?;
             let format = format.format();
             let color = format == Format::Table
                 && std::io::stdout().is_terminal()
@@ -379,7 +379,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         } => {
             let mut loaded = Vec::new();
             for p in &reports {
-                loaded.push(crate::judge::compare::load(p)?);
+                loaded.push(crate::judge::compare::read(p)?);
             }
             let opts = crate::judge::compare::Options {
                 min_effect,
@@ -406,7 +406,7 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             markdown.as_deref(),
         ),
         Command::Report { report, output } => {
-            let r = crate::measure::peers::read(&report)?;
+            let r = crate::import::read(&report)?;
             let out = output.unwrap_or_else(|| report.with_extension("html"));
             crate::redact::write_html(&out, &r)?;
             eprintln!("wrote {}", out.display());
@@ -443,8 +443,8 @@ fn gate_command(
         }
     }
     let pair = [
-        crate::judge::compare::load(baseline)?,
-        crate::judge::compare::load(candidate)?,
+        crate::judge::compare::read(baseline)?,
+        crate::judge::compare::read(candidate)?,
     ];
     let opts = crate::judge::compare::Options {
         min_effect,

@@ -10,14 +10,21 @@
 //! 2. [`drive`]: the engines launched (or reached by URL), the load, the HTTP/SSE
 //!    client, and the per-request record, the one source of truth.
 //! 3. [`measure`]: every metric derived from records, in one place; GPU and server
-//!    metrics sampled beside each trial; what ran where; peers' result files.
-//! 4. [`judge`]: the capacity search and the one trial rule, the sweep that judges
-//!    each point against the SLO, and the comparison's decisions.
-//! 5. [`model`]: an engine configuration fitted from records, and what-if
-//!    predictions on the simulator's model in virtual time.
-//! 6. [`distribute`]: a plan cut into shards, shard reports merged, Slurm and
+//!    metrics sampled beside each trial; what ran where.
+//! 4. [`import`]: other tools' result files (vLLM, GuideLLM, AIPerf) read as
+//!    reports, one reader per format.
+//! 5. [`judge`]: the one place a "meets", "better" or "capacity" is decided: the
+//!    capacity search's next step and trial rule, a search's answer, and the
+//!    comparison's decisions (the verdict and `gate` call them too).
+//! 6. [`sweep`]: the runner: engines x load levels x trials over one trial loop
+//!    and its backends (an HTTP engine, or the model in virtual time), the report
+//!    written after every trial, the lock, resume and progress.
+//! 7. [`model`]: an engine configuration fitted from records, what-if predictions
+//!    on the simulator's model in virtual time, and `tune` over a flag space.
+//! 8. [`distribute`]: a plan cut into shards, shard reports merged, Slurm and
 //!    Kubernetes jobs.
-//! 7. **Present**: [`render`], the `goodput-render` crate (show, compare, HTML,
+//! 9. [`export`]: goodput's runs written in other tools' formats (vLLM's).
+//! 10. **Present**: [`render`], the `goodput-render` crate (show, compare, HTML,
 //!    charts, warnings, the verdict). It depends on the report crate alone, so it
 //!    works on any report file; [`dates`] comes from it.
 //!
@@ -40,9 +47,12 @@ pub use goodput_render::dates;
 pub mod define;
 pub mod distribute;
 pub mod drive;
+pub mod export;
+pub mod import;
 pub mod judge;
 pub mod measure;
 pub mod model;
+pub mod sweep;
 
 pub mod bounded;
 pub mod files;

@@ -13,7 +13,7 @@ use super::figures::{RateFigures, StreamFigures, Usage};
 use crate::os::{cpu_time, load_average, machine_cpu_time, process_cpu_time, rss_bytes, RssPeak};
 use crate::sim::{Schedule, Sim, SimKind};
 use goodput::define::profile::LoadMode;
-use goodput::define::workload::Prepared;
+use goodput::define::requests::Prepared;
 use goodput::drive::client::{http_client, Limits, SseLimits, Target};
 use goodput::drive::load::{arrival_offsets, run_trial, Trial};
 use goodput::drive::record::RequestRecord;
@@ -59,7 +59,7 @@ fn request(tokens: u32) -> Prepared {
     });
     Prepared {
         body: Bytes::from(body.to_string()),
-        asked: goodput::define::workload::Asked {
+        asked: goodput::define::requests::Asked {
             max_tokens: Some(tokens),
             ..Default::default()
         },

@@ -9,7 +9,7 @@ use super::{LevelArgs, TrialArgs};
 use crate::define::options::SweepOptions;
 use crate::define::plan::Plan;
 use crate::define::profile::Overrides;
-use crate::define::workload::salt;
+use crate::define::requests::salt;
 use crate::distribute::cluster::k8s::K8sOptions;
 use crate::distribute::cluster::slurm::SlurmOptions;
 

@@ -10,7 +10,7 @@ use report::Report;
 use super::{CommonArgs, PeerArgs};
 use crate::define::options::Execution;
 use crate::define::plan::Plan;
-use crate::measure::peers::vllm_write::{self, VllmResultOptions};
+use crate::export::vllm::{self as vllm_write, VllmResultOptions};
 
 /// Prints, once, where goodput measures differently from `vllm bench serve`, when
 /// the run was asked for in vLLM's terms (a `--url`, or any of its spellings).
@@ -109,13 +109,13 @@ pub(super) fn save_result(
 /// A vLLM-format result never takes the place of this run's own files (its report,
 /// requests file, HTML page or lock: refused even with `--force`), nor of anything
 /// but a vLLM-format result goodput wrote unless `--force`, nor of what is not a
-/// regular file. The same rules as `-o` (`judge::run::output`).
+/// regular file. The same rules as `-o` (`sweep::output`).
 fn check_free(targets: &[PathBuf], exec: &Execution) -> anyhow::Result<()> {
     let output = &exec.output;
     let mut own = vec![
         (output.clone(), "report"),
         (crate::drive::record::records_path(output), "requests file"),
-        (crate::judge::run::lock::lock_path(output), "lock file"),
+        (crate::sweep::lock::lock_path(output), "lock file"),
     ];
     if exec.html {
         own.push((output.with_extension("html"), "HTML page"));

@@ -9,8 +9,8 @@ use super::{
 };
 use crate::define::options::Execution;
 use crate::define::profile::{Overrides, Profile};
-use crate::judge::run::run;
 use crate::render::{self, Format};
+use crate::sweep::run;
 
 pub(super) async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     args.refuse_unsupported()?;
@@ -137,7 +137,7 @@ async fn execute(
             eprintln!("charts: {}", output.with_extension("html").display());
         }
     }
-    if let crate::judge::run::Outcome::Interrupted(sig) = outcome {
+    if let crate::sweep::Outcome::Interrupted(sig) = outcome {
         eprintln!("interrupted by {sig}: the report holds what finished");
     }
     Ok(outcome.exit_code())

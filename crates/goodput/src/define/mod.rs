@@ -5,4 +5,4 @@
 pub mod options;
 pub mod plan;
 pub mod profile;
-pub mod workload;
+pub mod requests;

@@ -202,7 +202,7 @@ pub const MAX_REPLY_BYTES: usize = 256 << 10;
 
 impl RequestRecord {
     /// Copies what the workload asked of this request into the fresh record.
-    pub fn fill_asked(&mut self, asked: &crate::define::workload::Asked) {
+    pub fn fill_asked(&mut self, asked: &crate::define::requests::Asked) {
         self.requested_tokens = asked.max_tokens;
         self.exact_tokens = asked.exact && asked.max_tokens.is_some();
         self.input_tokens = asked.input_tokens;

@@ -1,12 +1,10 @@
 //! **Measure**: every metric derived from the records in one place ([`metrics`]);
 //! what is sampled beside each trial: GPU power and memory ([`telemetry`]), the
 //! engine's own `/metrics` ([`server_metrics`]) and the samplers' loop
-//! ([`sampling`]); what ran where ([`environment`]); and peers' result files
-//! (vLLM, GuideLLM, AIPerf, ...) read as reports, vLLM's written ([`peers`]).
+//! ([`sampling`]); and what ran where ([`environment`]).
 
 pub mod environment;
 pub mod metrics;
-pub mod peers;
 pub mod sampling;
 pub mod server_metrics;
 pub mod telemetry;

@@ -12,7 +12,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The pipeline's families, in order: each may import the ones before it.
-const FAMILIES: [&str; 6] = ["define", "drive", "measure", "judge", "model", "distribute"];
+const FAMILIES: [&str; 9] = [
+    "define",
+    "drive",
+    "measure",
+    "import",
+    "judge",
+    "sweep",
+    "model",
+    "distribute",
+    "export",
+];
 /// Beside every stage: they import no family.
 const HELPERS: [&str; 6] = ["stats", "files", "bounded", "redact", "stop", "term"];
 /// The door: it may import everything; only it knows clap.
@@ -301,8 +311,8 @@ fn families_import_only_earlier_families_and_no_module_is_in_a_circle() {
     assert!(
         edges
             .iter()
-            .any(|e| e.from == "judge/run" && e.to == "drive/record"),
-        "the reader missed judge/run -> drive/record"
+            .any(|e| e.from == "sweep/http" && e.to == "drive/record"),
+        "the reader missed sweep/http -> drive/record"
     );
     for f in FAMILIES {
         assert!(
@@ -323,13 +333,13 @@ fn families_import_only_earlier_families_and_no_module_is_in_a_circle() {
 fn the_reader_sees_grouped_nested_and_family_paths() {
     let text = "use crate::{drive::{record::R, load}, stats::median};\n\
                 // use crate::cli::Args;\n\
-                fn f() { crate::judge::run::go(); let _ = my_crate::x; }\n\
+                fn f() { crate::sweep::http::go(); let _ = my_crate::x; }\n\
                 #[cfg(test)]\nmod tests { use crate::cli::Args; }\n";
     let got: Vec<(String, usize)> = references(text);
     let names: Vec<&str> = got.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(
         names,
-        ["drive/record", "drive/load", "stats", "judge/run"],
+        ["drive/record", "drive/load", "stats", "sweep/http"],
         "{got:?}"
     );
     let back = Edge {
@@ -351,7 +361,7 @@ fn the_reader_sees_grouped_nested_and_family_paths() {
     };
     assert!(wrong(&helper).is_some());
     let down = Edge {
-        from: "judge/run".into(),
+        from: "sweep/http".into(),
         to: "drive/record".into(),
         at: "x.rs:1".into(),
     };

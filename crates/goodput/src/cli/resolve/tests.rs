@@ -240,7 +240,7 @@ fn without_a_url_or_profile_the_quick_profile_runs_as_before() {
 #[test]
 fn the_quick_profile_says_its_milliseconds_are_ten_times_short() {
     let p = plan(&[]).expect("the quick profile");
-    let info = crate::judge::run::plan_info(&p);
+    let info = crate::sweep::plan_info(&p);
     assert_eq!(info.notices.len(), 3, "{:?}", info.notices);
     assert!(
         info.notices[0].kind == report::NoticeKind::TimeScale

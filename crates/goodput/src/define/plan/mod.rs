@@ -20,7 +20,7 @@ pub use search::SearchConfig;
 mod tests;
 mod workload;
 
-pub use crate::define::workload::{JsonlPrompt, Workload};
+pub use crate::define::requests::{JsonlPrompt, Workload};
 pub use chat::chat_fields;
 pub use engines::{expand_vars, MAX_MODEL_ID_BYTES};
 

@@ -5,8 +5,8 @@ use crate::define::profile::{
     WorkloadSpec,
 };
 
-use crate::define::workload::prefix::PrefixWorkload;
-use crate::define::workload::trace::{self, Window};
+use crate::define::requests::prefix::PrefixWorkload;
+use crate::define::requests::trace::{self, Window};
 
 use super::check::{Checker, MAX_SECONDS};
 use super::jsonl::read_jsonl;
@@ -127,7 +127,7 @@ fn check_trace(check: &Checker, w: &TraceSpec) -> Result<Workload, ProfileError>
 }
 
 fn check_conversation(check: &Checker, w: &ConversationSpec) -> Result<Workload, ProfileError> {
-    use crate::define::workload::conversation::{ConversationSource, ConversationWorkload};
+    use crate::define::requests::conversation::{ConversationSource, ConversationWorkload};
     let k = WorkloadKind::Conversation;
     check_range_ratio(check, w.range_ratio)?;
     let turns = required(check, k, "turns", w.turns)?;
@@ -183,7 +183,7 @@ fn sharegpt_sessions(
     w: &ConversationSpec,
     turns: u32,
 ) -> Result<(GivenSessions, (String, String)), ProfileError> {
-    use crate::define::workload::sharegpt::{conversations_and_sha256, default_path};
+    use crate::define::requests::sharegpt::{conversations_and_sha256, default_path};
     let path = match &w.path {
         Some(p) => p.clone(),
         None => default_path().map_err(|m| check.bad("workload.path", m))?,
@@ -216,7 +216,7 @@ fn sharegpt_sessions(
 }
 
 fn check_sharegpt(check: &Checker, w: &SharegptSpec) -> Result<Workload, ProfileError> {
-    use crate::define::workload::sharegpt::{
+    use crate::define::requests::sharegpt::{
         default_path, Params, ShareGptWorkload, TokenizerFile,
     };
     let d = Params::default();

@@ -39,7 +39,7 @@ pub struct ChatControls {
     /// `{ enable_thinking = false }`); an engine's own keys win.
     pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     /// `salt = true`: every prompt starts with a random string drawn for the run
-    /// ([`crate::define::workload::salt`]), so no run finds another's prompts in the
+    /// ([`crate::define::requests::salt`]), so no run finds another's prompts in the
     /// engine's prefix cache.
     pub salt: bool,
 }
@@ -312,7 +312,7 @@ impl WorkloadSpec {
 pub const MAX_SALT_LEN: usize = 64;
 
 /// Whether and how prompts are salted (`[workload] salt = true`, `--prompt-salt`;
-/// [`crate::define::workload::salt`]).
+/// [`crate::define::requests::salt`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptSalt {
     /// Draw a salt for the run (a resumed run keeps the one it drew).

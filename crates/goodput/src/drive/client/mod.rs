@@ -1,7 +1,7 @@
 //! Streams one request to an OpenAI-compatible endpoint and records raw facts.
 //!
 //! Built to stay out of the way of what it measures:
-//! - request bodies are serialised before the trial starts ([`crate::define::workload`]);
+//! - request bodies are serialised before the trial starts ([`crate::define::requests`]);
 //! - each chunk's arrival time is read before the chunk is parsed;
 //! - a chunk is parsed once, borrowing its text (no copies, no re-tokenizing): only
 //!   the text length is kept;

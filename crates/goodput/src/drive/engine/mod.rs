@@ -368,7 +368,7 @@ impl EngineHandle {
     /// Stops a launched engine: SIGTERM to its process group, SIGKILL after
     /// `stop_grace_s` (default 10), wait until the group is gone. Nothing to do for
     /// a URL engine. (The sweep then waits for the GPU memory the engine held:
-    /// `run/gpu_release.rs`.)
+    /// `sweep/launch.rs`.)
     ///
     /// Errs (kind `stop`) only when something is left behind: processes that
     /// survived SIGKILL. The results measured stand.

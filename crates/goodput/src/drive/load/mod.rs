@@ -38,8 +38,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::define::profile::LoadMode;
-use crate::define::workload::conversation::{Answer, Conversations};
-use crate::define::workload::Prepared;
+use crate::define::requests::conversation::{Answer, Conversations};
+use crate::define::requests::Prepared;
 use crate::drive::client::{stream_request, Limits, Target};
 use crate::drive::record::{now_ns, ErrorKind, RequestRecord};
 use crate::stop::Stop;

@@ -21,15 +21,15 @@
 pub mod conclusion;
 pub mod explain;
 pub mod gate;
-pub mod load;
 pub mod pairs;
+pub mod read;
 pub mod samples;
 
 use crate::stats;
 
 pub use report::compare::{Comparison, Direction, Method, Row, DEFAULT_ALPHA, DEFAULT_MIN_EFFECT};
 
-pub use load::{load, Input};
+pub use read::{read, Input};
 
 /// How `compare` decides.
 #[derive(Debug, Clone, Copy, PartialEq)]

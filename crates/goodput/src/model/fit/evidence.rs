@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::render::{Residual, METRICS};
+use super::output::{Residual, METRICS};
 use super::solve::{Solution, Status, NAMES, TERMS};
 use super::{FitContext, Param, Trials};
 use crate::define::profile::SloSpec;

@@ -40,7 +40,7 @@ pub(super) fn frontend_evidence(trials: &Trials<'_>) -> Result<f64, String> {
     } else {
         idle_ttft
     };
-    let max = super::render::median_of(pick).unwrap_or(0.0);
+    let max = super::output::median_of(pick).unwrap_or(0.0);
     if max.is_finite() && max > 0.0 {
         Ok(max)
     } else {

@@ -45,7 +45,7 @@ pub mod covariance;
 pub mod evidence;
 mod frontend;
 mod limits;
-pub mod render;
+pub mod output;
 pub mod solve;
 mod speculative;
 pub mod steps;
@@ -131,7 +131,7 @@ pub struct Fit {
     /// Robust scale of the step-time residuals, ms.
     pub step_residual_ms: f64,
     /// Per measured point: measured against the fitted model.
-    pub residuals: Vec<render::Residual>,
+    pub residuals: Vec<output::Residual>,
     /// What the reader should know.
     pub notes: Vec<String>,
 }
@@ -210,7 +210,7 @@ pub(crate) struct Candidate {
     params: Vec<Param>,
     steps: usize,
     step_residual_ms: f64,
-    residuals: Vec<render::Residual>,
+    residuals: Vec<output::Residual>,
     notes: Vec<String>,
     /// Σ over points of ln(fitted / measured)² of median TTFT and median TPOT.
     loss: f64,
@@ -273,7 +273,7 @@ pub(crate) fn fit_at(
             ctx.source
         ));
     }
-    let residuals = render::residuals(trials, &config, ctx.rate_mode);
+    let residuals = output::residuals(trials, &config, ctx.rate_mode);
     let loss = residuals
         .iter()
         .flat_map(|r| [r.error(0), r.error(1)])
@@ -289,7 +289,7 @@ pub(crate) fn fit_at(
         notes,
         loss,
         max_batch: all.iter().map(|s| s.seqs).max().unwrap_or(0),
-        chunk_ceiling_ms: render::median_of(
+        chunk_ceiling_ms: output::median_of(
             all.iter()
                 .filter(|s| s.seqs > 0 && s.ms > 0.0)
                 .map(|s| s.ms / f64::from(s.seqs))
@@ -361,9 +361,9 @@ pub fn command(args: &FitOptions) -> anyhow::Result<i32> {
         ))
         .into());
     }
-    let fit = render::fit_report(&args.report, args.engine.as_deref())?;
-    print!("{}", render::summary(&fit));
-    let text = render::toml_text(&fit).map_err(anyhow::Error::msg)?;
+    let fit = output::fit_report(&args.report, args.engine.as_deref())?;
+    print!("{}", output::summary(&fit));
+    let text = output::toml_text(&fit).map_err(anyhow::Error::msg)?;
     crate::redact::write_file(&args.output, &text)?;
     eprintln!("wrote {}", args.output.display());
     Ok(0)

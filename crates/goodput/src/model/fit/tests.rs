@@ -81,7 +81,7 @@ fn close(got: f64, want: f64, rel: f64) -> bool {
 }
 
 fn no_nan(f: &Fit) {
-    let text = render::toml_text(f).unwrap();
+    let text = output::toml_text(f).unwrap();
     assert!(!text.to_lowercase().contains("nan"), "{text}");
     assert!(f.params.iter().all(|p| p.value.is_finite()));
 }
@@ -111,7 +111,7 @@ fn recovers_the_step_costs_of_the_model() {
             close(p.value, want, rel),
             "{name}: fitted {} want {want}\n{}",
             p.value,
-            render::summary(&f)
+            output::summary(&f)
         );
     }
     // The residuals per point are small: the fitted model reproduces the run.
@@ -123,14 +123,14 @@ fn recovers_the_step_costs_of_the_model() {
                 e.abs() < 0.02,
                 "x={} {}: {e}\n{}",
                 r.x,
-                render::METRICS[i],
-                render::summary(&f)
+                output::METRICS[i],
+                output::summary(&f)
             );
         }
     }
     no_nan(&f);
     // The output is an ordinary simulator config.
-    let text = render::toml_text(&f).unwrap();
+    let text = output::toml_text(&f).unwrap();
     let back = SimConfig::from_toml_str(&text).unwrap();
     assert_eq!(back, f.config);
 }
@@ -158,13 +158,13 @@ fn one_load_level_cannot_separate_per_sequence_from_fixed_cost() {
             other => panic!("{name} identified from one level: {other:?}"),
         }
     }
-    assert!(render::summary(&f).contains("NOT IDENTIFIABLE"));
+    assert!(output::summary(&f).contains("NOT IDENTIFIABLE"));
     // What it fitted still reproduces the one level it saw.
     let r = &f.residuals[0];
     assert!(
         r.error(0).unwrap().abs() < 0.02 && r.error(1).unwrap().abs() < 0.02,
         "{}",
-        render::summary(&f)
+        output::summary(&f)
     );
     no_nan(&f);
 }
@@ -217,7 +217,7 @@ fn the_engine_command_line_gives_the_batch_limit() {
     let p = param(&f, "max_num_seqs");
     assert_eq!((p.value, f.config.max_num_seqs), (4.0, 4));
     assert!(matches!(&p.status, Status::Known(w) if w.contains("-np 4")));
-    assert!(render::summary(&f).contains("known: -np 4"));
+    assert!(output::summary(&f).contains("known: -np 4"));
 }
 
 #[test]
@@ -289,7 +289,7 @@ fn coalesced_chunks_without_drafts_counted_are_steps_not_speculation() {
         ..ctx()
     };
     let f = fit(&recs, &c).unwrap();
-    assert!(f.config.speculative.is_none(), "{}", render::summary(&f));
+    assert!(f.config.speculative.is_none(), "{}", output::summary(&f));
     assert!(
         f.notes.iter().any(|n| n.contains("coalesced")),
         "{:?}",
@@ -382,7 +382,7 @@ fn a_front_end_time_is_recovered_from_requests_sent_to_a_busy_engine() {
         "frontend_ms {} ({:?})\n{}",
         p.value,
         p.status,
-        render::summary(&f)
+        output::summary(&f)
     );
     assert_eq!(f.config.frontend_ms, p.value);
     for (name, want) in [
@@ -399,7 +399,7 @@ fn a_front_end_time_is_recovered_from_requests_sent_to_a_busy_engine() {
             e.abs() < 0.05,
             "x={} TTFT {e}\n{}",
             r.x,
-            render::summary(&f)
+            output::summary(&f)
         );
     }
     no_nan(&f);
@@ -422,7 +422,7 @@ fn one_client_cannot_tell_the_front_end_time_from_the_prefill_cost() {
     assert_eq!(f.config.frontend_ms, 0.0);
     // The prefill terms carry it: the one level is still reproduced.
     let e = f.residuals[0].error(0).unwrap();
-    assert!(e.abs() < 0.02, "TTFT {e}\n{}", render::summary(&f));
+    assert!(e.abs() < 0.02, "TTFT {e}\n{}", output::summary(&f));
     no_nan(&f);
 }
 
@@ -435,7 +435,7 @@ fn chunk_choice(f: &Fit) -> (f64, String) {
         .iter()
         .find(|n| n.starts_with("frontend_chunk_ms"))
         .cloned()
-        .unwrap_or_else(|| panic!("no note on frontend_chunk_ms\n{}", render::summary(f)));
+        .unwrap_or_else(|| panic!("no note on frontend_chunk_ms\n{}", output::summary(f)));
     (p.value, note)
 }
 
@@ -452,12 +452,12 @@ fn a_hidden_per_chunk_cost_is_recovered_and_kept() {
     assert!(
         close(chunk, 0.8, 0.10) && note.contains("ON"),
         "frontend_chunk_ms {chunk}: {note}\n{}",
-        render::summary(&f)
+        output::summary(&f)
     );
     assert!(
         param(&f, "frontend_ms").value < 2.0,
         "{}",
-        render::summary(&f)
+        output::summary(&f)
     );
     for r in &f.residuals {
         let e = r.error(0).unwrap();
@@ -465,7 +465,7 @@ fn a_hidden_per_chunk_cost_is_recovered_and_kept() {
             e.abs() < 0.05,
             "x={} TTFT {e}\n{}",
             r.x,
-            render::summary(&f)
+            output::summary(&f)
         );
     }
     no_nan(&f);
@@ -490,7 +490,7 @@ fn without_a_per_chunk_cost_the_fit_keeps_it_off() {
     assert!(
         chunk == 0.0 && note.contains("off") && note.contains("chi-square"),
         "frontend_chunk_ms {chunk}: {note}\n{}",
-        render::summary(&f)
+        output::summary(&f)
     );
     // With neither, the model is exact: not searched.
     let f = fit(&records(&truth(), &[1, 2, 4, 8], 48, true), &ctx()).unwrap();

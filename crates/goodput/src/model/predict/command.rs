@@ -112,7 +112,7 @@ async fn confirm_search(plan: &Plan, exec: &Execution, model: &Model) -> anyhow:
     real.points = points.clone();
     let opts = exec.run_options(None, None);
     crate::drive::engine::install_cleanup_hooks();
-    let (mut report, outcome) = crate::judge::run::run(&real, &opts).await?;
+    let (mut report, outcome) = crate::sweep::run(&real, &opts).await?;
     let meets = |x: f64| {
         report.load.get(&name).and_then(|e| {
             e.points

@@ -63,7 +63,7 @@ pub fn engine(seed: u64) -> SimConfig {
 pub fn search(plan: &Plan, config: &SimConfig) -> Option<Capacity> {
     let (sweep, _) = crate::model::predict::predict_sweep(plan, config);
     let report = sweep.report(plan);
-    crate::judge::run::capacities(plan, &sweep, &report)
+    crate::sweep::capacities(plan, &sweep, &report)
         .into_iter()
         .next()
         .map(|(_, c)| c)

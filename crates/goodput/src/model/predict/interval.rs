@@ -40,7 +40,7 @@ use crate::define::plan::Plan;
 use crate::define::profile::LoadMode;
 use crate::measure::metrics::trial_metrics;
 use crate::model::fit::evidence::Evidence;
-use crate::model::fit::render::METRICS;
+use crate::model::fit::output::METRICS;
 use goodput_sim::SimConfig;
 
 /// Bootstrap draws per point unless the fitted file says otherwise.

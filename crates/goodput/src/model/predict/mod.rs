@@ -35,12 +35,12 @@ use report::{Notice, NoticeKind, Predicted, Report, RunInfo, RunStatus, TrialInf
 
 use crate::define::plan::Plan;
 use crate::define::profile::LoadMode;
-use crate::define::workload::Builder;
+use crate::define::requests::Builder;
 use crate::drive::record::{records_path, RequestRecord};
-use crate::judge::run::drive::{drive, without_waiting, AfterDeath, At, Backend, Ran};
-use crate::judge::run::schedule::Next;
-use crate::judge::run::{PointKey, Sweep, TrialState};
 use crate::measure::metrics::{trial_metrics, trial_slo};
+use crate::sweep::schedule::Next;
+use crate::sweep::trial_loop::{drive, without_waiting, AfterDeath, At, Backend, Ran};
+use crate::sweep::{PointKey, Sweep, TrialState};
 
 /// Output tokens given to a JSONL prompt that names no `max_tokens`.
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 128;
@@ -212,7 +212,7 @@ impl Backend for Virtual<'_> {
 /// The report of a predicted sweep, marked predicted.
 pub fn finish_report(plan: &Plan, model: &Model, sweep: &Sweep) -> Report {
     let mut report = sweep.report(plan);
-    report.capacity = crate::judge::run::capacities(plan, sweep, &report);
+    report.capacity = crate::sweep::capacities(plan, sweep, &report);
     let complete = report.load.values().all(|e| {
         e.points
             .iter()
@@ -231,7 +231,7 @@ pub fn finish_report(plan: &Plan, model: &Model, sweep: &Sweep) -> Report {
         }),
         // Virtual time: no engine ran at a --time-scale, so its notice does not apply.
         notices: Vec::new(),
-        ..crate::judge::run::plan_info(plan)
+        ..crate::sweep::plan_info(plan)
     });
     report
 }

@@ -247,7 +247,7 @@ fn a_predicted_report_shows_its_intervals_and_says_it_was_not_measured() {
     };
     let fit = crate::model::fit::fit(&records, &ctx).unwrap();
     // The evidence travels in the fitted file and back.
-    let text = crate::model::fit::render::toml_text(&fit).unwrap();
+    let text = crate::model::fit::output::toml_text(&fit).unwrap();
     assert!(text.contains("[fit]"), "{text}");
     let back: SimConfig = toml::from_str(&text).unwrap();
     assert_eq!(back.fit, fit.config.fit);

@@ -15,9 +15,9 @@ use super::{finish_report, interval, predict_sweep, run_trial, Model};
 use crate::define::plan::Plan;
 use crate::define::profile::{Overrides, Profile};
 use crate::drive::record::RequestRecord;
-use crate::judge::run::Sweep;
 use crate::model::fit::evidence::Evidence;
 use crate::model::fit::{self, FitContext};
+use crate::sweep::Sweep;
 use goodput_sim::SimConfig;
 
 /// One hidden engine and where it is measured and predicted.

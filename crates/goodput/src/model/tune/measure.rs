@@ -1,5 +1,5 @@
 //! One candidate measured for real: the plan's capacity search, through the one
-//! runner (`judge::run::run`), on the engine launched with the candidate's flags.
+//! runner (`sweep::run`), on the engine launched with the candidate's flags.
 //! Its report is an ordinary search report; a candidate that fails to start or to
 //! serve is recorded with its failure, never fatal.
 
@@ -78,7 +78,7 @@ pub async fn measure(
         report: None,
         trials: 0,
     };
-    match crate::judge::run::run(&cand, &opts).await {
+    match crate::sweep::run(&cand, &opts).await {
         Err(e) => m.failure = Some(format!("{e:#}")),
         Ok((report, _)) => {
             let c = report.capacity.get(engine);

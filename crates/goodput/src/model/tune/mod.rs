@@ -272,7 +272,7 @@ async fn model_guided(t: &mut Tuning<'_>) -> Option<String> {
     let source = pick::rank(&t.measured_caps()).into_iter().next();
     let fitted = source.and_then(|i| {
         let path = t.dir.join(format!("{i:03}.json"));
-        match crate::model::fit::render::fit_report(&path, Some(&t.space.engine)) {
+        match crate::model::fit::output::fit_report(&path, Some(&t.space.engine)) {
             Ok(f) => Some((i, f)),
             Err(e) => {
                 t.notes.push(format!(
@@ -298,7 +298,7 @@ async fn model_guided(t: &mut Tuning<'_>) -> Option<String> {
     let model_path = t.dir.join("model.toml");
     let mut model_rel = None;
     let mut config = fit.config.clone();
-    if let Ok(text) = crate::model::fit::render::toml_text(&fit) {
+    if let Ok(text) = crate::model::fit::output::toml_text(&fit) {
         if crate::redact::write_file(&model_path, &text).is_ok() {
             model_rel = Some(format!(
                 "{}/model.toml",

@@ -1,5 +1,5 @@
 //! Every candidate predicted: the engine model fitted on a measured candidate's
-//! records (`goodput fit`'s [`crate::model::fit::render::fit_report`]), the
+//! records (`goodput fit`'s [`crate::model::fit::output::fit_report`]), the
 //! candidate's vLLM flags applied to it ([`goodput_sim::VllmFlags`]), and the
 //! plan's capacity search run on it in virtual time (the same path as `search
 //! --predict`), with each probe's interval ([`crate::model::predict::interval`]).

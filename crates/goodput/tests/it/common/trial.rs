@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use goodput::define::profile::LoadMode;
-use goodput::define::workload::Prepared;
+use goodput::define::requests::Prepared;
 use goodput::drive::client::{Limits, SseLimits};
 use goodput::drive::load::Trial;
 

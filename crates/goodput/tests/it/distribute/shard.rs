@@ -224,7 +224,7 @@ fn show_compare_html_and_verdict_work_on_a_merged_report() {
     assert!(!String::from_utf8_lossy(&cmp.stdout).trim().is_empty());
     let html = merged.with_extension("html");
     let page = std::fs::read_to_string(&html).expect("merge writes the HTML page");
-    assert!(page.contains(goodput::judge::run::HTML_GENERATOR) && page.contains("<svg"));
+    assert!(page.contains(goodput::sweep::HTML_GENERATOR) && page.contains("<svg"));
     let again = f.path("again.html");
     ok(
         &goodput_output(&["report", s(&merged), "-o", s(&again)]),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::cli::Scratch;
 use goodput::define::profile::{Api, LoadMode, Overrides, Profile};
-use goodput::define::workload::Builder;
+use goodput::define::requests::Builder;
 use goodput::drive::client::Target;
 use goodput::drive::load::{arrival_offsets, run_conversation_trial};
 use goodput::drive::record::RequestRecord;

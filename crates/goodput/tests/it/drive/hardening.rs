@@ -251,7 +251,7 @@ preset = "fixed"
         .spawn()
         .unwrap();
     // Wait until the engine is launched (its log exists), then interrupt.
-    let log = goodput::judge::run::logs_dir(&out).join("never.log");
+    let log = goodput::sweep::logs_dir(&out).join("never.log");
     let t0 = std::time::Instant::now();
     while !log.exists() && t0.elapsed().as_secs() < 60 {
         std::thread::sleep(std::time::Duration::from_millis(50));

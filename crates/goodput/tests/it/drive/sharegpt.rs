@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use common::cli::{contains, PredicateBooleanExt, Scratch};
 use goodput::define::plan::{Plan, Workload};
 use goodput::define::profile::{Overrides, Profile};
-use goodput::define::workload::sharegpt::{self, Params, ShareGptWorkload};
+use goodput::define::requests::sharegpt::{self, Params, ShareGptWorkload};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -8,7 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use goodput::define::profile::{Overrides, Profile};
-use goodput::define::workload::Builder;
+use goodput::define::requests::Builder;
 use goodput::drive::client::Target;
 use goodput::drive::load::run_trial;
 

@@ -313,7 +313,7 @@ fn start_then_signal(python: &str, model: &str, signal: i32, dir: &Path) -> (Chi
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(READY_TIMEOUT_S);
-    let log = goodput::judge::run::logs_dir(&out).join("fast-b.log");
+    let log = goodput::sweep::logs_dir(&out).join("fast-b.log");
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         // The engine core and its worker have started (and so may be left behind).

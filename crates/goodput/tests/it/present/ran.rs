@@ -8,7 +8,7 @@ use serde_json::json;
 fn peer_report() -> Report {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/peers/vllm/detailed.json");
-    goodput::measure::peers::read(&path).expect("the vLLM fixture")
+    goodput::import::read(&path).expect("the vLLM fixture")
 }
 
 #[test]

@@ -14,7 +14,7 @@ use common::cli::{goodput_child, Scratch};
 use common::procs::{self, Signal};
 use common::profiles::fixed_sims;
 use common::reports::complete_trials;
-use goodput::judge::run::interleave::round_order;
+use goodput::sweep::interleave::round_order;
 use report::{NoticeKind, Report, RunStatus};
 
 /// Two fixed simulators `a` and `b`, two load levels, two trials each, seed 7.

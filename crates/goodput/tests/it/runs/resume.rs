@@ -170,7 +170,7 @@ fn sigint_writes_a_partial_report_stops_engines_and_exits_nonzero() {
     assert!(run.reason.unwrap().contains("SIGINT"));
     assert!(complete_trials(&out) >= 1, "what finished is kept");
     // Every engine log's process is gone: no `goodput sim` child with this output dir.
-    let logs: Vec<_> = std::fs::read_dir(goodput::judge::run::logs_dir(&out))
+    let logs: Vec<_> = std::fs::read_dir(goodput::sweep::logs_dir(&out))
         .unwrap()
         .flatten()
         .filter(|e| e.path().extension().is_some_and(|x| x == "log"))

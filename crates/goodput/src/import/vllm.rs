@@ -9,6 +9,11 @@
 use report::{LoadMode, Point};
 use serde_json::{json, Map, Value};
 
+/// The key of the SLO a goodput-written file was judged against (goodput's
+/// `slo` table as the report holds it): written by [`crate::export::vllm`], read
+/// back by [`convert`].
+pub const GOODPUT_SLO_KEY: &str = "goodput_slo";
+
 use super::{check_figures, check_levels, count, grid, num, one, peer_report, PeerRun};
 
 /// True when `v` is a vLLM `bench serve` result.
@@ -174,10 +179,10 @@ pub fn convert(v: &Value) -> anyhow::Result<report::Report> {
 }
 
 /// The SLO a goodput-written file was judged against
-/// ([`super::vllm_write::GOODPUT_SLO_KEY`]), bounds checked as every figure is;
+/// ([`GOODPUT_SLO_KEY`]), bounds checked as every figure is;
 /// `None` in vLLM's own files.
 fn recorded_slo(v: &Value) -> anyhow::Result<Option<report::Slo>> {
-    let key = super::vllm_write::GOODPUT_SLO_KEY;
+    let key = GOODPUT_SLO_KEY;
     let Some(slo) = v.get(key) else {
         return Ok(None);
     };

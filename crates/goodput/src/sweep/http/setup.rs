@@ -3,12 +3,12 @@
 
 use report::{EngineFailure, FailureKind, Notice, NoticeKind};
 
-use super::super::gpu_release::SweepEngine;
-use super::super::{Ctx, Settings};
-use crate::define::workload::{calibrate, Builder, Calibration};
+use crate::define::requests::{calibrate, Builder, Calibration};
 use crate::drive::client::Target;
 use crate::drive::engine::EngineHandle;
 use crate::measure::telemetry;
+use crate::sweep::launch::SweepEngine;
+use crate::sweep::{Ctx, Settings};
 
 /// ShareGPT: the run's sample, taken on the first engine (counted by its
 /// `/tokenize` when it has one) and sent by every engine; its counts join the
@@ -104,7 +104,7 @@ pub(super) async fn request_builder(
             ctx.set_prompt_lengths(name, "uncalibrated");
         }
     }
-    let context = crate::define::workload::conversation::set_engine_context(
+    let context = crate::define::requests::conversation::set_engine_context(
         &mut builder,
         handle.max_model_len,
         name,

@@ -330,7 +330,7 @@ impl ShareGptWorkload {
         }
         let probe = &self.pairs[0].prompt;
         let counter =
-            match crate::define::workload::count_tokens(client, base_url, model, probe).await {
+            match crate::define::requests::count_tokens(client, base_url, model, probe).await {
                 Ok(_) => Counter::Tokenize {
                     client,
                     base_url,

@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use report::{GpuSample, Notice, NoticeKind, ServerTrial, SpecDecode};
 
-use super::super::{Ctx, Settings};
 use super::At;
 use crate::define::profile::LoadMode;
-use crate::define::workload::conversation::Conversations;
-use crate::define::workload::{Builder, Prepared};
+use crate::define::requests::conversation::Conversations;
+use crate::define::requests::{Builder, Prepared};
 use crate::drive::client::{Limits, SseLimits, Target};
 use crate::drive::engine::{EngineHandle, SpecCounters};
 use crate::drive::load::share;
@@ -20,6 +19,7 @@ use crate::drive::load::{arrival_offsets, run_conversation_trial, run_trial, Tri
 use crate::drive::record::RequestRecord;
 use crate::measure::server_metrics::ServerSampler;
 use crate::measure::telemetry;
+use crate::sweep::{Ctx, Settings};
 
 /// A trial of `requests` at the trial's load level, with the plan's limits.
 pub(super) fn trial_of(
@@ -178,7 +178,7 @@ pub(super) async fn measure(
     let spec_before = spec_counters(ctx, handle).await;
     let server = start_server_sampler(&ctx.run, handle).await;
     start_together(ctx, at).await;
-    let started_unix_s = super::super::unix_now();
+    let started_unix_s = crate::sweep::unix_now();
     let sampler = tel.start_trial();
     let trial = Trial {
         sent: Some(sent),

@@ -3,12 +3,12 @@
 
 use report::{EngineFailure, FailureKind, Notice, NoticeKind};
 
-use super::super::gpu_release::{self, SweepEngine};
 use super::super::Ctx;
 use super::At;
 use crate::define::profile::EngineSpec;
 use crate::drive::engine::{EngineContext, EngineHandle};
 use crate::stop::Stop;
+use crate::sweep::launch::{self, SweepEngine};
 
 /// The failure an engine that exited during a trial is recorded with (its log's
 /// explanation added), said on stderr.
@@ -74,7 +74,7 @@ pub(super) async fn restart(
         "{name}: restarting ({restarts} of {} allowed)",
         spec.max_restarts
     );
-    match gpu_release::start(name, spec, engine_ctx, &Stop::never()).await {
+    match launch::start(name, spec, engine_ctx, &Stop::never()).await {
         Ok(h) => Ok(Some(h)),
         Err(f) => {
             ctx.journal.sweep.engine(name).error = Some(f);

@@ -14,7 +14,7 @@ use std::path::Path;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::define::workload::source;
+use crate::define::requests::source;
 
 /// One turn of a conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]

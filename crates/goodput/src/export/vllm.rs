@@ -12,9 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::drive::record::RequestRecord;
 
-/// The key of the SLO a goodput-written file was judged against (goodput's
-/// `slo` table as the report holds it), read back by [`super::vllm::convert`].
-pub const GOODPUT_SLO_KEY: &str = "goodput_slo";
+use crate::import::vllm::GOODPUT_SLO_KEY;
 
 /// What the vLLM-format file holds and where it goes.
 pub struct VllmResultOptions {

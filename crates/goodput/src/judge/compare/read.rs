@@ -67,9 +67,9 @@ pub fn requests_file(path: &Path, report: &Report) -> PathBuf {
 
 /// Reads the report at `path` and, when it stores no per-trial figures and its
 /// requests file is there, its requests.
-pub fn load(path: &Path) -> anyhow::Result<Input> {
+pub fn read(path: &Path) -> anyhow::Result<Input> {
     // A goodput report, or a peer's result file converted (vLLM, GuideLLM, AIPerf).
-    let report = crate::measure::peers::read_noting(path)?;
+    let report = crate::import::read_noting(path)?;
     let label = path.display().to_string();
     if has_figures(&report) {
         return Ok(Input::summaries_only(label, report, ""));

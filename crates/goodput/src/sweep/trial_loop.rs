@@ -196,7 +196,7 @@ mod tests {
     use report::{RunStatus, TrialInfo};
 
     use super::*;
-    use crate::judge::run::state::{PointKey, TrialState};
+    use crate::sweep::state::{PointKey, TrialState};
 
     /// What the scripted engine does with the next trial.
     #[derive(Clone, Copy)]

@@ -5,7 +5,7 @@
 
 use report::{Notice, NoticeKind};
 
-use super::{gpu_release, trials, Ctx};
+use super::{http, launch, Ctx};
 
 use crate::define::profile::{EngineKind, EngineSpec};
 use crate::drive::engine::{self, EngineContext};
@@ -29,7 +29,7 @@ pub(super) async fn run_engines(
             continue;
         };
         let slots = indexmap::IndexMap::from([(name.clone(), slot)]);
-        let (slots, result) = trials::run_engines(ctx, engine_ctx, slots, false).await;
+        let (slots, result) = http::run_engines(ctx, engine_ctx, slots, false).await;
         stop_engines(ctx, slots).await;
         result?;
         ctx.save()?;
@@ -65,7 +65,7 @@ async fn run_interleaved(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyho
             plan.seed
         );
     }
-    let (slots, result) = trials::run_engines(ctx, engine_ctx, slots, true).await;
+    let (slots, result) = http::run_engines(ctx, engine_ctx, slots, true).await;
     stop_engines(ctx, slots).await;
     result?;
     ctx.save()?;
@@ -73,7 +73,7 @@ async fn run_interleaved(ctx: &mut Ctx<'_>, engine_ctx: &EngineContext) -> anyho
 }
 
 /// Stops every engine still up, by its own handle; a stop that fails is a notice.
-async fn stop_engines(ctx: &mut Ctx<'_>, slots: indexmap::IndexMap<String, trials::Slot<'_>>) {
+async fn stop_engines(ctx: &mut Ctx<'_>, slots: indexmap::IndexMap<String, http::Slot<'_>>) {
     for (name, slot) in slots {
         let Some(handle) = slot.into_handle() else {
             continue;
@@ -97,7 +97,7 @@ async fn start_engine<'a>(
     name: &str,
     spec: &'a EngineSpec,
     engine_ctx: &EngineContext,
-) -> anyhow::Result<Option<trials::Slot<'a>>> {
+) -> anyhow::Result<Option<http::Slot<'a>>> {
     let plan = ctx.run.plan;
     ctx.engine_label = format!("engine {}/{} {name}", i + 1, plan.engines.len());
     if ctx.journal.sweep.engine_done(plan, name) {
@@ -119,7 +119,7 @@ async fn start_engine<'a>(
     }
     ctx.progress
         .phase(format!("{}: starting", ctx.engine_label));
-    let handle = match gpu_release::start(name, spec, engine_ctx, &ctx.stop()).await {
+    let handle = match launch::start(name, spec, engine_ctx, &ctx.stop()).await {
         Ok(h) => h,
         Err(f) => {
             say!(ctx, "{name}: {}", f.message);
@@ -176,5 +176,5 @@ async fn start_engine<'a>(
         ctx.journal.gpus = tel.gpus();
     }
     ctx.refresh_environment();
-    trials::set_up(ctx, name, spec, handle, tel).await.map(Some)
+    http::set_up(ctx, name, spec, handle, tel).await.map(Some)
 }

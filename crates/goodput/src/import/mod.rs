@@ -1,8 +1,10 @@
-//! Peers' result files, read into goodput's report model so that `show`, `compare`
-//! and `report` work on them: `vllm bench serve --save-result` ([`vllm`]),
-//! GuideLLM's `benchmarks.json` ([`guidellm`]) and AIPerf's
-//! `profile_export_aiperf.json` ([`aiperf`]); and vLLM's format written from a
-//! goodput run ([`vllm_write`]).
+//! **Import**: other tools' result files, read into goodput's report model so that
+//! `show`, `compare` and `report` work on them: `vllm bench serve --save-result`
+//! ([`vllm`]), GuideLLM's `benchmarks.json` ([`guidellm`]) and AIPerf's
+//! `profile_export_aiperf.json` ([`aiperf`]). One reader per format, each a
+//! [`Format`] in [`FORMATS`]: it says whether a file is its own and converts it;
+//! a file none claims is read as goodput's own report. (Writing other tools'
+//! formats is [`crate::export`].)
 //!
 //! A converted report carries the peer's own figures exactly (its medians and p99s,
 //! not goodput's recomputation), the quantile grids from its per-request data where
@@ -18,7 +20,6 @@ use serde_json::{Map, Value};
 pub mod aiperf;
 pub mod guidellm;
 pub mod vllm;
-pub mod vllm_write;
 
 /// [`read`], printing a converted file's notices to stderr (for `compare`, whose
 /// table has no room for them; `show` and the HTML page print them in their header).
@@ -50,29 +51,76 @@ pub fn read(path: &Path) -> anyhow::Result<Report> {
 
 fn read_any(path: &Path) -> anyhow::Result<Report> {
     let text = read_bounded(path)?;
-    let value: Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        // Not JSON at all: the report reader's error names the line and column.
-        Err(_) => return Ok(report::read_report(path)?),
-    };
-    let converted = if vllm::is_vllm(&value) {
-        Some(vllm::convert(&value).with_context(|| format!("{}: a vLLM result", path.display()))?)
-    } else if guidellm::is_guidellm(&value) {
-        Some(
-            guidellm::convert(&value)
-                .with_context(|| format!("{}: a GuideLLM result", path.display()))?,
-        )
-    } else if aiperf::is_aiperf(&value) {
-        Some(
-            aiperf::convert(&value, path.parent())
-                .with_context(|| format!("{}: an AIPerf result", path.display()))?,
-        )
-    } else {
-        None
-    };
-    match converted {
-        Some(r) => Ok(r),
+    let input = Input::new(&text, path.parent());
+    match FORMATS.iter().find(|f| (f.claims)(&input)) {
+        Some(f) => {
+            (f.convert)(&input).with_context(|| format!("{}: {} result", path.display(), f.tool))
+        }
+        // Not another tool's: the report reader's error names the line and column.
         None => Ok(report::read_report(path)?),
+    }
+}
+
+/// Another tool's result file format: whether a file is its own, and how it
+/// becomes a report. A new format is one more entry in [`FORMATS`].
+pub struct Format {
+    /// The tool, with its article, as errors name it: `a vLLM`.
+    pub tool: &'static str,
+    /// Whether the file is in this format (a cheap look, no conversion).
+    pub claims: fn(&Input) -> bool,
+    /// The file converted into a report; errors name the field that is wrong.
+    pub convert: fn(&Input) -> anyhow::Result<Report>,
+}
+
+/// Every format goodput reads besides its own, tried in order.
+pub const FORMATS: &[Format] = &[
+    Format {
+        tool: "a vLLM",
+        claims: |i| i.json().is_some_and(vllm::is_vllm),
+        convert: |i| vllm::convert(i.json_or_err()?),
+    },
+    Format {
+        tool: "a GuideLLM",
+        claims: |i| i.json().is_some_and(guidellm::is_guidellm),
+        convert: |i| guidellm::convert(i.json_or_err()?),
+    },
+    Format {
+        tool: "an AIPerf",
+        claims: |i| i.json().is_some_and(aiperf::is_aiperf),
+        convert: |i| aiperf::convert(i.json_or_err()?, i.dir),
+    },
+];
+
+/// A file being read: its text, its folder (for files beside it), and its JSON
+/// value, parsed once on first use (`None`: not one JSON value, e.g. JSONL).
+pub struct Input<'a> {
+    /// The whole file.
+    pub text: &'a str,
+    /// The folder it is in.
+    pub dir: Option<&'a Path>,
+    json: std::sync::OnceLock<Option<Value>>,
+}
+
+impl<'a> Input<'a> {
+    /// A file's text and folder.
+    pub fn new(text: &'a str, dir: Option<&'a Path>) -> Input<'a> {
+        Input {
+            text,
+            dir,
+            json: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The file as one JSON value, when it is one.
+    pub fn json(&self) -> Option<&Value> {
+        self.json
+            .get_or_init(|| serde_json::from_str(self.text).ok())
+            .as_ref()
+    }
+
+    fn json_or_err(&self) -> anyhow::Result<&Value> {
+        self.json()
+            .ok_or_else(|| anyhow::anyhow!("not one JSON value"))
     }
 }
 

@@ -7,13 +7,13 @@ use anyhow::Context;
 use indexmap::IndexMap;
 use report::{Notice, NoticeKind, RunStatus, TrialInfo};
 
-use super::drive::{drive, drive_interleaved, AfterDeath, At, Backend, Ran};
-use super::gpu_release::SweepEngine;
+use super::launch::SweepEngine;
 use super::state::PointKey;
+use super::trial_loop::{drive, drive_interleaved, AfterDeath, At, Backend, Ran};
 use super::{Ctx, TrialState};
 use crate::define::plan::Plan;
 use crate::define::profile::EngineSpec;
-use crate::define::workload::Builder;
+use crate::define::requests::Builder;
 use crate::drive::client::Target;
 use crate::drive::engine::{EngineContext, EngineHandle};
 use crate::drive::load::share;

@@ -84,7 +84,7 @@ impl Counter<'_> {
                 model,
             } => {
                 let counts: Vec<Result<u64, String>> = futures_util::stream::iter(texts)
-                    .map(|t| crate::define::workload::count_tokens(client, base_url, model, t))
+                    .map(|t| crate::define::requests::count_tokens(client, base_url, model, t))
                     .buffered(IN_FLIGHT)
                     .collect()
                     .await;

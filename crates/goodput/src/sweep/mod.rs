@@ -15,16 +15,16 @@ macro_rules! say {
 }
 
 mod capacity;
-pub(crate) mod drive;
 mod engines;
-mod gpu_release;
+mod http;
 pub mod interleave;
+mod launch;
 pub mod lock;
 mod output;
 mod progress;
 pub(crate) mod schedule;
 mod state;
-mod trials;
+pub(crate) mod trial_loop;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -252,7 +252,7 @@ async fn open<'a>(
     let old_salt = old
         .as_ref()
         .and_then(|r| r.run.as_ref()?.prompt_salt.clone());
-    let prompt_salt = crate::define::workload::salt::resolve(plan.prompt_salt.as_ref(), old_salt)
+    let prompt_salt = crate::define::requests::salt::resolve(plan.prompt_salt.as_ref(), old_salt)
         .map_err(crate::UsageError)?;
     let previous = old.and_then(|r| r.environment);
     let records = reopen_records(&rec_path, &kept)?;

@@ -1,6 +1,5 @@
-//! A search's answer per engine, for the report's `capacity`: read off the
-//! measured points whenever the search over them is over (so a resumed search, and
-//! the report written after each trial, give it as soon as it is known).
+//! A search's answer for one engine, the report's `capacity`: read off the
+//! measured points once the search over them is over.
 //!
 //! `passing` and `failing` are the search's bracket (probes judged `meets` and
 //! `fails`); `interval` is the capacity read off a monotone attainment curve
@@ -8,57 +7,26 @@
 //! A deciding probe still judged `undecided` is named in the note, with the
 //! requests that would decide it.
 
-use report::{Capacity, EngineFailure, Limit, Point, Report};
+use report::{Capacity, EngineFailure, Limit, Point};
 
-use crate::define::plan::Plan;
 use crate::define::plan::SearchConfig;
 use crate::define::profile::LoadMode;
-use crate::judge::search::{next_step, Found, Reason, Step};
+use crate::judge::search::{Found, Reason};
 use crate::render::text::num;
 use crate::stats::capacity::{Probe, Scale};
 
-use super::Sweep;
-
-/// Each engine's capacity, for the engines whose search is over (or that failed).
-pub(crate) fn capacities(
-    plan: &Plan,
-    sweep: &Sweep,
-    report: &Report,
-) -> indexmap::IndexMap<String, Capacity> {
-    let mut out = indexmap::IndexMap::new();
-    let Some(cfg) = &plan.search else {
-        return out;
-    };
-    for (name, state) in &sweep.engines {
-        let Some(result) = report.load.get(name) else {
-            continue;
-        };
-        let obs = sweep.observations(plan, name);
-        let probed = Probed {
-            engine: name,
-            cfg,
-            points: &result.points,
-            probes: obs.len() as u32,
-            trials: obs.iter().map(|o| o.trials).sum(),
-        };
-        let capacity = match next_step(cfg, &obs) {
-            Step::Done(found) => Some(probed.capacity(&found)),
-            Step::Run { .. } => state.error.as_ref().map(|e| probed.failed(e)),
-        };
-        if let Some(c) = capacity {
-            out.insert(name.clone(), c);
-        }
-    }
-    out
-}
-
 /// One engine's search so far: its measured points, probes and trials.
-struct Probed<'a> {
-    engine: &'a str,
-    cfg: &'a SearchConfig,
-    points: &'a [Point],
-    probes: u32,
-    trials: u32,
+pub struct Probed<'a> {
+    /// The engine's name.
+    pub engine: &'a str,
+    /// The search's settings.
+    pub cfg: &'a SearchConfig,
+    /// Its measured points.
+    pub points: &'a [Point],
+    /// Load levels probed.
+    pub probes: u32,
+    /// Trials run over every probe.
+    pub trials: u32,
 }
 
 impl Probed<'_> {
@@ -68,7 +36,7 @@ impl Probed<'_> {
     }
 
     /// The capacity of a search the engine's failure ended before it was over.
-    fn failed(&self, e: &EngineFailure) -> Capacity {
+    pub fn failed(&self, e: &EngineFailure) -> Capacity {
         Capacity {
             mode: self.cfg.mode.into(),
             probes: self.probes,
@@ -83,7 +51,7 @@ impl Probed<'_> {
     }
 
     /// The capacity a finished search found.
-    fn capacity(&self, found: &Found) -> Capacity {
+    pub fn capacity(&self, found: &Found) -> Capacity {
         let pass = self.point(found.passing);
         let fail = self.point(found.failing);
         let limited_by = match found.reason {
