@@ -112,7 +112,14 @@ impl Probed<'_> {
             LoadMode::Rate | LoadMode::Trace => Scale::Continuous,
         };
         let seed = crate::stats::row_seed(crate::stats::DEFAULT_SEED, self.engine);
+        let judged: Vec<(f64, Option<report::Judgement>)> = self
+            .points
+            .iter()
+            .filter(|p| p.x >= self.cfg.min - 1e-12 && p.x <= self.cfg.max + 1e-12)
+            .map(|p| (p.x, p.slo_check.as_ref().and_then(|c| c.judgement)))
+            .collect();
         crate::stats::capacity::interval(&probes, self.cfg.target, scale, RESAMPLES, seed)
+            .map(|i| crate::stats::capacity::widened(i, &judged, scale))
     }
 
     /// The note's words for a deciding probe at `x` still judged undecided after

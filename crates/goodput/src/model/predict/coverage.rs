@@ -106,12 +106,14 @@ mod tests {
     }
 
     /// Twelve rate-mode searches of one noisy engine (fresh seeds): the intervals
-    /// hold another run's capacity in 87 of 132 ordered pairs (66%; 83% is what a
-    /// 95% interval of a normal estimate would give). Most misses are the capacity
-    /// of a run beyond another run's highest probe, where that run's interval is
-    /// censored, and two runs whose probe just past the knee drew two bad trials.
-    /// Resampling each probe's trials instead (trials, then Binomial requests)
-    /// held 12 of 30 pairs on the first six runs, against 18 of 30 here.
+    /// hold another run's capacity in 109 of 132 ordered pairs (83%, what a 95%
+    /// interval of a normal estimate gives). Before the interval was widened to the
+    /// probes' own judgements ([`crate::stats::capacity::widened`]) it was 84 of
+    /// 132: the curve is flat near the target here (about 90% attainment from 0.57
+    /// to 0.85 requests/s across runs), and each run's bootstrap stayed between the
+    /// close probes its search put around its own crossing. Resampling each probe's
+    /// trials instead (trials, then Binomial requests) held 12 of 30 pairs on the
+    /// first six runs.
     #[test]
     fn repeated_rate_searches_cover_each_other_in_most_pairs() {
         let found: Vec<Capacity> = (1..=12u64)
@@ -133,7 +135,7 @@ mod tests {
         }
         let (hits, pairs) = pairwise(&intervals);
         assert_eq!(pairs, 132);
-        assert!(hits * 100 >= pairs * 60, "{hits} of {pairs}: {intervals:?}");
+        assert!(hits * 100 >= pairs * 75, "{hits} of {pairs}: {intervals:?}");
     }
 
     #[test]

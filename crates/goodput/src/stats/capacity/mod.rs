@@ -190,6 +190,51 @@ pub fn interval(
     })
 }
 
+/// The interval widened to what the probes' own SLO judgements allow (test
+/// inversion, Lehmann & Romano 2005, *Testing Statistical Hypotheses*, §3.5): on a
+/// non-increasing attainment curve the capacity is at least the highest load
+/// judged `meets` below every load judged `fails`, and below the lowest load
+/// judged `fails` (in whole loads: at most one less). `judged` holds each probe's
+/// load and judgement.
+///
+/// Why: the bootstrap holds the search's probes where the search put them and
+/// reads the crossing between the two around it. Where the attainment curve is
+/// flat near the target, a run's crossing falls wherever its noise put it, the
+/// search then probes densely there, and the resampled crossings stay between
+/// those close probes: intervals a few hundredths wide whose runs' estimates
+/// differ by a tenth (the repeated searches of
+/// [`crate::model::predict::coverage`] covered each other in 84 of 132 pairs).
+/// The judgements, each with its own interval, say how far the data can place it.
+pub fn widened(
+    mut ci: CapacityInterval,
+    judged: &[(f64, Option<report::Judgement>)],
+    scale: Scale,
+) -> CapacityInterval {
+    use report::Judgement;
+    let mut sorted: Vec<_> = judged.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let fails = sorted
+        .iter()
+        .find(|p| p.1 == Some(Judgement::Fails))
+        .map(|p| p.0);
+    let meets = sorted
+        .iter()
+        .filter(|p| fails.is_none_or(|f| p.0 < f) && p.1 == Some(Judgement::Meets))
+        .map(|p| p.0)
+        .last();
+    if let Some(m) = meets {
+        ci.low = ci.low.min(m).min(ci.estimate);
+    }
+    if let Some(f) = fails {
+        let high = match scale {
+            Scale::Continuous => f,
+            Scale::Integer => (f - 1.0).max(ci.low),
+        };
+        ci.high = ci.high.max(high).max(ci.estimate);
+    }
+    ci
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,5 +329,52 @@ mod tests {
         };
         let (wide, narrow) = (at(20), at(2000));
         assert!(narrow < wide / 3.0, "{narrow} vs {wide}");
+    }
+
+    #[test]
+    fn the_judgements_widen_the_interval_to_what_they_allow() {
+        use report::Judgement::{Fails, Meets, Undecided};
+        let ci = CapacityInterval {
+            estimate: 0.70,
+            low: 0.69,
+            high: 0.72,
+            resamples: 10,
+        };
+        // Meets at 0.4 and 0.6, undecided at 0.69 and 0.72, fails first at 0.8
+        // (and a lucky "meets" at 0.85 above it, which cannot raise the low end).
+        let judged = [
+            (0.85, Some(Meets)),
+            (0.4, Some(Meets)),
+            (0.6, Some(Meets)),
+            (0.69, Some(Undecided)),
+            (0.72, Some(Undecided)),
+            (0.8, Some(Fails)),
+            (1.6, Some(Fails)),
+        ];
+        let w = widened(ci, &judged, Scale::Continuous);
+        assert_eq!((w.low, w.estimate, w.high), (0.6, 0.70, 0.8));
+        // Whole loads: below the lowest failing load means at most one less.
+        let ci = CapacityInterval {
+            estimate: 5.0,
+            low: 5.0,
+            high: 5.0,
+            resamples: 10,
+        };
+        let judged = [
+            (3.0, Some(Meets)),
+            (5.0, Some(Undecided)),
+            (8.0, Some(Fails)),
+        ];
+        let w = widened(ci, &judged, Scale::Integer);
+        assert_eq!((w.low, w.high), (3.0, 7.0));
+        // No judgement at all: the bootstrap's interval as it was.
+        assert_eq!(widened(ci, &[(5.0, None)], Scale::Integer), ci);
+        // A judgement never narrows it.
+        let wide = CapacityInterval {
+            low: 1.0,
+            high: 9.0,
+            ..ci
+        };
+        assert_eq!(widened(wide, &judged, Scale::Integer), wide);
     }
 }
