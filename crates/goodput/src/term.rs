@@ -3,7 +3,7 @@
 //! sequences in it (`ESC]0;title BEL` retitles the window, `ESC[2J` clears it).
 //! [`safe`] shows every control character as an escape (`\u{1b}`), except
 //! newline and tab and the colour codes goodput's own tables use (`ESC[…m`), and
-//! redacts secrets ([`crate::redact`]); [`line`] escapes newline and tab too, for a
+//! redacts secrets ([`crate::redact`]); [`line()`] escapes newline and tab too, for a
 //! status line or a name.
 
 use std::borrow::Cow;

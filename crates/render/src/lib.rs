@@ -14,7 +14,7 @@
 //! - [`reasoning`]: the reasoning table.
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
-//! - [`html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
+//! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
 //! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
 //! - [`point`]: what a point says (meets, attainment, TTFAT) and the SLO in words,
 //!   read once for every writer.

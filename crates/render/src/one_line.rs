@@ -3,7 +3,7 @@
 //! one (a model id listed by `/v1/models`, a peer's result file) would start a line
 //! of its own in the text output, a fake `Verdict:` say. [`one_line`] shows every
 //! control character, newline and tab included, as an escape (`\u{a}`), as goodput's
-//! terminal output shows the others; [`report`] applies it to every string of a
+//! terminal output shows the others; [`report()`] applies it to every string of a
 //! report before the text table is written.
 
 use std::borrow::Cow;

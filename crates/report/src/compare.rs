@@ -4,7 +4,7 @@
 //! it (reading requests files, bootstrapping); renderers only show it.
 //!
 //! Also the metrics `compare` tests ([`METRICS`]) as a report holds them, so that a
-//! renderer can repeat a test on a report alone ([`summary_values`]).
+//! renderer can repeat a test on a report alone (`summary_values`).
 
 use std::ops::Range;
 

@@ -237,7 +237,7 @@ impl PeerArgs {
 }
 
 /// `--request-rate`: `inf`, or requests per second in
-/// [[`MIN_RATE`], [`MAX_RATE`]] (a usage error, exit 2, names the range).
+/// [`MIN_RATE`, `MAX_RATE`] (a usage error, exit 2, names the range).
 fn parse_request_rate(s: &str) -> Result<f64, String> {
     use crate::define::plan::{MAX_RATE, MIN_RATE};
     let r: f64 = s

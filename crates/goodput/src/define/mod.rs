@@ -1,5 +1,5 @@
 //! **Define** what runs: the profile as written ([`profile`]), validated into a
-//! plan ([`plan`]), what each request says ([`workload`]), and what a command was
+//! plan ([`plan`]), what each request says ([`requests`]), and what a command was
 //! asked, typed ([`options`]; `cli` fills it). Imports nothing of the later stages.
 
 pub mod options;

@@ -148,7 +148,7 @@ pub struct TrialMetrics {
     pub max_asked: u64,
     /// Of those, the ones whose stream carried more content chunks than
     /// `max_tokens` allows (without usage: counted at `max_tokens`, see
-    /// [`count_long`]).
+    /// `count_long`).
     pub long: u64,
     /// Requests whose stream carried choices other than index 0 (not counted).
     pub other_choices: u64,

@@ -288,7 +288,7 @@ async fn stopped_answering(handle: &EngineHandle, records: &[RequestRecord]) -> 
 const GONE_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A trial whose client was paused or starved (its timer woke more than
-/// [`CLIENT_STALL_LIMIT_MS`] late) says so, with how late: its latencies hold the
+/// `CLIENT_STALL_LIMIT_MS` late) says so, with how late: its latencies hold the
 /// pause (the report's warning says the same).
 fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, trial_no: &str, late_ms: f64) {
     use report::CLIENT_STALL_LIMIT_MS;

@@ -198,7 +198,7 @@ fn trial_variance(t: &Trials, spread: Option<Spread>) -> (f64, f64, f64) {
 }
 
 /// The relative change of the candidate's mean over trials against the
-/// baseline's, by Welch's t with each side's variance from [`trial_variance`]
+/// baseline's, by Welch's t with each side's variance from `trial_variance`
 /// (`spread`: the side's [`pooled_spread`] over its load levels, when known).
 pub fn change(
     base: &Trials,

@@ -10,7 +10,7 @@ use super::{NoticeKind, RunStatus};
 /// goodput addition: how the run was made and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RunInfo {
-    /// Format version, [`SCHEMA`].
+    /// Format version, `SCHEMA`.
     pub schema: String,
     /// `complete`, `partial` (interrupted or trials failed) or `running`.
     pub status: RunStatus,

@@ -4,7 +4,7 @@
 //! Layout:
 //! - [`arrival`]: connections that stamp each request with its kernel receive
 //!   time, so its clock starts when it arrived.
-//! - [`driver`]: the task that owns the engine and runs steps on the wall clock.
+//! - `driver`: the task that owns the engine and runs steps on the wall clock.
 //! - `generate`: `/v1/completions` and `/v1/chat/completions` handlers.
 //! - `stream`: response bodies (SSE or JSON), timing probe, stream faults;
 //!   `source`: where their tokens come from (the driver, a fixed schedule).

@@ -80,7 +80,7 @@ impl TraceWorkload {
     }
 
     /// Share of prompt tokens in blocks that an earlier request of the trace began
-    /// with the same way (the prefix a cache could reuse), as [`build`] counts them.
+    /// with the same way (the prefix a cache could reuse), as `build` counts them.
     pub fn expected_hit_share(&self) -> f64 {
         let (mut shared, mut total) = (0u64, 0u64);
         let mut seen = HashSet::new();

@@ -4,7 +4,7 @@
 //! A pooled client (reqwest, hyper-util's pool) runs every connection in a task of
 //! its own and hands body chunks to the request's task through a channel: two task
 //! wake-ups per chunk. Here the request's task polls the connection itself, right
-//! before it polls the body ([`Driven`]), so a chunk read from the socket is in the
+//! before it polls the body (`Driven`), so a chunk read from the socket is in the
 //! request's hands in the same poll. Owning the connections also lets a trial open
 //! them before it starts ([`Pool::preconnect`]), and a request that did need a new
 //! one knows how long it took (the record's `connect`).

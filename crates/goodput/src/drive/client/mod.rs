@@ -174,10 +174,10 @@ pub fn http_client_trusting(
 /// Sends one streaming request and fills `rec` with what happened.
 /// `origin` is the trial's start on [`now_ns`]'s clock; record times are relative to it.
 ///
-/// The steps, each a function of its own: [`send`] (with one resend on a stale
-/// pooled connection), [`check_response`] (status, content type), then
-/// [`events::read`] (the stall timer, per-read timestamps and bounds, SSE parsing
-/// into the record) and [`events::finish`] (the checks of a completed stream).
+/// The steps, each a function of its own: `send` (with one resend on a stale
+/// pooled connection), `check_response` (status, content type), then
+/// `events::read` (the stall timer, per-read timestamps and bounds, SSE parsing
+/// into the record) and `events::finish` (the checks of a completed stream).
 pub async fn stream_request(
     client: &reqwest::Client,
     target: &Target,

@@ -208,7 +208,7 @@ pub struct ChunkInfo {
     /// The simulator's timing probe.
     pub probe_ns: Option<u64>,
     /// The first choice's `finish_reason`, when the chunk gives one (`stop`,
-    /// `length`), cut to [`MAX_FINISH_REASON`] bytes.
+    /// `length`), cut to `MAX_FINISH_REASON` bytes.
     pub finish_reason: Option<String>,
     /// The chunk carried a choice with an index other than 0 (not counted).
     pub other_choices: bool,

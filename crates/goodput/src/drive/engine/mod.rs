@@ -13,7 +13,7 @@
 //! - [`kvpool`]: KV-pool capacity from logs, `/metrics`, `/get_server_info`, `/props`.
 //! - [`prom`]: a reader of Prometheus text (`/metrics`).
 //! - [`specdec`]: speculative-decoding counters from `/metrics`.
-//! - `start`: the launch and the wait until the engine is ready ([`start`],
+//! - `start`: the launch and the wait until the engine is ready ([`start()`],
 //!   [`start_until`]).
 //!
 //! # Use
@@ -71,7 +71,7 @@ pub const INTERRUPT_STOP_GRACE: Duration = Duration::from_secs(2);
 /// Lines of log kept in a failure.
 const FAILURE_LOG_LINES: usize = 20;
 
-/// What [`start`] needs besides the engine's spec.
+/// What [`start()`] needs besides the engine's spec.
 #[derive(Debug, Clone)]
 pub struct EngineContext {
     /// Directory of the engine logs (`<log_dir>/<engine>.log`); created if missing.

@@ -32,7 +32,7 @@ pub async fn start(
     start_until(name, spec, ctx, &Stop::never()).await
 }
 
-/// [`start`], ended by the run's stop signal: a signal while the engine starts
+/// [`start()`], ended by the run's stop signal: a signal while the engine starts
 /// stops it (with a grace of at most [`INTERRUPT_STOP_GRACE`]) and returns a
 /// failure of kind `interrupted`.
 pub async fn start_until(

@@ -27,7 +27,7 @@ const RESERVED: usize = 4;
 
 static RESERVE: Mutex<Vec<std::fs::File>> = Mutex::new(Vec::new());
 
-/// Holds [`RESERVED`] descriptors (on `/dev/null`) until [`with_reserve`] needs
+/// Holds `RESERVED` descriptors (on `/dev/null`) until `with_reserve` needs
 /// them.
 pub fn reserve() {
     let mut held = RESERVE.lock().unwrap_or_else(|e| e.into_inner());

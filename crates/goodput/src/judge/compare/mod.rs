@@ -1,5 +1,5 @@
 //! `compare`: does one engine (or report) serve better than another, and is the
-//! difference beyond noise? Pure apart from [`load`], which reads a report (and
+//! difference beyond noise? Pure apart from [`read()`], which reads a report (and
 //! the requests file of a report that stores no per-trial figures). The result is
 //! a [`report::compare::Comparison`], which [`crate::render::compare`] only shows.
 //!

@@ -22,13 +22,13 @@
 //!   every TTFT: not identifiable, said); else the value whose model (step costs
 //!   refitted with it, since it moves when an idle engine's step began) comes
 //!   closest to the measured median TTFT and TPOT of every point, by
-//!   golden-section search ([`search_frontend`]); 0 when the model without it is
+//!   golden-section search (`search_frontend`); 0 when the model without it is
 //!   within 2% everywhere;
 //! - `frontend_chunk_ms`, the API server's time per output chunk on that same
 //!   queue (a request arriving while it streams the running requests' chunks
 //!   waits for them): searched the same way beside the front-end time, and kept
 //!   only when the pair lowers the residuals beyond the measured points' noise
-//!   (a chi-square test of one more parameter, [`search_chunk`]); else 0, and
+//!   (a chi-square test of one more parameter, `search_chunk`); else 0, and
 //!   the fit's notes say which and why;
 //! - async scheduling on with no CPU cost (the fixed cost carries it), no thermal
 //!   model (a throttled run is said to be one), chunking and block size at the
@@ -36,7 +36,7 @@
 //!
 //! Then the fitted model is run in virtual time on every measured load level with
 //! the measured requests' lengths, and the residuals per point (median TTFT, median
-//! TPOT, output throughput) say how well it fits ([`render`]). What the fit knows
+//! TPOT, output throughput) say how well it fits ([`output`]). What the fit knows
 //! of its own uncertainty (the step costs' joint covariance among it,
 //! [`covariance`]) goes into the file's `[fit]` table ([`evidence`]), from which
 //! `run --predict` draws its intervals.

@@ -175,7 +175,7 @@ fn predict_all<'a>(plan: &'a Plan, config: &'a SimConfig) -> Virtual<'a> {
 }
 
 /// The trial loop's backend in virtual time: each trial on the engine model
-/// ([`trial_traced`]), kept in the sweep with its records.
+/// (`trial_traced`), kept in the sweep with its records.
 struct Virtual<'a> {
     plan: &'a Plan,
     config: &'a SimConfig,

@@ -15,7 +15,7 @@
 //! - **Successive halving** (a flag the model does not speak): short searches (one
 //!   trial a probe, a quarter of the requests) of the candidates, the better half
 //!   kept each round with twice the requests, until two are left; those get the
-//!   plan's full search ([`halving`]).
+//!   plan's full search (`halving`).
 //!
 //! The answer ([`pick`]) is the best **measured** capacity, judged against the
 //! runner-up by their capacity intervals. Every search is an ordinary report in

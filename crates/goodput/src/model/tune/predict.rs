@@ -78,7 +78,7 @@ pub fn vllm_flags(c: &Candidate) -> Result<VllmFlags, String> {
     Ok(v)
 }
 
-/// The fitted model with fewer interval draws (see [`TUNE_DRAWS`]).
+/// The fitted model with fewer interval draws (see `TUNE_DRAWS`).
 pub fn with_tune_draws(mut config: SimConfig) -> SimConfig {
     if let Some(mut ev) = Evidence::from_table(config.fit.as_ref()) {
         ev.draws = Some(TUNE_DRAWS);
