@@ -2,10 +2,12 @@
 //! what is sampled beside each trial: GPU power and memory ([`telemetry`]), the
 //! engine's own `/metrics` ([`server_metrics`]) and the samplers' loop
 //! ([`sampling`]); what ran where ([`environment`]); and peers' result files
-//! (vLLM, GuideLLM, AIPerf, ...) read as reports, vLLM's written ([`peers`]).
+//! (vLLM, GuideLLM, AIPerf, ...) read as reports, vLLM's written ([`peers`]); every
+//! measured request exported as an OpenTelemetry span ([`otel`]).
 
 pub mod environment;
 pub mod metrics;
+pub mod otel;
 pub mod peers;
 pub mod sampling;
 pub mod server_metrics;
