@@ -19,6 +19,7 @@ pub const HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 /// Headers of the traces' export requests; the exporter reads them.
 pub const TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_HEADERS";
 const SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+const SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 const MAX_QUEUE: &str = "OTEL_BSP_MAX_QUEUE_SIZE";
 const MAX_BATCH: &str = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE";
 
@@ -48,10 +49,13 @@ pub struct Config {
 }
 
 /// The settings from `var` (the process's environment, or a test's): `None` when
-/// no endpoint is set (nothing is exported), an error naming the variable whose
-/// value goodput cannot use.
+/// no endpoint is set or `OTEL_SDK_DISABLED=true` (nothing is exported), an error
+/// naming the variable whose value goodput cannot use.
 pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Config>, String> {
     let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+    if set(SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return Ok(None);
+    }
     let endpoint = match (set(TRACES_ENDPOINT), set(ENDPOINT)) {
         (Some(e), _) => e.trim().to_string(),
         (None, Some(e)) => format!("{}/v1/traces", e.trim().trim_end_matches('/')),
@@ -152,6 +156,10 @@ mod tests {
     fn nothing_is_exported_without_an_endpoint() {
         assert_eq!(read(&[]), Ok(None));
         assert_eq!(read(&[(ENDPOINT, " "), (PROTOCOL, "http/json")]), Ok(None));
+        assert_eq!(
+            read(&[(ENDPOINT, "http://c"), (SDK_DISABLED, "TRUE")]),
+            Ok(None)
+        );
     }
 
     #[test]

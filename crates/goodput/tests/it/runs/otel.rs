@@ -34,7 +34,7 @@ preset = "fixed"
 
 /// Runs `profile` in `dir` with the OTLP variables `vars`, off the test's runtime
 /// (the receiver runs on it).
-async fn run(dir: &Scratch, profile: &str, vars: &[(&str, String)]) -> Output {
+async fn run_with(dir: &Scratch, profile: &str, vars: &[(&str, String)]) -> Output {
     let mut cmd = goodput_run(&dir.write("p.toml", profile), &dir.path("r.json"));
     cmd.args(["--quiet", "--no-html"])
         .env("GOODPUT_TELEMETRY", "none");
@@ -65,7 +65,7 @@ fn span_of<'a>(spans: &'a [(String, Span)], id: &str) -> &'a Span {
 async fn every_measured_request_is_one_span_carrying_its_records_figures() {
     let rx = common::otlp::start().await;
     let dir = Scratch::new();
-    let o = run(
+    let o = run_with(
         &dir,
         SIM,
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", rx.url.clone())],
@@ -185,7 +185,7 @@ async fn json_export_carries_the_request_id_the_server_received_and_the_headers_
             "x-collector-key=k3y-s3cr3t".into(),
         ),
     ];
-    let o = run(&dir, &profile, &vars).await;
+    let o = run_with(&dir, &profile, &vars).await;
     succeeded(&o, "goodput run with OTLP/JSON export");
     let exports = rx.exports();
     assert!(!exports.is_empty());
@@ -231,12 +231,12 @@ async fn an_endpoint_that_is_not_there_is_a_notice_and_the_run_still_succeeds() 
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         format!("http://127.0.0.1:{port}"),
     )];
-    let o = run(&dir, SIM, &vars).await;
+    let o = run_with(&dir, SIM, &vars).await;
     succeeded(&o, "goodput run exporting to a closed port");
-    let run = dir.report().run.unwrap();
-    let otel = run.otel.expect("run.otel");
+    let info = dir.report().run.unwrap();
+    let otel = info.otel.clone().expect("run.otel");
     assert_eq!((otel.spans, otel.exported, otel.failed), (12, 0, 12));
-    let notice = run
+    let notice = info
         .notices
         .iter()
         .find(|n| n.kind == report::NoticeKind::Otel)
@@ -255,11 +255,11 @@ async fn an_endpoint_that_is_not_there_is_a_notice_and_the_run_still_succeeds() 
         ),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc".into()),
     ];
-    let o = run(&dir, SIM, &vars).await;
+    let o = run_with(&dir, SIM, &vars).await;
     succeeded(&o, "goodput run with an OTLP protocol it does not speak");
-    let run = dir.report().run.unwrap();
-    assert!(run.otel.is_none());
-    assert!(run
+    let info = dir.report().run.unwrap();
+    assert!(info.otel.is_none());
+    assert!(info
         .notices
         .iter()
         .any(|n| n.kind == report::NoticeKind::Otel && n.text.contains("`grpc`")));
