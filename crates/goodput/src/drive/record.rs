@@ -112,6 +112,10 @@ pub struct RequestRecord {
     /// Run of the trial: 0, or the number of engine restarts before it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub attempt: u32,
+    /// The `x-request-id` header it was sent with ([`crate::drive::client::request_id`]),
+    /// so the serving stack's logs and traces of it join this record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
     /// When the load generator meant to send it (ns since trial start).
     pub scheduled: u64,
     /// When it was actually sent.
@@ -219,6 +223,7 @@ impl RequestRecord {
             trial,
             index,
             attempt: 0,
+            request_id: None,
             scheduled,
             sent: scheduled,
             connect: None,

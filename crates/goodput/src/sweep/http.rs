@@ -451,6 +451,14 @@ fn keep_trial(
         .records
         .append(records)
         .with_context(|| format!("cannot append to {}", ctx.journal.records.path().display()))?;
+    ctx.run.otel.trial(
+        records,
+        &crate::measure::otel::TrialSpans {
+            started_unix_s: info.started_unix_s.unwrap_or(f64::NAN),
+            engine: ctx.journal.engine_envs.get(name),
+            slo: &ctx.run.plan.slo,
+        },
+    );
     say!(
         ctx,
         "{name} x={} trial {trial_no}: {} ok, {} failed, {} good{}{}",

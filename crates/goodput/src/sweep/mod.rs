@@ -83,6 +83,8 @@ pub(crate) struct Settings<'a> {
     client: reqwest::Client,
     /// The run's stop: the root of its cancellation tree ([`crate::stop`]).
     stop: Stop,
+    /// Every measured request as an OpenTelemetry span, when asked for.
+    otel: crate::measure::otel::Otel,
 }
 
 /// What a run has found so far, written as the report after every trial: the
@@ -123,6 +125,7 @@ impl Ctx<'_> {
             f.extend(self.journal.workload_facts.clone());
         }
         info.updated_unix_s = Some(unix_now());
+        info.otel = self.run.otel.summary();
         r.run = Some(info);
         r.environment = Some(self.journal.environment.clone());
         r.capacity = capacity::capacities(self.run.plan, &self.journal.sweep, &r);
@@ -187,6 +190,8 @@ pub async fn run(plan: &Plan, opts: &RunOptions) -> anyhow::Result<(Report, Outc
     let engine_ctx = engine_context(opts, &ctx.run.client);
     engines::run_engines(&mut ctx, &engine_ctx).await?;
     ctx.progress.finish();
+    let otel_notices = ctx.run.otel.close().await;
+    ctx.journal.info.notices.extend(otel_notices);
     let interrupted = if ctx.stopped() {
         signal.await.ok()
     } else {
@@ -271,12 +276,14 @@ async fn open<'a>(
         })
         .unwrap_or_default();
     let progress = progress::Progress::new(opts.progress, trials_left(plan, &sweep));
+    let (otel, otel_notice) = crate::measure::otel::Otel::from_env();
     let mut ctx = Ctx {
         run: Settings {
             plan,
             opts,
             client,
             stop,
+            otel,
         },
         journal: Journal {
             sweep,
@@ -293,6 +300,7 @@ async fn open<'a>(
         progress,
         engine_label: String::new(),
     };
+    ctx.journal.info.notices.extend(otel_notice);
     ctx.refresh_environment();
     ctx.save().context("cannot write the report")?;
     if resumed {

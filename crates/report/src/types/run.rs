@@ -86,9 +86,34 @@ pub struct RunInfo {
     /// the prompts were not salted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_salt: Option<String>,
+    /// goodput addition: every measured request exported as an OpenTelemetry span
+    /// (`OTEL_EXPORTER_OTLP_ENDPOINT` set; docs/otel.md): where to and how many.
+    /// Absent when nothing was exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otel: Option<OtelExport>,
     /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// goodput addition: the run's requests exported as OpenTelemetry spans over
+/// OTLP/HTTP. The counts are the run's so far while it runs, and final once it
+/// ended: `spans` = `exported` + `dropped` + `failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct OtelExport {
+    /// Where the spans were sent: the traces endpoint (`.../v1/traces`).
+    pub endpoint: String,
+    /// `http/protobuf` or `http/json`.
+    pub protocol: super::OtlpProtocol,
+    /// Spans made: one per measured request.
+    pub spans: u64,
+    /// Spans the endpoint accepted.
+    pub exported: u64,
+    /// Spans dropped because the export queue was full (`OTEL_BSP_MAX_QUEUE_SIZE`).
+    pub dropped: u64,
+    /// Spans in batches the endpoint refused or did not answer in time, or still
+    /// queued when the run ended.
+    pub failed: u64,
 }
 
 /// goodput addition: what a predicted report was predicted from.

@@ -200,6 +200,20 @@ words! {
         /// run is confounded with the engine (docs/statistics.md, "Design against
         /// drift").
         Sequential => "sequential",
+        /// Requests exported as OpenTelemetry spans: a setting refused, spans
+        /// dropped or not exported.
+        Otel => "otel",
+    }
+}
+
+words! {
+    /// How spans travel to an OTLP endpoint ([`crate::OtelExport::protocol`],
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL`).
+    OtlpProtocol {
+        /// Protocol buffers over HTTP, the default.
+        HttpProtobuf => "http/protobuf",
+        /// JSON over HTTP.
+        HttpJson => "http/json",
     }
 }
 

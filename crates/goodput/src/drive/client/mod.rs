@@ -17,6 +17,7 @@
 pub mod direct;
 mod errors;
 mod events;
+pub mod request_id;
 mod sse;
 mod stamped;
 pub mod tls;
@@ -32,6 +33,7 @@ use reqwest::StatusCode;
 use crate::drive::record::{now_ns, ErrorKind, RequestRecord};
 pub use errors::out_of_files;
 use errors::{client_limit, describe};
+pub use request_id::{Outgoing, X_REQUEST_ID};
 pub use sse::{parse_data, ChunkInfo, SseError, SseLimits, SseParser};
 
 /// Where and how to send requests.
@@ -181,7 +183,7 @@ pub fn http_client_trusting(
 pub async fn stream_request(
     client: &reqwest::Client,
     target: &Target,
-    body: Bytes,
+    out: Outgoing,
     rec: &mut RequestRecord,
     limits: &Limits,
     origin: u64,
@@ -191,7 +193,7 @@ pub async fn stream_request(
     // `Timeout` polls its timer even when the request has spent the task's
     // cooperative budget (a socket that never runs dry, hyper reading an endless
     // chunk-size line), which a timer inside the request could not.
-    let exchanged = exchange(client, target, body, rec, limits, deadline, origin);
+    let exchanged = exchange(client, target, out, rec, limits, deadline, origin);
     let outcome = match tokio::time::timeout_at(deadline, exchanged).await {
         Ok(outcome) => outcome,
         // `done` is stamped once the stream has passed its checks: what ran out of
@@ -234,12 +236,15 @@ impl Failure {
 async fn exchange(
     client: &reqwest::Client,
     target: &Target,
-    body: Bytes,
+    out: Outgoing,
     rec: &mut RequestRecord,
     limits: &Limits,
     deadline: tokio::time::Instant,
     origin: u64,
 ) -> Result<(), Failure> {
+    // The headers are made before the request is stamped as sent.
+    let headers = out.headers(&target.headers);
+    let body = out.body;
     let mut at = Exchange {
         rec,
         limits,
@@ -249,9 +254,9 @@ async fn exchange(
         body_bytes: body.len() as u64,
     };
     match &target.pool {
-        Some(pool) => exchange_direct(pool, target, body, at).await,
+        Some(pool) => exchange_direct(pool, target, (body, headers), at).await,
         None => {
-            let (resp, since) = send(client, target, body, &mut at).await?;
+            let (resp, since) = send(client, target, (body, headers), &mut at).await?;
             at.since = since;
             let (status, headers) = (resp.status(), resp.headers().clone());
             let mut body = Box::pin(resp.bytes_stream());
@@ -345,7 +350,7 @@ impl Exchange<'_> {
 async fn exchange_direct(
     pool: &direct::Pool,
     target: &Target,
-    body: Bytes,
+    (body, headers): (Bytes, HeaderMap),
     mut at: Exchange<'_>,
 ) -> Result<(), Failure> {
     let (deadline, origin) = (at.deadline, at.origin);
@@ -368,7 +373,7 @@ async fn exchange_direct(
         let mut req = hyper::Request::post(pool.path.as_str())
             .body(http_body_util::Full::new(body.clone()))
             .map_err(|e| Failure::new(ErrorKind::Connect, e.to_string()))?;
-        *req.headers_mut() = target.headers.clone();
+        *req.headers_mut() = headers.clone();
         let sent = direct::drive(
             &mut conn.driver,
             &mut conn.ended,
@@ -471,7 +476,7 @@ const DRAIN_WAIT: Duration = Duration::from_secs(1);
 async fn send(
     client: &reqwest::Client,
     target: &Target,
-    body: Bytes,
+    (body, headers): (Bytes, HeaderMap),
     at: &mut Exchange<'_>,
 ) -> Result<(reqwest::Response, tokio::time::Instant), Failure> {
     let mut retried = false;
@@ -481,7 +486,7 @@ async fn send(
         let (wait_until, no_headers) = at.header_wait(since);
         let fut = client
             .post(&target.url)
-            .headers(target.headers.clone())
+            .headers(headers.clone())
             .body(body.clone())
             .send();
         match tokio::time::timeout_at(wait_until, fut).await {

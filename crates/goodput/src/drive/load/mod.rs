@@ -40,7 +40,8 @@ use tokio_util::task::TaskTracker;
 use crate::define::profile::LoadMode;
 use crate::define::requests::conversation::{Answer, Conversations};
 use crate::define::requests::Prepared;
-use crate::drive::client::{stream_request, Limits, Target};
+use crate::drive::client::request_id::{request_ids, trial_nonce};
+use crate::drive::client::{stream_request, Limits, Outgoing, Target};
 use crate::drive::record::{now_ns, ErrorKind, RequestRecord};
 use crate::stop::Stop;
 
@@ -148,6 +149,11 @@ async fn run(
         trial.grace,
     ));
     let (tx, rx) = mpsc::unbounded_channel::<RequestRecord>();
+    let n = match &conversations {
+        Some(c) => c.requests as usize,
+        None => trial.requests.len(),
+    };
+    let ids = request_ids(trial_nonce(), trial.first_index, n);
     let shared = Arc::new(Shared {
         client,
         target,
@@ -158,6 +164,7 @@ async fn run(
         attempt: trial.attempt,
         first_index: trial.first_index,
         requests: trial.requests,
+        ids,
         origin: now_ns(),
         origin_instant: Instant::now(),
         cancel,
@@ -169,10 +176,6 @@ async fn run(
         timeouts_in_a_row: AtomicU32::new(0),
         conversations,
     });
-    let n = match &shared.conversations {
-        Some(c) => c.requests as usize,
-        None => shared.requests.len(),
-    };
     let tasks = TaskTracker::new();
     match trial.mode {
         _ if shared.conversations.is_some() => spawn_sessions(
@@ -373,6 +376,8 @@ struct Shared {
     attempt: u32,
     first_index: u32,
     requests: Vec<Prepared>,
+    /// Each request's `x-request-id`, by request index, made before the trial.
+    ids: Vec<Option<reqwest::header::HeaderValue>>,
     origin: u64,
     origin_instant: Instant,
     cancel: CancellationToken,
@@ -487,11 +492,16 @@ impl Shared {
         if let Some(sent) = &self.sent {
             sent.fetch_add(1, Ordering::Relaxed);
         }
+        let request_id = self.ids.get(i as usize).cloned().flatten();
         {
+            let out = Outgoing {
+                body: req.body.clone(),
+                request_id: request_id.clone(),
+            };
             let fut = stream_request(
                 &self.client,
                 &self.target,
-                req.body.clone(),
+                out,
                 &mut rec,
                 &self.limits,
                 self.origin,
@@ -501,6 +511,8 @@ impl Shared {
                 _ = self.cancel.cancelled() => {}
             }
         }
+        // Kept once the request is over, out of its timing.
+        rec.request_id = request_id.and_then(|h| h.to_str().ok().map(str::to_string));
         if rec.done.is_none() {
             rec.done = Some(now_ns().saturating_sub(self.origin));
             let abandoned = self.timeouts_in_a_row.load(Ordering::Relaxed) >= TIMEOUTS_TO_ABANDON;

@@ -7,6 +7,7 @@
 //! - [`fake_engine`]: a misbehaving engine for whole runs of the binary;
 //! - [`procs`]: finding the processes a test started (the library's `/proc` scan);
 //! - [`require`]: the external programs a test needs, and the variables that skip it;
+//! - [`otlp`]: an OTLP/HTTP traces receiver, its spans decoded;
 //! - [`records`]: figures recomputed from the raw records of a run;
 //! - [`recording`]: a test server that records what it received;
 //! - [`load_share`]: load shards against one simulator, and their merged point;
@@ -20,6 +21,7 @@
 pub mod cli;
 pub mod fake_engine;
 pub mod load_share;
+pub mod otlp;
 pub mod procs;
 pub mod profiles;
 pub mod recording;

@@ -1,6 +1,7 @@
 //! A test server that records what it received: every `POST /v1/completions` (or
 //! chat) body with its arrival time on goodput's clock (`CLOCK_MONOTONIC`), answered
-//! with a short, valid stream of `max_tokens` one-token chunks and `usage`; and
+//! with a short, valid stream of `max_tokens` one-token chunks and `usage` (its
+//! `x-request-id` kept); and
 //! `/v1/models` listing model `m`. On
 //! 127.0.0.1 port 0; stopped when dropped.
 //!
@@ -28,6 +29,8 @@ pub struct Received {
     pub body: serde_json::Value,
     /// The text the answer carried.
     pub reply: String,
+    /// The `x-request-id` header it came with.
+    pub request_id: Option<String>,
 }
 
 /// The running server.
@@ -62,8 +65,16 @@ impl Recorder {
     }
 }
 
-async fn answer(State(log): State<Log>, body: Bytes) -> impl IntoResponse {
+async fn answer(
+    State(log): State<Log>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
     let at_ns = goodput::drive::record::now_ns();
+    let request_id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let now = log.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     log.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -103,6 +114,7 @@ async fn answer(State(log): State<Log>, body: Bytes) -> impl IntoResponse {
             at_ns,
             body: v,
             reply,
+            request_id,
         });
     }
     if !log.delay.is_zero() {

@@ -18,7 +18,7 @@ pub async fn send(
     stream_request(
         client,
         target,
-        bytes::Bytes::from_static(body),
+        bytes::Bytes::from_static(body).into(),
         &mut rec,
         limits,
         now_ns(),

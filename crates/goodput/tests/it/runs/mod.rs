@@ -1,10 +1,12 @@
 //! Whole runs of the binary: the sweep, resume after a kill, capacity search, fit and
-//! what-if prediction, cost and energy, a cache-warm second run and the prompt salt.
+//! what-if prediction, cost and energy, a cache-warm second run and the prompt salt,
+//! OpenTelemetry export of every request.
 
 mod cache_warm;
 mod cost_energy;
 mod fit_predict;
 mod interleave;
+mod otel;
 mod resume;
 mod run_sim;
 mod search;
