@@ -20,6 +20,9 @@
 //! 7. **Present**: [`render`], the `goodput-render` crate (show, compare, HTML,
 //!    charts, warnings, the verdict). It depends on the report crate alone, so it
 //!    works on any report file; [`dates`] comes from it.
+//! 8. [`store`]: the results store beside the report files (SQLite), never in the
+//!    hot path: each finished run recorded after its file is written; `history`
+//!    and `gate --baseline` read it.
 //!
 //! At the door: [`cli`], the command line, the only module that knows clap: flags
 //! parsed into typed values, one options value per command
@@ -43,6 +46,7 @@ pub mod drive;
 pub mod judge;
 pub mod measure;
 pub mod model;
+pub mod store;
 
 pub mod bounded;
 pub mod files;

@@ -12,7 +12,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The pipeline's families, in order: each may import the ones before it.
-const FAMILIES: [&str; 6] = ["define", "drive", "measure", "judge", "model", "distribute"];
+const FAMILIES: [&str; 7] = [
+    "define",
+    "drive",
+    "measure",
+    "judge",
+    "model",
+    "distribute",
+    "store",
+];
 /// Beside every stage: they import no family.
 const HELPERS: [&str; 6] = ["stats", "files", "bounded", "redact", "stop", "term"];
 /// The door: it may import everything; only it knows clap.

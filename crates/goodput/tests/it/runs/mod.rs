@@ -4,6 +4,7 @@
 mod cache_warm;
 mod cost_energy;
 mod fit_predict;
+mod history;
 mod interleave;
 mod resume;
 mod run_sim;
