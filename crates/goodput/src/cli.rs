@@ -22,6 +22,7 @@ mod tune;
 
 use crate::store::Kind;
 pub use cluster::{K8sArgs, SlurmArgs, SweepArgs};
+use history::Recording;
 pub use history::{GateArgs, HistoryArgs, MetricArg, RecordArgs, StoreArg};
 pub use options::Levels;
 pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};
@@ -354,45 +355,36 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
     // Secrets this process was given are never written or printed.
     crate::redact::remember_environment();
     match cli.command {
-        // Each records its file in the results store after writing it (a shard's
-        // report is left to the merge of its sweep).
+        // Each records its file in the results store after writing it.
         Command::Run(args) => {
-            let sliced = args.common.shard.is_some() || args.common.load_shard.is_some();
-            let (out, rec, profile) = (
-                args.output.clone(),
-                args.record.clone(),
-                args.profile.clone(),
-            );
-            let quiet = args.common.quiet;
+            let rec = Recording::new(Kind::Run, &args.output, &args.record, args.profile.clone())
+                .of_sweep(&args.common);
             let code = run_command(args).await?;
-            if !sliced {
-                history::record(Kind::Run, &out, &rec, profile, quiet);
-            }
+            rec.record();
             Ok(code)
         }
         Command::Search(args) => {
-            let sliced = args.common.shard.is_some() || args.common.load_shard.is_some();
-            let (out, rec, profile) = (
-                args.output.clone(),
-                args.record.clone(),
+            let rec = Recording::new(
+                Kind::Search,
+                &args.output,
+                &args.record,
                 args.profile.clone(),
-            );
-            let quiet = args.common.quiet;
+            )
+            .of_sweep(&args.common);
             let code = search_command(args).await?;
-            if !sliced {
-                history::record(Kind::Search, &out, &rec, profile, quiet);
-            }
+            rec.record();
             Ok(code)
         }
         Command::Tune(args) => {
-            let (out, rec, profile) = (
-                args.output.clone(),
-                args.record.clone(),
-                args.profile.clone(),
+            let mut rec = Recording::new(
+                Kind::Tune,
+                &args.output,
+                &args.record,
+                Some(args.profile.clone()),
             );
-            let quiet = args.quiet;
+            rec.quiet = args.quiet;
             let code = tune::tune_command(args).await?;
-            history::record(Kind::Tune, &out, &rec, Some(profile), quiet);
+            rec.record();
             Ok(code)
         }
         Command::Sim(args) => sim_command(args).await,
@@ -440,9 +432,9 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Fit(args) => crate::model::fit::command(&args.options()),
         Command::Merge(args) => {
-            let (out, rec) = (args.output.clone(), args.record.clone());
+            let rec = Recording::new(Kind::Merge, &args.output, &args.record, None);
             let code = crate::distribute::shard::merge::command(&args.options())?;
-            history::record(Kind::Merge, &out, &rec, None, false);
+            rec.record();
             Ok(code)
         }
         Command::Slurm(args) => cluster::slurm_command(args),

@@ -54,35 +54,62 @@ fn parse_tag(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
-/// Records the file a command just wrote; a store that cannot take it is a
-/// notice, never the command's failure.
-pub(super) fn record(
-    kind: Kind,
-    file: &Path,
-    args: &RecordArgs,
-    profile: Option<PathBuf>,
-    quiet: bool,
-) {
-    let location = Location::resolve(args.store.clone(), args.no_store);
-    if location == Location::Off || !file.is_file() {
-        return;
-    }
-    let identity = Identity {
-        kind,
-        tags: args.tags.clone(),
-        profile_path: profile,
-    };
-    match store::record::record_file(&location, file, &identity) {
-        Ok(Some(id)) if !quiet => {
-            if let Location::At(p) = &location {
-                eprintln!("store: run #{id} recorded in {}", p.display());
-            }
+/// What a command will record once its file is written.
+pub(super) struct Recording {
+    identity: Identity,
+    file: PathBuf,
+    location: Location,
+    /// No "recorded" line.
+    pub quiet: bool,
+}
+
+impl Recording {
+    pub(super) fn new(
+        kind: Kind,
+        file: &Path,
+        args: &RecordArgs,
+        profile: Option<PathBuf>,
+    ) -> Self {
+        Recording {
+            identity: Identity {
+                kind,
+                tags: args.tags.clone(),
+                profile_path: profile,
+            },
+            file: file.to_path_buf(),
+            location: Location::resolve(args.store.clone(), args.no_store),
+            quiet: false,
         }
-        Ok(_) => {}
-        Err(e) => eprintln!(
-            "notice: {}; the run is not recorded (its report stands; --no-store skips the store)",
-            crate::term::safe(&e.to_string())
-        ),
+    }
+
+    /// For `run` and `search`: quiet with `--quiet`; a shard's report is not
+    /// recorded (the merge of its sweep is).
+    pub(super) fn of_sweep(mut self, common: &super::CommonArgs) -> Self {
+        self.quiet = common.quiet;
+        if common.shard.is_some() || common.load_shard.is_some() {
+            self.location = Location::Off;
+        }
+        self
+    }
+
+    /// Records the file; a store that cannot take it is a notice, never the
+    /// command's failure.
+    pub(super) fn record(&self) {
+        if self.location == Location::Off || !self.file.is_file() {
+            return;
+        }
+        match store::record::record_file(&self.location, &self.file, &self.identity) {
+            Ok(Some(id)) if !self.quiet => {
+                if let Location::At(p) = &self.location {
+                    eprintln!("store: run #{id} recorded in {}", p.display());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "notice: {}; the run is not recorded (its report stands; --no-store skips the store)",
+                crate::term::safe(&e.to_string())
+            ),
+        }
     }
 }
 

@@ -95,7 +95,7 @@ fn a_directory_or_an_unwritable_place_is_an_error_naming_it() {
         "{e}"
     );
     let file = dir.path().join("plain");
-    std::fs::write(&file, "x").unwrap();
+    std::fs::write(&file, "not a database\n".repeat(300)).unwrap();
     // A folder cannot be made under a plain file.
     let e = Store::open(&file.join("store.sqlite"))
         .err()
