@@ -17,14 +17,10 @@ use crate::store::{self, Baseline, Filter, Identity, Kind, Location, Metric};
 pub struct RecordArgs {
     /// The results store to record the run in (default: `store.sqlite` in
     /// goodput's folder of the user's data directory, ~/.local/share/goodput).
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "GOODPUT_STORE",
-        conflicts_with = "no_store"
-    )]
+    #[arg(long, value_name = "PATH", env = "GOODPUT_STORE")]
     pub store: Option<PathBuf>,
-    /// Do not record the run in the results store.
+    /// Do not record the run in the results store (over --store and
+    /// GOODPUT_STORE, so a job that sets the variable can still skip it).
     #[arg(long)]
     pub no_store: bool,
     /// A tag for the run in the store (repeatable), e.g. `--tag nightly --tag v0.8`;
