@@ -63,18 +63,6 @@ pub enum Metric {
 }
 
 impl Metric {
-    /// Every metric, in the order the help lists them.
-    pub const ALL: [Metric; 8] = [
-        Metric::Goodput,
-        Metric::Attainment,
-        Metric::Ttft,
-        Metric::P99Ttft,
-        Metric::Tpot,
-        Metric::P99Tpot,
-        Metric::Throughput,
-        Metric::Capacity,
-    ];
-
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
