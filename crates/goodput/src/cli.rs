@@ -1,13 +1,14 @@
 //! The command line: parse, build a plan, call the library, choose the exit code.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::render::{self, Format};
 
 mod cluster;
+mod history;
 mod options;
 mod parse;
 mod peer;
@@ -19,7 +20,10 @@ mod sim;
 mod tests;
 mod tune;
 
+use crate::store::Kind;
 pub use cluster::{K8sArgs, SlurmArgs, SweepArgs};
+use history::Recording;
+pub use history::{GateArgs, HistoryArgs, MetricArg, RecordArgs, StoreArg};
 pub use options::Levels;
 pub use parse::{parse_or_exit, peer_hint};
 pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};
@@ -86,25 +90,12 @@ pub enum Command {
     /// A CI gate: exit 1 when the candidate is worse than the baseline in any
     /// gated row of `compare`'s table (beyond noise, Holm-corrected, at least
     /// --min-effect), 0 when none is, 2 when nothing could be tested or on usage
-    /// errors; a Markdown summary for the job's page.
-    Gate {
-        /// The baseline report.
-        baseline: PathBuf,
-        /// The candidate report.
-        candidate: PathBuf,
-        /// Gate only these metrics (a key such as `median_tpot_ms` or
-        /// `goodput_rps`, or a name as compare prints it); repeatable. Default:
-        /// every row.
-        #[arg(long = "metric", value_name = "METRIC")]
-        metrics: Vec<String>,
-        /// The smallest relative change called worse (0.02: 2%).
-        #[arg(long, default_value_t = 0.02, value_parser = parse_min_effect)]
-        min_effect: f64,
-        /// Also write the Markdown summary here (it is appended to
-        /// `$GITHUB_STEP_SUMMARY` when that is set).
-        #[arg(long, value_name = "FILE")]
-        markdown: Option<PathBuf>,
-    },
+    /// errors; a Markdown summary for the job's page. The baseline is a file, or
+    /// `--baseline last|TAG` from the results store.
+    Gate(GateArgs),
+    /// List the runs recorded in the results store (newest first), or with
+    /// `--metric M --engine E` that metric's trend over them (`--html` a chart).
+    History(HistoryArgs),
     /// Write a self-contained HTML page with charts for a report.
     Report {
         /// The report file.
@@ -166,6 +157,9 @@ pub struct MergeArgs {
     /// Do not write the HTML page beside the report.
     #[arg(long)]
     pub no_html: bool,
+    /// Where the merged run is recorded.
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// `goodput run`.
@@ -182,6 +176,9 @@ pub struct RunArgs {
     /// Flags `run` and `search` share.
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Where the run is recorded.
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// The load levels of `run` (and of a cluster job's shards), overriding the
@@ -328,6 +325,9 @@ pub struct SearchArgs {
     /// Flags `run` and `search` share (`--trials`: trials each probe gets first).
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Where the search is recorded.
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// A load mode on the command line.
@@ -355,9 +355,38 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
     // Secrets this process was given are never written or printed.
     crate::redact::remember_environment();
     match cli.command {
-        Command::Run(args) => run_command(args).await,
-        Command::Search(args) => search_command(args).await,
-        Command::Tune(args) => tune::tune_command(args).await,
+        // Each records its file in the results store after writing it.
+        Command::Run(args) => {
+            let rec = Recording::new(Kind::Run, &args.output, &args.record, args.profile.clone())
+                .of_sweep(&args.common);
+            let code = run_command(args).await?;
+            rec.record();
+            Ok(code)
+        }
+        Command::Search(args) => {
+            let rec = Recording::new(
+                Kind::Search,
+                &args.output,
+                &args.record,
+                args.profile.clone(),
+            )
+            .of_sweep(&args.common);
+            let code = search_command(args).await?;
+            rec.record();
+            Ok(code)
+        }
+        Command::Tune(args) => {
+            let mut rec = Recording::new(
+                Kind::Tune,
+                &args.output,
+                &args.record,
+                Some(args.profile.clone()),
+            );
+            rec.quiet = args.quiet;
+            let code = tune::tune_command(args).await?;
+            rec.record();
+            Ok(code)
+        }
         Command::Sim(args) => sim_command(args).await,
         Command::EngineGuard { argv } => Ok(crate::drive::engine::guard::run(&argv)),
         Command::Show { report, format } => {
@@ -392,19 +421,8 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             print_out(&crate::judge::compare::text(&loaded, &opts, color))
         }
-        Command::Gate {
-            baseline,
-            candidate,
-            metrics,
-            min_effect,
-            markdown,
-        } => gate_command(
-            &baseline,
-            &candidate,
-            &metrics,
-            min_effect,
-            markdown.as_deref(),
-        ),
+        Command::Gate(args) => history::gate_command(args),
+        Command::History(args) => history::history_command(args),
         Command::Report { report, output } => {
             let r = crate::import::read(&report)?;
             let out = output.unwrap_or_else(|| report.with_extension("html"));
@@ -413,64 +431,15 @@ pub async fn main(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Fit(args) => crate::model::fit::command(&args.options()),
-        Command::Merge(args) => crate::distribute::shard::merge::command(&args.options()),
+        Command::Merge(args) => {
+            let rec = Recording::new(Kind::Merge, &args.output, &args.record, None);
+            let code = crate::distribute::shard::merge::command(&args.options())?;
+            rec.record();
+            Ok(code)
+        }
         Command::Slurm(args) => cluster::slurm_command(args),
         Command::K8s(args) => cluster::k8s_command(args),
     }
-}
-
-/// `goodput gate`: compare's judgement as an exit status, with its summary.
-fn gate_command(
-    baseline: &Path,
-    candidate: &Path,
-    metrics: &[String],
-    min_effect: f64,
-    markdown: Option<&Path>,
-) -> anyhow::Result<i32> {
-    use crate::judge::compare::gate;
-    let mut names = Vec::new();
-    for m in metrics {
-        match gate::metric(m) {
-            Some(n) => names.push(n),
-            None => {
-                eprintln!(
-                    "error: --metric {}: no such metric; one of: {}",
-                    crate::term::safe(m),
-                    gate::metric_names().join(", ")
-                );
-                return Ok(2);
-            }
-        }
-    }
-    let pair = [
-        crate::judge::compare::read(baseline)?,
-        crate::judge::compare::read(candidate)?,
-    ];
-    let opts = crate::judge::compare::Options {
-        min_effect,
-        ..Default::default()
-    };
-    let g = gate::gate(&pair, &names, &opts);
-    if let Some(path) = markdown {
-        crate::redact::write_file(path, &g.markdown)?;
-    }
-    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
-        // Appended, as GitHub Actions expects; a summary that cannot be written is
-        // said, and the gate's answer stands.
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&summary)
-            .and_then(|mut f| f.write_all(crate::redact::text(&g.markdown).as_bytes()));
-        if let Err(e) = appended {
-            eprintln!(
-                "notice: GITHUB_STEP_SUMMARY ({}): not written: {e}",
-                PathBuf::from(summary).display()
-            );
-        }
-    }
-    print_out(&format!("{}\n", g.line))?;
-    Ok(g.outcome.code())
 }
 
 /// Prints to stdout; a closed pipe (`goodput show r.json | head`) is not an error.

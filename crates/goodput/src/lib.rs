@@ -24,7 +24,10 @@
 //! 8. [`distribute`]: a plan cut into shards, shard reports merged, Slurm and
 //!    Kubernetes jobs.
 //! 9. [`export`]: goodput's runs written in other tools' formats (vLLM's).
-//! 10. **Present**: [`render`], the `goodput-render` crate (show, compare, HTML,
+//! 10. [`store`]: the results store beside the report files (SQLite), never in the
+//!    hot path: each finished run recorded after its file is written; `history`
+//!    and `gate --baseline` read it.
+//! 11. **Present**: [`render`], the `goodput-render` crate (show, compare, HTML,
 //!    charts, warnings, the verdict). It depends on the report crate alone, so it
 //!    works on any report file; [`dates`] comes from it.
 //!
@@ -52,6 +55,7 @@ pub mod import;
 pub mod judge;
 pub mod measure;
 pub mod model;
+pub mod store;
 pub mod sweep;
 
 pub mod bounded;

@@ -20,14 +20,14 @@ use super::warnings::{grouped, warnings, Group};
 /// `.html` without it is someone else's file (`run` overwrites only pages with it).
 pub const HTML_GENERATOR: &str = "<meta name=\"generator\" content=\"goodput\">";
 
-const STYLE: &str = include_str!("html/style.css");
+pub(crate) const STYLE: &str = include_str!("html/style.css");
 
 /// Records script errors into the page, so a headless browser's DOM dump shows them.
-const ERROR_SCRIPT: &str = include_str!("html/errors.js");
+pub(crate) const ERROR_SCRIPT: &str = include_str!("html/errors.js");
 
 /// Counts the data lines of every chart and the text that sticks out of its SVG,
 /// and writes the result into `#chart-check`.
-const CHECK_SCRIPT: &str = include_str!("html/check.js");
+pub(crate) const CHECK_SCRIPT: &str = include_str!("html/check.js");
 
 /// The whole page for a report.
 pub fn html(report: &Report) -> String {
@@ -98,7 +98,7 @@ pub fn html(report: &Report) -> String {
     page
 }
 
-fn figure(chart: &Chart) -> Markup {
+pub(crate) fn figure(chart: &Chart) -> Markup {
     let svg = charts::svg(chart);
     html! {
         figure.chart id=(chart.id) data-series=(chart.series.len()) {

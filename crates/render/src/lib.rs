@@ -20,6 +20,8 @@
 //!   read once for every writer.
 //! - [`turns`]: the per-turn table of conversation workloads.
 //! - [`cost`]: energy and cost per token (table, verdict sentence, compare rows, charts).
+//! - [`trend`]: a metric over recorded runs (`goodput history --metric`), as text
+//!   and as an HTML chart, from plain data the results store hands it.
 //! - [`text`]: number formatting, colour and column alignment for terminals.
 //! - [`one_line`]: names and notes from a report kept on one line in the text output.
 
@@ -38,6 +40,7 @@ pub mod reasoning;
 pub mod rows;
 pub mod table;
 pub mod text;
+pub mod trend;
 pub mod tune;
 pub mod turns;
 pub mod verdict;

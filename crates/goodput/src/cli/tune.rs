@@ -32,6 +32,9 @@ pub struct TuneArgs {
     /// Count the connection's set-up in TTFT.
     #[arg(long)]
     pub ttft_includes_connect: bool,
+    /// Where the answer is recorded.
+    #[command(flatten)]
+    pub record: super::RecordArgs,
 }
 
 pub(super) async fn tune_command(args: TuneArgs) -> anyhow::Result<i32> {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The pipeline's families, in order: each may import the ones before it.
-const FAMILIES: [&str; 9] = [
+const FAMILIES: [&str; 10] = [
     "define",
     "drive",
     "measure",
@@ -22,6 +22,7 @@ const FAMILIES: [&str; 9] = [
     "model",
     "distribute",
     "export",
+    "store",
 ];
 /// Beside every stage: they import no family.
 const HELPERS: [&str; 6] = ["stats", "files", "bounded", "redact", "stop", "term"];

@@ -5,6 +5,7 @@
 mod cache_warm;
 mod cost_energy;
 mod fit_predict;
+mod history;
 mod interleave;
 mod otel;
 mod resume;
