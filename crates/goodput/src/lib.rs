@@ -25,11 +25,11 @@
 //!    Kubernetes jobs.
 //! 9. [`export`]: goodput's runs written in other tools' formats (vLLM's).
 //! 10. [`store`]: the results store beside the report files (SQLite), never in the
-//!    hot path: each finished run recorded after its file is written; `history`
-//!    and `gate --baseline` read it.
+//!     hot path: each finished run recorded after its file is written; `history`
+//!     and `gate --baseline` read it.
 //! 11. **Present**: [`render`], the `goodput-render` crate (show, compare, HTML,
-//!    charts, warnings, the verdict). It depends on the report crate alone, so it
-//!    works on any report file; [`dates`] comes from it.
+//!     charts, warnings, the verdict). It depends on the report crate alone, so it
+//!     works on any report file; [`dates`] comes from it.
 //!
 //! At the door: [`cli`], the command line, the only module that knows clap: flags
 //! parsed into typed values, one options value per command

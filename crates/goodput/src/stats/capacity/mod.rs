@@ -221,7 +221,7 @@ pub fn widened(
         .iter()
         .filter(|p| fails.is_none_or(|f| p.0 < f) && p.1 == Some(Judgement::Meets))
         .map(|p| p.0)
-        .last();
+        .next_back();
     if let Some(m) = meets {
         ci.low = ci.low.min(m).min(ci.estimate);
     }
