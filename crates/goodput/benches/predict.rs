@@ -36,7 +36,7 @@ use std::path::Path;
 use goodput::define::plan::Plan;
 use goodput::define::profile::{Overrides, Profile};
 use goodput::drive::record::{read_records, records_path};
-use goodput::model::fit::{fit, render};
+use goodput::model::fit::{fit, output};
 use goodput::model::predict::interval;
 use goodput::model::predict::validate::{median, predicted, Compared};
 use goodput::model::predict::{finish_report, predict_sweep, Model};
@@ -179,7 +179,7 @@ fn run_case(dir: &Path, reuse: bool, case: &Case) {
         .filter(|r| fit_set.contains(&r.x.to_bits()))
         .collect();
     // What `goodput fit` reads from the report: KV pool, slots, speculation.
-    let ctx = render::report_context(
+    let ctx = output::report_context(
         &measured,
         &engine,
         format!("{} (x = {:?})", out.display(), case.fit_levels),
@@ -194,7 +194,7 @@ fn run_case(dir: &Path, reuse: bool, case: &Case) {
     println!(
         "### {}\n\n```\n{}```\n",
         case.name,
-        render::summary(&fitted)
+        output::summary(&fitted)
     );
     // Every level of the measured plan: a level's prompts depend on its place in
     // the plan, so the held-out ones get the very prompts that were measured.
@@ -227,7 +227,7 @@ fn run_case(dir: &Path, reuse: bool, case: &Case) {
         let metrics: Vec<_> = (0..3)
             .map(|i| (m[i], p[i], iv.metrics.get(interval::NAMES[i]).copied()))
             .collect();
-        for (i, name) in render::METRICS.iter().enumerate() {
+        for (i, name) in output::METRICS.iter().enumerate() {
             let err = match (m[i], p[i]) {
                 (Some(m), Some(p)) if m != 0.0 => Some(p / m - 1.0),
                 _ => None,
@@ -241,7 +241,7 @@ fn run_case(dir: &Path, reuse: bool, case: &Case) {
                 case.name,
                 f(m[i]),
                 f(p[i]),
-                render::pct(err)
+                output::pct(err)
             );
         }
         compared.push(Compared {

@@ -25,8 +25,8 @@
 //!    Kubernetes jobs.
 //! 9. [`export`]: goodput's runs written in other tools' formats (vLLM's).
 //! 10. **Present**: [`render`], the `goodput-render` crate (show, compare, HTML,
-//!    charts, warnings, the verdict). It depends on the report crate alone, so it
-//!    works on any report file; [`dates`] comes from it.
+//!     charts, warnings, the verdict). It depends on the report crate alone, so it
+//!     works on any report file; [`dates`] comes from it.
 //!
 //! At the door: [`cli`], the command line, the only module that knows clap: flags
 //! parsed into typed values, one options value per command

@@ -62,8 +62,7 @@ pub enum ProfileError {
 pub struct Profile {
     /// Name of the profile; becomes `profile` in the report.
     pub name: String,
-    /// `[slo]`: the report's SLO as written (every bound by its table key,
-    /// `ttft_ms`; `attainment`, `percentile`), unknown keys refused.
+    /// `[slo]`: the report's SLO (`ttft_ms`, ...), unknown keys refused.
     #[serde(deserialize_with = "report::Slo::deserialize_strict")]
     pub slo: report::Slo,
     /// Quantile grid for the `*_quantiles_ms` arrays; default 0.0..=1.0 step 0.02.

@@ -12,10 +12,9 @@
 //!   output token. A chunk may carry several tokens (speculative decoding): TPOT
 //!   counts tokens, ITL counts chunks.
 //! - **ITL** = gaps between successive content chunks, pooled over the trial's requests.
-//! - **good** request: succeeded, and its value of every bounded metric
-//!   ([`RequestMetrics::value`], [`report::SloMetric`]) is within the bound (a
-//!   one-token request has TPOT 0 here; a request without a value misses); never
-//!   a request that reasoned and gave no answer.
+//! - **good** request: succeeded and within every bound ([`RequestMetrics::value`]:
+//!   a one-token request's TPOT is 0, no value misses); never one that reasoned
+//!   and gave no answer.
 //! - **Reasoning models** ([`reasoning`]): a chunk of `delta.reasoning` (or
 //!   `delta.reasoning_content`) text is a *reasoning* chunk, one of `delta.content`
 //!   an *answer* chunk. TTFT and TPOT count tokens of either kind (vLLM's
@@ -108,23 +107,23 @@ pub fn request_metrics(r: &RequestRecord, slo: &Slo) -> Option<RequestMetrics> {
     let e2el_ms = last.t.saturating_sub(r.sent) as f64 / NS_PER_MS;
     let output_tokens = r.completion_tokens.unwrap_or(r.chunks.len() as u64);
     let tpot_ms = (output_tokens > 1).then(|| (e2el_ms - ttft_ms) / (output_tokens - 1) as f64);
-    let reasoning = request_reasoning(r, output_tokens, e2el_ms);
     let mut m = RequestMetrics {
         ttft_ms,
         e2el_ms,
         tpot_ms,
         output_tokens,
-        reasoning,
+        reasoning: request_reasoning(r, output_tokens, e2el_ms),
         good: false,
     };
-    m.good = slo.bounds.iter().all(|(metric, b)| m.within(metric, b)) && !m.reasoning.no_answer();
+    let good = |(metric, b): (SloMetric, f64)| m.value(metric).is_some_and(|v| v <= b);
+    m.good = slo.bounds.iter().all(good) && !m.reasoning.no_answer();
     Some(m)
 }
 
 impl RequestMetrics {
-    /// The request's value of a bounded metric, ms, as its bound judges it: a
-    /// one-token request's TPOT is 0; `None` when it has none (it gave no answer),
-    /// which misses the bound. The one place a metric is read off a request.
+    /// The request's value of a bounded metric, ms, as its bound judges it (a
+    /// one-token request's TPOT is 0; `None`, no answer, misses the bound): the one
+    /// place a metric is read off a request.
     pub fn value(&self, metric: SloMetric) -> Option<f64> {
         match metric {
             SloMetric::Ttft => Some(self.ttft_ms),
@@ -132,11 +131,6 @@ impl RequestMetrics {
             SloMetric::E2el => Some(self.e2el_ms),
             SloMetric::Ttfat => self.reasoning.ttfat_ms,
         }
-    }
-
-    /// The request's value of `metric` is within `bound` ms.
-    pub fn within(&self, metric: SloMetric, bound: f64) -> bool {
-        self.value(metric).is_some_and(|v| v <= bound)
     }
 }
 
@@ -218,8 +212,7 @@ pub struct TrialMetrics {
     pub tpots_ms: Vec<f64>,
     /// Conversation workloads: the trial's requests by turn.
     pub turns: Option<TrialTurns>,
-    /// Reasoning models: time to first answer, reasoning and answer tokens,
-    /// no-answer requests.
+    /// Reasoning models: first answer token, reasoning and answer tokens, no answers.
     pub reasoning: TrialReasoning,
     /// Output tokens of successful requests (see [`cost`]).
     pub output_tokens: u64,
@@ -231,8 +224,7 @@ pub struct TrialMetrics {
 
 impl TrialMetrics {
     /// The successful requests' values of a bounded metric, ms, as the trial's
-    /// medians and p99s (and `compare`'s figures) read them: TPOT of multi-token
-    /// requests only, no value for a request without one.
+    /// medians and p99s read them (TPOT: multi-token requests only).
     pub fn values(&self, metric: SloMetric) -> &[f64] {
         match metric {
             SloMetric::Ttft => &self.ttfts_ms,

@@ -37,7 +37,7 @@ pub fn fill_figures(report: &mut report::Report, records: &[RequestRecord]) -> u
                 if let Some(recs) =
                     by_trial.get(&(name.as_str(), p.x.to_bits(), t.index, t.attempt))
                 {
-                    t.figures = trial_metrics(recs, &slo).figures;
+                    t.figures = trial_metrics(recs, slo).figures;
                     filled += 1;
                 }
             }

@@ -58,7 +58,10 @@ pub fn trial_slo(records: &[RequestRecord], slo: &Slo) -> TrialSlo {
             *t.misses.entry("no_answer".into()).or_default() += 1;
         }
         for metric in miss_order() {
-            if slo.bound(metric).is_some_and(|b| !m.within(metric, b)) {
+            if slo
+                .bound(metric)
+                .is_some_and(|b| m.value(metric).is_none_or(|v| v > b))
+            {
                 *t.misses.entry(metric.key().into()).or_default() += 1;
             }
         }
