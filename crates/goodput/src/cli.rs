@@ -206,7 +206,7 @@ pub struct TrialArgs {
     pub requests: Option<u32>,
     /// SLO, e.g. `ttft:1000,tpot:100` (ms; also e2el and ttfat).
     #[arg(long, value_parser = crate::define::profile::parse_slo)]
-    pub slo: Option<crate::define::profile::SloSpec>,
+    pub slo: Option<report::Slo>,
     /// Run only this engine (repeatable).
     #[arg(long = "engine", value_name = "NAME")]
     pub engines: Vec<String>,

@@ -16,7 +16,7 @@
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
 //! - [`verdict`]: the answer in plain sentences (top of `show` and the page).
-//! - [`point`]: what a point says (meets, attainment, TTFAT) and the SLO in words,
+//! - [`point`]: what a point says (meets, attainment) and the SLO in words,
 //!   read once for every writer.
 //! - [`turns`]: the per-turn table of conversation workloads.
 //! - [`cost`]: energy and cost per token (table, verdict sentence, compare rows, charts).

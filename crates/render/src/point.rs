@@ -1,9 +1,9 @@
 //! What a point of a report says, read once for every writer: whether it meets the
-//! SLO (its stored judgement), its attainment, its TTFAT; what would decide an
-//! undecided point; and the SLO's bounds in words.
+//! SLO (its stored judgement), its attainment; what would decide an undecided
+//! point; and the SLO's bounds in words.
 
 use report::slo::{point_judgement, point_undecided, ToDecide};
-use report::{Judgement, Point, Report, Stat};
+use report::{Judgement, Point, Report};
 
 use super::text::num;
 
@@ -41,7 +41,7 @@ pub fn undecided_words(report: &Report, p: &Point) -> Option<String> {
                 "{} of {} requests within {} ≤ {} ms",
                 a.good,
                 a.sent,
-                metric_words(name),
+                name.label(),
                 num(*bound)
             ),
             format!(
@@ -71,13 +71,6 @@ pub fn undecided_words(report: &Report, p: &Point) -> Option<String> {
 }
 
 /// A bounded metric's name as the SLO says it (`ttft` -> `TTFT`).
-fn metric_words(name: &str) -> String {
-    match name {
-        "e2el" => "E2E latency".into(),
-        other => other.to_uppercase(),
-    }
-}
-
 /// A confidence level in percent, to one decimal when it has one (`95`, `97.2`).
 fn level_words(level: f64) -> String {
     let s = format!("{:.1}", level * 100.0);
@@ -115,31 +108,14 @@ fn zero_goodput(p: &Point) -> bool {
     p.goodput_rps.n > 0 && p.goodput_rps.max == Some(0.0)
 }
 
-/// The point's median TTFAT per trial; a point without reasoning answered from its
-/// first token, so its TTFAT is its TTFT.
-pub fn ttfat_stat(p: &Point) -> &Stat {
-    p.reasoning
-        .as_ref()
-        .map_or(&p.median_ttft_ms, |r| &r.median_ttfat_ms)
-}
-
-/// The median over trials of [`ttfat_stat`].
-pub fn median_ttfat(p: &Point) -> Option<f64> {
-    ttfat_stat(p).median
-}
-
 /// The SLO's bounds in words: `TTFT ≤ 1000 ms and TPOT ≤ 100 ms`; only the bounds
 /// that were given.
 pub fn slo_bounds_text(slo: &report::Slo) -> String {
-    let bounds: Vec<String> = [
-        ("TTFT", slo.ttft_ms),
-        ("TPOT", slo.tpot_ms),
-        ("E2E latency", slo.e2el_ms),
-        ("TTFAT", slo.ttfat_ms),
-    ]
-    .into_iter()
-    .filter_map(|(name, b)| b.map(|b| format!("{name} ≤ {} ms", num(b))))
-    .collect();
+    let bounds: Vec<String> = slo
+        .bounds
+        .iter()
+        .map(|(m, b)| format!("{} ≤ {} ms", m.label(), num(b)))
+        .collect();
     if bounds.is_empty() {
         "no bound".into()
     } else {

@@ -128,12 +128,18 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
         requests,
         DisplayCell::stat(
             &p.median_ttft_ms,
-            slo_style(within(p.median_ttft_ms.median, slo.ttft_ms)),
+            slo_style(within(
+                p.median_ttft_ms.median,
+                slo.bound(report::SloMetric::Ttft),
+            )),
         ),
         DisplayCell::stat(&p.p99_ttft_ms, Style::Plain),
         DisplayCell::stat(
             &p.median_tpot_ms,
-            slo_style(within(p.median_tpot_ms.median, slo.tpot_ms)),
+            slo_style(within(
+                p.median_tpot_ms.median,
+                slo.bound(report::SloMetric::Tpot),
+            )),
         ),
         DisplayCell::stat(&p.p99_tpot_ms, Style::Plain),
         DisplayCell::stat(&p.median_itl_ms, Style::Plain),

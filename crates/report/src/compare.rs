@@ -13,8 +13,7 @@ use serde::Serialize;
 use crate::stats::Change;
 use crate::{Capacity, Point};
 
-mod metrics;
-pub use metrics::{Better, Kind, Metric, GOODPUT_KEY, GOODPUT_METRIC, METRICS, TTFAT_METRIC};
+pub use crate::metric::{Better, Kind, Metric, GOODPUT_KEY, GOODPUT_METRIC, METRICS};
 
 /// The smallest relative change `compare` calls better or worse by default (2%).
 pub const DEFAULT_MIN_EFFECT: f64 = 0.02;
@@ -367,7 +366,7 @@ pub fn pair_rows(
         };
         for m in METRICS.iter().filter(|m| same_slo || !m.slo_bound) {
             // Attainment only where a side recorded it (the reference does not);
-            // TTFAT, energy and cost where a side has them.
+            // optional figures, energy and cost where a side has them.
             if !m.recorded(bp, cp) {
                 continue;
             }

@@ -25,6 +25,7 @@ mod point;
 mod prediction;
 mod reasoning;
 mod run;
+mod slo;
 mod tune;
 mod words;
 
@@ -37,6 +38,7 @@ pub use point::*;
 pub use prediction::*;
 pub use reasoning::*;
 pub use run::*;
+pub use slo::*;
 pub use tune::*;
 pub use words::*;
 
@@ -64,41 +66,6 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub capacity: IndexMap<String, Capacity>,
     /// Fields this version does not know, preserved on rewrite.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// The SLO: a request is good when it succeeded and every given bound holds.
-///
-/// A bound that was not given is absent (never `null`, never infinite): the reference
-/// has both `ttft_ms` and `tpot_ms`; a goodput run with `--slo ttft:100` writes only
-/// `ttft_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Slo {
-    /// Upper bound on time to first token, milliseconds (absent: no bound).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_ms: Option<f64>,
-    /// Upper bound on time per output token, milliseconds (absent: no bound).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tpot_ms: Option<f64>,
-    /// goodput addition: optional upper bound on end-to-end latency, milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2el_ms: Option<f64>,
-    /// goodput addition: optional upper bound on the time to first answer token
-    /// (reasoning models: the first `delta.content` after the thinking), ms; a
-    /// request that gave no answer misses it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttfat_ms: Option<f64>,
-    /// goodput addition: the share of requests that must be good for a load level
-    /// to meet the SLO (0.9 when absent; 1.0 means every request).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attainment: Option<f64>,
-    /// goodput addition: when given (e.g. 90), a load level meets the SLO when the
-    /// pooled p-th percentile of TTFT, TPOT, E2EL and TTFAT each is within its bound
-    /// (DistServe's form) instead of by `attainment`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub percentile: Option<f64>,
-    /// Unknown fields, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -23,7 +23,7 @@
 //! | `--random-prefix-len N`       | `kind = "prefix"`, `prefix_tokens`             |
 //! | `--ignore-eos`                | always on for generated prompts                |
 //! | `--seed N`                    | `--seed N`                                     |
-//! | `--goodput ttft:1000 tpot:100`| `--slo ttft:1000,tpot:100` (every bound, `ttfat` too) |
+//! | `--goodput ttft:1000 tpot:100`| `--slo ttft:1000,tpot:100` (every bound, goodput's own too) |
 //! | `--num-warmups N`             | `[load] warmup_requests` (goodput: 1 by default) |
 //! | `--temperature 0`             | always 0 (greedy)                              |
 //! | `--save-result`, `--result-dir`, `--result-filename`, `--percentile-metrics`, `--metric-percentiles` | a vLLM-format result file beside the report |

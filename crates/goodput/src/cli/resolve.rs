@@ -334,10 +334,10 @@ fn apply_slo(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
     let parsed =
         parse_slo(&peer.vllm.goodput.join(",")).map_err(|e| usage(format!("--goodput: {e}")))?;
     let slo = table(doc, "slo")?;
-    for (k, v) in parsed.bounds() {
-        match v {
-            Some(ms) => slo.insert(k.into(), Value::Float(ms)),
-            None => slo.remove(k),
+    for m in report::SloMetric::ALL {
+        match parsed.bound(m) {
+            Some(ms) => slo.insert(m.field().into(), Value::Float(ms)),
+            None => slo.remove(m.field()),
         };
     }
     Ok(())

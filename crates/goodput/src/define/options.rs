@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::define::profile::{format_slo, Overrides, SloSpec};
+use crate::define::profile::{format_slo, Overrides};
 
 /// The load levels given on the command line, over the profile's.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -27,7 +27,7 @@ pub struct TrialOptions {
     /// `--requests N`.
     pub requests: Option<u32>,
     /// `--slo ttft:1000,tpot:100`.
-    pub slo: Option<SloSpec>,
+    pub slo: Option<report::Slo>,
     /// `--engine NAME` (repeatable): run only these.
     pub engines: Vec<String>,
     /// `--seed N`.

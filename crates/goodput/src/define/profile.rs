@@ -62,8 +62,9 @@ pub enum ProfileError {
 pub struct Profile {
     /// Name of the profile; becomes `profile` in the report.
     pub name: String,
-    /// The SLO.
-    pub slo: SloSpec,
+    /// `[slo]`: the report's SLO (`ttft_ms`, ...), unknown keys refused.
+    #[serde(deserialize_with = "report::Slo::deserialize_strict")]
+    pub slo: report::Slo,
     /// Quantile grid for the `*_quantiles_ms` arrays; default 0.0..=1.0 step 0.02.
     #[serde(default)]
     pub quantiles: Option<Vec<f64>>,
@@ -88,47 +89,6 @@ pub struct Profile {
     /// `[server_metrics]`: the engine's `/metrics`, sampled during every trial.
     #[serde(default)]
     pub server_metrics: ServerMetricsSpec,
-}
-
-/// `[slo]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SloSpec {
-    /// TTFT bound, ms (none: no bound on TTFT).
-    #[serde(default)]
-    pub ttft_ms: Option<f64>,
-    /// TPOT bound, ms (none: no bound on TPOT).
-    #[serde(default)]
-    pub tpot_ms: Option<f64>,
-    /// Optional E2EL bound, ms.
-    #[serde(default)]
-    pub e2el_ms: Option<f64>,
-    /// Optional bound on the time to first answer token, ms (reasoning models:
-    /// the first `delta.content` after the thinking; TTFT for others).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttfat_ms: Option<f64>,
-    /// Share of requests that must be good for a load level to meet the SLO
-    /// (default 0.9; 1.0 means every request).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attainment: Option<f64>,
-    /// DistServe's form instead: a load level meets the SLO when the pooled
-    /// `percentile`-th percentile of each bounded metric is within its bound
-    /// (e.g. 90: p90 TTFT <= ttft_ms and p90 TPOT <= tpot_ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub percentile: Option<f64>,
-}
-
-impl SloSpec {
-    /// Every bound with its key in `[slo]`, given or not: the one list that
-    /// spellings (`--slo`, vLLM's `--goodput`) are applied from, so none is dropped.
-    pub fn bounds(&self) -> [(&'static str, Option<f64>); 4] {
-        [
-            ("ttft_ms", self.ttft_ms),
-            ("tpot_ms", self.tpot_ms),
-            ("e2el_ms", self.e2el_ms),
-            ("ttfat_ms", self.ttfat_ms),
-        ]
-    }
 }
 
 /// Closed or open loop.
@@ -411,8 +371,8 @@ pub struct Overrides {
     pub trials: Option<TrialsSpec>,
     /// `--requests N`.
     pub requests: Option<u32>,
-    /// `--slo ttft:1000,tpot:100[,e2el:5000][,ttfat:2000]`.
-    pub slo: Option<SloSpec>,
+    /// `--slo ttft:1000,tpot:100` (any bounded metric's key).
+    pub slo: Option<report::Slo>,
     /// `--engine NAME` (repeatable): run only these.
     pub engines: Vec<String>,
     /// `--seed N`.

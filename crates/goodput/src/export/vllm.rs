@@ -225,9 +225,7 @@ fn result_json(
     let total_out: u64 = a.output_lens.iter().filter_map(Value::as_u64).sum();
     let good: u64 = point.good.iter().flatten().sum();
     let per_s = |x: f64| if duration > 0.0 { x / duration } else { 0.0 };
-    let slo_given = report.slo.ttft_ms.is_some()
-        || report.slo.tpot_ms.is_some()
-        || report.slo.e2el_ms.is_some();
+    let slo_given = report.slo.bounds.iter().any(|(m, _)| m.def().vllm_goodput);
     let mut m = Map::new();
     m.insert("date".into(), json!(crate::dates::compact_now()));
     m.insert("endpoint_type".into(), json!(backend));

@@ -280,15 +280,7 @@ pub(crate) fn peer_report(run: PeerRun) -> Report {
     );
     Report {
         profile: run.tool.clone(),
-        slo: Slo {
-            ttft_ms: None,
-            tpot_ms: None,
-            e2el_ms: None,
-            ttfat_ms: None,
-            attainment: None,
-            percentile: None,
-            extra: Map::new(),
-        },
+        slo: Slo::default(),
         environment: None,
         quantiles: report::default_quantiles(),
         load,

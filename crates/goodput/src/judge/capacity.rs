@@ -7,7 +7,7 @@
 //! A deciding probe still judged `undecided` is named in the note, with the
 //! requests that would decide it.
 
-use report::{Capacity, EngineFailure, Limit, Point};
+use report::{Capacity, EngineFailure, Limit, LimitWord, Point};
 
 use crate::define::plan::SearchConfig;
 use crate::define::profile::LoadMode;
@@ -41,7 +41,7 @@ impl Probed<'_> {
             mode: self.cfg.mode.into(),
             probes: self.probes,
             trials: self.trials,
-            limited_by: Limit::Engine,
+            limited_by: Limit::Other(LimitWord::Engine),
             note: format!(
                 "the search did not finish: the engine failed ({}: {})",
                 e.kind, e.message
@@ -55,9 +55,11 @@ impl Probed<'_> {
         let pass = self.point(found.passing);
         let fail = self.point(found.failing);
         let limited_by = match found.reason {
-            Reason::MaxPasses => Limit::Max,
-            Reason::ProbeBudget => Limit::MaxProbes,
-            Reason::Resolved | Reason::LowestFails => missed_most(fail).unwrap_or(Limit::Slo),
+            Reason::MaxPasses => Limit::Other(LimitWord::Max),
+            Reason::ProbeBudget => Limit::Other(LimitWord::MaxProbes),
+            Reason::Resolved | Reason::LowestFails => {
+                missed_most(fail).unwrap_or(Limit::Other(LimitWord::Slo))
+            }
         };
         let mut note = self.note(found, pass, fail, &limited_by);
         let noisy = !found.noisy.is_empty();

@@ -12,9 +12,9 @@
 //!   output token. A chunk may carry several tokens (speculative decoding): TPOT
 //!   counts tokens, ITL counts chunks.
 //! - **ITL** = gaps between successive content chunks, pooled over the trial's requests.
-//! - **good** request: succeeded, TTFT ≤ `slo.ttft_ms`, TPOT ≤ `slo.tpot_ms` (a
-//!   one-token request has TPOT 0 here) and, when given, E2EL ≤ `slo.e2el_ms` and
-//!   TTFAT ≤ `slo.ttfat_ms`; never a request that reasoned and gave no answer.
+//! - **good** request: succeeded and within every bound ([`RequestMetrics::value`]:
+//!   a one-token request's TPOT is 0, no value misses); never one that reasoned
+//!   and gave no answer.
 //! - **Reasoning models** ([`reasoning`]): a chunk of `delta.reasoning` (or
 //!   `delta.reasoning_content`) text is a *reasoning* chunk, one of `delta.content`
 //!   an *answer* chunk. TTFT and TPOT count tokens of either kind (vLLM's
@@ -57,9 +57,8 @@
 
 use indexmap::IndexMap;
 use report::stats::{quantile_linear, quantile_lower, sort_values};
-use report::{Point, Stat};
+use report::{Point, Slo, SloMetric, Stat};
 
-use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 
 pub mod cost;
@@ -98,7 +97,7 @@ pub struct RequestMetrics {
 }
 
 /// Derives a request's metrics; `None` when it failed or streamed no content.
-pub fn request_metrics(r: &RequestRecord, slo: &SloSpec) -> Option<RequestMetrics> {
+pub fn request_metrics(r: &RequestRecord, slo: &Slo) -> Option<RequestMetrics> {
     if !r.ok() {
         return None;
     }
@@ -108,22 +107,31 @@ pub fn request_metrics(r: &RequestRecord, slo: &SloSpec) -> Option<RequestMetric
     let e2el_ms = last.t.saturating_sub(r.sent) as f64 / NS_PER_MS;
     let output_tokens = r.completion_tokens.unwrap_or(r.chunks.len() as u64);
     let tpot_ms = (output_tokens > 1).then(|| (e2el_ms - ttft_ms) / (output_tokens - 1) as f64);
-    let reasoning = request_reasoning(r, output_tokens, e2el_ms);
-    let good = slo.ttft_ms.is_none_or(|b| ttft_ms <= b)
-        && slo.tpot_ms.is_none_or(|b| tpot_ms.unwrap_or(0.0) <= b)
-        && slo.e2el_ms.is_none_or(|b| e2el_ms <= b)
-        && slo
-            .ttfat_ms
-            .is_none_or(|b| reasoning.ttfat_ms.is_some_and(|t| t <= b))
-        && !reasoning.no_answer();
-    Some(RequestMetrics {
+    let mut m = RequestMetrics {
         ttft_ms,
         e2el_ms,
         tpot_ms,
         output_tokens,
-        reasoning,
-        good,
-    })
+        reasoning: request_reasoning(r, output_tokens, e2el_ms),
+        good: false,
+    };
+    let good = |(metric, b): (SloMetric, f64)| m.value(metric).is_some_and(|v| v <= b);
+    m.good = slo.bounds.iter().all(good) && !m.reasoning.no_answer();
+    Some(m)
+}
+
+impl RequestMetrics {
+    /// The request's value of a bounded metric, ms, as its bound judges it (a
+    /// one-token request's TPOT is 0; `None`, no answer, misses the bound): the one
+    /// place a metric is read off a request.
+    pub fn value(&self, metric: SloMetric) -> Option<f64> {
+        match metric {
+            SloMetric::Ttft => Some(self.ttft_ms),
+            SloMetric::Tpot => Some(self.tpot_ms.unwrap_or(0.0)),
+            SloMetric::E2el => Some(self.e2el_ms),
+            SloMetric::Ttfat => self.reasoning.ttfat_ms,
+        }
+    }
 }
 
 /// Metrics of one trial.
@@ -204,7 +212,7 @@ pub struct TrialMetrics {
     pub tpots_ms: Vec<f64>,
     /// Conversation workloads: the trial's requests by turn.
     pub turns: Option<TrialTurns>,
-    /// Reasoning models: TTFAT, reasoning and answer tokens, no-answer requests.
+    /// Reasoning models: first answer token, reasoning and answer tokens, no answers.
     pub reasoning: TrialReasoning,
     /// Output tokens of successful requests (see [`cost`]).
     pub output_tokens: u64,
@@ -214,8 +222,21 @@ pub struct TrialMetrics {
     pub figures: IndexMap<String, report::Figure>,
 }
 
+impl TrialMetrics {
+    /// The successful requests' values of a bounded metric, ms, as the trial's
+    /// medians and p99s read them (TPOT: multi-token requests only).
+    pub fn values(&self, metric: SloMetric) -> &[f64] {
+        match metric {
+            SloMetric::Ttft => &self.ttfts_ms,
+            SloMetric::Tpot => &self.tpots_ms,
+            SloMetric::E2el => &self.e2els_ms,
+            SloMetric::Ttfat => &self.reasoning.ttfats_ms,
+        }
+    }
+}
+
 /// Derives a trial's metrics from its records.
-pub fn trial_metrics(records: &[RequestRecord], slo: &SloSpec) -> TrialMetrics {
+pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
     let mut m = TrialMetrics {
         trial: records.first().map(|r| r.trial).unwrap_or(0),
         ..TrialMetrics::default()

@@ -6,13 +6,11 @@ use report::Outlier;
 
 const MS: u64 = 1_000_000;
 
-fn slo(ttft: f64, tpot: f64) -> SloSpec {
-    SloSpec {
-        ttft_ms: Some(ttft),
-        tpot_ms: Some(tpot),
-        e2el_ms: None,
-        ..Default::default()
-    }
+fn slo(ttft: f64, tpot: f64) -> report::Slo {
+    report::Slo::bounded([
+        (report::SloMetric::Ttft, ttft),
+        (report::SloMetric::Tpot, tpot),
+    ])
 }
 
 /// A request sent at `sent_ms` whose chunks arrive at `chunk_ms`, with `tokens` output tokens.
@@ -70,7 +68,7 @@ fn slo_bounds_are_inclusive_and_each_can_fail() {
     assert!(!request_metrics(&r, &slo(99.9, 100.0)).unwrap().good);
     assert!(!request_metrics(&r, &slo(100.0, 99.9)).unwrap().good);
     let mut s = slo(100.0, 100.0);
-    s.e2el_ms = Some(199.0);
+    s.bounds.set(report::SloMetric::E2el, Some(199.0));
     assert!(!request_metrics(&r, &s).unwrap().good);
 }
 

@@ -223,10 +223,7 @@ impl Sweep {
         Report {
             profile: plan.name.clone(),
             slo: report::Slo {
-                ttft_ms: plan.slo.ttft_ms,
-                tpot_ms: plan.slo.tpot_ms,
-                e2el_ms: plan.slo.e2el_ms,
-                ttfat_ms: plan.slo.ttfat_ms,
+                bounds: plan.slo.bounds,
                 attainment: Some(
                     plan.slo
                         .attainment

@@ -249,9 +249,9 @@ pub fn x_desc(report: &Report, scale: Scale) -> String {
 /// as a vertical line. `tpot` selects TPOT.
 pub fn distribution(report: &Report, tpot: bool) -> Chart {
     let (name, slo) = if tpot {
-        ("TPOT", report.slo.tpot_ms)
+        ("TPOT", report.slo.bound(report::SloMetric::Tpot))
     } else {
-        ("TTFT", report.slo.ttft_ms)
+        ("TTFT", report.slo.bound(report::SloMetric::Ttft))
     };
     let mut series = Vec::new();
     for (i, (engine, result)) in report.load.iter().enumerate() {

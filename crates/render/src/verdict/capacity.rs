@@ -49,17 +49,16 @@ pub(super) fn from_capacity(report: &Report) -> Vec<String> {
         .collect();
     let cap = &report.capacity[best];
     let plus = match cap.limited_by {
-        Limit::Max => " (the search's max; it may serve more)",
-        Limit::Ttft
-        | Limit::Tpot
-        | Limit::E2el
-        | Limit::Ttfat
-        | Limit::NoAnswer
-        | Limit::Errors
-        | Limit::Slo
-        | Limit::MaxProbes
-        | Limit::Engine
-        | Limit::Unknown(_) => "",
+        Limit::Other(LimitWord::Max) => " (the search's max; it may serve more)",
+        Limit::Metric(_)
+        | Limit::Other(
+            LimitWord::NoAnswer
+            | LimitWord::Errors
+            | LimitWord::Slo
+            | LimitWord::MaxProbes
+            | LimitWord::Engine
+            | LimitWord::Unknown(_),
+        ) => "",
     };
     let mut s = format!(
         "{best} serves {slo} up to {}{plus}{}",
@@ -81,16 +80,15 @@ pub(super) fn from_capacity(report: &Report) -> Vec<String> {
     }
     for (e, c) in &report.capacity {
         let weak = match c.limited_by {
-            Limit::MaxProbes | Limit::Engine => true,
-            Limit::Ttft
-            | Limit::Tpot
-            | Limit::E2el
-            | Limit::Ttfat
-            | Limit::NoAnswer
-            | Limit::Errors
-            | Limit::Slo
-            | Limit::Max
-            | Limit::Unknown(_) => false,
+            Limit::Other(LimitWord::MaxProbes | LimitWord::Engine) => true,
+            Limit::Metric(_)
+            | Limit::Other(
+                LimitWord::NoAnswer
+                | LimitWord::Errors
+                | LimitWord::Slo
+                | LimitWord::Max
+                | LimitWord::Unknown(_),
+            ) => false,
         };
         if c.noisy || weak {
             out.push(format!("{e}: {}.", c.note));

@@ -175,21 +175,13 @@ pub(super) fn nothing_meets(report: &Report) -> String {
 pub(super) fn why_missed(report: &Report) -> String {
     let slo = &report.slo;
     let mut parts = Vec::new();
-    for (name, bound, med) in [
-        (
-            "TTFT",
-            slo.ttft_ms,
-            (|p: &Point| p.median_ttft_ms.median) as fn(&Point) -> Option<f64>,
-        ),
-        ("TPOT", slo.tpot_ms, |p: &Point| p.median_tpot_ms.median),
-        ("TTFAT", slo.ttfat_ms, crate::point::median_ttfat),
-    ] {
-        let Some(b) = bound else { continue };
+    for (metric, b) in slo.bounds.iter() {
+        let med = metric.def().median;
         let ratios: Vec<f64> = report
             .load
             .values()
             .flat_map(|e| e.points.iter())
-            .filter_map(med)
+            .filter_map(|p| med(p).and_then(|s| s.median))
             .map(|v| v / b)
             .collect();
         let over = ratios.iter().filter(|r| **r > 1.0).count();
@@ -199,7 +191,8 @@ pub(super) fn why_missed(report: &Report) -> String {
         let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ratios.iter().copied().fold(0.0, f64::max);
         parts.push(format!(
-            "the median {name} is over its {} ms bound at {over} of {} points ({}–{}x)",
+            "the median {} is over its {} ms bound at {over} of {} points ({}–{}x)",
+            metric.label(),
             num(b),
             ratios.len(),
             num(lo),

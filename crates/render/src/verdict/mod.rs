@@ -7,7 +7,7 @@
 //! load levels only. It never claims more than the warnings allow: throttling,
 //! missing trials, failed engines and noisy probes are said beside the answer.
 
-use report::{FailureKind, Judgement, Limit, LoadMode, Point, Report};
+use report::{FailureKind, Judgement, Limit, LimitWord, LoadMode, Point, Report};
 
 use report::slo::point_judgement;
 
@@ -150,7 +150,8 @@ mod tests {
         let v = verdict(&r).join(" ");
         assert!(v.contains(&format!("{name}: the bracket is noisy.")), "{v}");
         assert!(!v.contains("the search's max"), "{v}");
-        r.capacity.insert(name.clone(), capacity(Limit::Max, false));
+        r.capacity
+            .insert(name.clone(), capacity(Limit::Other(LimitWord::Max), false));
         let v = verdict(&r).join(" ");
         assert!(v.contains("the search's max"), "{v}");
         assert!(!v.contains("the bracket is noisy"), "{v}");

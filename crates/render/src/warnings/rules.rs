@@ -301,17 +301,14 @@ pub fn goodput_zero(report: &Report, p: &Point) -> Found {
         return None;
     }
     let slo = &report.slo;
-    let mut missed: Vec<String> = [
-        ratio_text("TTFT", p.median_ttft_ms.median, slo.ttft_ms),
-        ratio_text("TPOT", p.median_tpot_ms.median, slo.tpot_ms),
-        ratio_text("TTFAT", crate::point::median_ttfat(p), slo.ttfat_ms),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if let (Some(b), Some(s)) = (slo.e2el_ms, &p.median_e2el_ms) {
-        missed.extend(ratio_text("E2E latency", s.median, Some(b)));
-    }
+    let missed: Vec<String> = slo
+        .bounds
+        .iter()
+        .filter_map(|(m, b)| {
+            let median = (m.def().median)(p).and_then(|s| s.median);
+            ratio_text(m.label(), median, Some(b))
+        })
+        .collect();
     let medians_known = p.median_ttft_ms.median.is_some() || p.median_tpot_ms.median.is_some();
     let mut message = if missed.is_empty() && medians_known {
         "the medians meet the SLO but no single request met every bound".to_string()

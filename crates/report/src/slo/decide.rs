@@ -19,7 +19,7 @@
 
 use crate::stats::dispersed::{wilson_effective, Dispersed};
 use crate::stats::sequential::z_of;
-use crate::{Judgement, Point, Report, SloForm};
+use crate::{Judgement, Point, Report, SloForm, SloMetric};
 
 use super::{judge_interval, judge_trials, point_judgement, point_trial_counts};
 
@@ -103,9 +103,9 @@ pub struct Undecided {
     pub attainment: Dispersed,
     /// The attainment (or share within the bound) it needs.
     pub target: f64,
-    /// Percentile form: the bounded metric whose share decides (`ttft`, `tpot`,
-    /// `e2el`, `ttfat`) and its bound, ms; `None` in the attainment form.
-    pub metric: Option<(String, f64)>,
+    /// Percentile form: the bounded metric whose share decides and its bound, ms;
+    /// `None` in the attainment form.
+    pub metric: Option<(SloMetric, f64)>,
     /// The two-sided confidence level the judgement read (0.95 unless a
     /// sequential look's).
     pub level: f64,
@@ -171,16 +171,14 @@ pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     let no_answer = c.misses.get("no_answer").copied().unwrap_or(0);
     let mut below: Option<(u64, Undecided)> = None;
     let mut above: Option<(u64, Undecided)> = None;
-    for (name, bound) in [
-        ("ttft", report.slo.ttft_ms),
-        ("tpot", report.slo.tpot_ms),
-        ("e2el", report.slo.e2el_ms),
-        ("ttfat", report.slo.ttfat_ms),
-    ] {
-        let Some(bound) = bound else { continue };
-        let slow = c.misses.get(name).copied().unwrap_or(0)
+    for (metric, bound) in report.slo.bounds.iter() {
+        let slow = c.misses.get(metric.key()).copied().unwrap_or(0)
             + errors
-            + if name == "ttfat" { no_answer } else { 0 };
+            + if metric.def().unanswered_misses {
+                no_answer
+            } else {
+                0
+            };
         let within = c.sent.saturating_sub(slow);
         let Some((_, d)) = judge_trials(&[(within, c.sent)], target, z) else {
             continue;
@@ -196,7 +194,7 @@ pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
         let u = Undecided {
             attainment: d,
             target,
-            metric: Some((name.to_string(), bound)),
+            metric: Some((metric, bound)),
             level,
             needs,
         };
@@ -274,10 +272,7 @@ mod tests {
         let text = include_str!("../../../../tests/data/l4-gpu1-vllm.json");
         let mut r = crate::io::parse_report(text).expect("the reference parses");
         r.slo.percentile = Some(90.0);
-        r.slo.ttft_ms = Some(1000.0);
-        r.slo.tpot_ms = None;
-        r.slo.e2el_ms = None;
-        r.slo.ttfat_ms = None;
+        r.slo.bounds = [(SloMetric::Ttft, 1000.0)].into_iter().collect();
         let mut p = Point::default();
         let mut check = crate::SloCheck {
             good: 138,
@@ -292,7 +287,7 @@ mod tests {
         check.misses.insert("errors".into(), 2);
         p.slo_check = Some(check);
         let u = point_undecided(&r, &p).expect("undecided");
-        assert_eq!(u.metric, Some(("ttft".to_string(), 1000.0)));
+        assert_eq!(u.metric, Some((SloMetric::Ttft, 1000.0)));
         assert_eq!((u.attainment.good, u.attainment.sent), (138, 150));
         let Some(ToDecide::Requests { total, more }) = to_decide(&u.attainment, 0.9, Z95) else {
             panic!("requests")

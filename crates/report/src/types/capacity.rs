@@ -24,7 +24,7 @@ pub struct Capacity {
     pub probes: u32,
     /// Trials run over all probes.
     pub trials: u32,
-    /// What bounds the capacity ([`Limit`]): `ttft`, `tpot`, `e2el`, `ttfat`,
+    /// What bounds the capacity ([`Limit`]): a bounded metric's key (`ttft`, ...),
     /// `no_answer` or `errors` (what the requests at `failing` missed most; `slo`
     /// when none was counted), `max` (the search's upper bound met the SLO),
     /// `max_probes` (the probe budget ran out), `engine` (the engine failed).
@@ -105,7 +105,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             (c.mode.clone(), c.limited_by.clone(), c.noisy),
-            (LoadMode::Rate, Limit::Ttft, true)
+            (LoadMode::Rate, Limit::Metric(crate::SloMetric::Ttft), true)
         );
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(
@@ -120,7 +120,10 @@ mod tests {
             "limited_by": "memory", "note": ""
         }))
         .unwrap();
-        assert_eq!(newer.limited_by, Limit::Unknown("memory".into()));
+        assert_eq!(
+            newer.limited_by,
+            Limit::Other(crate::LimitWord::Unknown("memory".into()))
+        );
         assert!(!newer.noisy);
         let v = serde_json::to_value(&newer).unwrap();
         assert_eq!(

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::metric::SloMetric;
+
 /// A report word type: its variants and their words, plus `Unknown(String)`; the
 /// first variant is the default.
 macro_rules! words {
@@ -91,17 +93,9 @@ words! {
 }
 
 words! {
-    /// What bounds a capacity ([`crate::Capacity::limited_by`]).
-    Limit {
-        /// Requests at the failing load missed the TTFT bound most.
-        Ttft => "ttft",
-        /// ... the TPOT bound.
-        Tpot => "tpot",
-        /// ... the end-to-end latency bound.
-        E2el => "e2el",
-        /// ... the time-to-first-answer-token bound.
-        Ttfat => "ttfat",
-        /// ... reasoned and gave no answer.
+    /// What bounds a capacity other than a metric's bound ([`Limit::Other`]).
+    LimitWord {
+        /// Requests at the failing load reasoned and gave no answer most.
         NoAnswer => "no_answer",
         /// ... failed.
         Errors => "errors",
@@ -113,6 +107,58 @@ words! {
         MaxProbes => "max_probes",
         /// The engine failed before the search finished.
         Engine => "engine",
+    }
+}
+
+/// What bounds a capacity ([`crate::Capacity::limited_by`]): written as the
+/// metric's key (`ttft`) or the other limit's word; any word reads, an unknown
+/// one kept as written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// Requests at the failing load missed this metric's bound most.
+    Metric(SloMetric),
+    /// Anything else ([`LimitWord`], unknown words included).
+    Other(LimitWord),
+}
+
+impl Limit {
+    /// The word as written in reports.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Limit::Metric(m) => m.key(),
+            Limit::Other(w) => w.as_str(),
+        }
+    }
+
+    /// The value of a word as written (any word reads).
+    pub fn from_word(word: &str) -> Limit {
+        SloMetric::from_key(word)
+            .map_or_else(|| Limit::Other(LimitWord::from_word(word)), Limit::Metric)
+    }
+}
+
+impl Default for Limit {
+    fn default() -> Self {
+        Limit::Metric(SloMetric::ALL[0])
+    }
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Limit {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Limit {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let word = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Limit::from_word(&word))
     }
 }
 
@@ -274,7 +320,7 @@ mod tests {
         }
         assert_eq!(
             serde_json::from_str::<Limit>("\"max_probes\"").unwrap(),
-            Limit::MaxProbes
+            Limit::Other(LimitWord::MaxProbes)
         );
         assert_eq!(LoadMode::from_word("rate"), LoadMode::Rate);
         let newer: FailureKind = serde_json::from_str("\"oom_killed\"").unwrap();

@@ -21,8 +21,8 @@ fn plan(args: &[&str]) -> anyhow::Result<crate::define::plan::Plan> {
 #[test]
 fn a_url_alone_runs_with_vllm_like_defaults() {
     let p = plan(&["--url", "http://127.0.0.1:9/"]).expect("a plan");
-    assert_eq!(p.slo.ttft_ms, Some(1000.0));
-    assert_eq!(p.slo.tpot_ms, Some(100.0));
+    assert_eq!(p.slo.bound(report::SloMetric::Ttft), Some(1000.0));
+    assert_eq!(p.slo.bound(report::SloMetric::Tpot), Some(100.0));
     assert_eq!(p.mode, LoadMode::Concurrency);
     assert_eq!(p.points, [1.0, 4.0, 16.0]);
     assert!(matches!(
@@ -141,7 +141,7 @@ fn a_profile_and_flags_mix_and_missing_tables_take_defaults() {
         }
     ));
     assert_eq!(p.requests_per_trial, 5);
-    assert_eq!(p.slo.ttft_ms, Some(1000.0));
+    assert_eq!(p.slo.bound(report::SloMetric::Ttft), Some(1000.0));
 }
 
 #[test]

@@ -82,7 +82,7 @@ mod tests {
              reasoning_effort = \"high\"\nchat_template_kwargs = { enable_thinking = false }\n",
         )
         .unwrap();
-        assert_eq!(p.slo.ttfat_ms, Some(2000.0));
+        assert_eq!(p.slo.bound(report::SloMetric::Ttfat), Some(2000.0));
         let on = serde_json::Value::Object(chat_fields(&p.engines["on"]));
         assert_eq!(
             on,
@@ -100,7 +100,13 @@ mod tests {
     #[test]
     fn slo_flag_spells_ttfat() {
         let s = crate::define::profile::parse_slo("ttfat:2000,ttft=500").unwrap();
-        assert_eq!((s.ttfat_ms, s.ttft_ms), (Some(2000.0), Some(500.0)));
+        assert_eq!(
+            (
+                s.bound(report::SloMetric::Ttfat),
+                s.bound(report::SloMetric::Ttft)
+            ),
+            (Some(2000.0), Some(500.0))
+        );
         assert!(crate::define::profile::parse_slo("ttfat:1,ttfat:2").is_err());
         let e = crate::define::profile::parse_slo("ttfa:1").unwrap_err();
         assert!(e.to_string().contains("ttfat"), "{e}");

@@ -4,10 +4,9 @@
 use std::time::Duration;
 
 use indexmap::IndexMap;
+use report::{Slo, SloMetric};
 
-use crate::define::profile::{
-    EngineSpec, Overrides, Profile, ProfileError, SloSpec, TelemetrySpec,
-};
+use crate::define::profile::{EngineSpec, Overrides, Profile, ProfileError, TelemetrySpec};
 
 use super::engines::{expand_engine, validate_engine};
 use super::load::{check_load, requests_per_trial};
@@ -233,7 +232,7 @@ fn check_plan_size(
 fn resolved_toml(
     profile: &Profile,
     load: &crate::define::profile::LoadSpec,
-    slo: &SloSpec,
+    slo: &Slo,
     only: &[String],
 ) -> Option<String> {
     let mut p = profile.clone();
@@ -246,7 +245,7 @@ fn resolved_toml(
 }
 
 /// `--slo` replaces the bounds; the attainment target and form stay the profile's.
-fn merged_slo(profile: &SloSpec, ov: &Overrides) -> SloSpec {
+fn merged_slo(profile: &Slo, ov: &Overrides) -> Slo {
     match ov.slo.clone() {
         Some(mut s) => {
             s.attainment = s.attainment.or(profile.attainment);
@@ -258,17 +257,11 @@ fn merged_slo(profile: &SloSpec, ov: &Overrides) -> SloSpec {
 }
 
 /// The SLO bounds, attainment target and percentile form.
-fn check_slo(check: &Checker, slo: SloSpec) -> Result<SloSpec, ProfileError> {
-    for (field, v) in [
-        ("slo.ttft_ms", slo.ttft_ms),
-        ("slo.tpot_ms", slo.tpot_ms),
-        ("slo.e2el_ms", slo.e2el_ms),
-        ("slo.ttfat_ms", slo.ttfat_ms),
-    ] {
-        if let Some(v) = v {
-            if !v.is_finite() || v <= 0.0 {
-                return Err(check.bad(field, format!("{v} must be a positive number of ms")));
-            }
+fn check_slo(check: &Checker, slo: Slo) -> Result<Slo, ProfileError> {
+    for (m, v) in slo.bounds.iter() {
+        if !v.is_finite() || v <= 0.0 {
+            let field = format!("slo.{}", m.field());
+            return Err(check.bad(&field, format!("{v} must be a positive number of ms")));
         }
     }
     if let Some(a) = slo.attainment {
@@ -282,12 +275,9 @@ fn check_slo(check: &Checker, slo: SloSpec) -> Result<SloSpec, ProfileError> {
     if let Some(p) = slo.percentile {
         check.number("slo.percentile", p, 1e-6..=100.0, "percent (90 = p90)")?;
     }
-    let bounds = [slo.ttft_ms, slo.tpot_ms, slo.e2el_ms, slo.ttfat_ms];
-    if bounds.iter().all(Option::is_none) {
-        return Err(check.bad(
-            "slo",
-            "needs at least one bound (ttft_ms, tpot_ms, e2el_ms or ttfat_ms)".into(),
-        ));
+    if slo.bounds.is_empty() {
+        let fields = SloMetric::listed(SloMetric::field);
+        return Err(check.bad("slo", format!("needs at least one bound ({fields})")));
     }
     Ok(slo)
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use indexmap::IndexMap;
 
-use crate::define::profile::{EngineSpec, LoadMode, SloSpec, TelemetrySpec};
+use crate::define::profile::{EngineSpec, LoadMode, TelemetrySpec};
 
 mod chat;
 mod check;
@@ -30,7 +30,7 @@ pub struct Plan {
     /// Profile name.
     pub name: String,
     /// The SLO.
-    pub slo: SloSpec,
+    pub slo: report::Slo,
     /// Quantile grid.
     pub quantiles: Vec<f64>,
     /// Closed or open loop.
@@ -105,7 +105,7 @@ impl Plan {
         use serde_json::json;
         let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
         let mut parts: Vec<(String, serde_json::Value)> = vec![
-            ("slo".into(), json!(self.slo)),
+            ("slo".into(), slo_fingerprinted(&self.slo)),
             (
                 "load".into(),
                 json!({
@@ -150,6 +150,39 @@ impl Plan {
             .map(|(k, v)| (k, fingerprint(&v)))
             .collect()
     }
+}
+
+/// The bounds a plan's fingerprint writes as `null` when absent: the profile's
+/// first three, as its `[slo]` was first written; a bound added later is left out
+/// when absent, so runs made before it resume.
+const NULL_WHEN_ABSENT: [report::SloMetric; 3] = [
+    report::SloMetric::Ttft,
+    report::SloMetric::Tpot,
+    report::SloMetric::E2el,
+];
+
+/// The SLO as the fingerprint has always read it: every bound by its field in the
+/// table's order, then `attainment` and `percentile` when given.
+fn slo_fingerprinted(slo: &report::Slo) -> serde_json::Value {
+    let mut v = serde_json::Map::new();
+    for m in report::SloMetric::ALL {
+        match slo.bound(m) {
+            Some(b) => v.insert(m.field().into(), b.into()),
+            None if NULL_WHEN_ABSENT.contains(&m) => {
+                v.insert(m.field().into(), serde_json::Value::Null)
+            }
+            None => None,
+        };
+    }
+    for (k, x) in [
+        ("attainment", slo.attainment),
+        ("percentile", slo.percentile),
+    ] {
+        if let Some(x) = x {
+            v.insert(k.into(), x.into());
+        }
+    }
+    serde_json::Value::Object(v)
 }
 
 /// An engine that can run beside others: nothing of it is launched on a GPU.

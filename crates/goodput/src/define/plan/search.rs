@@ -1,6 +1,6 @@
 //! `[search]` and the search flags, checked against the load mode.
 
-use crate::define::profile::{LoadMode, LoadSpec, Objective, ProfileError, SearchSpec, SloSpec};
+use crate::define::profile::{LoadMode, LoadSpec, Objective, ProfileError, SearchSpec};
 
 use super::check::Checker;
 use super::load::TrialRule;
@@ -42,7 +42,7 @@ pub(super) fn check_search(
     load: &LoadSpec,
     trials: (u32, Option<TrialRule>),
     profile_mode: LoadMode,
-    slo: &SloSpec,
+    slo: &report::Slo,
 ) -> Result<SearchConfig, ProfileError> {
     let (base_trials, adaptive) = trials;
     let s = table.overridden_by(flags);

@@ -88,7 +88,7 @@ fn overrides_apply() {
     assert_eq!(p.mode, crate::define::profile::LoadMode::Rate);
     assert_eq!(p.points, vec![2.5]);
     assert_eq!((p.trials, p.requests_per_trial), (3, 9));
-    assert_eq!(p.slo.e2el_ms, Some(5000.0));
+    assert_eq!(p.slo.bound(report::SloMetric::E2el), Some(5000.0));
     assert_eq!(p.engines.keys().collect::<Vec<_>>(), vec!["b"]);
     assert!(crate::define::profile::parse_slo("ttft:x").is_err());
     assert!(crate::define::profile::parse_slo("foo:1").is_err());

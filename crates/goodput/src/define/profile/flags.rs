@@ -1,7 +1,7 @@
 //! The command-line spellings of profile fields (`--slo`, `--points`), and where a
 //! key is written in a profile's text (for errors that name its line).
 
-use super::SloSpec;
+use report::{Slo, SloMetric};
 
 /// What is wrong with an `--slo` or a list of load levels.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -21,7 +21,7 @@ pub enum SpellingError {
     #[error("`{0}`: the bound must be a positive number of ms")]
     NotPositive(String),
     /// A metric goodput does not bound.
-    #[error("`{0}` is not an SLO metric: use ttft, tpot, e2el or ttfat")]
+    #[error("`{0}` is not an SLO metric: use {keys}", keys = SloMetric::listed(SloMetric::key))]
     UnknownMetric(String),
     /// A metric bounded twice.
     #[error("`{0}` is given twice")]
@@ -34,10 +34,10 @@ pub enum SpellingError {
     NotANumber(String),
 }
 
-/// Parses `ttft:1000,tpot:100,e2el:5000,ttfat:2000` (vLLM's `--goodput` spelling,
-/// also with `=`; `ttfat`, the time to first answer token, is goodput's).
-pub fn parse_slo(text: &str) -> Result<SloSpec, SpellingError> {
-    let mut slo = SloSpec::default();
+/// Parses `ttft:1000,tpot:100,e2el:5000` (vLLM's `--goodput` spelling, also with
+/// `=`; every bounded metric's key, [`SloMetric`], goodput's own included).
+pub fn parse_slo(text: &str) -> Result<Slo, SpellingError> {
+    let mut slo = Slo::default();
     let mut any = false;
     for part in text.split([',', ' ']).filter(|p| !p.is_empty()) {
         any = true;
@@ -55,17 +55,13 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, SpellingError> {
             return Err(SpellingError::NotPositive(part.into()));
         }
         let key = key.trim().to_ascii_lowercase();
-        let slot = match key.as_str() {
-            "ttft" => &mut slo.ttft_ms,
-            "tpot" => &mut slo.tpot_ms,
-            "e2el" => &mut slo.e2el_ms,
-            "ttfat" => &mut slo.ttfat_ms,
-            _ => return Err(SpellingError::UnknownMetric(key)),
+        let Some(metric) = SloMetric::from_key(&key) else {
+            return Err(SpellingError::UnknownMetric(key));
         };
-        if slot.is_some() {
+        if slo.bound(metric).is_some() {
             return Err(SpellingError::Twice(key));
         }
-        *slot = Some(ms);
+        slo.bounds.set(metric, Some(ms));
     }
     if !any {
         return Err(SpellingError::Empty("bound", "ttft:1000,tpot:100"));
@@ -75,17 +71,12 @@ pub fn parse_slo(text: &str) -> Result<SloSpec, SpellingError> {
 
 /// The bounds of `slo` in [`parse_slo`]'s spelling (`ttft:1000,tpot:100`); its
 /// `attainment` and `percentile` have no such spelling and are left out.
-pub fn format_slo(slo: &SloSpec) -> String {
-    [
-        ("ttft", slo.ttft_ms),
-        ("tpot", slo.tpot_ms),
-        ("e2el", slo.e2el_ms),
-        ("ttfat", slo.ttfat_ms),
-    ]
-    .iter()
-    .filter_map(|(k, v)| v.map(|v| format!("{k}:{v}")))
-    .collect::<Vec<_>>()
-    .join(",")
+pub fn format_slo(slo: &Slo) -> String {
+    slo.bounds
+        .iter()
+        .map(|(m, v)| format!("{}:{v}", m.key()))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Parses `1,4,16` into load levels (finite numbers; the plan checks their range).

@@ -20,7 +20,6 @@ use report::{MergedInfo, MergedShard, Point, Report, RunStatus, TrialInfo};
 
 use super::merge::Merged;
 use crate::define::plan::fingerprint_changes;
-use crate::define::profile::SloSpec;
 use crate::drive::record::{read_records, RequestRecord};
 use crate::measure::metrics::{point_slo_at, point_summary, trial_metrics, trial_slo};
 use crate::UsageError;
@@ -161,14 +160,7 @@ fn check(shards: &[(PathBuf, Report)]) -> Result<Vec<usize>, UsageError> {
 /// records.
 fn pooled(reports: &[&Report], files: &[&Path], records: &[RequestRecord]) -> Report {
     let base = reports[0];
-    let slo = SloSpec {
-        ttft_ms: base.slo.ttft_ms,
-        tpot_ms: base.slo.tpot_ms,
-        e2el_ms: base.slo.e2el_ms,
-        ttfat_ms: base.slo.ttfat_ms,
-        attainment: base.slo.attainment,
-        percentile: base.slo.percentile,
-    };
+    let slo = base.slo.clone();
     let mut by_trial: BTreeMap<TrialKey, Vec<RequestRecord>> = BTreeMap::new();
     for r in records {
         let key = (r.engine.clone(), r.x.to_bits(), r.trial, r.attempt);
@@ -259,7 +251,7 @@ fn pooled_point(
     p: &Point,
     reports: &[&Report],
     by_trial: &BTreeMap<TrialKey, Vec<RequestRecord>>,
-    slo: &SloSpec,
+    slo: &report::Slo,
     quantiles: &[f64],
     open_loop: bool,
 ) -> Point {

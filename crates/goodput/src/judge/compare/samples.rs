@@ -13,17 +13,16 @@
 
 use std::collections::HashMap;
 
-use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 use crate::measure::metrics::trial_metrics;
 
-pub use report::compare::{sample, spread, Better, Kind, Metric, Sample, METRICS, TTFAT_METRIC};
+pub use report::compare::{sample, spread, Better, Kind, Metric, Sample, METRICS};
 
 /// Fills in the per-trial figures of a report that has none (written before they
 /// were stored) from its requests, judged against the report's SLO: the last
 /// attempt of each trial. Returns how many trials were filled.
 pub fn fill_figures(report: &mut report::Report, records: &[RequestRecord]) -> usize {
-    let slo = slo_spec(&report.slo);
+    let slo = &report.slo;
     let mut by_trial: HashMap<(&str, u64, u32, u32), Vec<RequestRecord>> = HashMap::new();
     for r in records {
         by_trial
@@ -38,7 +37,7 @@ pub fn fill_figures(report: &mut report::Report, records: &[RequestRecord]) -> u
                 if let Some(recs) =
                     by_trial.get(&(name.as_str(), p.x.to_bits(), t.index, t.attempt))
                 {
-                    t.figures = trial_metrics(recs, &slo).figures;
+                    t.figures = trial_metrics(recs, slo).figures;
                     filled += 1;
                 }
             }
@@ -60,16 +59,4 @@ pub fn has_figures(report: &report::Report) -> bool {
             done.peek().is_some() && done.all(|t| !t.figures.is_empty())
         })
     })
-}
-
-/// The SLO of a report as a run's spec.
-pub fn slo_spec(s: &report::Slo) -> SloSpec {
-    SloSpec {
-        ttft_ms: s.ttft_ms,
-        tpot_ms: s.tpot_ms,
-        e2el_ms: s.e2el_ms,
-        ttfat_ms: s.ttfat_ms,
-        attainment: s.attainment,
-        percentile: s.percentile,
-    }
 }

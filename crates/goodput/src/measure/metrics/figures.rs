@@ -4,7 +4,7 @@
 //! numbers), with the sampling variance of that value from the trial's own
 //! requests, the floor under the trial-to-trial variance
 //! ([`report::stats::trials`]):
-//! - a median or p99 (TTFT, TPOT, ITL, TTFAT): from the distribution-free 95%
+//! - a median or p99 of per-request values: from the distribution-free 95%
 //!   interval of the quantile over the trial's values (Hahn & Meeker §5.2,
 //!   [`crate::stats::order`]), `((high − low) / (2 · 1.96))²`; unknown when an end
 //!   is unbounded (too few values for the rank);
@@ -14,69 +14,66 @@
 //!   tokens, `n · s²(tokens)`, over the duration squared.
 
 use indexmap::IndexMap;
+use report::compare::METRICS;
+use report::metric::{Series, Taken};
+use report::stats::quantile_linear;
 use report::Figure;
 
 use super::TrialMetrics;
 use crate::stats::order::quantile_interval;
 
-/// The variance of the `q`-quantile of `values` from its order-statistic interval.
-fn quantile_var(values: &[f64], q: f64) -> Option<f64> {
-    let mut v = values.to_vec();
-    report::stats::sort_values(&mut v);
-    let ci = quantile_interval(&v, q, crate::stats::LEVEL)?;
+/// The variance of the `q`-quantile of sorted `values` from its order-statistic
+/// interval.
+fn quantile_var(sorted: &[f64], q: f64) -> Option<f64> {
+    let ci = quantile_interval(sorted, q, crate::stats::LEVEL)?;
     let (lo, hi) = (ci.low?, ci.high?);
     let z = report::stats::normal_quantile(0.5 + crate::stats::LEVEL / 2.0);
     let sd = (hi - lo) / (2.0 * z);
     sd.is_finite().then_some(sd * sd)
 }
 
-/// The figures of trial `m`; `itls` its pooled gaps between chunks, ms, and
-/// `tokens` the output tokens of each successful request.
+/// The figures of trial `m`, one per figure `compare` tests ([`METRICS`]), in
+/// its order; `itls` its pooled gaps between chunks, ms, and `tokens` the output
+/// tokens of each successful request.
 pub fn figures(m: &TrialMetrics, itls: &[f64], tokens: &[f64]) -> IndexMap<String, Figure> {
     let mut out = IndexMap::new();
-    let mut put = |key: &str, value: Option<f64>, var: Option<f64>| {
-        if let Some(value) = value.filter(|v| v.is_finite()) {
-            out.insert(key.to_string(), Figure { value, var });
-        }
-    };
-    put(
-        "median_ttft_ms",
-        m.median_ttft_ms,
-        quantile_var(&m.ttfts_ms, 0.5),
-    );
-    put(
-        "p99_ttft_ms",
-        m.p99_ttft_ms,
-        quantile_var(&m.ttfts_ms, 0.99),
-    );
-    put(
-        "median_tpot_ms",
-        m.median_tpot_ms,
-        quantile_var(&m.tpots_ms, 0.5),
-    );
-    put("median_itl_ms", m.median_itl_ms, quantile_var(itls, 0.5));
     let d = m.duration_s.filter(|d| *d > 0.0);
-    let tokens_var = d.and_then(|d| {
-        let n = tokens.len() as f64;
-        if tokens.len() < 2 {
-            return None;
+    for metric in &METRICS {
+        let (value, var) = match metric.taken {
+            Taken::Quantile(series, q) => {
+                let mut v = match series {
+                    Series::Bounded(b) => m.values(b),
+                    Series::Itl => itls,
+                }
+                .to_vec();
+                report::stats::sort_values(&mut v);
+                (quantile_linear(&v, q), quantile_var(&v, q))
+            }
+            Taken::OutputRate => (m.output_throughput, tokens_var(d, tokens)),
+            Taken::Goodput => (
+                m.goodput_rps,
+                d.and_then(|d| report::compare::goodput_var(m.good, m.completed + m.failed, d)),
+            ),
+            Taken::NotFigure => continue,
+        };
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            out.insert(metric.key.to_string(), Figure { value, var });
         }
-        let mean = tokens.iter().sum::<f64>() / n;
-        let s2 = tokens.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        Some(n * s2 / (d * d))
-    });
-    put("output_throughput", m.output_throughput, tokens_var);
-    put(
-        report::compare::GOODPUT_KEY,
-        m.goodput_rps,
-        d.and_then(|d| report::compare::goodput_var(m.good, m.completed + m.failed, d)),
-    );
-    put(
-        "median_ttfat_ms",
-        m.reasoning.median_ttfat_ms,
-        quantile_var(&m.reasoning.ttfats_ms, 0.5),
-    );
+    }
     out
+}
+
+/// The variance of output tokens per second over a trial of `d` seconds: that
+/// of the sum of the requests' output tokens, `n · s²(tokens)`, over `d²`.
+fn tokens_var(d: Option<f64>, tokens: &[f64]) -> Option<f64> {
+    let d = d?;
+    if tokens.len() < 2 {
+        return None;
+    }
+    let n = tokens.len() as f64;
+    let mean = tokens.iter().sum::<f64>() / n;
+    let s2 = tokens.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some(n * s2 / (d * d))
 }
 
 #[cfg(test)]

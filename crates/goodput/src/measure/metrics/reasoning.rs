@@ -147,7 +147,6 @@ pub fn reasoning_summary(trials: &[TrialMetrics]) -> Option<ReasoningSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::define::profile::SloSpec;
     use crate::drive::record::Chunk;
     use crate::measure::metrics::{point_slo, request_metrics, trial_metrics, trial_slo};
 
@@ -170,11 +169,8 @@ mod tests {
         r
     }
 
-    fn slo(ttfat: f64) -> SloSpec {
-        SloSpec {
-            ttfat_ms: Some(ttfat),
-            ..Default::default()
-        }
+    fn slo(ttfat: f64) -> report::Slo {
+        report::Slo::bounded([(report::SloMetric::Ttfat, ttfat)])
     }
 
     #[test]
@@ -205,14 +201,14 @@ mod tests {
     fn usage_details_win_and_are_bounded_by_the_output() {
         let mut r = rec(0, 20, 10);
         r.reasoning_tokens = Some(25);
-        let m = request_metrics(&r, &SloSpec::default()).unwrap();
+        let m = request_metrics(&r, &report::Slo::default()).unwrap();
         assert_eq!(
             (m.reasoning.reasoning_tokens, m.reasoning.answer_tokens),
             (25, 5)
         );
         assert!(!m.reasoning.estimated);
         r.reasoning_tokens = Some(u64::MAX);
-        let m = request_metrics(&r, &SloSpec::default()).unwrap();
+        let m = request_metrics(&r, &report::Slo::default()).unwrap();
         assert_eq!(
             (m.reasoning.reasoning_tokens, m.reasoning.answer_tokens),
             (30, 0)
@@ -231,10 +227,7 @@ mod tests {
     #[test]
     fn no_answer_is_its_own_outcome_never_good_and_infinitely_slow() {
         let records = vec![rec(0, 20, 0), rec(1, 20, 10), rec(2, 20, 10)];
-        let any = SloSpec {
-            ttft_ms: Some(1000.0),
-            ..Default::default()
-        };
+        let any = report::Slo::bounded([(report::SloMetric::Ttft, 1000.0)]);
         let m = request_metrics(&records[0], &any).unwrap();
         assert!(m.reasoning.no_answer() && !m.good);
         assert_eq!(m.reasoning.ttfat_ms, None);
@@ -243,7 +236,7 @@ mod tests {
         let ts = trial_slo(&records, &slo(300.0));
         assert_eq!((ts.misses["no_answer"], ts.misses["ttfat"]), (1, 1));
         // Percentile form: at p50 the two answers decide, at p90 the no-answer does.
-        let form = |p: f64| SloSpec {
+        let form = |p: f64| report::Slo {
             percentile: Some(p),
             ..slo(300.0)
         };

@@ -8,11 +8,10 @@
 
 use indexmap::IndexMap;
 use report::stats::sort_values;
-use report::{SloForm, Stat};
+use report::{Slo, SloForm, SloMetric, Stat};
 
 use super::judgement::{all_of, decided_by, judge_percentile_at, judge_trials};
 use super::request_metrics;
-use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 
 /// What one trial says about the SLO: requests sent and good, which bounds the
@@ -25,20 +24,15 @@ pub struct TrialSlo {
     pub good: u64,
     /// Failed requests (they count as not good, and as infinitely slow).
     pub failed: u64,
-    /// Requests that missed each bound (`ttft`, `tpot`, `e2el`, `ttfat`), failed
-    /// (`errors`), or reasoned and gave no answer (`no_answer`).
+    /// Requests that missed each bound (by the metric's key), failed (`errors`),
+    /// or reasoned and gave no answer (`no_answer`).
     pub misses: IndexMap<String, u64>,
     /// Successful requests that reasoned and gave no answer (infinitely slow to
     /// their first answer token).
     pub no_answer: u64,
-    /// TTFAT of each successful request that answered, ms.
-    pub ttfats_ms: Vec<f64>,
-    /// TTFT of each successful request, ms.
-    pub ttfts_ms: Vec<f64>,
-    /// TPOT of each successful request (0 for a one-token request), ms.
-    pub tpots_ms: Vec<f64>,
-    /// E2EL of each successful request, ms.
-    pub e2els_ms: Vec<f64>,
+    /// Each bounded metric's value of each successful request that has one
+    /// ([`super::RequestMetrics::value`]), ms, in [`SloMetric`]'s order.
+    pub values: [Vec<f64>; SloMetric::COUNT],
 }
 
 impl TrialSlo {
@@ -49,7 +43,7 @@ impl TrialSlo {
 }
 
 /// Derives a trial's [`TrialSlo`] from its records.
-pub fn trial_slo(records: &[RequestRecord], slo: &SloSpec) -> TrialSlo {
+pub fn trial_slo(records: &[RequestRecord], slo: &Slo) -> TrialSlo {
     let mut t = TrialSlo::default();
     for r in records {
         t.sent += 1;
@@ -59,30 +53,34 @@ pub fn trial_slo(records: &[RequestRecord], slo: &SloSpec) -> TrialSlo {
             continue;
         };
         t.good += m.good as u64;
-        let tpot = m.tpot_ms.unwrap_or(0.0);
-        let ttfat = m.reasoning.ttfat_ms;
         if m.reasoning.no_answer() {
             t.no_answer += 1;
             *t.misses.entry("no_answer".into()).or_default() += 1;
         }
-        if slo.ttfat_ms.is_some_and(|b| ttfat.is_none_or(|v| v > b)) {
-            *t.misses.entry("ttfat".into()).or_default() += 1;
-        }
-        t.ttfats_ms.extend(ttfat);
-        for (name, v, bound) in [
-            ("ttft", m.ttft_ms, slo.ttft_ms),
-            ("tpot", tpot, slo.tpot_ms),
-            ("e2el", m.e2el_ms, slo.e2el_ms),
-        ] {
-            if bound.is_some_and(|b| v > b) {
-                *t.misses.entry(name.into()).or_default() += 1;
+        for metric in miss_order() {
+            if slo
+                .bound(metric)
+                .is_some_and(|b| m.value(metric).is_none_or(|v| v > b))
+            {
+                *t.misses.entry(metric.key().into()).or_default() += 1;
             }
         }
-        t.ttfts_ms.push(m.ttft_ms);
-        t.tpots_ms.push(tpot);
-        t.e2els_ms.push(m.e2el_ms);
+        for metric in SloMetric::ALL {
+            t.values[metric as usize].extend(m.value(metric));
+        }
     }
     t
+}
+
+/// The order a trial's `misses` are first counted in, so a point's keep theirs
+/// in the report: bounds that need an answer first, then the rest in the
+/// table's order.
+fn miss_order() -> impl Iterator<Item = SloMetric> {
+    let needs_answer = |m: &SloMetric| m.def().unanswered_misses;
+    let all = SloMetric::ALL.into_iter();
+    all.clone()
+        .filter(needs_answer)
+        .chain(all.filter(move |m| !needs_answer(m)))
 }
 
 pub use report::slo::DEFAULT_ATTAINMENT;
@@ -104,7 +102,7 @@ pub fn percentile_with_failures(values: &[f64], failed: u64, p: f64) -> Option<f
 
 /// A point judged against the SLO from its trials' [`TrialSlo`], read once at 95%
 /// (a fixed trial count): [`point_slo_at`] with `z = 1.96`.
-pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck) {
+pub fn point_slo(trials: &[TrialSlo], slo: &Slo) -> (Stat, report::SloCheck) {
     point_slo_at(trials, slo, report::stats::Z95)
 }
 
@@ -116,7 +114,7 @@ pub fn point_slo(trials: &[TrialSlo], slo: &SloSpec) -> (Stat, report::SloCheck)
 /// the point estimate reaches the target, or in the percentile form when each
 /// bounded metric's p-th percentile is within its bound; and the judgement,
 /// [`super::judgement`]).
-pub fn point_slo_at(trials: &[TrialSlo], slo: &SloSpec, z: f64) -> (Stat, report::SloCheck) {
+pub fn point_slo_at(trials: &[TrialSlo], slo: &Slo, z: f64) -> (Stat, report::SloCheck) {
     let per_trial = Stat::from_trials(trials.iter().map(TrialSlo::attainment));
     let good: u64 = trials.iter().map(|t| t.good).sum();
     let sent: u64 = trials.iter().map(|t| t.sent).sum();
@@ -145,28 +143,26 @@ pub fn point_slo_at(trials: &[TrialSlo], slo: &SloSpec, z: f64) -> (Stat, report
             judged.map(|(j, _)| j),
         ),
         Some(p) => {
-            let pool = |f: fn(&TrialSlo) -> &Vec<f64>| -> Vec<f64> {
-                trials.iter().flat_map(|t| f(t).iter().copied()).collect()
-            };
             let mut ok = sent > 0;
             let no_answer: u64 = trials.iter().map(|t| t.no_answer).sum();
             let mut parts = Vec::new();
-            for (name, bound, values, slow) in [
-                ("ttft", slo.ttft_ms, pool(|t| &t.ttfts_ms), failed),
-                ("tpot", slo.tpot_ms, pool(|t| &t.tpots_ms), failed),
-                ("e2el", slo.e2el_ms, pool(|t| &t.e2els_ms), failed),
-                (
-                    "ttfat",
-                    slo.ttfat_ms,
-                    pool(|t| &t.ttfats_ms),
-                    failed + no_answer,
-                ),
-            ] {
-                let Some(b) = bound else { continue };
+            for (metric, b) in slo.bounds.iter() {
+                let values: Vec<f64> = trials
+                    .iter()
+                    .flat_map(|t| t.values[metric as usize].iter().copied())
+                    .collect();
+                // A failed request is infinitely slow, and so, for a bound that
+                // needs an answer, is one that gave none.
+                let slow = failed
+                    + if metric.def().unanswered_misses {
+                        no_answer
+                    } else {
+                        0
+                    };
                 let v = percentile_with_failures(&values, slow, p);
                 ok &= v.is_some_and(|v| v <= b);
                 parts.push(judge_percentile_at(&values, slow, p, b, level));
-                percentiles_ms.insert(name.to_string(), v);
+                percentiles_ms.insert(metric.key().to_string(), v);
             }
             (SloForm::Percentile, ok, (sent > 0).then(|| all_of(parts)))
         }

@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use report::{ConversationSummary, TurnSummary};
 
 use super::{request_metrics, TrialMetrics};
-use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 use crate::stats::median_p99;
 
@@ -38,7 +37,7 @@ pub struct TurnValues {
 
 /// A trial's requests by turn; `None` when no record has a turn (not a
 /// conversation).
-pub fn trial_turns(records: &[RequestRecord], slo: &SloSpec) -> Option<TrialTurns> {
+pub fn trial_turns(records: &[RequestRecord], slo: &report::Slo) -> Option<TrialTurns> {
     let mut t = TrialTurns::default();
     let (mut sessions, mut cut) = (BTreeSet::new(), BTreeSet::new());
     for r in records {

@@ -175,7 +175,7 @@ mod tests {
 
     fn span(name: &str) -> SpanData {
         let rec = crate::drive::record::RequestRecord::new(name, 1.0, 0, 0, 0);
-        let slo = crate::define::profile::SloSpec::default();
+        let slo = report::Slo::default();
         let t = super::super::span::TrialSpans {
             started_unix_s: 1.0,
             engine: None,

@@ -11,9 +11,9 @@ use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, Tr
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator, SpanData};
 
-use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 use crate::measure::metrics::request_metrics;
+use report::Slo;
 
 /// Characters of a failure's detail kept in the span's status.
 const DETAIL_CHARS: usize = 200;
@@ -26,7 +26,7 @@ pub struct TrialSpans<'a> {
     /// The engine's environment as the report has it (model, URL, API).
     pub engine: Option<&'a report::EngineEnv>,
     /// The SLO each request is judged by (`goodput.good`).
-    pub slo: &'a SloSpec,
+    pub slo: &'a Slo,
 }
 
 /// The instrumentation scope of goodput's spans.
@@ -212,10 +212,8 @@ mod tests {
         r.requested_tokens = Some(3);
         r.status = Some(200);
         r.request_id = Some("goodput-00000000000000ab-9".into());
-        let slo = SloSpec {
-            ttft_ms: Some(50.0),
-            ..Default::default()
-        };
+        let mut slo = Slo::default();
+        slo.bounds.set(report::SloMetric::Ttft, Some(50.0));
         let e = engine();
         let t = TrialSpans {
             started_unix_s: 1_700_000_000.5,
@@ -255,7 +253,7 @@ mod tests {
         r.status = Some(429);
         r.error = Some(ErrorKind::Http);
         r.error_detail = Some("HTTP 429: slow down".into());
-        let slo = SloSpec::default();
+        let slo = Slo::default();
         let t = TrialSpans {
             started_unix_s: 1.0,
             engine: None,

@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
 use super::output::{Residual, METRICS};
 use super::solve::{Solution, Status, NAMES, TERMS};
 use super::{FitContext, Param, Trials};
-use crate::define::profile::SloSpec;
 use crate::drive::record::RequestRecord;
 use crate::measure::metrics::trial_metrics;
 
@@ -180,7 +179,7 @@ pub fn build(
 
 /// The pooled standard deviation of ln(trial / point median), per metric.
 pub(super) fn spread(trials: &Trials<'_>) -> Vec<f64> {
-    let slo = SloSpec::default();
+    let slo = report::Slo::default();
     let mut by_x: BTreeMap<u64, Vec<[Option<f64>; 3]>> = BTreeMap::new();
     for ((x, _, _), recs) in trials {
         let owned: Vec<RequestRecord> = recs.iter().map(|r| (*r).clone()).collect();

@@ -12,7 +12,6 @@ use goodput_sim::SimConfig;
 
 use super::solve::Status;
 use super::{Fit, FitContext, FITTED_FROM_HEADER};
-use crate::define::profile::SloSpec;
 use crate::drive::record::{read_records_where, records_path, RequestRecord};
 use crate::measure::metrics::trial_metrics;
 use crate::render::text::num;
@@ -170,7 +169,7 @@ pub fn residuals(
     config: &SimConfig,
     rate_mode: bool,
 ) -> Vec<Residual> {
-    let slo = SloSpec::default();
+    let slo = report::Slo::default();
     let mut by_x: BTreeMap<u64, Vec<(Three, Three)>> = BTreeMap::new();
     for ((x, _, _), recs) in trials {
         let owned: Vec<RequestRecord> = recs.iter().map(|r| (*r).clone()).collect();

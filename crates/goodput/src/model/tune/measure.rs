@@ -85,7 +85,9 @@ pub async fn measure(
             m.trials = c.map_or(0, |c| c.trials);
             match c {
                 None => m.failure = Some("the search stated no capacity".into()),
-                Some(c) if c.limited_by == Limit::Engine => m.failure = Some(c.note.clone()),
+                Some(c) if c.limited_by == Limit::Other(report::LimitWord::Engine) => {
+                    m.failure = Some(c.note.clone())
+                }
                 Some(_) => m.capacity = capacity_of(&report, engine),
             }
             m.report = Some(report);

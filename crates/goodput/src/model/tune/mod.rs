@@ -455,10 +455,7 @@ fn answer(t: &Tuning<'_>, scheme: TuneScheme, model: Option<String>) -> Tune {
         .next()
         .map(|r| r.slo.clone())
         .unwrap_or_else(|| report::Slo {
-            ttft_ms: t.plan.slo.ttft_ms,
-            tpot_ms: t.plan.slo.tpot_ms,
-            e2el_ms: t.plan.slo.e2el_ms,
-            ttfat_ms: t.plan.slo.ttfat_ms,
+            bounds: t.plan.slo.bounds,
             attainment: t.plan.search.as_ref().map(|s| s.target),
             percentile: None,
             extra: Default::default(),

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use common::request::send;
 use common::script::*;
-use goodput::define::profile::SloSpec;
 use goodput::drive::client::{http_client, max_content_chunks, Limits, SseLimits, Target};
 use goodput::drive::record::{ErrorKind, RequestRecord};
 use goodput::measure::metrics::{request_metrics, trial_metrics};
@@ -24,13 +23,11 @@ fn limits() -> Limits {
     }
 }
 
-fn slo() -> SloSpec {
-    SloSpec {
-        ttft_ms: Some(1000.0),
-        tpot_ms: Some(100.0),
-        e2el_ms: None,
-        ..Default::default()
-    }
+fn slo() -> report::Slo {
+    report::Slo::bounded([
+        (report::SloMetric::Ttft, 1000.0),
+        (report::SloMetric::Tpot, 100.0),
+    ])
 }
 
 async fn one(server: &ScriptServer, limits: Limits) -> RequestRecord {

@@ -23,7 +23,6 @@ use common::cli::{goodput_output, goodput_run, succeeded, Scratch};
 use common::request::send;
 use common::script::*;
 use futures_util::StreamExt;
-use goodput::define::profile::SloSpec;
 use goodput::drive::client::{http_client, Limits, SseLimits, Target};
 use goodput::drive::record::RequestRecord;
 use goodput::measure::metrics::{request_metrics, RequestMetrics};
@@ -38,10 +37,7 @@ fn limits() -> Limits {
 }
 
 fn metrics(rec: &RequestRecord) -> RequestMetrics {
-    let slo = SloSpec {
-        ttft_ms: Some(10_000.0),
-        ..Default::default()
-    };
+    let slo = report::Slo::bounded([(report::SloMetric::Ttft, 10_000.0)]);
     request_metrics(rec, &slo).unwrap_or_else(|| panic!("a successful request: {rec:?}"))
 }
 
@@ -370,7 +366,7 @@ fn the_example_profile_runs_thinking_on_and_off_as_two_engines() {
         .unwrap()
         .into_plan("reasoning-sim.toml", &Default::default())
         .unwrap();
-    assert_eq!(plan.slo.ttfat_ms, Some(4000.0));
+    assert_eq!(plan.slo.bound(report::SloMetric::Ttfat), Some(4000.0));
     let fields =
         |e: &str| serde_json::Value::Object(goodput::define::plan::chat_fields(&plan.engines[e]));
     assert_eq!(fields("thinking"), json!({}));

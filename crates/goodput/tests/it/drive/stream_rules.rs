@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use common::request::send;
 use common::script::*;
 use common::server::spawn;
-use goodput::define::profile::SloSpec;
 use goodput::drive::client::{http_client, Limits, SseLimits, Target};
 use goodput::drive::record::{ErrorKind, RequestRecord};
 use goodput::measure::metrics::{point_summary, request_metrics, trial_metrics};
@@ -99,11 +98,8 @@ async fn a_flood_of_role_only_events_ends_at_the_stall_and_request_timeouts() {
     ends_at_the_stall_and_request_timeouts(&s.url).await;
 }
 
-fn slo() -> SloSpec {
-    SloSpec {
-        ttft_ms: Some(1000.0),
-        ..Default::default()
-    }
+fn slo() -> report::Slo {
+    report::Slo::bounded([(report::SloMetric::Ttft, 1000.0)])
 }
 
 #[tokio::test]

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use common::request::send;
 use common::script::*;
-use goodput::define::profile::SloSpec;
 use goodput::drive::client::{http_client, Limits, SseLimits, Target};
 use goodput::drive::record::RequestRecord;
 use goodput::measure::metrics::request_metrics;
@@ -72,12 +71,11 @@ async fn replay(text: &str, path: &str) -> RequestRecord {
     send(&client, &target, b"{}", Some(16), &limits).await
 }
 
-fn slo() -> SloSpec {
-    SloSpec {
-        ttft_ms: Some(1000.0),
-        tpot_ms: Some(100.0),
-        ..Default::default()
-    }
+fn slo() -> report::Slo {
+    report::Slo::bounded([
+        (report::SloMetric::Ttft, 1000.0),
+        (report::SloMetric::Tpot, 100.0),
+    ])
 }
 
 #[tokio::test]

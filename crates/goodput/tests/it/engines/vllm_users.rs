@@ -56,7 +56,13 @@ fn vllms_command_line_benchmarks_a_running_server_without_a_profile() {
     );
     let p = &r.load["goodput-sim"].points[0];
     assert_eq!((p.x, p.completed.clone()), (2.0, vec![20]));
-    assert_eq!((r.slo.ttft_ms, r.slo.tpot_ms), (Some(1000.0), Some(100.0)));
+    assert_eq!(
+        (
+            r.slo.bound(report::SloMetric::Ttft),
+            r.slo.bound(report::SloMetric::Tpot)
+        ),
+        (Some(1000.0), Some(100.0))
+    );
     assert_eq!(p.mean_output_tokens.and_then(|s| s.median), Some(16.0));
 
     // The vLLM-format file beside it reads as vLLM's own, and shows its figures.
@@ -213,7 +219,11 @@ fn every_bound_of_vllms_goodput_flag_is_applied_and_an_unknown_one_refused() {
     .success();
     let slo = dir.report().slo;
     assert_eq!(
-        (slo.ttft_ms, slo.tpot_ms, slo.ttfat_ms),
+        (
+            slo.bound(report::SloMetric::Ttft),
+            slo.bound(report::SloMetric::Tpot),
+            slo.bound(report::SloMetric::Ttfat)
+        ),
         (Some(2000.0), Some(200.0), Some(1000.0))
     );
     let other = Scratch::new();

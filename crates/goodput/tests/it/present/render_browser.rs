@@ -163,7 +163,7 @@ fn html_renders_in_headless_chromium() {
     // A TPOT bound above every request puts the SLO line at the right end of its
     // axis, and load levels spanning 64x give a log axis: no text may stick out.
     let mut edge = additive;
-    edge.slo.tpot_ms = Some(200.0);
+    edge.slo.bounds.set(report::SloMetric::Tpot, Some(200.0));
     for (i, p) in edge.load[0].points.iter_mut().enumerate() {
         p.x = 0.5 * 8f64.powi(i as i32);
     }

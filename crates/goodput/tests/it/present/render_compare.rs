@@ -71,7 +71,7 @@ fn different_workloads_are_not_paired() {
 fn different_slos_compare_latency_but_not_goodput() {
     let base = run_of("concurrency", synthetic(512));
     let mut cand = run_of("concurrency", synthetic(512));
-    cand.slo.ttft_ms = Some(2000.0);
+    cand.slo.bounds.set(report::SloMetric::Ttft, Some(2000.0));
     let out = compare(base, cand);
     assert!(out.contains("median TTFT ms"), "{out}");
     assert!(
@@ -132,7 +132,7 @@ fn attainment_is_compared_beside_goodput_and_only_under_the_same_slo() {
         .unwrap_or_else(|| panic!("no attainment row: {text}"));
     assert!(row.contains("better"), "higher attainment is better: {row}");
     let mut other = with(0.95);
-    other.slo.ttft_ms = Some(2000.0);
+    other.slo.bounds.set(report::SloMetric::Ttft, Some(2000.0));
     let text = compare(with(0.5), other);
     let rows = text
         .lines()

@@ -18,7 +18,7 @@ fn with_capacity(loads: &[(&str, Option<f64>)]) -> Report {
                 failing: Some(max.unwrap_or(0.0) + 1.0),
                 probes: 3,
                 trials: 4,
-                limited_by: report::Limit::Ttft,
+                limited_by: report::Limit::Metric(report::SloMetric::Ttft),
                 note: match max {
                     Some(_) => "meets the SLO".into(),
                     None => "fails even at the lowest load".into(),

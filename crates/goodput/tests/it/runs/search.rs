@@ -50,7 +50,11 @@ fn search_finds_the_exact_knee_and_the_report_holds_every_probe() {
         (Some(3.0), Some(3.0), Some(4.0)),
         "{c:?}"
     );
-    assert_eq!(c.limited_by, report::Limit::Ttft, "{c:?}");
+    assert_eq!(
+        c.limited_by,
+        report::Limit::Metric(report::SloMetric::Ttft),
+        "{c:?}"
+    );
     // The capacity's interval lies within the bracket, around its estimate.
     let i = c.interval.expect("a capacity interval");
     assert!(

@@ -131,7 +131,7 @@ fn odd_reports_render_without_panicking() {
         }
     }
     odd.quantiles.clear();
-    odd.slo.ttft_ms = Some(0.0);
+    odd.slo.bounds.set(report::SloMetric::Ttft, Some(0.0));
     for r in [&odd, &base] {
         for f in [Format::Table, Format::Markdown, Format::Csv, Format::Json] {
             assert!(!render::show(r, f, true).is_empty());
