@@ -228,7 +228,7 @@ async fn run_one(
     let m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
     let server = m.server.finish(&m.records).await;
     abandoned_notice(ctx, at, &m.records);
-    stall_notice(ctx, at, &trial_no, m.client_stall_ms);
+    stall_notice(ctx, at, &trial_no, m.client_stall_ms, &m.records);
     let died = match handle.exit_status() {
         Some(s) => Some(s),
         None => stopped_answering(handle, &m.records).await,
@@ -290,8 +290,13 @@ const GONE_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
 /// A trial whose client was paused or starved (its timer woke more than
 /// [`CLIENT_STALL_LIMIT_MS`] late) says so, with how late: its latencies hold the
 /// pause (the report's warning says the same).
-fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, trial_no: &str, late_ms: f64) {
+/// Likewise a trial whose chunks' times may be late ([`crate::drive::load::stall::late_stamps`]).
+fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, trial_no: &str, late_ms: f64, rs: &[RequestRecord]) {
     use report::CLIENT_STALL_LIMIT_MS;
+    if let Some(late) = crate::drive::load::stall::late_stamps(rs) {
+        let text = format!("{}: x={} trial {trial_no}: {late}", at.name, at.x);
+        ctx.journal.info.notices.push(Notice::engine(NoticeKind::ClientStall, at.name, text));
+    }
     if late_ms <= CLIENT_STALL_LIMIT_MS {
         return;
     }
