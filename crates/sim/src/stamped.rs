@@ -102,11 +102,7 @@ impl Reader {
 
     /// One `recvmsg` into `buf`: bytes read, the receive time if the kernel gave
     /// one, and whether bytes are left queued.
-    fn recv(
-        &mut self,
-        tcp: &TcpStream,
-        buf: &mut [u8],
-    ) -> io::Result<(usize, Option<u64>, bool)> {
+    fn recv(&mut self, tcp: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<u64>, bool)> {
         let fd = tcp.as_raw_fd();
         let cmsg = &mut self.cmsg;
         tcp.try_io(Interest::READABLE, || {

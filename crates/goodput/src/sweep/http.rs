@@ -291,11 +291,20 @@ const GONE_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
 /// [`CLIENT_STALL_LIMIT_MS`] late) says so, with how late: its latencies hold the
 /// pause (the report's warning says the same).
 /// Likewise a trial whose chunks' times may be late ([`crate::drive::load::stall::late_stamps`]).
-fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, trial_no: &str, late_ms: f64, rs: &[RequestRecord]) {
+fn stall_notice(
+    ctx: &mut Ctx<'_>,
+    at: &At<'_>,
+    trial_no: &str,
+    late_ms: f64,
+    rs: &[RequestRecord],
+) {
     use report::CLIENT_STALL_LIMIT_MS;
     if let Some(late) = crate::drive::load::stall::late_stamps(rs) {
         let text = format!("{}: x={} trial {trial_no}: {late}", at.name, at.x);
-        ctx.journal.info.notices.push(Notice::engine(NoticeKind::ClientStall, at.name, text));
+        ctx.journal
+            .info
+            .notices
+            .push(Notice::engine(NoticeKind::ClientStall, at.name, text));
     }
     if late_ms <= CLIENT_STALL_LIMIT_MS {
         return;

@@ -105,7 +105,10 @@ async fn chunks_that_waited_together_are_bounded_and_a_lone_one_is_exact() {
     // The first three waited with the fourth: bounded, and each was written within
     // its bound before its time.
     for (i, (chunk, &w)) in c.iter().zip(&written).take(3).enumerate() {
-        let bound = chunk.bound.unwrap_or_else(|| panic!("chunk {i} exact: {c:?}")).get();
+        let bound = chunk
+            .bound
+            .unwrap_or_else(|| panic!("chunk {i} exact: {c:?}"))
+            .get();
         let (earliest, t) = (origin + chunk.t - bound, origin + chunk.t);
         assert!(
             earliest <= w + 2_000_000 && w <= t + 2_000_000,
