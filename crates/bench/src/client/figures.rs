@@ -291,6 +291,7 @@ mod tests {
                 len: 1,
                 reasoning: 0,
                 lag: Some(lag),
+                bound: None,
             })
             .collect();
         r.done = chunks.last().map(|c| c.0);

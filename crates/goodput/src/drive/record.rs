@@ -96,6 +96,16 @@ pub struct Chunk {
     /// (only from `goodput sim` in probe mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lag: Option<i64>,
+    /// The time `t` is an upper bound, not exact: the chunk was read together with
+    /// a later write of the server (or by a read that left bytes waiting), because
+    /// the client was behind or off the CPU, and the kernel keeps one receive time
+    /// for bytes that waited together, the last one's. The chunk arrived within
+    /// this many ns before `t` (after the previous chunk or the send). Absent:
+    /// `t` is exact (the kernel's receive time of its own write, or, where the
+    /// kernel gives none, the read's time), as in records written before it.
+    /// (Non-zero, so that a chunk stays 40 bytes.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<std::num::NonZeroU64>,
 }
 
 /// The raw facts of one request.

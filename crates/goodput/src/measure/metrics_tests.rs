@@ -23,6 +23,7 @@ fn rec(index: u32, sent_ms: u64, chunk_ms: &[u64], tokens: Option<u64>) -> Reque
             len: 5,
             reasoning: 0,
             lag: None,
+            bound: None,
         })
         .collect();
     r.completion_tokens = tokens.or(Some(chunk_ms.len() as u64));

@@ -16,8 +16,8 @@ use crate::define::profile::EngineSpec;
 use crate::define::requests::Builder;
 use crate::drive::client::Target;
 use crate::drive::engine::{EngineContext, EngineHandle};
-use crate::drive::load::share;
 use crate::drive::load::Trial;
+use crate::drive::load::{share, stall};
 use crate::drive::record::{ErrorKind, RequestRecord};
 use crate::measure::metrics::{trial_metrics, trial_slo, TrialMetrics};
 use crate::measure::telemetry;
@@ -228,7 +228,7 @@ async fn run_one(
     let m = measure(ctx, at, handle, tel, target, (trial, conversations), label).await;
     let server = m.server.finish(&m.records).await;
     abandoned_notice(ctx, at, &m.records);
-    stall_notice(ctx, at, &trial_no, m.client_stall_ms);
+    stall_notice(ctx, at, &trial_no, m.client_stall_ms, &m.records);
     let died = match handle.exit_status() {
         Some(s) => Some(s),
         None => stopped_answering(handle, &m.records).await,
@@ -289,9 +289,15 @@ const GONE_PROBE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A trial whose client was paused or starved (its timer woke more than
 /// `CLIENT_STALL_LIMIT_MS` late) says so, with how late: its latencies hold the
-/// pause (the report's warning says the same).
-fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, trial_no: &str, late_ms: f64) {
+/// pause (the report's warning says the same). Likewise a trial whose chunks'
+/// times may be late (`stall::late_stamps`).
+fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, n: &str, late_ms: f64, rs: &[RequestRecord]) {
     use report::CLIENT_STALL_LIMIT_MS;
+    if let Some(late) = stall::late_stamps(rs) {
+        let text = format!("{}: x={} trial {n}: {late}", at.name, at.x);
+        let notice = Notice::engine(NoticeKind::ClientStall, at.name, text);
+        ctx.journal.info.notices.push(notice);
+    }
     if late_ms <= CLIENT_STALL_LIMIT_MS {
         return;
     }
@@ -299,7 +305,7 @@ fn stall_notice(ctx: &mut Ctx<'_>, at: &At<'_>, trial_no: &str, late_ms: f64) {
         NoticeKind::ClientStall,
         at.name,
         format!(
-            "{}: x={} trial {trial_no}: the client stalled: its timer woke {} ms late (limit \
+            "{}: x={} trial {n}: the client stalled: its timer woke {} ms late (limit \
              {CLIENT_STALL_LIMIT_MS} ms; paused, or starved of CPU), so the latencies of \
              the requests in flight include the stall",
             at.name,

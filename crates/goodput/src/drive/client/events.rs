@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
-use super::stamped::{chunk_time, Stamps};
+use super::stamped::{chunk_time, ReadMark, Stamps};
 use super::{describe, max_content_chunks, Failure, Limits, SseParser};
 use crate::drive::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
@@ -130,6 +130,7 @@ pub(super) async fn read<E: std::error::Error>(
     let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
     rec.chunks.reserve(expected + 1);
     let mut stall = StallTimer::new(limits.stall_timeout, deadline, since);
+    let mut reads = Reads::default();
     let timer = tokio::time::sleep_until(stall.next_wake());
     tokio::pin!(timer);
     while !progress.saw_done {
@@ -153,10 +154,13 @@ pub(super) async fn read<E: std::error::Error>(
             Some(Err(e)) => return Err(Failure::new(ErrorKind::Reset, describe(&e))),
         };
         // Arrival time first, then parsing.
+        let mark = stamps.map(Stamps::latest_read).unwrap_or_default();
         let t = chunk_time(stamps.and_then(Stamps::latest), floor, now_ns());
+        let after = floor.saturating_sub(origin);
         floor = t;
         let chunks_before = rec.chunks.len();
         progress.take(&bytes, t.saturating_sub(origin), t, rec)?;
+        reads.frame(rec, chunks_before, mark, after);
         // Only generated text re-arms the stall timer: a server that sends nothing
         // but keep-alive comments (or role-only, usage-only events) is stalled.
         if rec.chunks.len() > chunks_before {
@@ -170,6 +174,49 @@ pub(super) async fn read<E: std::error::Error>(
         ));
     }
     Ok(())
+}
+
+/// Which chunks' times are upper bounds: those read together with a later HTTP
+/// chunk (a later write of the server) by one read, and those of a read that left
+/// bytes queued ([`super::stamped`]). A frame is one HTTP chunk as the connection
+/// decoded it; the frames of one read share its receive time.
+#[derive(Default)]
+struct Reads {
+    /// The read the previous frame came from.
+    read: ReadMark,
+    /// The first chunk of the records that read gave.
+    first: usize,
+    /// Nothing that read took arrived before this (ns since the trial's start):
+    /// the previous read's time, or the send.
+    after: u64,
+}
+
+impl Reads {
+    /// A frame was read into the record, its chunks from `first_new` on; `after`
+    /// is the time before which none of it arrived.
+    fn frame(&mut self, rec: &mut RequestRecord, first_new: usize, mark: ReadMark, after: u64) {
+        if mark.no == 0 {
+            return;
+        }
+        if mark.no == self.read.no {
+            // A second write in the same read: the earlier frames' chunks share
+            // this read's time although they arrived before it.
+            self.mark(rec, self.first..first_new);
+        } else {
+            self.first = first_new;
+            self.after = after;
+        }
+        if mark.queued {
+            self.mark(rec, first_new..rec.chunks.len());
+        }
+        self.read = mark;
+    }
+
+    fn mark(&self, rec: &mut RequestRecord, range: std::ops::Range<usize>) {
+        for c in rec.chunks.get_mut(range).unwrap_or_default() {
+            c.bound = std::num::NonZeroU64::new(c.t.saturating_sub(self.after));
+        }
+    }
 }
 
 impl Progress {
@@ -234,6 +281,7 @@ impl Progress {
                 len: info.text_len,
                 reasoning: info.reasoning_len,
                 lag: info.probe_ns.map(|p| t_abs as i64 - p as i64),
+                bound: None,
             });
         }
         Ok(())

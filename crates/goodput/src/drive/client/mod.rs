@@ -134,7 +134,7 @@ pub const ERROR_BODY_READ_BYTES: usize = 4096;
 
 /// Content chunks a stream may carry when the request did not say how many tokens
 /// it allows: above any model's context (so never a real answer), and a bounded
-/// record (32 bytes a chunk: 32 MiB).
+/// record (40 bytes a chunk: 40 MiB).
 pub const UNASKED_MAX_CHUNKS: usize = 1 << 20;
 
 /// Most content-bearing chunks one stream may carry before it fails as

@@ -15,10 +15,15 @@
 //! kernel (not when the client decided to send it). Where the kernel gives none (another OS, a socket
 //! option refused), a read keeps its read time, as before.
 //!
-//! The kernel keeps one time per read, that of the last segment the read took: a
-//! read that finds several writes of the server waiting (a client behind by more
-//! than a token's gap) gives all their chunks the last one's arrival, still no
-//! later than the read. A read that finds one write, the usual case, is exact.
+//! The kernel keeps one time per read, that of the last segment the read took, and
+//! segments that wait in the receive queue are merged there keeping the later
+//! one's time ([`goodput_sim::stamped`]): a read that finds several writes of the
+//! server waiting (a client behind by more than a token's gap, or off the CPU)
+//! gives all their chunks the last one's arrival, still no later than the read.
+//! A read that finds one write, the usual case, is exact. Which case a chunk is in
+//! is kept ([`ReadMark`]): a chunk read together with a later HTTP chunk (a later
+//! write of the server), or by a read that left bytes queued, has a time that is
+//! only an upper bound, and its record says so (`Chunk::bound`).
 
 use std::io;
 use std::pin::Pin;
@@ -40,10 +45,23 @@ const READ_AT_ONCE: usize = 2048;
 /// of the bytes it read last, and when the first write since the request was
 /// queued began (the request handed to the kernel).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Stamps(Arc<[AtomicU64; 2]>);
+pub(crate) struct Stamps(Arc<[AtomicU64; 3]>);
 
 const RECEIVED: usize = 0;
 const WRITTEN: usize = 1;
+/// The latest read's number (counted from 1) shifted left by one, and whether it
+/// left bytes queued in the low bit.
+const READ: usize = 2;
+
+/// Which read of a connection returned bytes, and whether it left bytes queued
+/// (then its time is an upper bound for what it took).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ReadMark {
+    /// The read's number on its connection (0: no read stamped yet).
+    pub no: u64,
+    /// The read left bytes in the socket: the client was behind.
+    pub queued: bool,
+}
 
 impl Stamps {
     /// The receive time of the latest read, if any read was stamped.
@@ -51,8 +69,19 @@ impl Stamps {
         Some(self.0[RECEIVED].load(Ordering::Relaxed)).filter(|&t| t != 0)
     }
 
-    fn set_received(&self, ns: u64) {
+    /// Which read [`Stamps::latest`] is the time of.
+    pub(crate) fn latest_read(&self) -> ReadMark {
+        let v = self.0[READ].load(Ordering::Relaxed);
+        ReadMark {
+            no: v >> 1,
+            queued: v & 1 == 1,
+        }
+    }
+
+    fn set_received(&self, ns: u64, queued: bool) {
         self.0[RECEIVED].store(ns.max(1), Ordering::Relaxed);
+        let no = (self.0[READ].load(Ordering::Relaxed) >> 1).wrapping_add(1);
+        self.0[READ].store((no << 1) | u64::from(queued), Ordering::Relaxed);
     }
 
     /// A request is about to be queued on the connection: the next write is its.
@@ -102,7 +131,7 @@ impl AsyncRead for StampedTcp {
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         if let Some(at) = ready!(this.reader.poll_read(&this.tcp, cx, buf))? {
-            this.stamps.set_received(at);
+            this.stamps.set_received(at, this.reader.left_queued());
         }
         Poll::Ready(Ok(()))
     }

@@ -27,6 +27,7 @@ fn content_chunk_bound_is_twice_max_tokens_and_at_least_64_more() {
     assert_eq!(max_content_chunks(Some(1000)), 2000);
     assert_eq!(max_content_chunks(Some(u32::MAX)), 2 * u32::MAX as usize);
     assert_eq!(max_content_chunks(None), UNASKED_MAX_CHUNKS);
-    // The unasked bound keeps a record within 32 MiB.
-    assert!(UNASKED_MAX_CHUNKS * std::mem::size_of::<Chunk>() <= 32 << 20);
+    // The unasked bound keeps a record within 40 MiB (a chunk is 40 bytes).
+    assert_eq!(std::mem::size_of::<Chunk>(), 40);
+    assert!(UNASKED_MAX_CHUNKS * std::mem::size_of::<Chunk>() <= 40 << 20);
 }

@@ -52,6 +52,7 @@ pub fn to_record(
             len: tokens * BYTES_PER_TOKEN,
             reasoning: 0,
             lag: None,
+            bound: None,
         })
         .collect();
     match v.done {

@@ -162,6 +162,7 @@ mod tests {
                 len: 3,
                 reasoning: if i < thinking { 3 } else { 0 },
                 lag: None,
+                bound: None,
             })
             .collect();
         r.completion_tokens = Some(thinking + answer);

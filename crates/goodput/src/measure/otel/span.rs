@@ -204,6 +204,7 @@ mod tests {
                 len: 1,
                 reasoning: 0,
                 lag: None,
+                bound: None,
             })
             .to_vec();
         r.done = Some(17_000_000);

@@ -73,6 +73,7 @@ fn record(index: u32) -> String {
             len: 2,
             reasoning: 0,
             lag: None,
+            bound: None,
         })
         .collect();
     r.done = Some(4_000_000);

@@ -2,6 +2,7 @@
 //! servers and input.
 
 mod bad_files;
+mod client_bounds;
 mod client_sse;
 mod client_stall;
 mod conversation;
