@@ -155,7 +155,7 @@ def grid(binary, work, name, engine, scale, requests, search_max):
             with open(prof, "w") as f:
                 f.write(profile_text(name, TTFT_MS / scale, TPOT_MS / scale, requests, eng, search_max))
             t0 = time.time()
-            rc = run([binary, "search", prof, "-o", out, "--quiet"], out + ".log")
+            rc = run([binary, "search", prof, "-o", out, "--force", "--quiet"], out + ".log")
             secs += time.time() - t0
             if rc not in (0, 4):
                 sys.exit(f"search of {name} {c} failed (exit {rc}): see {out}.log")

@@ -89,7 +89,15 @@ fn next(t: &Tuning<'_>, picked: usize) -> Option<usize> {
         .filter(|(_, r)| r.measured.is_none() && r.failure.is_none())
         .filter_map(|(i, r)| r.predicted.clone().map(|c| (i, c)))
         .collect();
-    let order = pick::rank(&open);
+    let order: Vec<usize> = pick::rank(&open)
+        .into_iter()
+        .filter(|&i| {
+            t.rows[i]
+                .predicted
+                .as_ref()
+                .is_some_and(|p| p.max_load.is_some())
+        })
+        .collect();
     if picked < CONFIRM {
         return order.first().copied();
     }
@@ -100,7 +108,7 @@ fn next(t: &Tuning<'_>, picked: usize) -> Option<usize> {
         t.rows[i]
             .predicted
             .as_ref()
-            .is_some_and(|p| p.max_load.is_some() && high(p) >= best_low)
+            .is_some_and(|p| high(p) >= best_low)
     })
 }
 

@@ -201,19 +201,20 @@ impl Tuning<'_> {
 
     /// Which budget stopped the tune, in words (for the notes).
     pub(crate) fn spent(&self) -> String {
-        if self.measured >= self.space.max_measured {
-            format!("{} candidates measured", self.space.max_measured)
-        } else if let Some(n) = self.space.max_trials.filter(|n| self.trials_run >= *n) {
+        if let Some(n) = self.space.max_trials.filter(|n| self.trials_run >= *n) {
             format!("max_trials = {n}: {} trials run", self.trials_run)
+        } else if let Some(m) = self
+            .space
+            .max_minutes
+            .filter(|m| self.started.elapsed().as_secs_f64() >= m * 60.0)
+        {
+            format!("max_minutes = {m}")
         } else {
-            format!(
-                "max_minutes = {}",
-                self.space.max_minutes.unwrap_or_default()
-            )
+            format!("{} candidates measured", self.space.max_measured)
         }
     }
 
-    fn measured_caps(&self) -> Vec<(usize, TuneCapacity)> {
+    pub(crate) fn measured_caps(&self) -> Vec<(usize, TuneCapacity)> {
         self.rows
             .iter()
             .enumerate()

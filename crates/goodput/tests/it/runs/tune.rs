@@ -315,3 +315,23 @@ load = 4
         "{stdout}"
     );
 }
+
+#[test]
+fn max_trials_stops_the_tune_after_the_search_that_spends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(dir.path());
+    let out = dir.path().join("tune.json");
+    let o = tune_cmd(&p, &out)
+        .args(["--max-trials", "1"])
+        .output()
+        .unwrap();
+    succeeded(&o, "goodput tune --max-trials 1");
+    let t: report::Tune = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let measured = t.candidates.iter().filter(|c| c.measured.is_some()).count();
+    assert_eq!(measured, 1, "{:?}", t.notes);
+    assert!(
+        t.notes.iter().any(|n| n.contains("max_trials = 1")),
+        "{:?}",
+        t.notes
+    );
+}
