@@ -237,7 +237,7 @@ def main():
           f"time scale {a.time_scale}, {a.requests} requests a trial, 20 candidates, budget {a.budget}, "
           f"scheme {a.scheme}; load average {load0:.1f} -> {load1:.1f})\n")
     print("| hidden config | best (virtual time) | best (grid) | pick | pick measured (95%) | pick's virtual time / grid | "
-          "within 1 step (virtual time / grid) | tune trials / grid trials | searches | tune s / grid s |")
+          "within 1 step (virtual time / grid) | tune trials / grid trials | searches | tune s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     ok = 0
     for r in rows:
@@ -251,7 +251,7 @@ def main():
         print(f"| {r['name']} | {r['best_vt']} | {r['best_grid'] if r['best_grid'] is not None else '-'} | "
               f"{pick} | {r['pick_cap']} ({lo}-{hi}) | {r['pick_vt']} / {r['pick_grid'] if r['pick_grid'] is not None else '-'} | "
               f"{'yes' if w_vt else 'no'} / {('yes' if w_g else 'no') if r['best_grid'] is not None else '-'} | "
-              f"{ratio} | {r['measured']} | {r['tune_s']:.0f} / {r['grid_s']:.0f} |")
+              f"{ratio} | {r['measured']} | {r['tune_s']:.0f} |")
     print(f"\nwithin one step of the grid's best: {ok} of {len(rows)}")
 
 

@@ -21,6 +21,9 @@
 //!   kept each round with twice the requests, until two are left; those get the
 //!   plan's full search ([`halving`]).
 //!
+//! - **Price order** (`objective = "cost"`): each candidate priced and measured
+//!   at the load that must be served, cheapest first ([`cost`]).
+//!
 //! The answer ([`pick`]) is the best **measured** capacity, judged against the
 //! runner-up by their capacity intervals. Every search is an ordinary report in
 //! `<tune>.candidates/`, and a rerun resumes: a finished search of the same
