@@ -2,7 +2,7 @@
 //! capacity of every candidate) and the verdict in plain words. It reads the tune
 //! answer only; every judgement in it was made by `goodput tune`.
 
-use report::{LoadMode, Tune, TuneCapacity, TuneJudgement, TuneScheme};
+use report::{LoadMode, Tune, TuneCapacity, TuneCost, TuneJudgement, TuneScheme};
 
 use crate::point::slo_bounds_text;
 use crate::text::num;
@@ -58,14 +58,20 @@ pub fn tune_text(t: &Tune) -> String {
     let scheme = match t.scheme {
         TuneScheme::ModelGuided => "model-guided",
         TuneScheme::SuccessiveHalving => "successive halving",
+        TuneScheme::PriceOrder => "cost at the load, cheapest price first",
     };
     let measured = t.candidates.iter().filter(|c| c.measured.is_some()).count();
     let mut out = format!(
-        "tune {} ({}): {} candidates, {scheme}; {measured} measured in {} real trials (a full search of every candidate: about {})\n\n",
+        "tune {} ({}): {} candidates, {scheme}; {measured} measured in {} real trials{} (a full search of every candidate: about {})\n\n",
         crate::one_line::one_line(&t.engine),
         crate::one_line::one_line(&t.profile),
         t.candidates.len(),
         t.trials_run,
+        if t.trials_reused > 0 {
+            format!(" and {} reused from an earlier run", t.trials_reused)
+        } else {
+            String::new()
+        },
         t.full_search_trials_estimate
     );
     let rows: Vec<[String; 4]> = t
@@ -80,6 +86,9 @@ pub fn tune_text(t: &Tune) -> String {
             let mut measured = cap_cell(c.measured.as_ref());
             if let (None, Some(s)) = (&c.measured, &c.screened) {
                 measured = format!("{} (short search)", cap_cell(Some(s)));
+            }
+            if let Some(k) = &c.cost {
+                measured = cost_cell(k);
             }
             let note = match &c.failure {
                 Some(f) => format!("failed: {}", crate::one_line::one_line(f)),
@@ -116,9 +125,78 @@ pub fn tune_text(t: &Tune) -> String {
     out
 }
 
+/// `$1.2 per million good tokens (...) (meets at 4)`, or `fails`.
+fn cost_cell(k: &TuneCost) -> String {
+    let verdict = if k.meets { "meets" } else { "fails" };
+    format!("{} ({verdict} at {})", usd_words(k), num(k.load))
+}
+
+/// `$1.2 per million good tokens ($1.1-$1.3 over trials)`.
+fn usd_words(k: &TuneCost) -> String {
+    let Some(s) = k.usd_per_million_good_tokens else {
+        return "no good token".into();
+    };
+    let m = s.median.map_or_else(|| "-".into(), num);
+    match (s.min, s.max) {
+        (Some(lo), Some(hi)) if s.n > 1 => format!(
+            "${m} per million good tokens (${}-${} over trials)",
+            num(lo),
+            num(hi)
+        ),
+        _ => format!("${m} per million good tokens"),
+    }
+}
+
+/// The cost answer in one paragraph.
+fn cost_verdict(t: &Tune, best: &report::TuneBest, k: &TuneCost, slo: &str) -> String {
+    let mut s = format!(
+        "Run {} with {}: {} at {} with {slo} (${}/hour)",
+        t.engine,
+        if best.args.is_empty() {
+            "none of the flags".to_string()
+        } else {
+            best.args.join(" ")
+        },
+        usd_words(k),
+        load_words(&t.mode, k.load),
+        num(k.usd_per_hour)
+    );
+    if let Some(r) = &t.runner_up {
+        let how = match r.judgement {
+            TuneJudgement::Best => "costs more beyond noise",
+            TuneJudgement::WithinNoise => "is within noise",
+        };
+        let theirs = r.cost.as_ref().map_or_else(|| "-".into(), usd_words);
+        s.push_str(&format!(
+            "; the runner-up ({}: {theirs}) {how}",
+            r.args.join(" ")
+        ));
+    }
+    let meets = t
+        .candidates
+        .iter()
+        .filter(|c| c.cost.as_ref().is_some_and(|k| k.meets))
+        .count();
+    let measured = t.candidates.iter().filter(|c| c.cost.is_some()).count();
+    s.push_str(&format!(
+        "; {meets} of {measured} configurations measured meet the SLO at that load."
+    ));
+    if let Some(r) = t
+        .runner_up
+        .as_ref()
+        .filter(|r| r.judgement == TuneJudgement::WithinNoise)
+    {
+        s.push_str(&format!(" {}", r.note));
+    }
+    s
+}
+
 /// The answer in one paragraph.
 pub fn verdict(t: &Tune) -> String {
     let slo = slo_words(&t.slo);
+    if let (Some(best), Some(k)) = (&t.best, t.best.as_ref().and_then(|b| b.cost.as_ref())) {
+        return cost_verdict(t, best, k, &slo);
+    }
     let Some(best) = &t.best else {
         return format!(
             "No measured configuration of {} meets {slo} at any load probed.",

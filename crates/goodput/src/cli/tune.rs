@@ -22,10 +22,18 @@ pub struct TuneArgs {
     /// max_candidates_measured`, else 6).
     #[arg(long, value_name = "N")]
     pub max_candidates_measured: Option<u32>,
-    /// Overwrite an existing answer and its candidates' reports (tune does not
-    /// resume yet).
-    #[arg(long)]
-    pub force: bool,
+    /// Most real trials over every search (default: `[tune] max_trials`, else no
+    /// limit); a search is started only while fewer have run.
+    #[arg(long, value_name = "N")]
+    pub max_trials: Option<u32>,
+    /// Most minutes of measuring (default: `[tune] max_minutes`, else no limit);
+    /// a search is started only before they are up.
+    #[arg(long, value_name = "MINUTES")]
+    pub max_minutes: Option<f64>,
+    /// Start over: remove an earlier tune's candidate reports instead of reusing
+    /// the finished searches and resuming the unfinished one (the default).
+    #[arg(long, alias = "force")]
+    pub fresh: bool,
     /// No status lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -50,6 +58,12 @@ pub(super) async fn tune_command(args: TuneArgs) -> anyhow::Result<i32> {
     if let Some(n) = args.max_candidates_measured {
         spec.max_candidates_measured = Some(n);
     }
+    if let Some(n) = args.max_trials {
+        spec.max_trials = Some(n);
+    }
+    if let Some(m) = args.max_minutes {
+        spec.max_minutes = Some(m);
+    }
     let space = spec.space(&profile.engines, profile.source.as_deref(), &origin)?;
     let overrides = Overrides {
         search: Some(SearchSpec::default()),
@@ -61,7 +75,7 @@ pub(super) async fn tune_command(args: TuneArgs) -> anyhow::Result<i32> {
     crate::drive::engine::install_cleanup_hooks();
     let opts = TuneOptions {
         output: args.output.clone(),
-        force: args.force,
+        fresh: args.fresh,
         verbose: !args.quiet,
         ttft_includes_connect: args.ttft_includes_connect,
     };

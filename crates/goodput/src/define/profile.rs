@@ -19,7 +19,7 @@ mod workload;
 pub use engine::*;
 pub use flags::*;
 pub use server_metrics::ServerMetricsSpec;
-pub use tune::{product, with_flags, Candidate, FlagValue, Space, TuneSpec};
+pub use tune::{product, with_flags, Candidate, FlagDialect, FlagValue, Space, TuneSpec};
 pub use workload::*;
 
 /// Errors in a profile or its overrides.

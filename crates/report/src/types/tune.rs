@@ -20,8 +20,8 @@ pub struct Tune {
     pub profile: String,
     /// The `[engines.*]` entry whose command line varied.
     pub engine: String,
-    /// What was maximised (`capacity`).
-    pub objective: String,
+    /// What was optimised ([`TuneObjective`]).
+    pub objective: TuneObjective,
     /// How candidates were chosen ([`TuneScheme`]).
     pub scheme: TuneScheme,
     /// What load the capacities count.
@@ -35,8 +35,13 @@ pub struct Tune {
     pub runner_up: Option<TuneRunnerUp>,
     /// Every candidate of the space, in the space's order.
     pub candidates: Vec<TuneCandidate>,
-    /// Real trials run over every measured search.
+    /// Real trials run by this tune over every search (a resumed tune counts only
+    /// the trials it ran itself).
     pub trials_run: u32,
+    /// Trials of an earlier, interrupted tune's searches that a resumed tune kept
+    /// instead of running them again.
+    #[serde(default)]
+    pub trials_reused: u32,
     /// What a full search of every candidate would have cost, in trials: the
     /// measured searches' trials, plus for each candidate not measured the trials
     /// the same search took on the fitted model (or, without one, the measured
@@ -52,6 +57,36 @@ pub struct Tune {
     pub notes: Vec<String>,
 }
 
+/// What `goodput tune` optimised.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TuneObjective {
+    /// The most load under the SLO.
+    Capacity,
+    /// The least dollars per million good tokens at the load that must be served.
+    Cost,
+    /// A word this goodput does not know (a newer file), kept as written.
+    #[serde(untagged)]
+    Other(String),
+}
+
+/// One candidate's cost at the load that must be served (`objective = "cost"`):
+/// a point run of the profile's trials at that load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneCost {
+    /// The load it was measured at (`[tune] load`).
+    pub load: f64,
+    /// The price of the candidate's GPUs, US dollars an hour (the engine's
+    /// `usd_per_hour`, or `usd_per_hour_per_gpu` times its GPUs).
+    pub usd_per_hour: f64,
+    /// Whether it meets the SLO at that load (the point's judgement).
+    pub meets: bool,
+    /// US dollars per million good tokens at that load: the median over trials
+    /// with the trials' range (`min`-`max`), the interval the judgement uses;
+    /// `null` when no good token was served.
+    pub usd_per_million_good_tokens: Option<crate::Stat>,
+}
+
 /// How `goodput tune` chose what to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,6 +98,9 @@ pub enum TuneScheme {
     /// candidate (within the budget), the better half kept, until full searches
     /// of the last two.
     SuccessiveHalving,
+    /// `objective = "cost"`: the candidates measured at the load that must be
+    /// served, cheapest price first, within the budget.
+    PriceOrder,
 }
 
 /// One capacity with its interval, as a search states it.
@@ -93,6 +131,10 @@ pub struct TuneCandidate {
     /// A short search's capacity (successive halving's first rounds), when one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screened: Option<TuneCapacity>,
+    /// Its cost at the load that must be served (`objective = "cost"`), when
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TuneCost>,
     /// Why it has no measurement: it failed to start or to serve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
@@ -108,8 +150,12 @@ pub struct TuneBest {
     pub flags: serde_json::Map<String, serde_json::Value>,
     /// The words appended to the engine's command line.
     pub args: Vec<String>,
-    /// Its measured capacity, with the interval.
+    /// Its measured capacity, with the interval (with `objective = "cost"`: its
+    /// search was not run, `max_load` is null).
     pub capacity: TuneCapacity,
+    /// Its cost at the load that must be served (`objective = "cost"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TuneCost>,
     /// The full launch command (secrets redacted).
     pub command: Vec<String>,
 }
@@ -123,7 +169,11 @@ pub struct TuneRunnerUp {
     pub args: Vec<String>,
     /// Its measured capacity, with the interval.
     pub capacity: TuneCapacity,
-    /// `best` (the capacity intervals are apart) or `within_noise` (they overlap).
+    /// Its cost at the load that must be served (`objective = "cost"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TuneCost>,
+    /// `best` (the capacity intervals, or the costs' ranges, are apart) or
+    /// `within_noise` (they overlap).
     pub judgement: TuneJudgement,
     /// The judgement in words, and what would separate them when it is noise.
     pub note: String,

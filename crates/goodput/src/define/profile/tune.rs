@@ -17,15 +17,45 @@ pub const MAX_CANDIDATES: usize = 4096;
 pub struct TuneSpec {
     /// The `[engines.*]` entry whose command line varies.
     pub engine: String,
-    /// What is maximised: `capacity` (the default; `cost` is not done yet).
+    /// What is optimised: `capacity` (the default: the most load under the SLO)
+    /// or `cost` (the least dollars per million good tokens at `load`).
     #[serde(default)]
     pub objective: Option<Objective>,
+    /// With `objective = "cost"`: the load that must be served (the plan's load
+    /// mode: concurrent requests or requests per second).
+    #[serde(default)]
+    pub load: Option<f64>,
+    /// With `objective = "cost"` and a flag that sets the GPU count
+    /// (`--tensor-parallel-size`/`-tp`, `--pipeline-parallel-size`/`-pp`): the
+    /// price of one GPU an hour; a candidate costs it times its GPUs.
+    #[serde(default)]
+    pub usd_per_hour_per_gpu: Option<f64>,
+    /// `"vllm"`: the engine takes vLLM's flags (a `command` engine that wraps
+    /// vLLM or a server that speaks its flags), so the engine model applies to
+    /// it; without it only `kind = "vllm"` and `"sim"` are taken to.
+    #[serde(default)]
+    pub speaks: Option<FlagDialect>,
     /// Most candidates measured on the real engine, every scheme and phase
     /// together (default 6).
     #[serde(default)]
     pub max_candidates_measured: Option<u32>,
+    /// Most real trials over every search; a search is started only while the
+    /// tune has used fewer (it then runs to its end).
+    #[serde(default)]
+    pub max_trials: Option<u32>,
+    /// Most minutes of measuring; a search is started only before they are up.
+    #[serde(default)]
+    pub max_minutes: Option<f64>,
     /// `[tune.flags]`: each flag's values.
     pub flags: IndexMap<String, Vec<FlagValue>>,
+}
+
+/// Whose flags an engine takes, for `[tune] speaks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagDialect {
+    /// vLLM's engine flags (`--max-num-seqs`, ...), which the engine model speaks.
+    Vllm,
 }
 
 /// One value of a flag.
@@ -97,10 +127,20 @@ impl Candidate {
 pub struct Space {
     /// The engine whose command line varies.
     pub engine: String,
-    /// What is maximised.
+    /// What is optimised.
     pub objective: Objective,
+    /// With `objective = "cost"`: the load that must be served.
+    pub load: Option<f64>,
+    /// The price of one GPU an hour, when a flag sets the GPU count.
+    pub usd_per_hour_per_gpu: Option<f64>,
+    /// The engine was declared to take vLLM's flags (`speaks = "vllm"`).
+    pub speaks: Option<FlagDialect>,
     /// Most candidates measured on the real engine.
     pub max_measured: u32,
+    /// Most real trials over every search.
+    pub max_trials: Option<u32>,
+    /// Most minutes of measuring.
+    pub max_minutes: Option<f64>,
     /// The flags in the order written, each with its values.
     pub flags: Vec<(String, Vec<FlagValue>)>,
     /// The product of the values, the last flag varying fastest.
@@ -146,12 +186,22 @@ impl TuneSpec {
             ));
         }
         let objective = self.objective.unwrap_or_default();
-        if objective == Objective::Cost {
-            return Err(bad(
-                "tune.objective",
-                "\"cost\" is not done yet: tune maximises capacity (objective = \"capacity\")"
-                    .into(),
-            ));
+        self.check_cost(spec, objective, &bad)?;
+        if let Some(n) = self.max_trials {
+            if n < 1 {
+                return Err(bad(
+                    "tune.max_trials",
+                    "0: must be at least 1 (a trial)".into(),
+                ));
+            }
+        }
+        if let Some(m) = self.max_minutes {
+            if !(m.is_finite() && m > 0.0) {
+                return Err(bad(
+                    "tune.max_minutes",
+                    format!("{m}: must be a number of minutes above 0"),
+                ));
+            }
         }
         let max_measured = self.max_candidates_measured.unwrap_or(DEFAULT_MAX_MEASURED);
         if max_measured < 2 {
@@ -213,10 +263,69 @@ impl TuneSpec {
         Ok(Space {
             engine: self.engine.clone(),
             objective,
+            load: self.load,
+            usd_per_hour_per_gpu: self.usd_per_hour_per_gpu,
+            speaks: self.speaks,
             max_measured,
+            max_trials: self.max_trials,
+            max_minutes: self.max_minutes,
             candidates: product(&flags),
             flags,
         })
+    }
+}
+
+impl TuneSpec {
+    /// `objective = "cost"` needs the load that must be served and a price (the
+    /// engine's `usd_per_hour`, or `usd_per_hour_per_gpu`); the load and the
+    /// per-GPU price are positive numbers, and neither is given without cost.
+    fn check_cost(
+        &self,
+        engine: &EngineSpec,
+        objective: Objective,
+        bad: &dyn Fn(&str, String) -> ProfileError,
+    ) -> Result<(), ProfileError> {
+        let positive = |key: &str, v: Option<f64>| match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                Err(bad(key, format!("{x}: must be a number above 0")))
+            }
+            _ => Ok(()),
+        };
+        positive("tune.load", self.load)?;
+        positive("tune.usd_per_hour_per_gpu", self.usd_per_hour_per_gpu)?;
+        if objective != Objective::Cost {
+            for (key, set) in [
+                ("tune.load", self.load.is_some()),
+                (
+                    "tune.usd_per_hour_per_gpu",
+                    self.usd_per_hour_per_gpu.is_some(),
+                ),
+            ] {
+                if set {
+                    return Err(bad(
+                        key,
+                        "is used only with objective = \"cost\" (capacity needs no load and no price)".into(),
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        if self.load.is_none() {
+            return Err(bad(
+                "tune.objective",
+                "\"cost\" needs `load`, the load that must be served (e.g. load = 8): the cheapest candidate that meets the SLO there is the answer".into(),
+            ));
+        }
+        if engine.usd_per_hour.is_none() && self.usd_per_hour_per_gpu.is_none() {
+            return Err(bad(
+                "tune.objective",
+                format!(
+                    "\"cost\" needs a price: `usd_per_hour` in [engines.{}] (or --usd-per-hour), or `usd_per_hour_per_gpu` in [tune] when a flag sets the GPU count",
+                    self.engine
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

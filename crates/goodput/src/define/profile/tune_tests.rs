@@ -42,6 +42,14 @@ fn the_space_is_the_product_of_the_values_last_flag_fastest() {
     assert_eq!(labels[5], "--max-num-seqs 8 --max-num-batched-tokens 2048");
     assert_eq!(s.objective, Objective::Capacity);
     assert_eq!(s.max_measured, DEFAULT_MAX_MEASURED);
+    assert_eq!((s.max_trials, s.max_minutes, s.speaks), (None, None, None));
+    let s = space(
+        "[tune]\nengine = \"vllm\"\nspeaks = \"vllm\"\nmax_trials = 40\nmax_minutes = 2.5\nobjective = \"cost\"\nload = 4\nusd_per_hour_per_gpu = 1.5\n[tune.flags]\n\"-tp\" = [1, 2]\n",
+    )
+    .unwrap();
+    assert_eq!(s.speaks, Some(FlagDialect::Vllm));
+    assert_eq!((s.max_trials, s.max_minutes), (Some(40), Some(2.5)));
+    assert_eq!((s.objective, s.load), (Objective::Cost, Some(4.0)));
 }
 
 #[test]
@@ -124,9 +132,38 @@ fn a_bad_space_is_refused_naming_the_key_and_its_line() {
     assert!(e.contains("reached by URL"), "{e}");
     let e = err("[tune]\nengine = \"vllm\"\nobjective = \"cost\"\n[tune.flags]\n\"--a\" = [1]\n");
     assert!(
-        e.contains("tune.objective") && e.contains("not done yet"),
+        e.contains("tune.objective") && e.contains("needs `load`"),
         "{e}"
     );
+    let e = err(
+        "[tune]\nengine = \"vllm\"\nobjective = \"cost\"\nload = 4\n[tune.flags]\n\"--a\" = [1]\n",
+    );
+    assert!(
+        e.contains("needs a price") && e.contains("usd_per_hour_per_gpu"),
+        "{e}"
+    );
+    let e = err("[tune]\nengine = \"vllm\"\nload = 4\n[tune.flags]\n\"--a\" = [1]\n");
+    assert!(
+        e.contains("tune.load") && e.contains("only with objective"),
+        "{e}"
+    );
+    let e = err(
+        "[tune]\nengine = \"vllm\"\nobjective = \"cost\"\nload = -1\n[tune.flags]\n\"--a\" = [1]\n",
+    );
+    assert!(e.contains("tune.load") && e.contains("above 0"), "{e}");
+    let e = err("[tune]\nengine = \"vllm\"\nmax_trials = 0\n[tune.flags]\n\"--a\" = [1]\n");
+    assert!(e.contains("tune.max_trials"), "{e}");
+    let e = err("[tune]\nengine = \"vllm\"\nmax_minutes = 0\n[tune.flags]\n\"--a\" = [1]\n");
+    assert!(e.contains("tune.max_minutes"), "{e}");
+    let e = Profile::parse(
+        &format!(
+            "{HEAD}[tune]\nengine = \"vllm\"\nspeaks = \"sglang\"\n[tune.flags]\n\"--a\" = [1]\n"
+        ),
+        "p.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("speaks") || e.contains("vllm"), "{e}");
     let e = err("[tune]\nengine = \"vllm\"\n[tune.flags]\n");
     assert!(e.contains("no flag to vary"), "{e}");
     let e = err("[tune]\nengine = \"vllm\"\n[tune.flags]\n\"max-num-seqs\" = [1]\n");

@@ -55,6 +55,9 @@ pub(super) async fn run(t: &mut Tuning<'_>) {
         let plan = short(t.plan, requests);
         let mut scored = Vec::new();
         for &i in &pool {
+            if !t.time_left() {
+                break;
+            }
             let m = t.measure(i, Some(&plan), &format!("r{round}-")).await;
             if let Some(c) = m.capacity.clone() {
                 t.rows[i].screened = Some(c.clone());
@@ -70,6 +73,13 @@ pub(super) async fn run(t: &mut Tuning<'_>) {
         pool.len()
     ));
     for i in pool {
+        if !t.time_left() {
+            t.notes.push(format!(
+                "the budget ({}) ran out before the full searches",
+                t.spent()
+            ));
+            break;
+        }
         t.measure_full(i).await;
     }
 }

@@ -4,24 +4,35 @@
 //! Two schemes, both bounded by `max_candidates_measured` real capacity searches:
 //!
 //! - **Model-guided** (every flag is one of vLLM's flags the engine model speaks,
-//!   and the engine is `sim` or `vllm`): the first and the last candidate of the
-//!   space are measured (the plan's capacity search through the one runner,
-//!   [`measure`]); the engine model is fitted on the measured candidate with the
-//!   largest capacity (its probes span the most loads); every candidate is
-//!   predicted in virtual time with its flags applied to the fitted model, with an
-//!   interval ([`predict`]); the three best predicted are measured, then any other
-//!   whose predicted interval still reaches the best measured capacity, while the
-//!   budget lasts.
+//!   and the engine is `sim` or `vllm`, or `[tune] speaks = "vllm"`): the first
+//!   and the last candidate of the space are measured (the plan's capacity search
+//!   through the one runner, [`measure`]); the engine model is fitted on the
+//!   measured candidate with the largest capacity (its probes span the most
+//!   loads); every candidate is predicted in virtual time with its flags applied
+//!   to the fitted model, with an interval ([`predict`]); then one at a time the
+//!   most promising is measured (the three best predicted, then any whose
+//!   predicted interval still reaches the best measured capacity), the model
+//!   refitted whenever the best measured candidate changes and every candidate
+//!   predicted again, until none is left that could beat the best or the budget
+//!   (`max_candidates_measured`, `max_trials`, `max_minutes`) is spent
+//!   ([`guided`]).
 //! - **Successive halving** (a flag the model does not speak): short searches (one
 //!   trial a probe, a quarter of the requests) of the candidates, the better half
 //!   kept each round with twice the requests, until two are left; those get the
 //!   plan's full search (`halving`).
 //!
+//! - **Price order** (`objective = "cost"`): each candidate priced and measured
+//!   at the load that must be served, cheapest first ([`cost`]).
+//!
 //! The answer ([`pick`]) is the best **measured** capacity, judged against the
 //! runner-up by their capacity intervals. Every search is an ordinary report in
-//! `<tune>.candidates/`; resuming a killed tune is not done yet (rerun with
-//! `--force`).
+//! `<tune>.candidates/`, and a rerun resumes: a finished search of the same
+//! candidate plan is reused, an unfinished one resumed by the runner
+//! ([`measure::resume_state`]); `--fresh` starts over.
 
+mod answer;
+pub mod cost;
+mod guided;
 mod halving;
 pub mod measure;
 pub mod pick;
@@ -29,10 +40,10 @@ pub mod predict;
 
 use std::path::{Path, PathBuf};
 
-use report::{Tune, TuneBest, TuneCandidate, TuneCapacity, TuneRunnerUp, TuneScheme, TUNE_FORMAT};
+use report::{Tune, TuneCandidate, TuneCapacity, TuneScheme};
 
 use crate::define::plan::Plan;
-use crate::define::profile::{Candidate, EngineKind, FlagValue, Space};
+use crate::define::profile::{Candidate, EngineKind, FlagDialect, FlagValue, Objective, Space};
 use measure::Measured;
 
 /// How many of the best predicted candidates are measured, at least.
@@ -43,8 +54,9 @@ pub const CONFIRM: usize = 3;
 pub struct TuneOptions {
     /// The answer (`tune.json`); the candidates' reports go beside it.
     pub output: PathBuf,
-    /// Overwrite an existing answer and its candidates' reports.
-    pub force: bool,
+    /// Start over: the candidates' reports of an earlier tune are removed (else
+    /// they are reused or resumed).
+    pub fresh: bool,
     /// Status lines on stderr.
     pub verbose: bool,
     /// `--ttft-includes-connect`.
@@ -86,8 +98,12 @@ pub(crate) struct Tuning<'a> {
     pub rows: Vec<TuneCandidate>,
     pub reports: Vec<Option<report::Report>>,
     pub trials_run: u32,
+    pub trials_reused: u32,
     pub measured: u32,
     pub notes: Vec<String>,
+    pub started: std::time::Instant,
+    /// An earlier tune's report of another plan stands at a candidate's file.
+    pub fatal: Option<String>,
 }
 
 impl Tuning<'_> {
@@ -103,7 +119,7 @@ impl Tuning<'_> {
         let c = &self.space.candidates[i];
         let file = self.dir.join(format!("{tag}{i:03}.json"));
         self.say(&format!("tune: measuring {} ({tag}search)", c.label()));
-        let m = measure::measure(
+        let m = match measure::measure(
             plan.unwrap_or(self.plan),
             &self.space.engine,
             c,
@@ -111,8 +127,30 @@ impl Tuning<'_> {
             self.opts.verbose,
             self.opts.ttft_includes_connect,
         )
-        .await;
+        .await
+        {
+            Ok(m) => m,
+            Err(why) => {
+                self.fatal = Some(why.clone());
+                measure::Measured {
+                    capacity: None,
+                    failure: Some(why),
+                    report_path: file.clone(),
+                    report: None,
+                    trials: 0,
+                    reused: 0,
+                }
+            }
+        };
         self.trials_run += m.trials;
+        self.trials_reused += m.reused;
+        if m.reused > 0 {
+            self.say(&format!(
+                "tune: {} reused {} trials of an earlier tune",
+                c.label(),
+                m.reused
+            ));
+        }
         if let Some(f) = &m.failure {
             self.say(&format!("tune: {} failed: {f}", c.label()));
         }
@@ -147,11 +185,39 @@ impl Tuning<'_> {
         self.reports[i] = m.report;
     }
 
-    fn budget_left(&self) -> bool {
-        self.measured < self.space.max_measured
+    /// Whether another search may start: within `max_candidates_measured`,
+    /// `max_trials` and `max_minutes`, and no earlier tune's report of another
+    /// plan in the way.
+    pub(crate) fn budget_left(&self) -> bool {
+        self.measured < self.space.max_measured && self.time_left()
     }
 
-    fn measured_caps(&self) -> Vec<(usize, TuneCapacity)> {
+    /// Within `max_trials` and `max_minutes` (a short search counts too).
+    pub(crate) fn time_left(&self) -> bool {
+        self.fatal.is_none()
+            && self.space.max_trials.is_none_or(|n| self.trials_run < n)
+            && self
+                .space
+                .max_minutes
+                .is_none_or(|m| self.started.elapsed().as_secs_f64() < m * 60.0)
+    }
+
+    /// Which budget stopped the tune, in words (for the notes).
+    pub(crate) fn spent(&self) -> String {
+        if let Some(n) = self.space.max_trials.filter(|n| self.trials_run >= *n) {
+            format!("max_trials = {n}: {} trials run", self.trials_run)
+        } else if let Some(m) = self
+            .space
+            .max_minutes
+            .filter(|m| self.started.elapsed().as_secs_f64() >= m * 60.0)
+        {
+            format!("max_minutes = {m}")
+        } else {
+            format!("{} candidates measured", self.space.max_measured)
+        }
+    }
+
+    pub(crate) fn measured_caps(&self) -> Vec<(usize, TuneCapacity)> {
         self.rows
             .iter()
             .enumerate()
@@ -168,9 +234,10 @@ pub fn model_speaks(plan: &Plan, space: &Space) -> Result<(), String> {
         .get(&space.engine)
         .map(|s| s.effective_kind())
         .unwrap_or_default();
-    if !matches!(kind, EngineKind::Sim | EngineKind::Vllm) {
+    let declared = space.speaks == Some(FlagDialect::Vllm);
+    if !declared && !matches!(kind, EngineKind::Sim | EngineKind::Vllm) {
         return Err(format!(
-            "the engine is not vLLM or the simulator (kind = \"{}\"): its flags are not the engine model's",
+            "the engine is not vLLM or the simulator (kind = \"{}\") and [tune] does not say it speaks vLLM's flags (speaks = \"vllm\"): its flags are not the engine model's",
             format!("{kind:?}").to_lowercase()
         ));
     }
@@ -199,19 +266,19 @@ pub fn model_speaks(plan: &Plan, space: &Space) -> Result<(), String> {
 /// writes and returns the answer.
 pub async fn tune(plan: &Plan, space: &Space, opts: &TuneOptions) -> anyhow::Result<Tune> {
     let dir = reports_dir(&opts.output);
-    if !opts.force && (opts.output.exists() || dir.exists()) {
+    if opts.output.is_dir() {
         return Err(crate::UsageError(format!(
-            "{} exists: tune does not resume yet; pass --force to start over, or -o another file",
-            if opts.output.exists() {
-                &opts.output
-            } else {
-                &dir
-            }
-            .display()
+            "{} is a directory: give the answer's file name, e.g. -o tune.json",
+            opts.output.display()
         ))
         .into());
     }
-    std::fs::create_dir_all(&dir)?;
+    if opts.fresh && dir.is_dir() {
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| anyhow::anyhow!("{}: cannot start over: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
     let n = space.candidates.len();
     let mut t = Tuning {
         plan,
@@ -227,19 +294,27 @@ pub async fn tune(plan: &Plan, space: &Space, opts: &TuneOptions) -> anyhow::Res
                 predicted: None,
                 measured: None,
                 screened: None,
+                cost: None,
                 failure: None,
                 report: None,
             })
             .collect(),
         reports: vec![None; n],
         trials_run: 0,
+        trials_reused: 0,
         measured: 0,
         notes: Vec::new(),
+        started: std::time::Instant::now(),
+        fatal: None,
     };
     let mut model_file = None;
     let scheme = match model_speaks(plan, space) {
+        _ if space.objective == Objective::Cost => {
+            cost::run(&mut t).await;
+            TuneScheme::PriceOrder
+        }
         Ok(()) => {
-            model_file = model_guided(&mut t).await;
+            model_file = guided::run(&mut t).await;
             TuneScheme::ModelGuided
         }
         Err(why) => {
@@ -250,244 +325,21 @@ pub async fn tune(plan: &Plan, space: &Space, opts: &TuneOptions) -> anyhow::Res
             TuneScheme::SuccessiveHalving
         }
     };
-    let answer = answer(&t, scheme, model_file);
+    if let Some(why) = &t.fatal {
+        return Err(crate::UsageError(format!(
+            "{why}: the profile changed since the earlier tune at {}; pass --fresh to start over, or -o another file",
+            opts.output.display()
+        ))
+        .into());
+    }
+    if t.trials_reused > 0 {
+        t.notes.push(format!(
+            "resumed: {} trials of an earlier tune's searches reused, {} run now",
+            t.trials_reused, t.trials_run
+        ));
+    }
+    let answer = answer::answer(&t, scheme, model_file);
     let text = serde_json::to_string_pretty(&answer)? + "\n";
     crate::redact::write_file(&opts.output, &text)?;
     Ok(answer)
-}
-
-/// The model-guided scheme; returns the fitted model's file (relative), if any.
-async fn model_guided(t: &mut Tuning<'_>) -> Option<String> {
-    let n = t.space.candidates.len();
-    // Spread: the space's two ends (the first flag's lowest and highest values).
-    let mut spread = vec![0];
-    if n > 1 {
-        spread.push(n - 1);
-    }
-    for i in spread {
-        t.measure_full(i).await;
-    }
-    // The model is fitted on the measured candidate whose search reached the
-    // highest load (its probes span the most loads).
-    let source = pick::rank(&t.measured_caps()).into_iter().next();
-    let fitted = source.and_then(|i| {
-        let path = t.dir.join(format!("{i:03}.json"));
-        match crate::model::fit::output::fit_report(&path, Some(&t.space.engine)) {
-            Ok(f) => Some((i, f)),
-            Err(e) => {
-                t.notes.push(format!(
-                    "the engine model could not be fitted on {}: {e:#}; the candidates are measured in the space's order instead",
-                    t.space.candidates[i].label()
-                ));
-                None
-            }
-        }
-    });
-    if source.is_none() {
-        t.notes.push("no measured candidate served any load to fit the engine model on; the candidates are measured in the space's order instead".into());
-    }
-    let Some((src, fit)) = fitted else {
-        for i in 0..n {
-            if !t.budget_left() {
-                break;
-            }
-            t.measure_full(i).await;
-        }
-        return None;
-    };
-    let model_path = t.dir.join("model.toml");
-    let mut model_rel = None;
-    let mut config = fit.config.clone();
-    if let Ok(text) = crate::model::fit::output::toml_text(&fit) {
-        if crate::redact::write_file(&model_path, &text).is_ok() {
-            model_rel = Some(format!(
-                "{}/model.toml",
-                t.dir
-                    .file_name()
-                    .map(|d| d.to_string_lossy())
-                    .unwrap_or_default()
-            ));
-        }
-    }
-    config = predict::with_tune_draws(config);
-    let model = crate::model::predict::Model {
-        config,
-        path: model_path.display().to_string(),
-        fitted_from: Some(t.dir.join(format!("{src:03}.json")).display().to_string()),
-    };
-    t.notes.push(format!(
-        "model-guided: measured the space's ends, fitted the engine model on {} ({} steps), predicted all {n} candidates in virtual time",
-        t.space.candidates[src].label(),
-        fit.steps
-    ));
-    for i in 0..n {
-        match predict::predict_capacity(t.plan, &t.space.engine, &model, &t.space.candidates[i]) {
-            Ok(c) => t.rows[i].predicted = Some(c),
-            Err(e) => t.notes.push(format!(
-                "{}: not predicted: {e}",
-                t.space.candidates[i].label()
-            )),
-        }
-    }
-    ties(t);
-    // The most promising, by prediction.
-    let predicted: Vec<(usize, TuneCapacity)> = t
-        .rows
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.predicted.clone().map(|c| (i, c)))
-        .collect();
-    let order = pick::rank(&predicted);
-    for &i in order.iter().take(CONFIRM) {
-        if !t.budget_left() {
-            break;
-        }
-        t.measure_full(i).await;
-    }
-    // Then any other whose predicted interval still reaches the best measured one.
-    for &i in order.iter().skip(CONFIRM) {
-        if !t.budget_left() {
-            t.notes.push(format!(
-                "the budget ({} candidates measured) ran out before every candidate the model could not rule out was measured",
-                t.space.max_measured
-            ));
-            break;
-        }
-        let best_low = pick::rank(&t.measured_caps())
-            .first()
-            .and_then(|b| t.rows[*b].measured.clone())
-            .map_or(0.0, |c| {
-                c.interval.map_or(c.max_load.unwrap_or(0.0), |i| i.low)
-            });
-        let reach = t.rows[i].predicted.as_ref().map_or(0.0, |c| {
-            c.interval.map_or(c.max_load.unwrap_or(0.0), |i| i.high)
-        });
-        if reach >= best_low && best_low > 0.0 {
-            t.measure_full(i).await;
-        }
-    }
-    model_rel
-}
-
-/// A note when the model predicts the same capacity for candidates whose flags
-/// differ only in flags it cannot tell apart (the fit holds `sched_cpu_ms` at 0,
-/// so `--async-scheduling` moves nothing in it).
-fn ties(t: &mut Tuning<'_>) {
-    let async_flag = t
-        .space
-        .flags
-        .iter()
-        .any(|(f, _)| predict::speaks(f) && f.replace('_', "-").ends_with("async-scheduling"));
-    if async_flag {
-        t.notes.push("the fit holds the scheduler's CPU time (sched_cpu_ms) at 0, so the model predicts --async-scheduling on and off alike: tied candidates are told apart by measurement".into());
-    }
-}
-
-/// The answer from the measurements.
-fn answer(t: &Tuning<'_>, scheme: TuneScheme, model: Option<String>) -> Tune {
-    let engine = &t.space.engine;
-    let caps = t.measured_caps();
-    let order: Vec<usize> = pick::rank(&caps)
-        .into_iter()
-        .filter(|i| {
-            t.rows[*i]
-                .measured
-                .as_ref()
-                .is_some_and(|c| c.max_load.is_some())
-        })
-        .collect();
-    let best = order.first().map(|&i| {
-        let r = &t.rows[i];
-        let command = t.reports[i]
-            .as_ref()
-            .and_then(|rep| rep.environment.as_ref())
-            .and_then(|e| e.engines.get(engine))
-            .and_then(|e| e.command.clone())
-            .unwrap_or_default();
-        TuneBest {
-            flags: r.flags.clone(),
-            args: r.args.clone(),
-            capacity: r.measured.clone().unwrap_or_else(unreachable_cap),
-            command,
-        }
-    });
-    let runner_up = match (order.first(), order.get(1)) {
-        (Some(&b), Some(&r)) => {
-            let (bc, rc) = (
-                t.rows[b].measured.clone().unwrap_or_else(unreachable_cap),
-                t.rows[r].measured.clone().unwrap_or_else(unreachable_cap),
-            );
-            let (judgement, note) = pick::judge(&bc, &rc);
-            Some(TuneRunnerUp {
-                flags: t.rows[r].flags.clone(),
-                args: t.rows[r].args.clone(),
-                capacity: rc,
-                judgement,
-                note,
-            })
-        }
-        _ => None,
-    };
-    let measured_trials: Vec<u32> = t
-        .rows
-        .iter()
-        .filter_map(|r| r.measured.as_ref().map(|c| c.trials))
-        .collect();
-    let mean = if measured_trials.is_empty() {
-        0
-    } else {
-        (f64::from(measured_trials.iter().sum::<u32>()) / measured_trials.len() as f64).round()
-            as u32
-    };
-    let full: u32 = t
-        .rows
-        .iter()
-        .map(|r| match (&r.measured, &r.predicted) {
-            (Some(m), _) => m.trials,
-            (None, Some(p)) => p.trials,
-            (None, None) => mean,
-        })
-        .sum();
-    let slo = t
-        .reports
-        .iter()
-        .flatten()
-        .next()
-        .map(|r| r.slo.clone())
-        .unwrap_or_else(|| report::Slo {
-            bounds: t.plan.slo.bounds,
-            attainment: t.plan.search.as_ref().map(|s| s.target),
-            percentile: None,
-            extra: Default::default(),
-        });
-    Tune {
-        tune: TUNE_FORMAT,
-        profile: t.plan.name.clone(),
-        engine: engine.clone(),
-        objective: "capacity".into(),
-        scheme,
-        mode: t.plan.mode.into(),
-        slo,
-        best,
-        runner_up,
-        candidates: t.rows.clone(),
-        trials_run: t.trials_run,
-        full_search_trials_estimate: full.max(t.trials_run),
-        reports_dir: t
-            .dir
-            .file_name()
-            .map(|d| d.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        model,
-        notes: t.notes.clone(),
-    }
-}
-
-fn unreachable_cap() -> TuneCapacity {
-    TuneCapacity {
-        max_load: None,
-        interval: None,
-        limited_by: "slo".into(),
-        trials: 0,
-    }
 }

@@ -13,4 +13,5 @@ mod telemetry_sources;
 mod url_readiness;
 mod vllm_cpu;
 mod vllm_recorded;
+mod vllm_tune;
 mod vllm_users;

@@ -157,8 +157,35 @@ fn tune_picks_the_known_best_by_measurement_with_fewer_trials_than_searching_all
         shown.contains("the runner-up (--max-num-seqs 2 --async-scheduling"),
         "{shown}"
     );
-    // A second tune into the same file is refused without --force.
-    tune_cmd(&p, &out).assert().code(2);
+    // Resumed: the answer and one candidate's search removed, the others are
+    // reused (no trial of theirs runs again) and the answer is the same.
+    let removed = t.candidates[0]
+        .report
+        .clone()
+        .expect("the first end measured");
+    std::fs::remove_file(&out).unwrap();
+    std::fs::remove_file(dir.path().join(&removed)).unwrap();
+    let (again, _) = tune(&p, &out);
+    let first_trials = t.candidates[0].measured.as_ref().map_or(0, |m| m.trials);
+    assert_eq!(again.trials_run, first_trials, "{:?}", again.notes);
+    assert_eq!(again.trials_reused, t.trials_run - first_trials);
+    assert_eq!(again.best.as_ref().map(|b| &b.args), Some(&best.args));
+    assert!(
+        again.notes.iter().any(|n| n.starts_with("resumed:")),
+        "{:?}",
+        again.notes
+    );
+    // A profile changed since is refused, naming --fresh; --fresh starts over.
+    let text = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(
+        &p,
+        text.replace("requests_per_trial = 16", "requests_per_trial = 15"),
+    )
+    .unwrap();
+    tune_cmd(&p, &out)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--fresh"));
 }
 
 #[test]
@@ -218,5 +245,93 @@ engine = "e"
         best.args,
         vec!["--max-num-seqs", "2", "--seed", "1"],
         "{stdout}"
+    );
+}
+
+#[test]
+fn cost_picks_the_cheapest_candidate_that_meets_the_slo_at_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("engine.toml");
+    std::fs::write(&cfg, "step_fixed_ms = 8.0\n").unwrap();
+    let p = dir.path().join("p.toml");
+    // One slot queues the load's other three requests a whole request each, past
+    // the TTFT bound; four slots serve them at once.
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+name = "tune-cost"
+[slo]
+ttft_ms = 80
+tpot_ms = 30
+attainment = 0.8
+[load]
+points = [1]
+requests_per_trial = 12
+trials = 2
+warmup_requests = 0
+request_timeout_s = 30
+[workload]
+input_tokens = 16
+output_tokens = 16
+calibrate = false
+[telemetry]
+source = "none"
+[engines.vllm]
+kind = "sim"
+args = ["--config", "{}"]
+usd_per_hour = 2.0
+[tune]
+engine = "vllm"
+objective = "cost"
+load = 4
+[tune.flags]
+"--max-num-seqs" = [1, 4]
+"#,
+            cfg.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("t.json");
+    let (t, stdout) = tune(&p, &out);
+    assert_eq!(t.objective, report::TuneObjective::Cost);
+    assert_eq!(t.scheme, report::TuneScheme::PriceOrder);
+    let one = t.candidates[0].cost.as_ref().expect("measured at the load");
+    assert!(!one.meets, "{one:?}");
+    let best = t.best.as_ref().expect("a best");
+    assert_eq!(best.args, vec!["--max-num-seqs", "4"], "{stdout}");
+    let k = best.cost.as_ref().expect("its cost");
+    assert!(k.meets && k.load == 4.0 && k.usd_per_hour == 2.0, "{k:?}");
+    let usd = k
+        .usd_per_million_good_tokens
+        .and_then(|s| s.median)
+        .expect("a cost per good token");
+    assert!(usd > 0.0, "{k:?}");
+    // Only candidates that meet qualify: no runner-up here.
+    assert!(t.runner_up.is_none(), "{:?}", t.runner_up);
+    assert!(
+        stdout.contains("Run vllm with --max-num-seqs 4: $")
+            && stdout.contains("per million good tokens"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn max_trials_stops_the_tune_after_the_search_that_spends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = profile(dir.path());
+    let out = dir.path().join("tune.json");
+    let o = tune_cmd(&p, &out)
+        .args(["--max-trials", "1"])
+        .output()
+        .unwrap();
+    succeeded(&o, "goodput tune --max-trials 1");
+    let t: report::Tune = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let measured = t.candidates.iter().filter(|c| c.measured.is_some()).count();
+    assert_eq!(measured, 1, "{:?}", t.notes);
+    assert!(
+        t.notes.iter().any(|n| n.contains("max_trials = 1")),
+        "{:?}",
+        t.notes
     );
 }
