@@ -136,6 +136,13 @@ impl Profile {
         super::price::apply_prices(&mut engines, &ov.usd_per_hour)
             .map_err(|m| check.bad("usd_per_hour", m))?;
         let engines = super::chat::with_chat_controls(&check, &self.workload, engines)?;
+        let tools = super::tools::check_tools(&check, &self.workload, &engines, spec.seed)?;
+        if tools.is_none() && slo.bound(report::SloMetric::Ttftc).is_some() {
+            return Err(check.bad(
+                "slo.ttftc_ms",
+                "bounds the time to first tool call: it needs `[workload] tools = N`".into(),
+            ));
+        }
         let search = ov
             .search
             .as_ref()
@@ -170,6 +177,7 @@ impl Profile {
             server_metrics: self.server_metrics,
             profile_toml,
             prompt_salt,
+            tools,
         })
     }
 }
