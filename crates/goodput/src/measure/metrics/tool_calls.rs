@@ -121,3 +121,98 @@ pub fn tool_call_summary(trials: &[TrialMetrics]) -> Option<ToolCallSummary> {
         valid_share: (judged > 0).then(|| valid as f64 / judged as f64),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use report::{Slo, SloMetric};
+
+    use super::*;
+    use crate::drive::record::tool_calls::ToolCall;
+    use crate::drive::record::{Chunk, ToolCalls};
+    use crate::measure::metrics::{point_slo, point_summary, trial_metrics, trial_slo};
+
+    /// A successful request sent at 0 with chunks at 10 and 40 ms; tools asked
+    /// when `asked`, and a call of `arguments` (first delta at `first` ms, last
+    /// piece at 40 ms) when given.
+    fn record(index: u32, asked: bool, call: Option<(u64, &str)>) -> RequestRecord {
+        let mut r = RequestRecord::new("e", 1.0, 0, index, 0);
+        r.sent = 0;
+        r.done = Some(50_000_000);
+        r.chunks = [10, 40]
+            .map(|ms| Chunk {
+                t: ms * 1_000_000,
+                len: 4,
+                reasoning: 0,
+                lag: None,
+                bound: None,
+            })
+            .to_vec();
+        r.completion_tokens = Some(2);
+        r.tools_asked = asked.then_some(2);
+        r.tool_calls = call.map(|(first, arguments)| ToolCalls {
+            first: first * 1_000_000,
+            last: 40_000_000,
+            calls: vec![ToolCall {
+                index: 0,
+                name: "get_weather".into(),
+                arguments: arguments.into(),
+                cut: false,
+            }],
+            dropped: 0,
+        });
+        r
+    }
+
+    #[test]
+    fn ttftc_and_the_valid_share_come_from_the_records() {
+        let records = [
+            record(0, true, Some((10, "{\"city\":\"Oslo\"}"))),
+            record(1, true, Some((20, "{\"city\":"))),
+            record(2, true, None),
+        ];
+        let m = request_tool_calls(&records[0]);
+        assert_eq!(m.ttftc_ms, Some(10.0));
+        assert_eq!(m.complete_ms, Some(40.0));
+        assert_eq!((m.calls, m.judged, m.valid), (1, 1, 1));
+        assert_eq!(request_tool_calls(&records[1]).valid, 0);
+
+        let slo = Slo::bounded([(SloMetric::Ttftc, 15.0)]);
+        let t = trial_metrics(&records, &slo);
+        assert_eq!(t.good, 1, "20 ms misses, no call misses");
+        assert_eq!(t.values(SloMetric::Ttftc), [10.0, 20.0]);
+        assert_eq!(t.tool_calls.median_ttftc_ms, Some(15.0));
+        let p = point_summary(1.0, &[t], &[], false);
+        let s = p.tool_calls.clone().unwrap();
+        assert_eq!((s.asked, s.called), (vec![3], vec![2]));
+        assert_eq!((s.calls, s.valid, s.judged), (2, 1, 2));
+        assert_eq!(s.valid_share, Some(0.5));
+        assert_eq!(
+            (SloMetric::Ttftc.def().median)(&p).and_then(|m| m.median),
+            Some(15.0)
+        );
+
+        // The percentile form: the request without a call is infinitely slow.
+        let ts = trial_slo(&records, &slo);
+        assert_eq!(ts.misses.get("ttftc"), Some(&2));
+        assert_eq!(ts.missing[SloMetric::Ttftc as usize], 1);
+        let p50 = Slo {
+            percentile: Some(50.0),
+            ..Slo::bounded([(SloMetric::Ttftc, 25.0)])
+        };
+        let (_, check) = point_slo(&[trial_slo(&records, &p50)], &p50);
+        assert_eq!(check.percentiles_ms.get("ttftc"), Some(&Some(20.0)));
+        let p90 = Slo {
+            percentile: Some(90.0),
+            ..p50.clone()
+        };
+        let (_, check) = point_slo(&[trial_slo(&records, &p90)], &p90);
+        assert_eq!(check.percentiles_ms.get("ttftc"), Some(&None));
+        assert!(!check.meets);
+    }
+
+    #[test]
+    fn a_point_without_tools_has_no_block() {
+        let t = trial_metrics(&[record(0, false, None)], &Slo::default());
+        assert!(point_summary(1.0, &[t], &[], false).tool_calls.is_none());
+    }
+}
