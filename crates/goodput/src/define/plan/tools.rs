@@ -249,6 +249,54 @@ pub(super) fn check_tools(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::define::plan::{chat_fields, Plan};
+    use crate::define::profile::{Overrides, Profile};
+    use crate::define::requests::Builder;
+
+    fn plan(slo: &str, workload: &str) -> Result<Plan, ProfileError> {
+        let text = format!(
+            "name = \"t\"\n[slo]\n{slo}\n[load]\npoints = [1]\nrequests_per_trial = 3\n\
+             [workload]\ninput_tokens = 10\noutput_tokens = 5\n{workload}\n\
+             [engines.a]\nurl = \"http://127.0.0.1:1\"\napi = \"chat\"\n"
+        );
+        Profile::parse(&text, "p.toml")?.into_plan("p.toml", &Overrides::default())
+    }
+
+    fn builder(p: &Plan) -> Builder {
+        Builder {
+            workload: p.workload.clone(),
+            model: "m".into(),
+            api: Api::Chat,
+            tokens_per_word: 1.0,
+            chat_fields: chat_fields(&p.engines["a"], p.tools.as_ref()),
+            salt: None,
+        }
+    }
+
+    #[test]
+    fn the_profile_bounds_ttftc_only_with_tools_and_bodies_carry_them() {
+        let p = plan("ttftc_ms = 500", "tools = 3\ntool_choice = \"required\"").unwrap();
+        assert_eq!(p.slo.bound(report::SloMetric::Ttftc), Some(500.0));
+        let b = builder(&p);
+        let req = &b.build(1, p.seed, 0)[0];
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        assert_eq!(body["tools"].as_array().map(Vec::len), Some(3));
+        assert_eq!(body["tool_choice"], "required");
+        assert!(
+            body.get("min_tokens").is_none(),
+            "a tool call ends the turn"
+        );
+        assert_eq!((req.asked.tools, req.asked.exact), (Some(3), false));
+        // `none`: the tools go along, no call is asked for.
+        let p = plan("ttft_ms = 500", "tools = 1\ntool_choice = \"none\"").unwrap();
+        assert_eq!(builder(&p).build(1, p.seed, 0)[0].asked.tools, None);
+        let e = plan("ttftc_ms = 500", "").unwrap_err().to_string();
+        assert!(e.contains("slo.ttftc_ms") && e.contains("tools"), "{e}");
+        let e = plan("ttft_ms = 500", "tools = 2\ntool_choice = \"any\"").unwrap_err();
+        assert!(e.to_string().contains("workload.tool_choice"), "{e}");
+        let e = plan("ttft_ms = 500", "tool_choice = \"auto\"").unwrap_err();
+        assert!(e.to_string().contains("goes with `tools"), "{e}");
+    }
 
     #[test]
     fn definitions_are_seeded_and_well_formed() {
