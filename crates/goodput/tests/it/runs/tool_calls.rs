@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::cli::{contains, PredicateBooleanExt, Scratch};
+use common::cli::{contains, goodput, PredicateBooleanExt, Scratch};
 
 fn profile(api: &str, tools: &str) -> String {
     format!(
@@ -59,6 +59,13 @@ fn a_run_with_tools_reports_ttftc_and_the_valid_share() {
     assert!(serde_json::from_str::<serde_json::Value>(args)
         .unwrap()
         .is_object());
+
+    // The text report has the tool-call table.
+    goodput()
+        .args(["show", &dir.arg("r.json")])
+        .assert()
+        .success()
+        .stdout(contains("Tool calls").and(contains("100% (6 of 6)")));
 
     // A bound far below the simulator's TTFTC: every request misses it.
     let dir = Scratch::new();
