@@ -137,10 +137,13 @@ impl Profile {
             .map_err(|m| check.bad("usd_per_hour", m))?;
         let engines = super::chat::with_chat_controls(&check, &self.workload, engines)?;
         let tools = super::tools::check_tools(&check, &self.workload, &engines, spec.seed)?;
-        if tools.is_none() && slo.bound(report::SloMetric::Ttftc).is_some() {
+        let calls_asked = tools.as_ref().is_some_and(|t| t.choice != "none");
+        if !calls_asked && slo.bound(report::SloMetric::Ttftc).is_some() {
             return Err(check.bad(
                 "slo.ttftc_ms",
-                "bounds the time to first tool call: it needs `[workload] tools = N`".into(),
+                "bounds the time to first tool call: it needs `[workload] tools = N` \
+                 (and a tool_choice other than \"none\")"
+                    .into(),
             ));
         }
         let search = ov

@@ -290,8 +290,10 @@ mod tests {
         // `none`: the tools go along, no call is asked for.
         let p = plan("ttft_ms = 500", "tools = 1\ntool_choice = \"none\"").unwrap();
         assert_eq!(builder(&p).build(1, p.seed, 0)[0].asked.tools, None);
-        let e = plan("ttftc_ms = 500", "").unwrap_err().to_string();
-        assert!(e.contains("slo.ttftc_ms") && e.contains("tools"), "{e}");
+        for workload in ["", "tools = 1\ntool_choice = \"none\""] {
+            let e = plan("ttftc_ms = 500", workload).unwrap_err().to_string();
+            assert!(e.contains("slo.ttftc_ms") && e.contains("tools"), "{e}");
+        }
         let e = plan("ttft_ms = 500", "tools = 2\ntool_choice = \"any\"").unwrap_err();
         assert!(e.to_string().contains("workload.tool_choice"), "{e}");
         let e = plan("ttft_ms = 500", "tool_choice = \"auto\"").unwrap_err();
