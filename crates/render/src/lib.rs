@@ -12,6 +12,7 @@
 //! - [`ran`]: what ran and was seen (workload, prefix hits, acceptance).
 //! - [`predicted`]: a predicted report's intervals.
 //! - [`reasoning`]: the reasoning table.
+//! - [`tool_calls`]: the tool-call table.
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -40,6 +41,7 @@ pub mod reasoning;
 pub mod rows;
 pub mod table;
 pub mod text;
+pub mod tool_calls;
 pub mod trend;
 pub mod tune;
 pub mod turns;
@@ -114,6 +116,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             for t in [
                 turns::turns_text(report),
                 reasoning::reasoning_text(report),
+                tool_calls::tool_calls_text(report),
                 predicted::intervals_text(report),
             ] {
                 if !t.is_empty() {
@@ -144,6 +147,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             for t in [
                 turns::turns_markdown(report),
                 reasoning::reasoning_markdown(report),
+                tool_calls::tool_calls_markdown(report),
                 predicted::intervals_markdown(report),
             ] {
                 if !t.is_empty() {

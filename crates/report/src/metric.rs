@@ -18,6 +18,8 @@ pub enum SloMetric {
     E2el,
     /// Time to first answer token (reasoning models).
     Ttfat,
+    /// Time to first tool call (`[workload] tools`).
+    Ttftc,
 }
 
 /// One bounded metric: how it is spelled, shown and read.
@@ -89,6 +91,18 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
             )
         },
     },
+    SloMetricDef {
+        key: "ttftc",
+        field: "ttftc_ms",
+        label: "TTFTC",
+        name: "time to first tool call",
+        // A request that asked for tool calls and made none has no value and
+        // misses (`RequestMetrics::value`); the plan refuses the bound on a
+        // workload without tools. Not a reasoning model's missing answer.
+        unanswered_misses: false,
+        vllm_goodput: false,
+        median: |p| p.tool_calls.as_ref().map(|t| &t.median_ttftc_ms),
+    },
 ];
 
 /// The keys of the report's `slo` (and the profile's `[slo]`) in order: each
@@ -99,13 +113,14 @@ pub const SLO_FIELDS: &[&str] = &[
     "tpot_ms",
     "e2el_ms",
     "ttfat_ms",
+    "ttftc_ms",
     "attainment",
     "percentile",
 ];
 
 impl SloMetric {
     /// How many metrics an SLO can bound.
-    pub const COUNT: usize = 4;
+    pub const COUNT: usize = 5;
 
     /// Every bounded metric, in order.
     pub const ALL: [SloMetric; SloMetric::COUNT] = [
@@ -113,6 +128,7 @@ impl SloMetric {
         SloMetric::Tpot,
         SloMetric::E2el,
         SloMetric::Ttfat,
+        SloMetric::Ttftc,
     ];
 
     /// Its entry in [`SLO_METRICS`].
@@ -145,7 +161,7 @@ impl SloMetric {
         SloMetric::ALL.into_iter().find(|m| m.field() == field)
     }
 
-    /// Every metric's `part` listed as prose: `ttft, tpot, e2el or ttfat`.
+    /// Every metric's `part` listed as prose: `ttft, tpot, e2el, ttfat or ttftc`.
     pub fn listed(part: fn(SloMetric) -> &'static str) -> String {
         let names: Vec<&str> = SloMetric::ALL.into_iter().map(part).collect();
         match names.split_last() {
@@ -232,7 +248,7 @@ pub const GOODPUT_KEY: &str = "goodput_rps";
 /// The metrics `compare` tests, in order (seven a load level: a four-level
 /// comparison is a 28-row table; optional figures, energy and cost only where a
 /// side has them).
-pub const METRICS: [Metric; 11] = [
+pub const METRICS: [Metric; 12] = [
     Metric {
         name: "median TTFT ms",
         key: "median_ttft_ms",
@@ -314,6 +330,16 @@ pub const METRICS: [Metric; 11] = [
         optional: true,
     },
     Metric {
+        name: "median TTFTC ms",
+        key: "median_ttftc_ms",
+        better: Better::Lower,
+        kind: Kind::Figure,
+        slo_bound: false,
+        summary: |p| p.tool_calls.as_ref().map(|t| &t.median_ttftc_ms),
+        taken: Taken::Quantile(Series::Bounded(SloMetric::Ttftc), 0.5),
+        optional: true,
+    },
+    Metric {
         name: "J/output token",
         key: "joules_per_output_token",
         better: Better::Lower,
@@ -383,7 +409,7 @@ mod tests {
         assert_eq!(SLO_FIELDS.len(), SloMetric::ALL.len() + 2);
         assert_eq!(
             SloMetric::listed(SloMetric::key),
-            "ttft, tpot, e2el or ttfat"
+            "ttft, tpot, e2el, ttfat or ttftc"
         );
         // Every trial figure has a name and key of its own.
         for (i, a) in METRICS.iter().enumerate() {

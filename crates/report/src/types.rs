@@ -26,6 +26,7 @@ mod prediction;
 mod reasoning;
 mod run;
 mod slo;
+mod tool_calls;
 mod tune;
 mod words;
 
@@ -39,6 +40,7 @@ pub use prediction::*;
 pub use reasoning::*;
 pub use run::*;
 pub use slo::*;
+pub use tool_calls::*;
 pub use tune::*;
 pub use words::*;
 

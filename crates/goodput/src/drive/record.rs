@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod tool_calls;
 pub mod virtual_time;
+
+pub use tool_calls::ToolCalls;
 
 /// Nanoseconds on `CLOCK_MONOTONIC`: the clock of every timestamp goodput records,
 /// and the clock the simulator's timing probe writes (it is the simulator's own
@@ -194,6 +197,13 @@ pub struct RequestRecord {
     /// fits the context (`max_context_tokens`), counted over the session so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_cut_turns: Option<u32>,
+    /// Function definitions the request carried in `tools`, when it asked for tool
+    /// calls (`[workload] tools`, `tool_choice` not `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_asked: Option<u32>,
+    /// The tool calls the stream carried (`delta.tool_calls`), when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<ToolCalls>,
     /// HTTP status, when a response arrived.
     #[serde(default)]
     pub status: Option<u16>,
@@ -223,6 +233,7 @@ impl RequestRecord {
         self.shared_tokens = asked.shared_tokens;
         self.session = asked.session;
         self.turn = asked.turn;
+        self.tools_asked = asked.tools;
     }
 
     /// A fresh record for a request about to be sent.
@@ -253,6 +264,8 @@ impl RequestRecord {
             session: None,
             turn: None,
             context_cut_turns: None,
+            tools_asked: None,
+            tool_calls: None,
             status: None,
             error: None,
             error_detail: None,
@@ -431,68 +444,4 @@ fn is_zero(v: &u32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_requests_file_is_read_with_bounds_and_a_bad_line_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("r.requests.jsonl");
-        let line = serde_json::to_string(&RequestRecord::new("e", 1.0, 0, 0, 0)).unwrap();
-        // One line of garbage is a corrupt file, not an empty one.
-        for garbage in ["garbage\n", "garbage", "{\"engine\": 3}\n"] {
-            std::fs::write(&p, garbage).unwrap();
-            let e = read_records(&p).unwrap_err();
-            assert!(e.contains("r.requests.jsonl:1:"), "{garbage:?}: {e}");
-        }
-        // A record cut short with no newline is a torn append: skipped.
-        std::fs::write(&p, format!("{line}\n{}", &line[..20])).unwrap();
-        assert_eq!(read_records(&p).unwrap().len(), 1);
-        // A line over the cap, and records over the total, name the file and limit.
-        std::fs::write(&p, format!("{line}\n{line}\n{line}\n")).unwrap();
-        let e = read_bounded(&p, |_| true, 16, u64::MAX).unwrap_err();
-        assert!(
-            e.contains("r.requests.jsonl:1:") && e.contains("16 bytes"),
-            "{e}"
-        );
-        let total = 2 * line.len() as u64;
-        let e = read_bounded(&p, |_| true, 1 << 20, total).unwrap_err();
-        assert!(e.contains(&format!("more than {total} bytes")), "{e}");
-        assert!(e.contains("at line 3"), "{e}");
-        // Only what the caller keeps counts.
-        let mut seen = 0;
-        let kept = read_bounded(
-            &p,
-            |_| {
-                seen += 1;
-                seen == 2
-            },
-            1 << 20,
-            total,
-        )
-        .unwrap();
-        assert_eq!(kept.len(), 1);
-    }
-
-    #[test]
-    fn a_report_names_its_requests_file_only_beside_itself() {
-        let report = Path::new("/shards/shard-1.json");
-        assert_eq!(
-            named_records_path(report, "shard-1.requests.jsonl").unwrap(),
-            Path::new("/shards/shard-1.requests.jsonl")
-        );
-        for far in [
-            "/etc/passwd",
-            "../x.jsonl",
-            "sub/x.jsonl",
-            "..",
-            "/dev/zero",
-        ] {
-            let e = named_records_path(report, far).unwrap_err();
-            assert!(
-                e.contains("not a file name beside the report"),
-                "{far}: {e}"
-            );
-        }
-    }
-}
+mod tests;

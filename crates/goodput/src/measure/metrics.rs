@@ -26,6 +26,11 @@
 //!   (answer tokens − 1). A request that streamed reasoning and no answer chunk is
 //!   a **no answer**: it succeeded, is never good, has no TTFAT, and counts as
 //!   infinitely slow in the percentile form of a TTFAT bound.
+//! - **Tool calls** ([`tool_calls`]): **TTFTC** (time to first tool call) = first
+//!   chunk with a `delta.tool_calls` entry − send time; a request that asked for
+//!   tool calls and streamed none has no TTFTC and misses a TTFTC bound (the plan
+//!   allows the bound only with `[workload] tools`). A call is **valid** when its
+//!   arguments, joined, parse as JSON.
 //! - **trial duration** = first send → last completion (of any request of the trial);
 //!   output_throughput = output tokens of successful requests / duration;
 //!   request_throughput = successful requests / duration; goodput_rps = good / duration.
@@ -67,11 +72,13 @@ pub mod judgement;
 mod outlier;
 pub mod reasoning;
 mod slo;
+pub mod tool_calls;
 mod turns;
 
 pub use outlier::*;
 pub use reasoning::{reasoning_summary, request_reasoning, RequestReasoning, TrialReasoning};
 pub use slo::*;
+pub use tool_calls::{request_tool_calls, tool_call_summary, RequestToolCalls, TrialToolCalls};
 pub use turns::*;
 
 const NS_PER_MS: f64 = 1e6;
@@ -92,6 +99,8 @@ pub struct RequestMetrics {
     pub output_tokens: u64,
     /// Reasoning and answer apart (TTFAT, tokens of each).
     pub reasoning: RequestReasoning,
+    /// Tool calls (TTFTC, valid calls).
+    pub tool_calls: RequestToolCalls,
     /// Met the SLO.
     pub good: bool,
 }
@@ -113,6 +122,7 @@ pub fn request_metrics(r: &RequestRecord, slo: &Slo) -> Option<RequestMetrics> {
         tpot_ms,
         output_tokens,
         reasoning: request_reasoning(r, output_tokens, e2el_ms),
+        tool_calls: request_tool_calls(r),
         good: false,
     };
     let good = |(metric, b): (SloMetric, f64)| m.value(metric).is_some_and(|v| v <= b);
@@ -130,6 +140,7 @@ impl RequestMetrics {
             SloMetric::Tpot => Some(self.tpot_ms.unwrap_or(0.0)),
             SloMetric::E2el => Some(self.e2el_ms),
             SloMetric::Ttfat => self.reasoning.ttfat_ms,
+            SloMetric::Ttftc => self.tool_calls.ttftc_ms,
         }
     }
 }
@@ -214,6 +225,8 @@ pub struct TrialMetrics {
     pub turns: Option<TrialTurns>,
     /// Reasoning models: first answer token, reasoning and answer tokens, no answers.
     pub reasoning: TrialReasoning,
+    /// Tool calls: TTFTC, valid calls.
+    pub tool_calls: TrialToolCalls,
     /// Output tokens of successful requests (see [`cost`]).
     pub output_tokens: u64,
     /// Output tokens of good requests (see [`cost`]).
@@ -231,6 +244,7 @@ impl TrialMetrics {
             SloMetric::Tpot => &self.tpots_ms,
             SloMetric::E2el => &self.e2els_ms,
             SloMetric::Ttfat => &self.reasoning.ttfats_ms,
+            SloMetric::Ttftc => &self.tool_calls.ttftcs_ms,
         }
     }
 }
@@ -270,6 +284,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
                 m.e2els_ms.push(rm.e2el_ms);
                 m.request_indexes.push(r.index);
                 m.reasoning.add(&rm.reasoning);
+                m.tool_calls.add(&rm.tool_calls);
                 itls.extend(
                     r.chunks
                         .windows(2)
@@ -307,6 +322,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
     }
     m.turns = trial_turns(records, slo);
     m.reasoning.finish();
+    m.tool_calls.finish();
     m.figures = figures::figures(&m, &itls, &tokens);
     m
 }
@@ -489,6 +505,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         server: None,
         conversation: conversation_summary(trials),
         reasoning: reasoning_summary(trials),
+        tool_calls: tool_call_summary(trials),
         energy: None,
         cost: None,
     }

@@ -153,6 +153,10 @@ pub struct Point {
     /// and answer tokens, requests without an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<super::ReasoningSummary>,
+    /// goodput addition (`[workload] tools`): time to first tool call, and the
+    /// share of tool calls whose arguments are valid JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<super::ToolCallSummary>,
     /// goodput addition: GPU energy per output token and per request (see
     /// [`super::EnergySummary`]); absent without GPU telemetry.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -28,6 +28,22 @@ pub(crate) struct ChunkChoice<'a> {
     /// `usage` on every chunk (`stream_options.continuous_usage_stats`, as vLLM
     /// sends it): prompt tokens and the completion tokens streamed so far.
     pub usage: Option<Usage>,
+    /// Chat: a piece of a tool call (`delta.tool_calls`) instead of `content`.
+    pub tool: Option<ToolPiece<'a>>,
+}
+
+/// A piece of a streamed tool call: the first carries the call's id, type and
+/// name, every one a piece of its arguments.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolPiece<'a> {
+    /// The call's first piece.
+    pub first: bool,
+    /// The function's name.
+    pub name: &'a str,
+    /// The call's id (`call_...`).
+    pub id: &'a str,
+    /// This piece of the arguments.
+    pub arguments: &'a str,
 }
 
 /// `usage`: prompt tokens, completion tokens, and of them reasoning tokens
@@ -110,6 +126,11 @@ impl ChunkFormat {
         }
     }
 
+    /// The response's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// Closes a chunk: the probe's fields, when on, and `}\n\n`.
     fn finish(mut b: Vec<u8>, probe: Option<Probe>) -> Bytes {
         if let Some(p) = probe {
@@ -184,10 +205,26 @@ impl ChunkFormat {
         if !c.reasoning.is_empty() {
             b.extend_from_slice(b"\"reasoning\":");
             push_json_str(b, c.reasoning);
-            if c.text.is_empty() {
+            if c.text.is_empty() && c.tool.is_none() {
                 return;
             }
             b.push(b',');
+        }
+        if let Some(t) = c.tool {
+            b.extend_from_slice(b"\"tool_calls\":[{\"index\":0,");
+            if t.first {
+                b.extend_from_slice(b"\"id\":");
+                push_json_str(b, t.id);
+                b.extend_from_slice(b",\"type\":\"function\",\"function\":{\"name\":");
+                push_json_str(b, t.name);
+                b.push(b',');
+            } else {
+                b.extend_from_slice(b"\"function\":{");
+            }
+            b.extend_from_slice(b"\"arguments\":");
+            push_json_str(b, t.arguments);
+            b.extend_from_slice(b"}}]");
+            return;
         }
         b.extend_from_slice(b"\"content\":");
         push_json_str(b, c.text);
@@ -307,6 +344,7 @@ mod tests {
             stop_reason: None,
             logprobs: None,
             usage: None,
+            tool: None,
         }
     }
 

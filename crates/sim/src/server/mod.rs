@@ -31,6 +31,7 @@ mod routes;
 mod source;
 mod stream;
 pub mod timer;
+mod tools;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU64};

@@ -189,6 +189,11 @@ pub struct GenerationRequest {
     pub reasoning_effort: Option<String>,
     /// Chat: template switches; `enable_thinking` / `thinking` are honoured.
     pub chat_template_kwargs: Option<serde_json::Map<String, Value>>,
+    /// Chat: function definitions; a request with some is answered with a tool
+    /// call (`server::tools`).
+    pub tools: Option<Vec<Value>>,
+    /// Chat: `none`, `auto`, `required` or a named function.
+    pub tool_choice: Option<Value>,
 }
 
 /// Render chat messages the way the simulator's chat template does.

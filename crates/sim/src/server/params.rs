@@ -7,7 +7,9 @@
 //!   get vLLM's range checks but cannot change pseudo-text;
 //! - harmless: accepted and ignored because ignoring them cannot change the
 //!   answer (`user`, `metadata`, `skip_special_tokens`, ...);
-//! - neutral only: fields the simulator cannot honour (`tools`,
+//! - tools (chat): a request with `tools` is answered with a tool call
+//!   ([`super::tools`]); on completions `tools` is neutral only;
+//! - neutral only: fields the simulator cannot honour (`functions`,
 //!   `response_format`, `logit_bias`, `suffix`, ...) are accepted at their
 //!   neutral value (`null`, `[]`, `{"type": "text"}`) and otherwise answered
 //!   with a 400 that names them;
@@ -58,6 +60,8 @@ const HONOURED_CHAT: &[&str] = &[
     "top_logprobs",
     "reasoning_effort",
     "chat_template_kwargs",
+    "tools",
+    "tool_choice",
 ];
 const HARMLESS: &[&str] = &[
     "user",
@@ -107,8 +111,6 @@ fn text_modality(v: &Value) -> bool {
 /// Fields the simulator cannot honour: (name, accepted values, test).
 type Neutral = (&'static str, &'static str, fn(&Value) -> bool);
 const NEUTRAL: &[Neutral] = &[
-    ("tools", "null or []", null_or_empty),
-    ("tool_choice", "null, \"none\" or \"auto\"", no_tool_choice),
     ("functions", "null or []", null_or_empty),
     ("function_call", "null or \"none\"", no_tool_choice),
     (
@@ -137,7 +139,11 @@ const NEUTRAL: &[Neutral] = &[
     ("prediction", "null", null),
     ("web_search_options", "null", null),
 ];
-const NEUTRAL_COMPLETIONS: &[Neutral] = &[("suffix", "null or \"\"", null_or_empty)];
+const NEUTRAL_COMPLETIONS: &[Neutral] = &[
+    ("suffix", "null or \"\"", null_or_empty),
+    ("tools", "null or []", null_or_empty),
+    ("tool_choice", "null, \"none\" or \"auto\"", no_tool_choice),
+];
 const NEUTRAL_CHAT: &[Neutral] = &[
     ("echo", "null or false", null_or_false),
     ("add_generation_prompt", "null or true", null_or_true),

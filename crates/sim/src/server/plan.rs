@@ -46,6 +46,8 @@ pub struct Job {
     pub prompt_ids: Arc<[u32]>,
     /// Of `output_tokens`, how many come first as thinking (`delta.reasoning`).
     pub reasoning_tokens: u32,
+    /// The answer is this tool call (`delta.tool_calls`), not text.
+    pub tool_call: Option<Arc<super::tools::ToolCall>>,
 }
 
 /// A validated request.
@@ -202,6 +204,7 @@ pub fn plan(
     check_sequences(prompts.len(), n)?;
     let stops = stops_of(req)?;
     let thinking = super::reasoning::effort(req, endpoint, config)?;
+    let tool_call = super::tools::tool_call(req, endpoint)?.map(Arc::new);
     let requested = requested_tokens(req, endpoint);
     let mut jobs = Vec::with_capacity(prompts.len() * n as usize);
     let mut prompt_usage = 0u64;
@@ -211,6 +214,10 @@ pub fn plan(
         for i in 0..n {
             let mut job = job(req, config, prompt, bounds, &stops, p as u32 * n + i, i);
             think(&mut job, req, config, thinking, bounds.0);
+            if let Some(call) = &tool_call {
+                job.tool_call = Some(call.clone());
+                (job.finish_reason, job.stop_reason, job.text_limit) = ("tool_calls", None, None);
+            }
             jobs.push(job);
         }
     }
@@ -354,6 +361,7 @@ fn job(
         echo: prompt.text.clone(),
         prompt_ids: prompt.ids.clone(),
         reasoning_tokens: 0,
+        tool_call: None,
     };
     if req.ignore_eos != Some(true) {
         let eos = text::eos_point(text_seed).max(min_tokens).max(1);

@@ -16,7 +16,7 @@ use futures_util::FutureExt;
 use tokio::sync::watch;
 
 use super::driver::Delivery;
-use super::format::{ChunkChoice, ChunkFormat, FullChoice, Probe};
+use super::format::{ChunkChoice, ChunkFormat, FullChoice, Probe, ToolPiece};
 use super::logprobs::{self, TokenLogprob};
 use super::plan::{Endpoint, Job, Plan};
 use super::probe_stats::ProbeStats;
@@ -46,9 +46,48 @@ struct Choice {
     /// Logprobs so far (non-streaming only).
     logprobs: Vec<TokenLogprob>,
     finished: bool,
+    /// A tool call's arguments, padded to a byte per answer token at least
+    /// ([`super::tools::padded`]), and the bytes of them sent so far.
+    tool_args: Option<(String, usize)>,
+    /// The tool call's id.
+    tool_id: String,
 }
 
 impl Choice {
+    /// A tool call's piece for the answer tokens of a delivery that starts after
+    /// `before` tokens: whether it is the call's first, and its byte range of the
+    /// arguments (a share as large as the delivery's share of the answer tokens
+    /// left; the rest on the last). `None` for a choice without a tool call or a
+    /// delivery of thinking only.
+    fn tool_piece(
+        &mut self,
+        before: u64,
+        finished: bool,
+    ) -> Option<(bool, std::ops::Range<usize>)> {
+        let (args, sent) = self.tool_args.as_mut()?;
+        let thinking = u64::from(self.job.reasoning_tokens);
+        let total = u64::from(self.job.output_tokens).saturating_sub(thinking);
+        let done = before.saturating_sub(thinking);
+        let now = self.tokens.saturating_sub(thinking).saturating_sub(done);
+        if now == 0 {
+            return None;
+        }
+        let left_bytes = args.len() - *sent;
+        let left_tokens = total.saturating_sub(done).max(1);
+        let mut take = if finished || now >= left_tokens {
+            left_bytes
+        } else {
+            (left_bytes as u64 * now / left_tokens) as usize
+        };
+        while !args.is_char_boundary(*sent + take) {
+            take += 1;
+        }
+        let range = *sent..*sent + take;
+        let first = *sent == 0;
+        *sent += take;
+        Some((first, range))
+    }
+
     /// Text of the next `count` tokens, cut at a stop string, with each
     /// token's piece when `pieces` is asked for (logprobs).
     fn next_text(&mut self, count: u32, pieces: bool) -> (String, Vec<String>) {
@@ -132,6 +171,11 @@ impl Writer {
         let choices: Vec<Choice> = std::mem::take(&mut plan.jobs)
             .into_iter()
             .map(|job| Choice {
+                tool_id: format!("call_{}_{}", format.id(), job.index),
+                tool_args: job.tool_call.as_ref().map(|call| {
+                    let answer = job.output_tokens.saturating_sub(job.reasoning_tokens);
+                    (super::tools::padded(&call.arguments, answer as usize), 0)
+                }),
                 job,
                 tokens: 0,
                 text_bytes: 0,
@@ -396,7 +440,9 @@ impl Writer {
     /// asks for) to the pending frames when streaming, else its text to the choice.
     fn deliver(&mut self, i: usize, d: Delivery) {
         let first = self.choices[i].tokens == 0;
+        let before = self.choices[i].tokens;
         let (r, t, lps) = self.next_split(i, d.tokens);
+        let piece = self.choices[i].tool_piece(before, d.finished);
         self.tokens += u64::from(d.tokens);
         let finished = d.finished && !self.faults.endless;
         let endpoint = self.plan.endpoint;
@@ -412,6 +458,12 @@ impl Writer {
                 finish_reason: finished.then_some(c.job.finish_reason),
                 stop_reason: c.job.stop_reason.as_deref().filter(|_| finished),
                 logprobs: lp.as_ref(),
+                tool: piece.map(|(first, range)| ToolPiece {
+                    first,
+                    name: c.job.tool_call.as_ref().map_or("", |t| t.name.as_str()),
+                    id: &c.tool_id,
+                    arguments: c.tool_args.as_ref().map_or("", |a| &a.0[range]),
+                }),
                 usage: self.plan.continuous_usage.then_some((
                     self.plan.prompt_tokens,
                     self.tokens,

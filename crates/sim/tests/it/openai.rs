@@ -367,7 +367,17 @@ async fn errors_are_json_in_vllm_shape() {
         &server,
         "/v1/chat/completions",
         json!({"messages": [{"role": "user", "content": "hi"}],
-               "tools": [{"type": "function", "function": {"name": "f"}}]}),
+               "tools": [{"type": "function", "function": {}}]}),
+    )
+    .await;
+    // Tools are served (a tool call); one without a function name is refused,
+    // and so are tools on the completions API.
+    assert_eq!(status, 400);
+    assert_eq!(v["error"]["param"], "tools");
+    let (status, v) = post(
+        &server,
+        "/v1/completions",
+        json!({"prompt": "hi", "tools": [{"type": "function", "function": {"name": "f"}}]}),
     )
     .await;
     assert_eq!(status, 400);

@@ -48,9 +48,17 @@ pub(super) fn with_chat_controls(
     Ok(engines)
 }
 
-/// The fields an engine's chat requests carry beside the messages.
-pub fn chat_fields(e: &EngineSpec) -> serde_json::Map<String, serde_json::Value> {
+/// The fields an engine's chat requests carry beside the messages: its reasoning
+/// controls and the run's tools.
+pub fn chat_fields(
+    e: &EngineSpec,
+    tools: Option<&super::tools::ToolUse>,
+) -> serde_json::Map<String, serde_json::Value> {
     let mut m = serde_json::Map::new();
+    if let Some(t) = tools {
+        m.insert("tools".into(), t.definitions.clone());
+        m.insert("tool_choice".into(), t.choice.clone().into());
+    }
     if let Some(effort) = &e.reasoning_effort {
         m.insert("reasoning_effort".into(), effort.clone().into());
     }
@@ -83,13 +91,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.slo.bound(report::SloMetric::Ttfat), Some(2000.0));
-        let on = serde_json::Value::Object(chat_fields(&p.engines["on"]));
+        let on = serde_json::Value::Object(chat_fields(&p.engines["on"], None));
         assert_eq!(
             on,
             serde_json::json!({"reasoning_effort": "low",
                 "chat_template_kwargs": {"enable_thinking": true, "x": 1}})
         );
-        let off = serde_json::Value::Object(chat_fields(&p.engines["off"]));
+        let off = serde_json::Value::Object(chat_fields(&p.engines["off"], None));
         assert_eq!(
             off,
             serde_json::json!({"reasoning_effort": "high",
@@ -130,6 +138,6 @@ mod tests {
         assert!(e.contains("reasoning_effort"), "{e}");
         // Without controls, the completions API stays fine.
         let p = plan("", "[engines.a]\nurl = \"http://127.0.0.1:1\"\n").unwrap();
-        assert!(chat_fields(&p.engines["a"]).is_empty());
+        assert!(chat_fields(&p.engines["a"], None).is_empty());
     }
 }

@@ -136,6 +136,16 @@ impl Profile {
         super::price::apply_prices(&mut engines, &ov.usd_per_hour)
             .map_err(|m| check.bad("usd_per_hour", m))?;
         let engines = super::chat::with_chat_controls(&check, &self.workload, engines)?;
+        let tools = super::tools::check_tools(&check, &self.workload, &engines, spec.seed)?;
+        let calls_asked = tools.as_ref().is_some_and(|t| t.choice != "none");
+        if !calls_asked && slo.bound(report::SloMetric::Ttftc).is_some() {
+            return Err(check.bad(
+                "slo.ttftc_ms",
+                "bounds the time to first tool call: it needs `[workload] tools = N` \
+                 (and a tool_choice other than \"none\")"
+                    .into(),
+            ));
+        }
         let search = ov
             .search
             .as_ref()
@@ -170,6 +180,7 @@ impl Profile {
             server_metrics: self.server_metrics,
             profile_toml,
             prompt_salt,
+            tools,
         })
     }
 }

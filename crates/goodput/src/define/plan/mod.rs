@@ -13,6 +13,7 @@ mod jsonl;
 mod load;
 pub mod price;
 mod search;
+pub mod tools;
 
 pub use load::{TrialRule, AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH, MAX_RATE, MIN_RATE};
 pub use search::SearchConfig;
@@ -81,6 +82,8 @@ pub struct Plan {
     /// run's salt, drawn when the run starts unless given; `None`: no salt. Not in
     /// the fingerprints (the description's `salt = true` is).
     pub prompt_salt: Option<crate::define::profile::PromptSalt>,
+    /// `[workload] tools`: the function definitions every chat request carries.
+    pub tools: Option<tools::ToolUse>,
 }
 
 impl Plan {

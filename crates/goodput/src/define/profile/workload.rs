@@ -42,6 +42,11 @@ pub struct ChatControls {
     /// ([`crate::define::requests::salt`]), so no run finds another's prompts in the
     /// engine's prefix cache.
     pub salt: bool,
+    /// `tools = N`: every chat request carries N function definitions in `tools`,
+    /// drawn from the run's seed ([`crate::define::plan::tools`]).
+    pub tools: Option<u32>,
+    /// `tool_choice` sent with them: `auto` (the default), `required` or `none`.
+    pub tool_choice: Option<String>,
 }
 
 /// `kind = "synthetic"`.
@@ -163,7 +168,14 @@ pub struct SharegptSpec {
 }
 
 /// The keys every kind takes.
-const COMMON_KEYS: &[&str] = &["kind", "reasoning_effort", "chat_template_kwargs", "salt"];
+const COMMON_KEYS: &[&str] = &[
+    "kind",
+    "reasoning_effort",
+    "chat_template_kwargs",
+    "salt",
+    "tools",
+    "tool_choice",
+];
 
 /// The keys of a kind's `[workload]` (besides `kind` and the chat controls).
 pub fn keys(kind: WorkloadKind) -> &'static [&'static str] {

@@ -247,6 +247,9 @@ impl Session {
             session: Some(self.id),
             turn: Some(index),
             exact: true,
+            // The plan refuses tools in conversations (a tool call's turn would
+            // need a tool's result).
+            tools: None,
         };
         self.in_flight = Some((turn, shared));
         Some(TurnRequest {

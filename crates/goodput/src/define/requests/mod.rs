@@ -52,6 +52,9 @@ pub struct Asked {
     pub turn: Option<u32>,
     /// `max_tokens` is asked for exactly (`min_tokens`, `ignore_eos`).
     pub exact: bool,
+    /// Function definitions carried in `tools`, when the request asks for tool
+    /// calls ([`Builder::tools_asked`]).
+    pub tools: Option<u32>,
 }
 
 /// Builds prompts and bodies.
@@ -122,6 +125,17 @@ impl Builder {
         self.prepared(&prompt, asked, fixed)
     }
 
+    /// The function definitions every chat body carries in `tools` (from
+    /// [`crate::define::plan::chat_fields`]), when it asks for tool calls
+    /// (`tool_choice` is not `none`).
+    pub fn tools_asked(&self) -> Option<u32> {
+        if self.api != Api::Chat || self.chat_fields.get("tool_choice") == Some(&json!("none")) {
+            return None;
+        }
+        let n = self.chat_fields.get("tools")?.as_array()?.len();
+        u32::try_from(n).ok().filter(|&n| n > 0)
+    }
+
     /// Trace mode: the trace's send offsets at `speedup` (empty for other kinds).
     pub fn trace_offsets(&self, speedup: f64) -> Vec<u64> {
         match &self.workload {
@@ -137,6 +151,9 @@ impl Builder {
 
     /// A request with its body serialised.
     fn prepared(&self, prompt: &str, mut asked: Asked, fixed: bool) -> Prepared {
+        // A tool call ends the model's turn: its length is not asked for exactly.
+        asked.tools = self.tools_asked();
+        let fixed = fixed && asked.tools.is_none();
         asked.exact = fixed;
         Prepared {
             body: Bytes::from(self.body(prompt, asked.max_tokens, fixed).to_string()),

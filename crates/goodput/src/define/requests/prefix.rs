@@ -60,6 +60,7 @@ pub(super) fn build(b: &Builder, p: &PrefixWorkload, n: u32, key: u64) -> Vec<Pr
                 session: Some(g),
                 turn: None,
                 exact: true,
+                tools: None,
             };
             b.prepared(&format!("{} {own}", prefixes[g as usize]), asked, true)
         })

@@ -150,6 +150,7 @@ pub(super) fn build(b: &Builder, t: &TraceWorkload, n: u32, key: u64) -> Vec<Pre
                 session: None,
                 turn: None,
                 exact: true,
+                tools: None,
             };
             b.prepared(&text.join(" "), asked, true)
         })

@@ -255,6 +255,7 @@ impl Progress {
             let info = super::sse::parse_data_keeping(data, keep)
                 .map_err(|e| Failure::new(e.kind(), e.to_string()))?;
             rec.other_choices |= info.other_choices;
+            crate::drive::record::ToolCalls::add(&mut rec.tool_calls, t, info.tool_calls);
             if info.finish_reason.is_some() {
                 rec.finish_reason = info.finish_reason;
             }

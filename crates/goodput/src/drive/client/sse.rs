@@ -12,6 +12,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
+use crate::drive::record::tool_calls::{ToolPiece, MAX_ARGUMENT_BYTES, MAX_NAME_BYTES};
 use crate::drive::record::ErrorKind;
 
 /// Size limits of a stream.
@@ -212,6 +213,8 @@ pub struct ChunkInfo {
     pub finish_reason: Option<String>,
     /// The chunk carried a choice with an index other than 0 (not counted).
     pub other_choices: bool,
+    /// The first choice's `delta.tool_calls` entries (empty for most chunks).
+    pub tool_calls: Vec<ToolPiece>,
 }
 
 /// Longest `finish_reason` kept: the engines' are a word (`stop`, `length`,
@@ -289,6 +292,9 @@ struct Delta<'a> {
 /// One `delta.tool_calls` entry: its function's name and arguments are generated.
 #[derive(Deserialize)]
 struct ToolCall<'a> {
+    /// Which call of the message (absent: its position in the list).
+    #[serde(default)]
+    index: Option<u64>,
     #[serde(default, borrow)]
     function: Option<Function<'a>>,
 }
@@ -312,6 +318,33 @@ impl Delta<'_> {
                 f.name.as_deref().map_or(0, str::len) + f.arguments.as_deref().map_or(0, str::len)
             })
             .sum()
+    }
+
+    /// The tool-call entries as pieces, each cut to what a record keeps of a call.
+    fn tool_pieces(&self) -> Vec<ToolPiece> {
+        let cut = |s: &str, limit: usize| {
+            let mut end = s.len().min(limit);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s[..end].to_string()
+        };
+        let calls = self.tool_calls.iter().flatten().enumerate();
+        calls
+            .map(|(i, t)| {
+                let f = t.function.as_ref();
+                ToolPiece {
+                    index: u32::try_from(t.index.unwrap_or(i as u64)).unwrap_or(u32::MAX),
+                    name: f
+                        .and_then(|f| f.name.as_deref())
+                        .map(|n| cut(n, MAX_NAME_BYTES)),
+                    // One byte over the bound, so that the record marks the call cut.
+                    arguments: f
+                        .and_then(|f| f.arguments.as_deref())
+                        .map_or_else(String::new, |a| cut(a, MAX_ARGUMENT_BYTES + 4)),
+                }
+            })
+            .collect()
     }
 
     /// The reasoning text: `reasoning`, else `reasoning_content` (never both: a
@@ -378,6 +411,7 @@ pub fn parse_data_keeping(
                 probe_ns: msg.goodput_probe_ns,
                 finish_reason: None,
                 other_choices: false,
+                tool_calls: Vec::new(),
             });
         }
         return Err(ChunkError::Malformed(format!(
@@ -385,13 +419,16 @@ pub fn parse_data_keeping(
             excerpt(data)
         )));
     };
-    let (mut len, mut reasoning) = (0usize, 0usize);
+    let (mut len, mut reasoning, mut tool_calls) = (0usize, 0usize, Vec::new());
     let first = |c: &&Choice<'_>| c.index.unwrap_or(0) == 0;
     let other_choices = choices.iter().any(|c| !first(&c));
     for c in choices.iter().filter(first) {
         len += c.text.as_deref().map_or(0, str::len);
         if let Some(d) = &c.delta {
             len += d.content.as_deref().map_or(0, str::len) + d.tool_call_len();
+            if d.tool_calls.is_some() {
+                tool_calls.extend(d.tool_pieces());
+            }
             reasoning += d.reasoning().len();
         }
         // The reply as a conversation carries it on: the answer's text, not its
@@ -427,6 +464,7 @@ pub fn parse_data_keeping(
         probe_ns: msg.goodput_probe_ns,
         finish_reason,
         other_choices,
+        tool_calls,
     })
 }
 

@@ -33,6 +33,11 @@ pub struct TrialSlo {
     /// Each bounded metric's value of each successful request that has one
     /// ([`super::RequestMetrics::value`]), ms, in [`SloMetric`]'s order.
     pub values: [Vec<f64>; SloMetric::COUNT],
+    /// Successful requests without a value of each bounded metric (a reasoning
+    /// model's request with no answer: TTFAT; one that asked for tool calls and
+    /// made none: TTFTC), in [`SloMetric`]'s order: infinitely slow in the
+    /// percentile form.
+    pub missing: [u64; SloMetric::COUNT],
 }
 
 impl TrialSlo {
@@ -66,7 +71,10 @@ pub fn trial_slo(records: &[RequestRecord], slo: &Slo) -> TrialSlo {
             }
         }
         for metric in SloMetric::ALL {
-            t.values[metric as usize].extend(m.value(metric));
+            match m.value(metric) {
+                Some(v) => t.values[metric as usize].push(v),
+                None => t.missing[metric as usize] += 1,
+            }
         }
     }
     t
@@ -144,21 +152,16 @@ pub fn point_slo_at(trials: &[TrialSlo], slo: &Slo, z: f64) -> (Stat, report::Sl
         ),
         Some(p) => {
             let mut ok = sent > 0;
-            let no_answer: u64 = trials.iter().map(|t| t.no_answer).sum();
             let mut parts = Vec::new();
             for (metric, b) in slo.bounds.iter() {
                 let values: Vec<f64> = trials
                     .iter()
                     .flat_map(|t| t.values[metric as usize].iter().copied())
                     .collect();
-                // A failed request is infinitely slow, and so, for a bound that
-                // needs an answer, is one that gave none.
-                let slow = failed
-                    + if metric.def().unanswered_misses {
-                        no_answer
-                    } else {
-                        0
-                    };
+                // A failed request is infinitely slow, and so is a successful one
+                // without a value (no answer for TTFAT, no tool call for TTFTC).
+                let missing: u64 = trials.iter().map(|t| t.missing[metric as usize]).sum();
+                let slow = failed + missing;
                 let v = percentile_with_failures(&values, slow, p);
                 ok &= v.is_some_and(|v| v <= b);
                 parts.push(judge_percentile_at(&values, slow, p, b, level));

@@ -82,7 +82,7 @@ pub(super) async fn request_builder(
             .plan
             .engines
             .get(name)
-            .map(crate::define::plan::chat_fields)
+            .map(|e| crate::define::plan::chat_fields(e, ctx.run.plan.tools.as_ref()))
             .unwrap_or_default(),
         salt: ctx.journal.info.prompt_salt.clone(),
     };

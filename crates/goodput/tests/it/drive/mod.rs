@@ -19,4 +19,5 @@ mod secrets;
 mod sharegpt;
 mod stream_rules;
 mod tls;
+mod tool_calls;
 mod workloads;

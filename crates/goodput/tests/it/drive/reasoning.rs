@@ -367,8 +367,9 @@ fn the_example_profile_runs_thinking_on_and_off_as_two_engines() {
         .into_plan("reasoning-sim.toml", &Default::default())
         .unwrap();
     assert_eq!(plan.slo.bound(report::SloMetric::Ttfat), Some(4000.0));
-    let fields =
-        |e: &str| serde_json::Value::Object(goodput::define::plan::chat_fields(&plan.engines[e]));
+    let fields = |e: &str| {
+        serde_json::Value::Object(goodput::define::plan::chat_fields(&plan.engines[e], None))
+    };
     assert_eq!(fields("thinking"), json!({}));
     assert_eq!(
         fields("no-thinking"),

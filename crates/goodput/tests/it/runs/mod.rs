@@ -11,4 +11,5 @@ mod otel;
 mod resume;
 mod run_sim;
 mod search;
+mod tool_calls;
 mod tune;

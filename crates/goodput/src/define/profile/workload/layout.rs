@@ -68,6 +68,10 @@ pub struct WrittenWorkload {
     chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
     salt: Option<bool>,
+    #[serde(default)]
+    tools: Option<u32>,
+    #[serde(default)]
+    tool_choice: Option<String>,
 }
 
 impl WrittenWorkload {
@@ -116,6 +120,8 @@ impl TryFrom<WrittenWorkload> for WorkloadSpec {
             reasoning_effort: w.reasoning_effort,
             chat_template_kwargs: w.chat_template_kwargs,
             salt: w.salt.unwrap_or(false),
+            tools: w.tools,
+            tool_choice: w.tool_choice,
         };
         let range_ratio = w.range_ratio.unwrap_or(0.0);
         let text = w.text.unwrap_or_default();
@@ -230,6 +236,10 @@ pub struct FlatWorkload {
     /// Written only when true, so unsalted workloads keep their fingerprints.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     salt: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<String>,
 }
 
 impl From<WorkloadSpec> for FlatWorkload {
@@ -263,6 +273,8 @@ impl From<WorkloadSpec> for FlatWorkload {
             reasoning_effort: chat.reasoning_effort,
             chat_template_kwargs: chat.chat_template_kwargs,
             salt: chat.salt,
+            tools: chat.tools,
+            tool_choice: chat.tool_choice,
         };
         match spec {
             WorkloadSpec::Synthetic(w) => {

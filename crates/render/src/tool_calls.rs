@@ -1,0 +1,103 @@
+//! Tool calls (`[workload] tools`): the table of time to first tool call and
+//! valid calls (after the results table): one row per engine x load level whose
+//! requests asked for tool calls or streamed one.
+
+use maud::{html, Markup};
+use report::{Point, Report, ToolCallSummary};
+
+use super::markdown::{grid, md_escape};
+use super::text::{num, plain_table};
+
+const COLUMNS: [&str; 7] = [
+    "engine",
+    "x",
+    "TTFTC p50/p99 ms",
+    "calls complete p50 ms",
+    "called",
+    "calls",
+    "valid JSON",
+];
+
+/// Every point with tool calls, in report order.
+fn points(report: &Report) -> Vec<(&str, &Point, &ToolCallSummary)> {
+    report
+        .load
+        .iter()
+        .flat_map(|(engine, r)| {
+            r.points
+                .iter()
+                .filter_map(move |p| p.tool_calls.as_ref().map(|s| (engine.as_str(), p, s)))
+        })
+        .collect()
+}
+
+fn cells(report: &Report) -> Vec<Vec<String>> {
+    let f = |v: Option<f64>| v.map_or("–".to_string(), num);
+    points(report)
+        .into_iter()
+        .map(|(engine, p, t)| {
+            let called: u64 = t.called.iter().sum();
+            let asked: u64 = t.asked.iter().sum();
+            vec![
+                engine.to_string(),
+                num(p.x),
+                format!(
+                    "{} / {}",
+                    f(t.median_ttftc_ms.median),
+                    f(t.p99_ttftc_ms.median)
+                ),
+                f(t.median_tool_call_ms.median),
+                format!("{called} of {asked}"),
+                t.calls.to_string(),
+                t.valid_share.map_or("–".to_string(), |s| {
+                    format!("{}% ({} of {})", num(s * 100.0), t.valid, t.judged)
+                }),
+            ]
+        })
+        .collect()
+}
+
+const TITLE: &str = "Tool calls (TTFTC medians over trials; calls over all trials)";
+
+/// The table for a terminal; empty when no point has tool calls.
+pub fn tool_calls_text(report: &Report) -> String {
+    let rows = cells(report);
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("{TITLE}:\n{}", plain_table(&COLUMNS, rows))
+}
+
+/// The table in Markdown; empty when no point has tool calls.
+pub fn tool_calls_markdown(report: &Report) -> String {
+    let rows: Vec<Vec<String>> = cells(report)
+        .into_iter()
+        .map(|r| r.iter().map(|c| md_escape(c)).collect())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("**{TITLE}**\n\n{}", grid(&COLUMNS, 1, &rows))
+}
+
+/// The section of the HTML page; nothing when no point has tool calls.
+pub fn tool_calls_html(report: &Report) -> Markup {
+    let rows = cells(report);
+    html! {
+        @if !rows.is_empty() {
+            section #tool-calls {
+                h2 { "Tool calls" }
+                p { "TTFTC: the first tool-call delta − send time; a call is valid when its \
+                     arguments parse as JSON." }
+                table {
+                    thead { tr { @for c in COLUMNS { th { (c) } } } }
+                    tbody {
+                        @for r in &rows {
+                            tr { @for c in r { td { (c) } } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
