@@ -168,17 +168,13 @@ pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     let level = c.level.unwrap_or(0.95);
     let z = z_of(level);
     let errors = c.misses.get("errors").copied().unwrap_or(0);
-    let no_answer = c.misses.get("no_answer").copied().unwrap_or(0);
     let mut below: Option<(u64, Undecided)> = None;
     let mut above: Option<(u64, Undecided)> = None;
     for (metric, bound) in report.slo.bounds.iter() {
-        let slow = c.misses.get(metric.key()).copied().unwrap_or(0)
-            + errors
-            + if metric.def().unanswered_misses {
-                no_answer
-            } else {
-                0
-            };
+        // A request without a value of the metric (a reasoning request that gave
+        // no answer, for TTFAT) is already among its misses: `no_answer` is a
+        // subset of them, not more.
+        let slow = c.misses.get(metric.key()).copied().unwrap_or(0) + errors;
         let within = c.sent.saturating_sub(slow);
         let Some((_, d)) = judge_trials(&[(within, c.sent)], target, z) else {
             continue;
@@ -295,5 +291,28 @@ mod tests {
         assert_eq!(u.needs, ToDecide::Requests { total, more });
         let lower = |n: u64| wilson_effective(0.92, n as f64, Z95).unwrap().0;
         assert!(lower(total) >= 0.9 && lower(total - 1) < 0.9, "{total}");
+    }
+
+    #[test]
+    fn a_request_without_an_answer_counts_once_against_ttfat() {
+        let text = include_str!("../../../../tests/data/l4-gpu1-vllm.json");
+        let mut r = crate::io::parse_report(text).expect("the reference parses");
+        r.slo.percentile = Some(90.0);
+        r.slo.bounds = [(SloMetric::Ttfat, 2000.0)].into_iter().collect();
+        let mut p = Point::default();
+        let mut check = crate::SloCheck {
+            good: 136,
+            sent: 150,
+            target: 0.9,
+            form: SloForm::Percentile,
+            judgement: Some(Judgement::Undecided),
+            ..Default::default()
+        };
+        // 14 missed TTFAT, 4 of them because they gave no answer at all.
+        check.misses.insert("ttfat".into(), 14);
+        check.misses.insert("no_answer".into(), 4);
+        p.slo_check = Some(check);
+        let u = point_undecided(&r, &p).expect("undecided");
+        assert_eq!((u.attainment.good, u.attainment.sent), (136, 150));
     }
 }
