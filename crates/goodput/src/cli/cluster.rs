@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{LevelArgs, TrialArgs};
-use crate::define::options::SweepOptions;
 use crate::define::plan::Plan;
 use crate::define::profile::Overrides;
 use crate::define::requests::salt;
@@ -29,11 +28,8 @@ pub struct SweepArgs {
 }
 
 impl SweepArgs {
-    pub(super) fn options(&self) -> SweepOptions {
-        SweepOptions {
-            levels: self.levels.options(),
-            trial: self.trial.options(),
-        }
+    pub(super) fn options(&self) -> Overrides {
+        self.trial.with_levels(&self.levels)
     }
 }
 
@@ -155,7 +151,7 @@ pub(super) fn slurm_command(args: SlurmArgs) -> anyhow::Result<i32> {
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
     // Every shard salts its prompts with the one salt drawn here.
-    opts.sweep.trial.prompt_salt = salt::for_shards(plan.prompt_salt.as_ref());
+    opts.sweep.prompt_salt = salt::for_shards(plan.prompt_salt.as_ref());
     crate::distribute::cluster::slurm::command(&opts, &plan)
 }
 
@@ -174,14 +170,14 @@ pub(super) fn k8s_command(args: K8sArgs) -> anyhow::Result<i32> {
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
     // Every shard salts its prompts with the one salt drawn here.
-    opts.sweep.trial.prompt_salt = salt::for_shards(plan.prompt_salt.as_ref());
+    opts.sweep.prompt_salt = salt::for_shards(plan.prompt_salt.as_ref());
     crate::distribute::cluster::k8s::command(&opts, &plan)
 }
 
 /// The plan `goodput run PROFILE` would run with `sweep`'s flags (before any
 /// `--shard`): what every shard's command line slices.
-pub(super) fn sweep_plan(profile: &Path, sweep: &SweepOptions) -> anyhow::Result<Plan> {
-    let levels = sweep.levels.concurrency.is_some() || sweep.levels.rate.is_some();
+pub(super) fn sweep_plan(profile: &Path, sweep: &Overrides) -> anyhow::Result<Plan> {
+    let levels = sweep.concurrency.is_some() || sweep.rate.is_some();
     let r = super::resolve::resolve(Some(profile), &super::PeerArgs::default(), levels)?;
     if !r.filled.is_empty() {
         eprintln!(
@@ -189,6 +185,5 @@ pub(super) fn sweep_plan(profile: &Path, sweep: &SweepOptions) -> anyhow::Result
             crate::term::safe(&super::resolve::filled_note(&r.origin, &r.filled))
         );
     }
-    let overrides: Overrides = sweep.overrides();
-    Ok(r.profile.into_plan(&r.origin, &overrides)?)
+    Ok(r.profile.into_plan(&r.origin, sweep)?)
 }

@@ -2,7 +2,8 @@
 //! the combinations of flags no command supports refused (exit 2, naming both).
 
 use super::{CommonArgs, FitArgs, LevelArgs, MergeArgs, RunArgs, TrialArgs};
-use crate::define::options::{Execution, LevelOptions, TrialOptions};
+use crate::define::options::Execution;
+use crate::define::profile::Overrides;
 use crate::distribute::shard::merge::MergeOptions;
 use crate::model::fit::FitOptions;
 use crate::UsageError;
@@ -19,18 +20,10 @@ impl std::str::FromStr for Levels {
     }
 }
 
-impl LevelArgs {
-    pub(super) fn options(&self) -> LevelOptions {
-        LevelOptions {
-            concurrency: self.concurrency.clone().map(|l| l.0),
-            rate: self.rate.clone().map(|l| l.0),
-        }
-    }
-}
-
 impl TrialArgs {
-    pub(super) fn options(&self) -> TrialOptions {
-        TrialOptions {
+    /// The profile overrides these flags give (the load levels' left unset).
+    pub(super) fn overrides(&self) -> Overrides {
+        Overrides {
             trials: self.trials,
             requests: self.requests,
             slo: self.slo.clone(),
@@ -43,6 +36,17 @@ impl TrialArgs {
                 _ => None,
             },
             prompt_salt: self.prompt_salt.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// The overrides of `goodput run` (and of a cluster job's shards): these
+    /// flags with the load levels'.
+    pub(super) fn with_levels(&self, levels: &LevelArgs) -> Overrides {
+        Overrides {
+            concurrency: levels.concurrency.clone().map(|l| l.0),
+            rate: levels.rate.clone().map(|l| l.0),
+            ..self.overrides()
         }
     }
 }

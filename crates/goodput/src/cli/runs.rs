@@ -22,11 +22,8 @@ pub(super) async fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 pub(super) fn run_plan(args: &RunArgs) -> anyhow::Result<crate::define::plan::Plan> {
     let levels = args.levels.concurrency.is_some() || args.levels.rate.is_some();
     let (profile, origin) = load_profile(&args.profile, &args.common, levels)?;
-    let sweep = crate::define::options::SweepOptions {
-        levels: args.levels.options(),
-        trial: args.common.trial.options(),
-    };
-    Ok(profile.into_plan(&origin, &sweep.overrides())?)
+    let overrides = args.common.trial.with_levels(&args.levels);
+    Ok(profile.into_plan(&origin, &overrides)?)
 }
 
 fn load_profile(
@@ -66,7 +63,7 @@ pub(super) async fn search_command(args: SearchArgs) -> anyhow::Result<i32> {
             ModeArg::Concurrency => crate::define::profile::LoadMode::Concurrency,
             ModeArg::Rate => crate::define::profile::LoadMode::Rate,
         }),
-        ..args.common.trial.options().overrides()
+        ..args.common.trial.overrides()
     };
     let plan = profile.into_plan(&origin, &overrides)?;
     execute(&plan, &args.common.execution(&args.output), &args.common).await

@@ -4,24 +4,21 @@
 use clap::Parser;
 
 use super::{Cli, Command};
-use crate::define::options::SweepOptions;
+use crate::define::profile::Overrides;
 
 fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("goodput").chain(args.iter().copied()))
 }
 
 /// The sweep options `goodput run ARGS` gives.
-fn run_sweep(args: &[String]) -> SweepOptions {
+fn run_sweep(args: &[String]) -> Overrides {
     let mut argv = vec!["run", "p.toml"];
     argv.extend(args.iter().map(String::as_str));
     match parse(&argv)
         .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
         .command
     {
-        Command::Run(a) => SweepOptions {
-            levels: a.levels.options(),
-            trial: a.common.trial.options(),
-        },
+        Command::Run(a) => a.common.trial.with_levels(&a.levels),
         other => panic!("{other:?}"),
     }
 }
@@ -183,7 +180,7 @@ fn slurm_status_takes_none_of_the_flags_that_write_a_job() {
 #[test]
 fn interleave_flags_are_typed_and_exclusive() {
     let trial =
-        |flags: &[&str]| run_sweep(&flags.iter().map(|f| f.to_string()).collect::<Vec<_>>()).trial;
+        |flags: &[&str]| run_sweep(&flags.iter().map(|f| f.to_string()).collect::<Vec<_>>());
     assert_eq!(trial(&[]).interleave, None);
     assert_eq!(trial(&["--interleave"]).interleave, Some(true));
     assert_eq!(trial(&["--no-interleave"]).interleave, Some(false));

@@ -1,7 +1,9 @@
 //! What `run`, `search` and the cluster writers were asked to do, typed and
 //! validated: [`crate::cli`] parses the flags into these (and is the only module
-//! that knows the parser); the library takes them. [`SweepOptions::argv`] renders
-//! them back into `goodput run` flags, for the jobs the cluster writers write.
+//! that knows the parser); the library takes them. Two hops from a flag to the
+//! plan: the parsed flags give one [`Overrides`] per command, which
+//! `Profile::into_plan` lays over the profile. [`Overrides::argv`] renders them
+//! back into `goodput run` flags, for the jobs the cluster writers write.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -9,76 +11,13 @@ use std::time::Duration;
 
 use crate::define::profile::{format_slo, Overrides};
 
-/// The load levels given on the command line, over the profile's.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LevelOptions {
-    /// `--concurrency 1,4,16`: closed-loop levels.
-    pub concurrency: Option<Vec<f64>>,
-    /// `--rate 0.5,2`: open-loop rates per second.
-    pub rate: Option<Vec<f64>>,
-}
-
-/// What each trial is, over the profile's: how many, how large, judged against
-/// which SLO, on which engines, with which seed and prices.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TrialOptions {
-    /// `--trials N` or `--trials auto`.
-    pub trials: Option<crate::define::profile::TrialsSpec>,
-    /// `--requests N`.
-    pub requests: Option<u32>,
-    /// `--slo ttft:1000,tpot:100`.
-    pub slo: Option<report::Slo>,
-    /// `--engine NAME` (repeatable): run only these.
-    pub engines: Vec<String>,
-    /// `--seed N`.
-    pub seed: Option<u64>,
-    /// `--usd-per-hour [ENGINE=]USD` (repeatable), in order.
-    pub usd_per_hour: Vec<(Option<String>, f64)>,
-    /// `--interleave` (`Some(true)`) or `--no-interleave` (`Some(false)`).
-    pub interleave: Option<bool>,
-    /// `--prompt-salt[=SALT]`.
-    pub prompt_salt: Option<crate::define::profile::PromptSalt>,
-}
-
-impl TrialOptions {
-    /// The profile overrides these options give (the rest left unset).
-    pub fn overrides(&self) -> Overrides {
-        Overrides {
-            trials: self.trials,
-            requests: self.requests,
-            slo: self.slo.clone(),
-            engines: self.engines.clone(),
-            seed: self.seed,
-            usd_per_hour: self.usd_per_hour.clone(),
-            interleave: self.interleave,
-            prompt_salt: self.prompt_salt.clone(),
-            ..Default::default()
-        }
-    }
-}
-
-/// The `goodput run` options a sweep's plan depends on: what a cluster job passes
-/// on to every shard.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SweepOptions {
-    /// The load levels.
-    pub levels: LevelOptions,
-    /// What each trial is.
-    pub trial: TrialOptions,
-}
-
-impl SweepOptions {
-    /// The profile overrides these options give.
-    pub fn overrides(&self) -> Overrides {
-        Overrides {
-            concurrency: self.levels.concurrency.clone(),
-            rate: self.levels.rate.clone(),
-            ..self.trial.overrides()
-        }
-    }
-
-    /// These options as `goodput run` arguments, which parse back into the same
-    /// options (numbers are written in Rust's shortest form that reads back exactly).
+/// The command line's values over the profile's, as `goodput run`'s flags write
+/// them back: the cluster writers give every shard these arguments.
+impl Overrides {
+    /// These overrides as `goodput run` arguments, which parse back into the same
+    /// overrides (numbers are written in Rust's shortest form that reads back
+    /// exactly). `search` and `mode` are `goodput search`'s and not written: a
+    /// cluster job runs `goodput run`.
     pub fn argv(&self) -> Vec<String> {
         let mut a = Vec::new();
         let mut opt = |flag: &str, v: Option<String>| {
@@ -88,9 +27,9 @@ impl SweepOptions {
             }
         };
         let levels = |xs: &Vec<f64>| xs.iter().map(f64::to_string).collect::<Vec<_>>().join(",");
-        let (l, t) = (&self.levels, &self.trial);
-        opt("--concurrency", l.concurrency.as_ref().map(levels));
-        opt("--rate", l.rate.as_ref().map(levels));
+        let t = self;
+        opt("--concurrency", t.concurrency.as_ref().map(levels));
+        opt("--rate", t.rate.as_ref().map(levels));
         opt("--trials", t.trials.map(|v| v.to_string()));
         opt("--requests", t.requests.map(|v| v.to_string()));
         opt("--slo", t.slo.as_ref().map(format_slo));

@@ -360,8 +360,10 @@ fn default_cooldown_wait() -> f64 {
     120.0
 }
 
-/// Command-line overrides of the common profile fields.
-#[derive(Debug, Clone, Default)]
+/// Command-line overrides of the common profile fields: what a command's flags
+/// resolve to (one value per command, `crate::cli` makes it), laid over the
+/// profile by `Profile::into_plan`.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     /// `--concurrency 1,4`.
     pub concurrency: Option<Vec<f64>>,

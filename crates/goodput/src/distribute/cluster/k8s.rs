@@ -15,8 +15,8 @@ use anyhow::Context;
 use serde_json::{json, Value};
 
 use super::{absolute, sh, yaml::to_yaml};
-use crate::define::options::SweepOptions;
 use crate::define::plan::Plan;
+use crate::define::profile::Overrides;
 use crate::UsageError;
 
 /// The Indexed Job (with its ConfigMap).
@@ -44,7 +44,7 @@ pub struct K8sOptions {
     /// Number of shards (default: one per engine).
     pub shards: Option<u32>,
     /// The `goodput run` options every shard gets.
-    pub sweep: SweepOptions,
+    pub sweep: Overrides,
 }
 
 /// Runs `goodput k8s`.

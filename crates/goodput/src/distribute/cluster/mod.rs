@@ -4,7 +4,7 @@
 //! Kubernetes Indexed Job. Both only write jobs; the slicing and the merge are
 //! [`crate::distribute::shard`]'s. Both take typed options ([`slurm::SlurmOptions`],
 //! [`k8s::K8sOptions`]) and the plan [`crate::cli`] built from the profile and
-//! the sweep's flags, which [`crate::define::options::SweepOptions::argv`] writes back into
+//! the sweep's flags, which [`crate::define::profile::Overrides::argv`] writes back into
 //! every shard's command line.
 
 pub mod k8s;

@@ -14,8 +14,8 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::{absolute, goodput_exe, sh};
-use crate::define::options::SweepOptions;
 use crate::define::plan::Plan;
+use crate::define::profile::Overrides;
 use crate::UsageError;
 
 /// The array job's script, in the job folder.
@@ -50,7 +50,7 @@ pub struct SlurmOptions {
     /// Number of shards (default: one per engine).
     pub shards: Option<u32>,
     /// The `goodput run` options every shard gets.
-    pub sweep: SweepOptions,
+    pub sweep: Overrides,
 }
 
 /// What `goodput slurm` wrote (and submitted), kept in the job folder.
