@@ -78,10 +78,9 @@ pub fn html(report: &Report) -> String {
                         }
                     }
                     (results_table(report))
-                    (super::turns::turns_html(report))
-                    (super::reasoning::reasoning_html(report))
-                    (super::tool_calls::tool_calls_html(report))
-                    (super::predicted::intervals_html(report))
+                    @for s in super::section::after_results(report) {
+                        (s.html())
+                    }
                     (profile_section(report))
                     (environment_section(report))
                     footer {

@@ -5,6 +5,8 @@
 //!
 //! # Layout
 //! - [`rows`]: one row per engine x load level, the model every tabular format shares.
+//! - [`section`]: the table sections after the results table, each written once as a
+//!   [`section::TableSection`] that every format fills in.
 //! - [`table`]: the writers of that model: text table, Markdown, CSV, JSON.
 //! - [`markdown`]: Markdown tables (the report's and the benchmarks').
 //! - [`compare`]: a comparison (computed by goodput's `compare`) shown.
@@ -39,6 +41,7 @@ pub mod ran;
 pub mod rank;
 pub mod reasoning;
 pub mod rows;
+pub mod section;
 pub mod table;
 pub mod text;
 pub mod tool_calls;
@@ -113,16 +116,9 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
             out.push_str(&table::header_text(report));
             out.push('\n');
             out.push_str(&table::text_table(report, &rows, color));
-            for t in [
-                turns::turns_text(report),
-                reasoning::reasoning_text(report),
-                tool_calls::tool_calls_text(report),
-                predicted::intervals_text(report),
-            ] {
-                if !t.is_empty() {
-                    out.push('\n');
-                    out.push_str(&t);
-                }
+            for s in section::after_results(report) {
+                out.push('\n');
+                out.push_str(&s.text());
             }
             if let Some(c) = cost::table(report, color) {
                 out.push('\n');
@@ -144,16 +140,9 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 markdown::md_escape(&verdict::verdict(report).join(" "))
             ));
             out.push_str(&table::markdown_table(report, &rows));
-            for t in [
-                turns::turns_markdown(report),
-                reasoning::reasoning_markdown(report),
-                tool_calls::tool_calls_markdown(report),
-                predicted::intervals_markdown(report),
-            ] {
-                if !t.is_empty() {
-                    out.push('\n');
-                    out.push_str(&t);
-                }
+            for s in section::after_results(report) {
+                out.push('\n');
+                out.push_str(&s.markdown());
             }
             if let Some(c) = cost::markdown(report) {
                 out.push('\n');

@@ -2,12 +2,10 @@
 //! load, each metric's predicted value with its interval, and whether the point
 //! is EXTRAPOLATED and why. Empty for a measured report.
 
-use maud::{html, Markup};
 use report::{Point, Report};
 
-use super::markdown::grid;
-use super::markdown::md_escape;
-use super::text::{num, plain_table};
+use super::section::TableSection;
+use super::text::num;
 
 const COLUMNS: [&str; 6] = [
     "engine",
@@ -68,44 +66,10 @@ fn title(report: &Report) -> String {
     )
 }
 
-/// The text section; empty when no point has an interval.
-pub fn intervals_text(report: &Report) -> String {
-    let rows = cells(report);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let table = plain_table(&COLUMNS, rows);
-    format!("{}:\n{}", title(report), table)
-}
-
-/// The Markdown section; empty when no point has an interval.
-pub fn intervals_markdown(report: &Report) -> String {
-    let rows: Vec<Vec<String>> = cells(report)
-        .into_iter()
-        .map(|r| r.iter().map(|c| md_escape(c)).collect())
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    format!("**{}**\n\n{}", title(report), grid(&COLUMNS, 1, &rows))
-}
-
-/// The HTML section; nothing when no point has an interval.
-pub fn intervals_html(report: &Report) -> Markup {
-    let rows = cells(report);
-    html! {
-        @if !rows.is_empty() {
-            section #intervals {
-                h2 { (title(report)) }
-                table {
-                    thead { tr { @for c in COLUMNS { th { (c) } } } }
-                    tbody {
-                        @for r in &rows {
-                            tr { @for c in r { td { (c) } } }
-                        }
-                    }
-                }
-            }
-        }
+/// The intervals' section; without rows when no point has an interval.
+pub fn section(report: &Report) -> TableSection {
+    TableSection {
+        rows: cells(report),
+        ..TableSection::new("intervals", title(report), &COLUMNS)
     }
 }

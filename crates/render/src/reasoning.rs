@@ -2,12 +2,10 @@
 //! for the `ttfat` bound, and the table of thinking against answering (after the
 //! results table): one row per engine x load level that streamed reasoning.
 
-use maud::{html, Markup};
 use report::{Point, ReasoningSummary, Report};
 
-use super::markdown::grid;
-use super::markdown::md_escape;
-use super::text::{num, plain_table};
+use super::section::TableSection;
+use super::text::num;
 
 const COLUMNS: [&str; 8] = [
     "engine",
@@ -57,48 +55,15 @@ fn cells(report: &Report) -> Vec<Vec<String>> {
         .collect()
 }
 
-const TITLE: &str = "Thinking and answering (reasoning models; medians over trials)";
-
-/// The table for a terminal; empty when no point streamed reasoning.
-pub fn reasoning_text(report: &Report) -> String {
-    let rows = cells(report);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let table = plain_table(&COLUMNS, rows);
-    format!("{TITLE}:\n{}", table)
-}
-
-/// The table in Markdown; empty when no point streamed reasoning.
-pub fn reasoning_markdown(report: &Report) -> String {
-    let rows: Vec<Vec<String>> = cells(report)
-        .into_iter()
-        .map(|r| r.iter().map(|c| md_escape(c)).collect())
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    format!("**{TITLE}**\n\n{}", grid(&COLUMNS, 1, &rows))
-}
-
-/// The section of the HTML page; nothing when no point streamed reasoning.
-pub fn reasoning_html(report: &Report) -> Markup {
-    let rows = cells(report);
-    html! {
-        @if !rows.is_empty() {
-            section #reasoning {
-                h2 { "Thinking and answering" }
-                p { "Reasoning model: TTFT counts the first token of either kind, TTFAT the \
-                     first token of the answer; medians over trials." }
-                table {
-                    thead { tr { @for c in COLUMNS { th { (c) } } } }
-                    tbody {
-                        @for r in &rows {
-                            tr { @for c in r { td { (c) } } }
-                        }
-                    }
-                }
-            }
-        }
+/// The reasoning section; without rows when no point streamed reasoning.
+pub fn section(report: &Report) -> TableSection {
+    TableSection {
+        qualifier: "(reasoning models; medians over trials)".into(),
+        about: Some(
+            "Reasoning model: TTFT counts the first token of either kind, TTFAT the \
+             first token of the answer; medians over trials.",
+        ),
+        rows: cells(report),
+        ..TableSection::new("reasoning", "Thinking and answering", &COLUMNS)
     }
 }

@@ -2,11 +2,10 @@
 //! valid calls (after the results table): one row per engine x load level whose
 //! requests asked for tool calls or streamed one.
 
-use maud::{html, Markup};
 use report::{Point, Report, ToolCallSummary};
 
-use super::markdown::{grid, md_escape};
-use super::text::{num, plain_table};
+use super::section::TableSection;
+use super::text::num;
 
 const COLUMNS: [&str; 7] = [
     "engine",
@@ -57,47 +56,15 @@ fn cells(report: &Report) -> Vec<Vec<String>> {
         .collect()
 }
 
-const TITLE: &str = "Tool calls (TTFTC medians over trials; calls over all trials)";
-
-/// The table for a terminal; empty when no point has tool calls.
-pub fn tool_calls_text(report: &Report) -> String {
-    let rows = cells(report);
-    if rows.is_empty() {
-        return String::new();
-    }
-    format!("{TITLE}:\n{}", plain_table(&COLUMNS, rows))
-}
-
-/// The table in Markdown; empty when no point has tool calls.
-pub fn tool_calls_markdown(report: &Report) -> String {
-    let rows: Vec<Vec<String>> = cells(report)
-        .into_iter()
-        .map(|r| r.iter().map(|c| md_escape(c)).collect())
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    format!("**{TITLE}**\n\n{}", grid(&COLUMNS, 1, &rows))
-}
-
-/// The section of the HTML page; nothing when no point has tool calls.
-pub fn tool_calls_html(report: &Report) -> Markup {
-    let rows = cells(report);
-    html! {
-        @if !rows.is_empty() {
-            section #tool-calls {
-                h2 { "Tool calls" }
-                p { "TTFTC: the first tool-call delta − send time; a call is valid when its \
-                     arguments parse as JSON." }
-                table {
-                    thead { tr { @for c in COLUMNS { th { (c) } } } }
-                    tbody {
-                        @for r in &rows {
-                            tr { @for c in r { td { (c) } } }
-                        }
-                    }
-                }
-            }
-        }
+/// The tool-call section; without rows when no point has tool calls.
+pub fn section(report: &Report) -> TableSection {
+    TableSection {
+        qualifier: "(TTFTC medians over trials; calls over all trials)".into(),
+        about: Some(
+            "TTFTC: the first tool-call delta − send time; a call is valid when its \
+             arguments parse as JSON.",
+        ),
+        rows: cells(report),
+        ..TableSection::new("tool-calls", "Tool calls", &COLUMNS)
     }
 }

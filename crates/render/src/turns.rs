@@ -1,12 +1,10 @@
 //! The per-turn table of conversation workloads (after the results table): one row
 //! per engine x load level x turn, and the count of sessions cut to fit the context.
 
-use maud::{html, Markup};
 use report::{ConversationSummary, Report};
 
-use super::markdown::grid;
-use super::markdown::md_escape;
-use super::text::{num, plain_table};
+use super::section::TableSection;
+use super::text::num;
 
 const COLUMNS: [&str; 8] = [
     "engine",
@@ -72,58 +70,15 @@ fn cut_notes(report: &Report) -> Vec<String> {
         .collect()
 }
 
-/// The table for a terminal; empty when the report has no conversation points.
-pub fn turns_text(report: &Report) -> String {
-    let rows = cells(report);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let table = plain_table(&COLUMNS, rows);
-    let mut out = String::from("Per turn (conversations; all trials pooled):\n");
-    out.push_str(&table);
-    for n in cut_notes(report) {
-        out.push_str(&format!("{n}\n"));
-    }
-    out
-}
-
-/// The table in Markdown; empty when the report has no conversation points.
-pub fn turns_markdown(report: &Report) -> String {
-    let rows: Vec<Vec<String>> = cells(report)
-        .into_iter()
-        .map(|r| r.iter().map(|c| md_escape(c)).collect())
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("**Per turn** (conversations; all trials pooled)\n\n");
-    out.push_str(&grid(&COLUMNS, 1, &rows));
-    for n in cut_notes(report) {
-        out.push_str(&format!("\n{}\n", md_escape(&n)));
-    }
-    out
-}
-
-/// The section of the HTML page; nothing when the report has no conversation points.
-pub fn turns_html(report: &Report) -> Markup {
-    let rows = cells(report);
-    html! {
-        @if !rows.is_empty() {
-            section #turns {
-                h2 { "Per turn" }
-                p { "Conversation workload: requests by their turn in the session, all trials pooled." }
-                table {
-                    thead { tr { @for c in COLUMNS { th { (c) } } } }
-                    tbody {
-                        @for r in &rows {
-                            tr { @for c in r { td { (c) } } }
-                        }
-                    }
-                }
-                @for n in cut_notes(report) {
-                    p.notice { (n) }
-                }
-            }
-        }
+/// The per-turn section; without rows when the report has no conversation points.
+pub fn section(report: &Report) -> TableSection {
+    TableSection {
+        qualifier: "(conversations; all trials pooled)".into(),
+        about: Some(
+            "Conversation workload: requests by their turn in the session, all trials pooled.",
+        ),
+        rows: cells(report),
+        notes: cut_notes(report),
+        ..TableSection::new("turns", "Per turn", &COLUMNS)
     }
 }
