@@ -357,15 +357,27 @@ fn text_bytes(rec: &RequestRecord) -> u64 {
 /// every generated token decodes to at least one byte of text (a byte-fallback token
 /// to exactly one), except the few special tokens an engine counts but does not
 /// stream (the end-of-sequence token; a chunk's hidden stop string). So the bound is
-/// the text's bytes, plus one per chunk, plus [`SPECIAL_TOKEN_SLACK`]. It is what
+/// the text's bytes, plus one per chunk, plus [`SPECIAL_TOKEN_SLACK`], plus
+/// [`TOOL_CALL_MARKUP_SLACK`] per tool call (a tool parser streams the call's name
+/// and arguments but not the markup around them). It is what
 /// keeps a usage block from being believed when the request set no `max_tokens`
 /// (with one, `max_tokens` is the bound: a random-weight test model may generate
 /// tokens that decode to no text at all, so the byte bound is not applied there).
 pub(crate) fn plausible_tokens(rec: &RequestRecord) -> u64 {
+    let calls = rec.tool_calls.as_ref().map_or(0, |t| {
+        (t.calls.len() as u64).saturating_add(u64::from(t.dropped))
+    });
     text_bytes(rec)
         .saturating_add(rec.chunks.len() as u64)
         .saturating_add(SPECIAL_TOKEN_SLACK)
+        .saturating_add(calls.saturating_mul(TOOL_CALL_MARKUP_SLACK))
 }
+
+/// Tokens a tool parser may hide per call: the markup the model generates around
+/// the name and arguments it streams (vLLM's hermes parser: `<tool_call>\n{"name":
+/// "`, `", "arguments": ` and `}\n</tool_call>`, about 20 tokens of the tiny Llama's
+/// tokenizer in `tests/fixtures/vllm/cpu-0.32-stream-chat-tool-required.txt`).
+pub(crate) const TOOL_CALL_MARKUP_SLACK: u64 = 64;
 
 /// Prompt tokens a server may count beyond the bytes of the request's body: no
 /// prompt token is shorter than a byte of what was sent, and a chat template (with
