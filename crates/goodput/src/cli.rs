@@ -23,7 +23,7 @@ mod tune;
 use crate::store::Kind;
 pub use cluster::{K8sArgs, SlurmArgs, SweepArgs};
 use history::Recording;
-pub use history::{GateArgs, HistoryArgs, MetricArg, RecordArgs, StoreArg};
+pub use history::{GateArgs, HistoryArgs, RecordArgs, StoreArg};
 pub use options::Levels;
 pub use parse::{parse_or_exit, peer_hint};
 pub use peer::{ApiArg, DatasetName, PeerArgs, VllmArgs};

@@ -125,39 +125,15 @@ fn existing(arg: &StoreArg) -> anyhow::Result<store::Store> {
     store::Store::open(&path).map_err(|e| crate::UsageError(e.to_string()).into())
 }
 
-/// A metric `history` follows ([`Metric`] on the command line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MetricArg {
-    /// Good requests/s at each load, median over trials [min, max].
-    Goodput,
-    /// SLO attainment at each load [95% interval].
-    Attainment,
-    /// Median TTFT at each load, ms.
-    Ttft,
-    /// p99 TTFT at each load, ms.
-    P99Ttft,
-    /// Median TPOT at each load, ms.
-    Tpot,
-    /// p99 TPOT at each load, ms.
-    P99Tpot,
-    /// Output tokens/s at each load.
-    Throughput,
-    /// A search's capacity [95% interval].
-    Capacity,
-}
+/// `--metric NAME`: the store's metrics ([`Metric::ALL`]) by their names, each
+/// described in `--help`; the store's one list, not a copy.
+impl clap::ValueEnum for Metric {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Metric::ALL
+    }
 
-impl MetricArg {
-    fn metric(self) -> Metric {
-        match self {
-            MetricArg::Goodput => Metric::Goodput,
-            MetricArg::Attainment => Metric::Attainment,
-            MetricArg::Ttft => Metric::Ttft,
-            MetricArg::P99Ttft => Metric::P99Ttft,
-            MetricArg::Tpot => Metric::Tpot,
-            MetricArg::P99Tpot => Metric::P99Tpot,
-            MetricArg::Throughput => Metric::Throughput,
-            MetricArg::Capacity => Metric::Capacity,
-        }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.describe()))
     }
 }
 
@@ -184,7 +160,7 @@ pub struct HistoryArgs {
     pub until: Option<f64>,
     /// Show this metric of --engine over the runs (a trend) instead of the list.
     #[arg(long, value_enum, requires = "engine")]
-    pub metric: Option<MetricArg>,
+    pub metric: Option<Metric>,
     /// Also write the trend as an HTML page with its chart.
     #[arg(long, value_name = "FILE", requires = "metric")]
     pub html: Option<PathBuf>,
@@ -200,17 +176,14 @@ pub(super) fn history_command(args: HistoryArgs) -> anyhow::Result<i32> {
         until: args.until,
     };
     if let (Some(m), Some(engine)) = (args.metric, &args.engine) {
-        let runs = store.trend(&filter, engine, m.metric())?;
-        let view = store::trend::view(&runs, engine, m.metric());
+        let runs = store.trend(&filter, engine, m)?;
+        let view = store::trend::view(&runs, engine, m);
         if let Some(path) = &args.html {
             crate::redact::write_file(path, &crate::render::trend::trend_html(&view))?;
             eprintln!("wrote {}", path.display());
         }
         if runs.is_empty() {
-            eprintln!(
-                "no recorded run of {engine} has {} figures",
-                m.metric().name()
-            );
+            eprintln!("no recorded run of {engine} has {} figures", m.name());
         }
         return print_out(&crate::render::trend::trend_text(&view));
     }

@@ -63,6 +63,18 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// Every metric, in the order `goodput history --help` lists them.
+    pub const ALL: [Metric; 8] = [
+        Metric::Goodput,
+        Metric::Attainment,
+        Metric::Ttft,
+        Metric::P99Ttft,
+        Metric::Tpot,
+        Metric::P99Tpot,
+        Metric::Throughput,
+        Metric::Capacity,
+    ];
+
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -82,7 +94,7 @@ impl Metric {
         match self {
             Metric::Goodput => "good requests/s, median over trials [min, max]",
             Metric::Attainment => "share of requests meeting the SLO [95% interval]",
-            Metric::Ttft => "median TTFT ms, median over trials [min, max]",
+            Metric::Ttft => "median TTFT ms, median over trials",
             Metric::P99Ttft => "p99 TTFT ms, median over trials",
             Metric::Tpot => "median TPOT ms, median over trials",
             Metric::P99Tpot => "p99 TPOT ms, median over trials",
