@@ -184,9 +184,12 @@ fn pooled(reports: &[&Report], files: &[&Path], records: &[RequestRecord]) -> Re
             );
         }
     }
+    let runs: Vec<&report::RunInfo> = reports.iter().filter_map(|r| r.run.as_ref()).collect();
+    let otel = super::merge::merged_otel(&runs);
     if let Some(run) = out.run.as_mut() {
         let count = reports.len() as u32;
         run.load_shard = None;
+        run.otel = otel;
         run.status = if reports.iter().all(|r| {
             r.run
                 .as_ref()

@@ -357,6 +357,7 @@ fn merged_run(
         .filter_map(|s| s.report.run.as_ref())
         .collect();
     let mut run = runs[0].clone();
+    run.otel = merged_otel(&runs);
     let all_complete = missing.is_empty() && runs.iter().all(|r| r.status == RunStatus::Complete);
     run.status = if all_complete {
         RunStatus::Complete
@@ -525,4 +526,22 @@ pub fn command(args: &MergeOptions) -> anyhow::Result<i32> {
         .as_ref()
         .is_some_and(|r| r.status == RunStatus::Complete);
     Ok(if complete { 0 } else { 3 })
+}
+
+/// The OpenTelemetry export of merged reports: every shard's spans, exported,
+/// dropped and failed counts summed; the first shard's endpoint and protocol, with
+/// the others' endpoints added when they differ. `None` when no shard exported.
+pub(super) fn merged_otel(runs: &[&RunInfo]) -> Option<report::OtelExport> {
+    let mut exports = runs.iter().filter_map(|r| r.otel.as_ref());
+    let mut out = exports.next()?.clone();
+    for o in exports {
+        out.spans += o.spans;
+        out.exported += o.exported;
+        out.dropped += o.dropped;
+        out.failed += o.failed;
+        if !out.endpoint.split(", ").any(|e| e == o.endpoint) {
+            out.endpoint = format!("{}, {}", out.endpoint, o.endpoint);
+        }
+    }
+    Some(out)
 }

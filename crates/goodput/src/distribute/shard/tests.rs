@@ -111,3 +111,28 @@ fn too_many_shards_is_a_usage_error_that_says_how_many_fit() {
     assert_eq!(max_shards(&p), 4);
     assert_eq!(default_shards(&p), 2);
 }
+
+#[test]
+fn merged_reports_sum_every_shards_span_counts() {
+    let run = |endpoint: &str, spans: u64, dropped: u64| report::RunInfo {
+        otel: Some(report::OtelExport {
+            endpoint: endpoint.into(),
+            protocol: report::OtlpProtocol::HttpJson,
+            spans,
+            exported: spans - dropped,
+            dropped,
+            failed: 0,
+        }),
+        ..report::RunInfo::default()
+    };
+    let (a, b, c) = (
+        run("http://a/v1/traces", 10, 1),
+        run("http://a/v1/traces", 20, 0),
+        run("http://b/v1/traces", 5, 5),
+    );
+    let none = report::RunInfo::default();
+    let o = merge::merged_otel(&[&a, &none, &b, &c]).expect("an export");
+    assert_eq!((o.spans, o.exported, o.dropped), (35, 29, 6));
+    assert_eq!(o.endpoint, "http://a/v1/traces, http://b/v1/traces");
+    assert_eq!(merge::merged_otel(&[&none, &none]), None);
+}
