@@ -34,7 +34,7 @@ impl SweepArgs {
 }
 
 /// What `--status` would ignore: the flags that write a job.
-const STATUS_ALONE: [&str; 18] = [
+const STATUS_ALONE: [&str; 21] = [
     "profile",
     "partition",
     "gpus_per_task",
@@ -53,6 +53,9 @@ const STATUS_ALONE: [&str; 18] = [
     "usd_per_hour",
     "prompt_salt",
     "output",
+    "store",
+    "no_store",
+    "tags",
 ];
 
 /// `goodput slurm`.
@@ -94,6 +97,9 @@ pub struct SlurmArgs {
     /// `goodput run` flags every shard gets.
     #[command(flatten)]
     pub sweep: SweepArgs,
+    /// Where the merge job records the merged run (shards are not recorded).
+    #[command(flatten)]
+    pub record: ClusterRecordArgs,
 }
 
 /// `goodput k8s`.
@@ -123,6 +129,49 @@ pub struct K8sArgs {
     /// `goodput run` flags every shard gets.
     #[command(flatten)]
     pub sweep: SweepArgs,
+    /// Where the merge Job records the merged run (default: `--store
+    /// /results/store.sqlite`, on the results volume; shards are not recorded).
+    #[command(flatten)]
+    pub record: ClusterRecordArgs,
+}
+
+/// Where a cluster's merge job records the merged run: `run`'s flags, read from
+/// the command line only (a `GOODPUT_STORE` of this machine means nothing on the
+/// cluster's nodes; the merge job reads its own).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ClusterRecordArgs {
+    /// The results store the merge job records the merged run in (a path on the
+    /// node that runs it).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+    /// The merge job does not record the run.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// A tag for the merged run in the store (repeatable).
+    #[arg(long = "tag", value_name = "TAG", value_parser = super::history::parse_tag)]
+    pub tags: Vec<String>,
+}
+
+/// The `goodput merge` flags that record the merged run as `record` says; a
+/// cluster's shards are slices and are not recorded (`run --no-store`).
+fn merge_record(record: &ClusterRecordArgs, default_store: Option<&str>) -> Vec<String> {
+    let mut a = Vec::new();
+    if record.no_store {
+        a.push("--no-store".to_string());
+        return a;
+    }
+    let store = record
+        .store
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .or(default_store.map(str::to_string));
+    if let Some(store) = store {
+        a.extend(["--store".to_string(), store]);
+    }
+    for t in &record.tags {
+        a.extend(["--tag".to_string(), t.clone()]);
+    }
+    a
 }
 
 /// Runs `goodput slurm`.
@@ -148,6 +197,7 @@ pub(super) fn slurm_command(args: SlurmArgs) -> anyhow::Result<i32> {
         submit: args.submit,
         shards: args.sweep.shards,
         sweep: args.sweep.options(),
+        merge_record: merge_record(&args.record, None),
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
     // Every shard salts its prompts with the one salt drawn here.
@@ -167,6 +217,7 @@ pub(super) fn k8s_command(args: K8sArgs) -> anyhow::Result<i32> {
         gpus_per_pod: args.gpus_per_pod,
         shards: args.sweep.shards,
         sweep: args.sweep.options(),
+        merge_record: merge_record(&args.record, Some("/results/store.sqlite")),
     };
     let plan = sweep_plan(&opts.profile, &opts.sweep)?;
     // Every shard salts its prompts with the one salt drawn here.

@@ -40,7 +40,7 @@ pub struct StoreArg {
 
 /// A `--tag`: a word of up to 100 printable characters, not `last` (what `gate
 /// --baseline` calls the latest run).
-fn parse_tag(s: &str) -> Result<String, String> {
+pub(super) fn parse_tag(s: &str) -> Result<String, String> {
     if s.is_empty() || s.chars().count() > 100 || s.chars().any(|c| c.is_control()) {
         return Err(format!("{s:?}: a tag is 1 to 100 printable characters"));
     }

@@ -45,6 +45,9 @@ pub struct K8sOptions {
     pub shards: Option<u32>,
     /// The `goodput run` options every shard gets.
     pub sweep: Overrides,
+    /// The `goodput merge` flags that record the merged run in the results store
+    /// (`--store`, `--tag`, or `--no-store`); shards run with `--no-store`.
+    pub merge_record: Vec<String>,
 }
 
 /// Runs `goodput k8s`.
@@ -147,7 +150,7 @@ pub fn manifests(
             "backoffLimit": 0,
             "template": {
                 "metadata": {"labels": {"goodput/sweep": name}},
-                "spec": pod(args, merge_script(shards), json!({}))
+                "spec": pod(args, merge_script(args, shards), json!({}))
             }
         }
     });
@@ -173,18 +176,23 @@ fn shard_script(args: &K8sOptions, shards: u32) -> String {
         .collect();
     format!(
         "exec goodput run /etc/goodput/profile.toml --shard \"$JOB_COMPLETION_INDEX/{shards}\" \
-         -o \"/results/shard-$JOB_COMPLETION_INDEX/report.json\"{flags}"
+         -o \"/results/shard-$JOB_COMPLETION_INDEX/report.json\" --no-store{flags}"
     )
 }
 
 /// What the merge pod runs: a merge of the shard reports that exist.
-fn merge_script(shards: u32) -> String {
+fn merge_script(args: &K8sOptions, shards: u32) -> String {
     let reports: String = (0..shards)
         .map(|i| format!(" /results/shard-{i}/report.json"))
         .collect();
     format!(
         "shards=''; for f in{reports}; do [ -e \"$f\" ] && shards=\"$shards $f\"; done; \
-         exec goodput merge $shards -o /results/report.json --force"
+         exec goodput merge $shards -o /results/report.json --force{record}",
+        record = args
+            .merge_record
+            .iter()
+            .map(|a| format!(" {}", sh(a)))
+            .collect::<String>()
     )
 }
 

@@ -51,6 +51,9 @@ pub struct SlurmOptions {
     pub shards: Option<u32>,
     /// The `goodput run` options every shard gets.
     pub sweep: Overrides,
+    /// The `goodput merge` flags that record the merged run in the results store
+    /// (`--store`, `--tag`, or `--no-store`); shards run with `--no-store`.
+    pub merge_record: Vec<String>,
 }
 
 /// What `goodput slurm` wrote (and submitted), kept in the job folder.
@@ -220,7 +223,7 @@ pub fn scripts(
          # durable after every trial, and running the task again resumes it.\n\
          # exec: scancel's SIGTERM reaches goodput, which stops its engines.\n\
          i=$SLURM_ARRAY_TASK_ID\n\
-         exec {exe} run {p} --shard \"$i/{shards}\" -o {dir}/shard-$i/report.json{flags}\n",
+         exec {exe} run {p} --shard \"$i/{shards}\" -o {dir}/shard-$i/report.json --no-store{flags}\n",
         profile = profile.display(),
         job = format_args!("goodput-{name}"),
         last = shards - 1,
@@ -242,11 +245,16 @@ pub fn scripts(
          {directives}\
          shards=()\n\
          for f in{reports}; do [ -e \"$f\" ] && shards+=(\"$f\"); done\n\
-         exec {exe} merge \"${{shards[@]}}\" -o {merged} --force\n",
+         exec {exe} merge \"${{shards[@]}}\" -o {merged} --force{record}\n",
         profile = profile.display(),
         job = format_args!("goodput-{name}-merge"),
         out = merge_log,
         merged = d("report.json"),
+        record = args
+            .merge_record
+            .iter()
+            .map(|a| format!(" {}", sh(a)))
+            .collect::<String>(),
     );
     Ok(Scripts { array, merge })
 }

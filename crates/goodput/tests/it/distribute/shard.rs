@@ -198,11 +198,18 @@ fn merged_shards_read_like_one_run_of_the_plan() {
             || k.contains(".environment.engines.") && (k.contains(".host") || k.contains(".gpus"))
     };
     let (ms, ss) = (shape_of(&m), shape_of(&single));
-    let only_merged: Vec<_> = ms.difference(&ss).filter(|k| !added(k)).collect();
-    let only_single: Vec<_> = ss.difference(&ms).collect();
+    // Notices are situational (a trial whose chunks a busy machine read late says
+    // so in either run), not a difference of shape.
+    let situational = |k: &&String| k.starts_with(".run.notices");
+    let only_merged: Vec<_> = ms
+        .difference(&ss)
+        .filter(|k| !added(k) && !situational(k))
+        .collect();
+    let only_single: Vec<_> = ss.difference(&ms).filter(|k| !situational(k)).collect();
     assert!(
         only_merged.is_empty() && only_single.is_empty(),
-        "{only_merged:?} {only_single:?}"
+        "{only_merged:?} {only_single:?}; merged notices: {:?}",
+        m.run.as_ref().map(|r| &r.notices)
     );
     // The same requests: every one, with the prompts one machine would have sent.
     assert_eq!(requests(&merged), requests(&f.path("single/report.json")));

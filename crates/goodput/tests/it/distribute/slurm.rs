@@ -323,6 +323,10 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
         "#SBATCH --qos=high",
         "--concurrency",
         "1,8",
+        "--store",
+        "/shared/goodput.sqlite",
+        "--tag",
+        "nightly",
     ]);
     succeeded(&out, "goodput slurm");
     let array = std::fs::read_to_string(jobs.join("goodput-array.sbatch")).unwrap();
@@ -337,6 +341,8 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
         "--shard \"$i/3\"",
         "--concurrency '1,8'",
         "exec ",
+        // A shard is a slice: only the merged run is recorded.
+        " --no-store",
     ] {
         assert!(array.contains(want), "{want:?} not in\n{array}");
     }
@@ -344,6 +350,10 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
     assert!(
         merge.contains(" merge ") && merge.contains("shard-2/report.json"),
         "{merge}"
+    );
+    assert!(
+        merge.contains(" --force --store /shared/goodput.sqlite --tag nightly\n"),
+        "the merge records the run where asked: {merge}"
     );
     for script in ["goodput-array.sbatch", "goodput-merge.sbatch"] {
         let syntax = Command::new("bash")
