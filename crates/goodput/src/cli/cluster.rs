@@ -153,7 +153,7 @@ pub struct ClusterRecordArgs {
 }
 
 /// The `goodput merge` flags that record the merged run as `record` says; a
-/// cluster's shards are slices and are not recorded (`run --no-store`).
+/// shard is a slice and never recorded.
 fn merge_record(record: &ClusterRecordArgs, default_store: Option<&str>) -> Vec<String> {
     let mut a = Vec::new();
     if record.no_store {

@@ -46,7 +46,7 @@ pub struct K8sOptions {
     /// The `goodput run` options every shard gets.
     pub sweep: Overrides,
     /// The `goodput merge` flags that record the merged run in the results store
-    /// (`--store`, `--tag`, or `--no-store`); shards run with `--no-store`.
+    /// (`--store`, `--tag`, or `--no-store`); a shard is never recorded.
     pub merge_record: Vec<String>,
 }
 
@@ -176,7 +176,7 @@ fn shard_script(args: &K8sOptions, shards: u32) -> String {
         .collect();
     format!(
         "exec goodput run /etc/goodput/profile.toml --shard \"$JOB_COMPLETION_INDEX/{shards}\" \
-         -o \"/results/shard-$JOB_COMPLETION_INDEX/report.json\" --no-store{flags}"
+         -o \"/results/shard-$JOB_COMPLETION_INDEX/report.json\"{flags}"
     )
 }
 

@@ -52,7 +52,7 @@ pub struct SlurmOptions {
     /// The `goodput run` options every shard gets.
     pub sweep: Overrides,
     /// The `goodput merge` flags that record the merged run in the results store
-    /// (`--store`, `--tag`, or `--no-store`); shards run with `--no-store`.
+    /// (`--store`, `--tag`, or `--no-store`); a shard is never recorded.
     pub merge_record: Vec<String>,
 }
 
@@ -223,7 +223,7 @@ pub fn scripts(
          # durable after every trial, and running the task again resumes it.\n\
          # exec: scancel's SIGTERM reaches goodput, which stops its engines.\n\
          i=$SLURM_ARRAY_TASK_ID\n\
-         exec {exe} run {p} --shard \"$i/{shards}\" -o {dir}/shard-$i/report.json --no-store{flags}\n",
+         exec {exe} run {p} --shard \"$i/{shards}\" -o {dir}/shard-$i/report.json{flags}\n",
         profile = profile.display(),
         job = format_args!("goodput-{name}"),
         last = shards - 1,

@@ -341,8 +341,6 @@ fn job_scripts_carry_the_directives_and_bad_ones_are_usage_errors() {
         "--shard \"$i/3\"",
         "--concurrency '1,8'",
         "exec ",
-        // A shard is a slice: only the merged run is recorded.
-        " --no-store",
     ] {
         assert!(array.contains(want), "{want:?} not in\n{array}");
     }
