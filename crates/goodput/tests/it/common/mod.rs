@@ -16,6 +16,7 @@
 //!   stopped run completed;
 //! - [`request`]: one streaming request through goodput's client;
 //! - [`search`]: the search tests' simulator of 3 slots and their profile;
+//! - [`stand_in`]: an OpenAI-compatible server not written for goodput (Python);
 //! - [`trial`]: one trial of the load generator against a loopback server.
 
 pub mod cli;
@@ -32,4 +33,5 @@ pub mod require;
 pub mod script;
 pub mod search;
 pub mod server;
+pub mod stand_in;
 pub mod trial;
