@@ -13,5 +13,6 @@ mod telemetry_sources;
 mod url_readiness;
 mod vllm_cpu;
 mod vllm_recorded;
+mod vllm_tools;
 mod vllm_tune;
 mod vllm_users;
