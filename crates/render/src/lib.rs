@@ -13,6 +13,8 @@
 //! - [`predicted`]: a predicted report's intervals.
 //! - [`reasoning`]: the reasoning table.
 //! - [`tool_calls`]: the tool-call table.
+//! - [`adapters`]: the LoRA adapter table, and the sentences naming an adapter
+//!   whose latency differs.
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -26,6 +28,7 @@
 //! - [`text`]: number formatting, colour and column alignment for terminals.
 //! - [`one_line`]: names and notes from a report kept on one line in the text output.
 
+pub mod adapters;
 pub mod charts;
 pub mod compare;
 pub mod cost;
@@ -117,6 +120,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 turns::turns_text(report),
                 reasoning::reasoning_text(report),
                 tool_calls::tool_calls_text(report),
+                adapters::adapters_text(report),
                 predicted::intervals_text(report),
             ] {
                 if !t.is_empty() {
@@ -148,6 +152,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 turns::turns_markdown(report),
                 reasoning::reasoning_markdown(report),
                 tool_calls::tool_calls_markdown(report),
+                adapters::adapters_markdown(report),
                 predicted::intervals_markdown(report),
             ] {
                 if !t.is_empty() {

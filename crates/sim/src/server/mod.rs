@@ -17,6 +17,7 @@
 //! - [`timer`]: a sub-millisecond timer for absolute deadlines.
 //! - `probe_stats`: the probe's lateness, summed up for the log at shutdown.
 
+mod adapters;
 pub mod arrival;
 pub(crate) mod driver;
 mod format;
@@ -72,6 +73,8 @@ pub(crate) struct Inner {
     pub next_seq: AtomicU64,
     pub shutdown_tx: watch::Sender<bool>,
     pub shutdown: watch::Receiver<bool>,
+    /// The resident LoRA adapters (`[adapters]`).
+    pub adapter_slots: adapters::Slots,
 }
 
 /// Shared state of one simulated engine: configuration, the driver task's
@@ -142,6 +145,7 @@ impl SimState {
                 next_seq: AtomicU64::new(1),
                 shutdown_tx,
                 shutdown,
+                adapter_slots: adapters::Slots::new(),
             }),
         }
     }
