@@ -95,7 +95,6 @@ impl AdaptersConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::SimConfig;
 
     #[test]

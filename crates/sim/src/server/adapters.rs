@@ -136,8 +136,10 @@ mod tests {
 
     #[test]
     fn unknown_names_are_vllms_404_and_slow_adapters_stretch_their_tokens() {
-        let mut c = SimConfig::default();
-        c.adapters = Some(AdaptersConfig::named(["lora-a"], 1));
+        let c = SimConfig {
+            adapters: Some(AdaptersConfig::named(["lora-a"], 1)),
+            ..SimConfig::default()
+        };
         let slots = Slots::new();
         let now = Instant::now();
         let e = timing(&c, &slots, "lora-x", now).unwrap_err();
