@@ -16,6 +16,8 @@
 //!   the JSON 404/405 fallbacks.
 //! - [`timer`]: a sub-millisecond timer for absolute deadlines.
 //! - `probe_stats`: the probe's lateness, summed up for the log at shutdown.
+//! - `adapters`: LoRA adapters: names a request may give, resident slots and
+//!   loads, each adapter's slowdown (`[adapters]` in the configuration).
 
 mod adapters;
 pub mod arrival;
