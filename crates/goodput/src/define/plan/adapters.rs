@@ -6,7 +6,8 @@
 //! - The workload names the adapters, so every engine of a run gets the same
 //!   requests. An engine's own `--lora-modules` does not add adapters; when a
 //!   launched vLLM engine lists some, every adapter the workload draws must be
-//!   among them (else an error names the adapter and the engine).
+//!   among them, and a launched vLLM engine without `--enable-lora` is refused
+//!   (else an error names the adapter and the engine).
 //! - `base` is the engine's own model: `base = 1` draws it beside the adapters.
 //! - A conversation workload is refused with adapters (a session would have to keep
 //!   one adapter over turns built during the trial: not yet).
@@ -61,7 +62,21 @@ pub(super) fn check_adapters(
             ));
         }
     }
+    let drawn = table.keys().find(|n| n.as_str() != BASE);
     for (engine, spec) in engines {
+        let launched_vllm = spec.effective_kind() == EngineKind::Vllm;
+        if let Some(name) = drawn.filter(|_| launched_vllm) {
+            if !spec.args.iter().any(|a| a == "--enable-lora") {
+                return Err(check.bad(
+                    &format!("workload.adapters.{name}"),
+                    format!(
+                        "engine `{engine}` is launched without --enable-lora: vLLM would \
+                         answer every adapter's request with a 404; add \
+                         \"--enable-lora\", \"--lora-modules\", \"{name}=PATH\", ... to its args"
+                    ),
+                ));
+            }
+        }
         let Some(served) = served_modules(spec) else {
             continue;
         };
@@ -248,6 +263,16 @@ mod tests {
             e.contains("engine `a` serves --lora-modules lora-a, lora-b, not `lora-c`"),
             "{e}"
         );
+        let e = plan(
+            &format!("{SYNTHETIC}\n[workload.adapters]\nlora-a = 1"),
+            "kind = \"vllm\"\nmodel = \"m\"",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("without --enable-lora"), "{e}");
+        // The base model alone needs no adapters served.
+        let base_only = format!("{SYNTHETIC}\n[workload.adapters]\nbase = 1");
+        assert!(plan(&base_only, "kind = \"vllm\"\nmodel = \"m\"").is_ok());
     }
 
     #[test]
