@@ -78,7 +78,9 @@ impl LoraArgs {
         mut config: goodput_sim::SimConfig,
     ) -> Result<goodput_sim::SimConfig, String> {
         if !self.lora_modules.is_empty() && !self.enable_lora {
-            return Err("--lora-modules needs --enable-lora, as in vLLM".into());
+            return Err(
+                "--lora-modules needs --enable-lora (vLLM serves no adapter without it)".into(),
+            );
         }
         let mut names = Vec::new();
         for m in &self.lora_modules {
