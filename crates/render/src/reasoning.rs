@@ -64,6 +64,6 @@ pub fn section(report: &Report) -> TableSection {
              first token of the answer; medians over trials.",
         ),
         rows: cells(report),
-        ..TableSection::new("reasoning", "Thinking and answering", &COLUMNS)
+        ..TableSection::new("reasoning", "Thinking and answering", &COLUMNS[..])
     }
 }

@@ -23,8 +23,10 @@ pub struct TableSection {
     /// The paragraph under the HTML heading (what the columns mean), if any.
     pub about: Option<&'static str>,
     /// Column names.
-    pub columns: &'static [&'static str],
-    /// Cells, one row per line (the first column left-aligned in Markdown).
+    pub columns: Vec<String>,
+    /// How many leading columns are words (left-aligned in Markdown), not numbers.
+    pub left: usize,
+    /// Cells, one row per line.
     pub rows: Vec<Vec<String>>,
     /// Sentences after the table.
     pub notes: Vec<String>,
@@ -32,20 +34,21 @@ pub struct TableSection {
 
 impl TableSection {
     /// A section without qualifier, note or paragraph.
-    pub fn new(
-        id: &'static str,
-        head: impl Into<String>,
-        columns: &'static [&'static str],
-    ) -> Self {
+    pub fn new(id: &'static str, head: impl Into<String>, columns: &[&str]) -> Self {
         TableSection {
             id,
             head: head.into(),
             qualifier: String::new(),
             about: None,
-            columns,
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            left: 1,
             rows: Vec::new(),
             notes: Vec::new(),
         }
+    }
+
+    fn column_names(&self) -> Vec<&str> {
+        self.columns.iter().map(String::as_str).collect()
     }
 
     fn title(&self) -> String {
@@ -61,7 +64,7 @@ impl TableSection {
             return String::new();
         }
         let mut out = format!("{}:\n", self.title());
-        out.push_str(&plain_table(self.columns, self.rows.clone()));
+        out.push_str(&plain_table(&self.column_names(), self.rows.clone()));
         for n in &self.notes {
             out.push_str(&format!("{n}\n"));
         }
@@ -84,7 +87,7 @@ impl TableSection {
             out.push_str(&format!(" {}", md_escape(&self.qualifier)));
         }
         out.push_str("\n\n");
-        out.push_str(&grid(self.columns, 1, &rows));
+        out.push_str(&grid(&self.column_names(), self.left, &rows));
         for n in &self.notes {
             out.push_str(&format!("\n{}\n", md_escape(n)));
         }
@@ -99,7 +102,7 @@ impl TableSection {
                     h2 { (self.head) }
                     @if let Some(about) = self.about { p { (about) } }
                     table {
-                        thead { tr { @for c in self.columns { th { (c) } } } }
+                        thead { tr { @for c in &self.columns { th { (c) } } } }
                         tbody {
                             @for r in &self.rows {
                                 tr { @for c in r { td { (c) } } }
@@ -122,6 +125,7 @@ pub fn after_results(report: &Report) -> Vec<TableSection> {
         super::turns::section(report),
         super::reasoning::section(report),
         super::tool_calls::section(report),
+        super::adapters::section(report),
         super::predicted::section(report),
     ]
     .into_iter()

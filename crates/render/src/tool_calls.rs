@@ -65,6 +65,6 @@ pub fn section(report: &Report) -> TableSection {
              arguments parse as JSON.",
         ),
         rows: cells(report),
-        ..TableSection::new("tool-calls", "Tool calls", &COLUMNS)
+        ..TableSection::new("tool-calls", "Tool calls", &COLUMNS[..])
     }
 }

@@ -79,6 +79,6 @@ pub fn section(report: &Report) -> TableSection {
         ),
         rows: cells(report),
         notes: cut_notes(report),
-        ..TableSection::new("turns", "Per turn", &COLUMNS)
+        ..TableSection::new("turns", "Per turn", &COLUMNS[..])
     }
 }

@@ -16,6 +16,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod adapters;
 mod capacity;
 mod cost;
 mod environment;
@@ -30,6 +31,7 @@ mod tool_calls;
 mod tune;
 mod words;
 
+pub use adapters::*;
 pub use capacity::*;
 pub use cost::*;
 pub use environment::*;

@@ -63,6 +63,7 @@ fn request(tokens: u32) -> Prepared {
             max_tokens: Some(tokens),
             ..Default::default()
         },
+        adapter: None,
     }
 }
 

@@ -26,6 +26,7 @@
 //! | `--goodput ttft:1000 tpot:100`| `--slo ttft:1000,tpot:100` (every bound, goodput's own too) |
 //! | `--num-warmups N`             | `[load] warmup_requests` (goodput: 1 by default) |
 //! | `--temperature 0`             | always 0 (greedy)                              |
+//! | `--lora-modules a b` (or `a=PATH`, JSON) | `[workload.adapters]`, each name at weight 1 |
 //! | `--save-result`, `--result-dir`, `--result-filename`, `--percentile-metrics`, `--metric-percentiles` | a vLLM-format result file beside the report |
 
 use std::path::PathBuf;
@@ -156,6 +157,11 @@ pub struct VllmArgs {
     /// vLLM's spelling: unmeasured requests before each trial (goodput's default is 1).
     #[arg(long, value_name = "N", help_heading = "vLLM bench serve spellings")]
     pub num_warmups: Option<u32>,
+    /// vLLM's spelling: LoRA adapters, each request naming one in `model`, drawn
+    /// uniformly by the seed (`[workload.adapters]` at weight 1 each); `NAME`,
+    /// `NAME=PATH` (`vllm serve`'s form) or vLLM's JSON.
+    #[arg(long, value_name = "NAME[=PATH]", num_args = 1.., help_heading = "vLLM bench serve spellings")]
+    pub lora_modules: Vec<String>,
     /// vLLM's spelling, accepted only as 0: goodput always samples greedily, so that
     /// output lengths and speculative acceptance repeat.
     #[arg(long, value_name = "T", help_heading = "vLLM bench serve spellings")]
@@ -233,6 +239,7 @@ impl PeerArgs {
             || !v.goodput.is_empty()
             || v.num_warmups.is_some()
             || v.save_result
+            || !v.lora_modules.is_empty()
     }
 }
 

@@ -374,6 +374,11 @@ fn apply_workload(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
             w.insert("groups".into(), int(g));
         }
     }
+    if !v.lora_modules.is_empty() {
+        let adapters =
+            crate::define::plan::adapters::lora_modules_table(&v.lora_modules).map_err(usage)?;
+        w.insert("adapters".into(), Value::Table(adapters));
+    }
     let is_prefix = w.get("kind").and_then(Value::as_str) == Some("prefix");
     let input_key = if is_prefix {
         "suffix_tokens"

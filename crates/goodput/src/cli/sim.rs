@@ -49,6 +49,77 @@ pub struct SimArgs {
     /// vLLM's engine flags, each overriding its key of the config.
     #[command(flatten)]
     pub vllm: VllmEngineArgs,
+    /// vLLM's LoRA flags (the config's `[adapters]`).
+    #[command(flatten)]
+    pub lora: LoraArgs,
+}
+
+/// vLLM's LoRA flags: `--enable-lora --lora-modules NAME=PATH ... --max-loras N`
+/// serve adapters as the config's `[adapters]` does (docs/simulator.md).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "vLLM LoRA flags (the config's [adapters])")]
+pub struct LoraArgs {
+    /// Serve LoRA adapters (needed with `--lora-modules`, as in vLLM).
+    #[arg(long, alias = "enable_lora")]
+    pub enable_lora: bool,
+    /// Adapters served: `NAME=PATH` (the path is not read), a bare name or vLLM's
+    /// JSON; each at the slowdown the config gives it, else 1.
+    #[arg(long, value_name = "NAME=PATH", num_args = 1.., alias = "lora_modules")]
+    pub lora_modules: Vec<String>,
+    /// Adapters resident at once (`adapters.max_loras`).
+    #[arg(long, value_name = "N", alias = "max_loras")]
+    pub max_loras: Option<u32>,
+}
+
+impl LoraArgs {
+    /// `config` with the flags' adapters and slots; a usage error names the flag.
+    pub(super) fn apply(
+        &self,
+        mut config: goodput_sim::SimConfig,
+    ) -> Result<goodput_sim::SimConfig, String> {
+        if !self.lora_modules.is_empty() && !self.enable_lora {
+            return Err(
+                "--lora-modules needs --enable-lora (vLLM serves no adapter without it)".into(),
+            );
+        }
+        let mut names = Vec::new();
+        for m in &self.lora_modules {
+            names.push(crate::define::plan::adapters::module_name(m)?);
+        }
+        let given = config.adapters.take();
+        let mut adapters = match (given, names.is_empty()) {
+            (given, true) => given,
+            (given, false) => {
+                let mut a = goodput_sim::config::adapters::AdaptersConfig::named(
+                    names.iter().map(String::as_str),
+                    given.as_ref().map_or(1, |g| g.max_loras),
+                );
+                if let Some(g) = given {
+                    a.load_ms = g.load_ms;
+                    for (name, speed) in a.modules.iter_mut() {
+                        *speed = g.modules.get(name).copied().unwrap_or(1.0);
+                    }
+                }
+                Some(a)
+            }
+        };
+        if let Some(n) = self.max_loras {
+            match adapters.as_mut() {
+                Some(a) => a.max_loras = n,
+                None => return Err("--max-loras: no adapter is served (--lora-modules)".into()),
+            }
+        }
+        config.adapters = adapters;
+        config.validate().map_err(|e| {
+            let flags = if self.max_loras.is_some() {
+                "--max-loras, --lora-modules"
+            } else {
+                "--lora-modules"
+            };
+            format!("{flags}: {e}")
+        })?;
+        Ok(config)
+    }
 }
 
 /// vLLM's engine flags, in vLLM's spellings (`--flag N`, `--flag=N`,
@@ -171,6 +242,7 @@ pub(super) async fn sim_command(args: SimArgs) -> anyhow::Result<i32> {
         .flags()
         .apply(config)
         .map_err(|e| crate::UsageError(e.to_string()))?;
+    let config = args.lora.apply(config).map_err(crate::UsageError)?;
     let opts = goodput_sim::SimOptions {
         config,
         host: args.host,

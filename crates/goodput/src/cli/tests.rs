@@ -279,3 +279,73 @@ fn a_bad_vllm_flag_value_on_sim_names_the_flag() {
         );
     }
 }
+
+/// `goodput sim ARGS`'s LoRA flags applied to `config`.
+fn sim_lora(
+    args: &[&str],
+    config: goodput_sim::SimConfig,
+) -> Result<goodput_sim::SimConfig, String> {
+    let argv = [&["sim"][..], args].concat();
+    match parse(&argv)
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+        .command
+    {
+        Command::Sim(a) => a.lora.apply(config),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn sim_takes_vllms_lora_flags() {
+    use goodput_sim::config::adapters::AdaptersConfig;
+    let c = sim_lora(
+        &[
+            "--enable-lora",
+            "--lora-modules",
+            "a=/x",
+            "b",
+            "--max-loras",
+            "2",
+        ],
+        goodput_sim::SimConfig::default(),
+    )
+    .unwrap();
+    let a = c.adapters.unwrap();
+    assert_eq!(a.modules.keys().collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!((a.max_loras, a.load_ms), (2, 0.0));
+    // The config's slowdowns and load cost stay for the adapters the flags name.
+    let mut slow = AdaptersConfig::named(["b"], 1);
+    slow.load_ms = 50.0;
+    slow.modules.insert("b".into(), 3.0);
+    let config = goodput_sim::SimConfig {
+        adapters: Some(slow),
+        ..goodput_sim::SimConfig::default()
+    };
+    let a = sim_lora(&["--enable-lora", "--lora-modules", "a=/x", "b=/y"], config)
+        .unwrap()
+        .adapters
+        .unwrap();
+    assert_eq!(
+        (a.modules["a"], a.modules["b"], a.load_ms),
+        (1.0, 3.0, 50.0)
+    );
+    let e = sim_lora(
+        &["--lora-modules", "a=/x"],
+        goodput_sim::SimConfig::default(),
+    )
+    .unwrap_err();
+    assert!(e.contains("--enable-lora"), "{e}");
+    let e = sim_lora(
+        &["--enable-lora", "--lora-modules", "a", "--max-loras", "0"],
+        goodput_sim::SimConfig::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("--max-loras") && e.contains("adapters.max_loras"),
+        "{e}"
+    );
+    assert!(sim_lora(&[], goodput_sim::SimConfig::default())
+        .unwrap()
+        .adapters
+        .is_none());
+}

@@ -204,6 +204,10 @@ pub struct RequestRecord {
     /// The tool calls the stream carried (`delta.tool_calls`), when any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<ToolCalls>,
+    /// The LoRA adapter the request named in `model` (`[workload.adapters]`;
+    /// `base`: the engine's own model), when the run drew adapters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
     /// HTTP status, when a response arrived.
     #[serde(default)]
     pub status: Option<u16>,
@@ -266,6 +270,7 @@ impl RequestRecord {
             context_cut_turns: None,
             tools_asked: None,
             tool_calls: None,
+            adapter: None,
             status: None,
             error: None,
             error_detail: None,

@@ -55,6 +55,10 @@
 //!   tokens. Turn 1 against later turns shows what a prefix cache saves. **Cut
 //!   sessions**: sessions with a request whose history dropped earlier turns to fit
 //!   the context (`context_cut_turns`).
+//! - **LoRA adapters** ([`adapters`]): a point's requests grouped by the adapter
+//!   their record names (`[workload.adapters]`), all trials pooled: sent, good,
+//!   attainment, goodput and every bounded metric's median and p99 per adapter;
+//!   [`adapter_judgement`] judges each adapter's median against the others'.
 //! - Per-trial median and p99: numpy's linear interpolation ([`quantile_linear`]).
 //! - Per point: each scalar summarised over trials as `{median,min,max,n}`; the
 //!   quantile grids pool the per-request TTFT and TPOT of all trials with the
@@ -66,6 +70,8 @@ use report::{Point, Slo, SloMetric, Stat};
 
 use crate::drive::record::RequestRecord;
 
+pub mod adapter_judgement;
+pub mod adapters;
 pub mod cost;
 pub mod figures;
 pub mod judgement;
@@ -227,6 +233,8 @@ pub struct TrialMetrics {
     pub reasoning: TrialReasoning,
     /// Tool calls: TTFTC, valid calls.
     pub tool_calls: TrialToolCalls,
+    /// LoRA adapters: the trial's requests by adapter.
+    pub adapters: Option<adapters::TrialAdapters>,
     /// Output tokens of successful requests (see [`cost`]).
     pub output_tokens: u64,
     /// Output tokens of good requests (see [`cost`]).
@@ -321,6 +329,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
         m.mean_input_tokens = Some(in_tokens.0 as f64 / in_tokens.1 as f64);
     }
     m.turns = trial_turns(records, slo);
+    m.adapters = adapters::trial_adapters(records, slo);
     m.reasoning.finish();
     m.tool_calls.finish();
     m.figures = figures::figures(&m, &itls, &tokens);
@@ -506,6 +515,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         conversation: conversation_summary(trials),
         reasoning: reasoning_summary(trials),
         tool_calls: tool_call_summary(trials),
+        adapters: adapters::adapter_summary(trials),
         energy: None,
         cost: None,
     }

@@ -76,6 +76,7 @@ pub fn verdict(report: &Report) -> Vec<String> {
     };
     out.extend(super::cost::cheapest(report, |x| load_words(report, x)));
     out.extend(server_reasons(report));
+    out.extend(super::adapters::verdict_sentences(report));
     out.extend(caveats(report));
     if let Some(p) = report.run.as_ref().and_then(|r| r.predicted.as_ref()) {
         // Nothing of a predicted report was measured.

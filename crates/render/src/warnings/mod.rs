@@ -4,6 +4,7 @@
 //!
 //! [`rules`] and [`load`] hold the rules; this file the types, the list and its text.
 
+pub mod adapters;
 pub mod cache;
 pub mod judgement;
 pub mod load;
@@ -71,6 +72,8 @@ pub enum WarningKind {
     LongOutputs,
     /// Requests reasoned up to their limit and gave no answer.
     NoAnswer,
+    /// One LoRA adapter's latency differs from the other adapters'.
+    AdapterDiffers,
     /// From the engine's own metrics: queueing, preemption, full KV cache, counts.
     Server(server::ServerWarning),
 }
@@ -97,6 +100,7 @@ impl WarningKind {
             WarningKind::ShortOutputs => "Answers shorter than asked",
             WarningKind::LongOutputs => "Answers longer than asked",
             WarningKind::NoAnswer => "Requests without an answer",
+            WarningKind::AdapterDiffers => "An adapter's latency differs",
             WarningKind::Server(k) => k.title(),
         }
     }
@@ -174,6 +178,10 @@ impl WarningKind {
                 "the model thought until the token limit and never answered: the request \
                  succeeded and is fast, but the user got nothing (never counted good)."
             }
+            WarningKind::AdapterDiffers => {
+                "the pooled figures mix the adapters: a user of the slow adapter sees its \
+                 latency, not the pooled one, and an SLO met on the pool may be missed for it."
+            }
             WarningKind::Server(k) => k.why(),
         }
     }
@@ -225,6 +233,7 @@ pub fn warnings(report: &Report) -> Vec<Warning> {
             .flatten()
             .collect();
             ws.extend(server::rules(p));
+            ws.extend(adapters::rules(p));
             queueing_explains_outliers(&mut ws);
             ws.sort_by_key(|w| w.0);
             out.extend(ws.into_iter().map(|(kind, message, advice)| Warning {

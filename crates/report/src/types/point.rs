@@ -157,6 +157,10 @@ pub struct Point {
     /// share of tool calls whose arguments are valid JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<super::ToolCallSummary>,
+    /// goodput addition (`[workload.adapters]`): the point per LoRA adapter, and
+    /// which adapter's latency differs from the others'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<super::AdapterSummary>,
     /// goodput addition: GPU energy per output token and per request (see
     /// [`super::EnergySummary`]); absent without GPU telemetry.
     #[serde(default, skip_serializing_if = "Option::is_none")]

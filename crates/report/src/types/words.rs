@@ -307,6 +307,21 @@ impl WorkloadKind {
     }
 }
 
+words! {
+    /// What an adapter's latency is against the other adapters'
+    /// ([`crate::AdapterJudgement::outcome`]).
+    AdapterOutcome {
+        /// The interval cannot tell (it spans zero and more than the least effect).
+        Undecided => "undecided",
+        /// Higher than the others' by at least the least effect, beyond noise.
+        Higher => "higher",
+        /// Lower than the others' by at least the least effect, beyond noise.
+        Lower => "lower",
+        /// Within the least effect of the others', the whole interval.
+        Same => "same",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

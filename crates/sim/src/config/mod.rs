@@ -4,6 +4,7 @@
 //! fields are an error (a typo must not silently fall back to a default), and
 //! [`SimConfig::validate`] names the field and its allowed range.
 
+pub mod adapters;
 mod presets;
 mod validate;
 pub mod vllm;
@@ -126,6 +127,8 @@ pub struct SimConfig {
     /// Seeded noise per step and per request ([`JitterConfig`]); none: the model is
     /// exactly repeatable for a workload.
     pub jitter: Option<JitterConfig>,
+    /// LoRA adapters served beside the model ([`adapters::AdaptersConfig`]).
+    pub adapters: Option<adapters::AdaptersConfig>,
     /// What `goodput fit` knew about these values (their errors, the loads they
     /// were fitted at, what the engine stated): read by `goodput run --predict`
     /// for its intervals, ignored by the simulator.
@@ -287,6 +290,7 @@ impl Default for SimConfig {
             probe: false,
             faults: Vec::new(),
             jitter: None,
+            adapters: None,
             fit: None,
         }
     }

@@ -71,6 +71,7 @@ fn vllm_fast_b() -> SimConfig {
         probe: false,
         faults: Vec::new(),
         jitter: None,
+        adapters: None,
         fit: None,
     }
 }

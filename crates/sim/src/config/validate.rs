@@ -82,6 +82,9 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
         float_range("jitter.step", j.step, 0.0, false, 1.0)?;
         float_range("jitter.request", j.request, 0.0, false, 1.0)?;
     }
+    if let Some(a) = &c.adapters {
+        a.validate(&c.model)?;
+    }
     for (i, rule) in c.faults.iter().enumerate() {
         int_range(&format!("faults[{i}].every"), rule.every, 1, u64::MAX)?;
     }

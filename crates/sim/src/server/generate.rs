@@ -193,14 +193,12 @@ fn generate(
             "Invalid request body: expected a JSON object.",
         ));
     };
-    if let Some(serde_json::Value::String(m)) = body.get("model") {
-        if m != &config.model {
-            return Err(ApiError::with_status(
-                StatusCode::NOT_FOUND,
-                format!("The model `{m}` does not exist."),
-            ));
+    let adapter = match body.get("model") {
+        Some(serde_json::Value::String(m)) => {
+            super::adapters::timing(config, &inner.adapter_slots, m, arrived)?
         }
-    }
+        _ => None,
+    };
     let plan = plan_body(body, endpoint, config)?;
     let n = inner.next_id.fetch_add(1, Ordering::Relaxed);
     let faults = faults_for(state, headers, n)?;
@@ -239,7 +237,8 @@ fn generate(
         probe_requested(state, headers).then(|| inner.probe_stats.clone()),
         inner.mono,
         inner.shutdown.clone(),
-    );
+    )
+    .with_adapter(adapter);
     Ok((
         [
             (header::CONTENT_TYPE, content_type),

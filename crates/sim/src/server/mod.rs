@@ -16,7 +16,10 @@
 //!   the JSON 404/405 fallbacks.
 //! - [`timer`]: a sub-millisecond timer for absolute deadlines.
 //! - `probe_stats`: the probe's lateness, summed up for the log at shutdown.
+//! - `adapters`: LoRA adapters: names a request may give, resident slots and
+//!   loads, each adapter's slowdown (`[adapters]` in the configuration).
 
+mod adapters;
 pub mod arrival;
 pub(crate) mod driver;
 mod format;
@@ -72,6 +75,8 @@ pub(crate) struct Inner {
     pub next_seq: AtomicU64,
     pub shutdown_tx: watch::Sender<bool>,
     pub shutdown: watch::Receiver<bool>,
+    /// The resident LoRA adapters (`[adapters]`).
+    pub adapter_slots: adapters::Slots,
 }
 
 /// Shared state of one simulated engine: configuration, the driver task's
@@ -142,6 +147,7 @@ impl SimState {
                 next_seq: AtomicU64::new(1),
                 shutdown_tx,
                 shutdown,
+                adapter_slots: adapters::Slots::new(),
             }),
         }
     }

@@ -36,19 +36,30 @@ pub(super) async fn models(State(state): State<SimState>) -> Json<serde_json::Va
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    Json(json!({
-        "object": "list",
-        "data": [{
-            "id": c.model,
+    let mut data = vec![json!({
+        "id": c.model,
+        "object": "model",
+        "created": created,
+        "owned_by": "vllm",
+        "root": c.model,
+        "parent": null,
+        "max_model_len": c.max_model_len,
+        "permission": [],
+    })];
+    // LoRA adapters after the base model, their parent, as vLLM lists them.
+    for name in c.adapters.iter().flat_map(|a| a.modules.keys()) {
+        data.push(json!({
+            "id": name,
             "object": "model",
             "created": created,
             "owned_by": "vllm",
-            "root": c.model,
-            "parent": null,
+            "root": name,
+            "parent": c.model,
             "max_model_len": c.max_model_len,
             "permission": [],
-        }],
-    }))
+        }));
+    }
+    Json(json!({"object": "list", "data": data}))
 }
 
 /// `GET /version`: vLLM's shape, plus `time_scale` (how many times faster than the

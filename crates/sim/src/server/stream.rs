@@ -151,6 +151,8 @@ pub(crate) struct Writer {
     held: Option<(usize, Delivery)>,
     /// The wait for `held`'s time, kept across polls like `held`.
     held_sleep: Option<timer::Sleep>,
+    /// A LoRA adapter's load and slowdown, shifting every delivery's time.
+    adapter: Option<super::adapters::AdapterTiming>,
 }
 
 fn abort(reason: &str) -> io::Error {
@@ -204,7 +206,14 @@ impl Writer {
             deferred: None,
             held: None,
             held_sleep: None,
+            adapter: None,
         }
+    }
+
+    /// The writer with a LoRA adapter's timing applied to every delivery.
+    pub fn with_adapter(mut self, adapter: Option<super::adapters::AdapterTiming>) -> Writer {
+        self.adapter = adapter;
+        self
     }
 
     /// The body as a stream of frames; an error aborts the connection.
@@ -384,7 +393,7 @@ impl Writer {
                 return Some(Err(abort("shutting down a stalled stream")));
             }
             let next = self.sources.next().await;
-            let Some((i, Some(d))) = next else {
+            let Some((i, Some(mut d))) = next else {
                 if next.is_some_and(|(i, _)| self.choices[i].finished) {
                     continue;
                 }
@@ -401,6 +410,9 @@ impl Writer {
                 self.done = true;
                 tokio::time::sleep(DROP_FLUSH_GRACE).await;
                 return Some(Err(abort("fault injected: drop_after")));
+            }
+            if let Some(a) = &self.adapter {
+                d = a.shift(d);
             }
             // With the API server's per-chunk cost (`frontend_chunk_ms`), a chunk
             // is due after the step's end: when the model's front-end queue has

@@ -7,8 +7,10 @@
 //! - [`realtime`]: the real-time server against the model's virtual-time schedule;
 //! - [`faults`]: the timing probe and fault injection;
 //! - [`reasoning`]: thinking streams (`delta.reasoning`);
+//! - [`adapters`]: LoRA adapters: names, 404, slots and load, slowdown;
 //! - [`common`]: a server on 127.0.0.1 port 0 and an SSE reader.
 
+mod adapters;
 mod common;
 mod config;
 mod faults;

@@ -146,6 +146,7 @@ impl Profile {
                     .into(),
             ));
         }
+        let adapters = super::adapters::check_adapters(&check, &self.workload, &engines)?;
         let search = ov
             .search
             .as_ref()
@@ -181,6 +182,7 @@ impl Profile {
             profile_toml,
             prompt_salt,
             tools,
+            adapters,
         })
     }
 }

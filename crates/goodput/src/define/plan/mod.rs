@@ -6,6 +6,7 @@ use indexmap::IndexMap;
 
 use crate::define::profile::{EngineSpec, LoadMode, TelemetrySpec};
 
+pub mod adapters;
 mod chat;
 mod check;
 mod engines;
@@ -84,6 +85,8 @@ pub struct Plan {
     pub prompt_salt: Option<crate::define::profile::PromptSalt>,
     /// `[workload] tools`: the function definitions every chat request carries.
     pub tools: Option<tools::ToolUse>,
+    /// `[workload.adapters]`: the LoRA adapters requests name, drawn by weight.
+    pub adapters: Option<crate::define::requests::adapters::Adapters>,
 }
 
 impl Plan {

@@ -47,6 +47,9 @@ pub struct ChatControls {
     pub tools: Option<u32>,
     /// `tool_choice` sent with them: `auto` (the default), `required` or `none`.
     pub tool_choice: Option<String>,
+    /// `[workload.adapters]`: LoRA adapter name -> weight; each request names one
+    /// in `model`, drawn by weight ([`crate::define::plan`]'s adapter checks).
+    pub adapters: Option<indexmap::IndexMap<String, f64>>,
 }
 
 /// `kind = "synthetic"`.
@@ -175,6 +178,7 @@ const COMMON_KEYS: &[&str] = &[
     "salt",
     "tools",
     "tool_choice",
+    "adapters",
 ];
 
 /// The keys of a kind's `[workload]` (besides `kind` and the chat controls).

@@ -256,6 +256,8 @@ impl Session {
             prepared: Prepared {
                 body: Bytes::from(body.to_string()),
                 asked,
+                // The plan refuses adapters in conversations.
+                adapter: None,
             },
             context_cut_turns: self.cut,
         })

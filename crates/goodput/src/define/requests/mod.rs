@@ -17,6 +17,7 @@ use serde_json::json;
 
 use crate::define::profile::{Api, TextStyle};
 
+pub mod adapters;
 pub mod conversation;
 pub mod prefix;
 pub mod salt;
@@ -34,6 +35,9 @@ pub struct Prepared {
     pub body: Bytes,
     /// What it asks for, copied into its record.
     pub asked: Asked,
+    /// The LoRA adapter its `model` names, when the run draws adapters
+    /// ([`adapters::assign`]).
+    pub adapter: Option<std::sync::Arc<str>>,
 }
 
 /// What a request asks for, as the workload planned it (kept in its record beside
@@ -158,6 +162,7 @@ impl Builder {
         Prepared {
             body: Bytes::from(self.body(prompt, asked.max_tokens, fixed).to_string()),
             asked,
+            adapter: None,
         }
     }
 

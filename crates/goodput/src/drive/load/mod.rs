@@ -486,6 +486,7 @@ impl Shared {
         );
         rec.attempt = self.attempt;
         rec.fill_asked(&req.asked);
+        rec.adapter = req.adapter.as_deref().map(str::to_owned);
         if keep_reply {
             rec.reply = Some(String::new());
         }

