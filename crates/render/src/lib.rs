@@ -13,6 +13,7 @@
 //! - [`predicted`]: a predicted report's intervals.
 //! - [`reasoning`]: the reasoning table.
 //! - [`tool_calls`]: the tool-call table.
+//! - [`images`]: the images requests carried.
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -42,6 +43,7 @@ pub mod rows;
 pub mod table;
 pub mod text;
 pub mod tool_calls;
+pub mod images;
 pub mod trend;
 pub mod tune;
 pub mod turns;
@@ -117,6 +119,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 turns::turns_text(report),
                 reasoning::reasoning_text(report),
                 tool_calls::tool_calls_text(report),
+                images::images_text(report),
                 predicted::intervals_text(report),
             ] {
                 if !t.is_empty() {
@@ -148,6 +151,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 turns::turns_markdown(report),
                 reasoning::reasoning_markdown(report),
                 tool_calls::tool_calls_markdown(report),
+                images::images_markdown(report),
                 predicted::intervals_markdown(report),
             ] {
                 if !t.is_empty() {

@@ -73,6 +73,9 @@ mod outlier;
 pub mod reasoning;
 mod slo;
 pub mod tool_calls;
+pub mod tool_check;
+pub mod tool_validity;
+pub mod images;
 mod turns;
 
 pub use outlier::*;
@@ -227,6 +230,8 @@ pub struct TrialMetrics {
     pub reasoning: TrialReasoning,
     /// Tool calls: TTFTC, valid calls.
     pub tool_calls: TrialToolCalls,
+    /// Images the requests carried.
+    pub images: images::TrialImages,
     /// Output tokens of successful requests (see [`cost`]).
     pub output_tokens: u64,
     /// Output tokens of good requests (see [`cost`]).
@@ -285,6 +290,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
                 m.request_indexes.push(r.index);
                 m.reasoning.add(&rm.reasoning);
                 m.tool_calls.add(&rm.tool_calls);
+                m.images.add(r);
                 itls.extend(
                     r.chunks
                         .windows(2)
@@ -506,6 +512,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         conversation: conversation_summary(trials),
         reasoning: reasoning_summary(trials),
         tool_calls: tool_call_summary(trials),
+        images: images::image_summary(trials),
         energy: None,
         cost: None,
     }

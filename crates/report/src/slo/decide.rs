@@ -106,6 +106,9 @@ pub struct Undecided {
     /// Percentile form: the bounded metric whose share decides and its bound, ms;
     /// `None` in the attainment form.
     pub metric: Option<(SloMetric, f64)>,
+    /// A requirement on valid tool calls decides (`valid` or `schema_valid`, as
+    /// [`crate::ToolCallCheck::share`]): `attainment` counts calls, not requests.
+    pub tool_calls: Option<String>,
     /// The two-sided confidence level the judgement read (0.95 unless a
     /// sequential look's).
     pub level: f64,
@@ -115,12 +118,49 @@ pub struct Undecided {
 
 /// What would decide a point of `report` judged `undecided`: in the attainment form
 /// from its stored design effect and level (or for an older report its per-trial
-/// counts at 95%); in the percentile form from [`percentile_undecided`]. `None`
-/// for any other point.
+/// counts at 95%); in the percentile form from [`percentile_undecided`]; when
+/// those are decided, from an undecided requirement on valid tool calls
+/// ([`tool_calls_undecided`]). `None` for any other point.
 pub fn point_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     if point_judgement(report, p)? != Judgement::Undecided {
         return None;
     }
+    requests_undecided(report, p).or_else(|| tool_calls_undecided(p))
+}
+
+/// An undecided requirement on valid tool calls (`slo.min_valid_tool_calls`): the
+/// same computation on the calls judged, valid or not, against the share
+/// required. The first undecided requirement when several are.
+pub fn tool_calls_undecided(p: &Point) -> Option<Undecided> {
+    let c = p.slo_check.as_ref()?;
+    let level = c.level.unwrap_or(0.95);
+    let z = z_of(level);
+    c.tool_calls
+        .iter()
+        .filter(|t| t.judgement == Judgement::Undecided)
+        .find_map(|t| {
+            let i = t.interval?;
+            let d = Dispersed {
+                good: t.valid,
+                sent: t.judged,
+                trials: i.trials.max(1),
+                design_effect: i.design_effect.max(1.0),
+                low: i.low,
+                high: i.high,
+            };
+            Some(Undecided {
+                attainment: d,
+                target: t.required,
+                metric: None,
+                tool_calls: Some(t.share.clone()),
+                level,
+                needs: to_decide(&d, t.required, z)?,
+            })
+        })
+}
+
+/// [`point_undecided`] on the requests: the attainment or the percentile form.
+fn requests_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     let c = p.slo_check.as_ref();
     if c.is_some_and(|c| c.form == SloForm::Percentile) {
         return percentile_undecided(report, p);
@@ -149,6 +189,7 @@ pub fn point_undecided(report: &Report, p: &Point) -> Option<Undecided> {
         attainment,
         target,
         metric: None,
+        tool_calls: None,
         level,
         needs,
     })
@@ -191,6 +232,7 @@ pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
             attainment: d,
             target,
             metric: Some((metric, bound)),
+            tool_calls: None,
             level,
             needs,
         };

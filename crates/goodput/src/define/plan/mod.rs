@@ -13,6 +13,7 @@ mod jsonl;
 mod load;
 pub mod price;
 mod search;
+pub mod images;
 pub mod tools;
 
 pub use load::{TrialRule, AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH, MAX_RATE, MIN_RATE};
@@ -84,6 +85,8 @@ pub struct Plan {
     pub prompt_salt: Option<crate::define::profile::PromptSalt>,
     /// `[workload] tools`: the function definitions every chat request carries.
     pub tools: Option<tools::ToolUse>,
+    /// `[workload] images`: the images every chat request carries.
+    pub images: Option<crate::define::requests::images::ImageSpec>,
 }
 
 impl Plan {

@@ -47,6 +47,13 @@ pub struct ChatControls {
     pub tools: Option<u32>,
     /// `tool_choice` sent with them: `auto` (the default), `required` or `none`.
     pub tool_choice: Option<String>,
+    /// `images = N`: every chat request carries N generated images
+    /// ([`crate::define::requests::images`]).
+    pub images: Option<u32>,
+    /// `image_size = [W, H]` of each image, pixels (default 512 × 512).
+    pub image_size: Option<[u32; 2]>,
+    /// `image_format`: `png` (the default) or `jpeg`.
+    pub image_format: Option<String>,
 }
 
 /// `kind = "synthetic"`.
@@ -175,6 +182,9 @@ const COMMON_KEYS: &[&str] = &[
     "salt",
     "tools",
     "tool_choice",
+    "images",
+    "image_size",
+    "image_format",
 ];
 
 /// The keys of a kind's `[workload]` (besides `kind` and the chat controls).

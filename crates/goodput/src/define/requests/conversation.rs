@@ -449,6 +449,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         }
     }
 

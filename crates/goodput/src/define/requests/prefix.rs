@@ -81,6 +81,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         };
         b.build(n, 1, sample)
             .into_iter()

@@ -514,6 +514,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         };
         let reqs = b.build(3, 1, 0);
         let words: Vec<Vec<String>> = reqs

@@ -11,5 +11,6 @@ mod otel;
 mod resume;
 mod run_sim;
 mod search;
+mod images;
 mod tool_calls;
 mod tune;

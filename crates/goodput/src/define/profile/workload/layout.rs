@@ -72,6 +72,12 @@ pub struct WrittenWorkload {
     tools: Option<u32>,
     #[serde(default)]
     tool_choice: Option<String>,
+    #[serde(default)]
+    images: Option<u32>,
+    #[serde(default)]
+    image_size: Option<[u32; 2]>,
+    #[serde(default)]
+    image_format: Option<String>,
 }
 
 impl WrittenWorkload {
@@ -122,6 +128,9 @@ impl TryFrom<WrittenWorkload> for WorkloadSpec {
             salt: w.salt.unwrap_or(false),
             tools: w.tools,
             tool_choice: w.tool_choice,
+            images: w.images,
+            image_size: w.image_size,
+            image_format: w.image_format,
         };
         let range_ratio = w.range_ratio.unwrap_or(0.0);
         let text = w.text.unwrap_or_default();
@@ -240,6 +249,12 @@ pub struct FlatWorkload {
     tools: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    images: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_size: Option<[u32; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_format: Option<String>,
 }
 
 impl From<WorkloadSpec> for FlatWorkload {
@@ -275,6 +290,9 @@ impl From<WorkloadSpec> for FlatWorkload {
             salt: chat.salt,
             tools: chat.tools,
             tool_choice: chat.tool_choice,
+            images: chat.images,
+            image_size: chat.image_size,
+            image_format: chat.image_format,
         };
         match spec {
             WorkloadSpec::Synthetic(w) => {
