@@ -71,6 +71,8 @@ fn vllm_fast_b() -> SimConfig {
         probe: false,
         faults: Vec::new(),
         jitter: None,
+        tool_call_invalid_share: 0.0,
+        tool_call_schema_invalid_share: 0.0,
         fit: None,
     }
 }

@@ -250,6 +250,8 @@ impl Session {
             // The plan refuses tools in conversations (a tool call's turn would
             // need a tool's result).
             tools: None,
+            tools_offered: 0,
+            images: None,
         };
         self.in_flight = Some((turn, shared));
         Some(TurnRequest {

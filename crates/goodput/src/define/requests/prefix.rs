@@ -61,6 +61,8 @@ pub(super) fn build(b: &Builder, p: &PrefixWorkload, n: u32, key: u64) -> Vec<Pr
                 turn: None,
                 exact: true,
                 tools: None,
+                tools_offered: 0,
+                images: None,
             };
             b.prepared(&format!("{} {own}", prefixes[g as usize]), asked, true)
         })

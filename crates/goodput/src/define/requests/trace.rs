@@ -151,6 +151,8 @@ pub(super) fn build(b: &Builder, t: &TraceWorkload, n: u32, key: u64) -> Vec<Pre
                 turn: None,
                 exact: true,
                 tools: None,
+                tools_offered: 0,
+                images: None,
             };
             b.prepared(&text.join(" "), asked, true)
         })
