@@ -200,11 +200,12 @@ pub fn catalogue() -> impl Iterator<Item = (&'static str, Value)> {
 /// The catalogue's functions named in a `tools` list, as a mask (bit `i`: the
 /// catalogue's `i`-th function); a name outside the catalogue sets no bit.
 pub fn offered(tools: &Value) -> u32 {
-    let names = tools.as_array().into_iter().flatten().filter_map(|t| {
-        t.pointer("/function/name").and_then(Value::as_str)
-    });
+    let names = tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str));
     names
         .filter_map(|n| CATALOGUE.iter().position(|c| c.0 == n))
         .fold(0, |mask, i| mask | (1 << i))
 }
-

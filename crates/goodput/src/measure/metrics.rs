@@ -68,6 +68,7 @@ use crate::drive::record::RequestRecord;
 
 pub mod cost;
 pub mod figures;
+pub mod images;
 pub mod judgement;
 mod outlier;
 pub mod reasoning;
@@ -75,7 +76,6 @@ mod slo;
 pub mod tool_calls;
 pub mod tool_check;
 pub mod tool_validity;
-pub mod images;
 mod turns;
 
 pub use outlier::*;

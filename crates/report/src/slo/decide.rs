@@ -336,6 +336,55 @@ mod tests {
     }
 
     #[test]
+    fn an_undecided_share_of_valid_tool_calls_is_decided_by_more_calls() {
+        let text = include_str!("../../../../tests/data/l4-gpu1-vllm.json");
+        let r = crate::io::parse_report(text).expect("the reference parses");
+        // 200 of 200 requests good (meets 90%), 19 of 20 calls valid against 90%:
+        // [0.764, 0.991] straddles it, so the point is undecided by its calls.
+        let share = attainment_interval(&[(19, 20)], Z95).unwrap();
+        let check = crate::SloCheck {
+            good: 200,
+            sent: 200,
+            target: 0.9,
+            form: SloForm::Attainment,
+            judgement: Some(Judgement::Undecided),
+            tool_calls: vec![crate::ToolCallCheck {
+                share: "valid".into(),
+                required: 0.9,
+                valid: 19,
+                judged: 20,
+                interval: Some(crate::ShareInterval {
+                    low: share.low,
+                    high: share.high,
+                    design_effect: 1.0,
+                    trials: 1,
+                }),
+                judgement: Judgement::Undecided,
+            }],
+            ..Default::default()
+        };
+        let p = Point {
+            slo_check: Some(check),
+            ..Point::default()
+        };
+        let u = point_undecided(&r, &p).expect("undecided");
+        assert_eq!(u.tool_calls.as_deref(), Some("valid"));
+        assert_eq!((u.attainment.good, u.attainment.sent), (19, 20));
+        let Some(ToDecide::Requests { total, .. }) = to_decide(&share, 0.9, Z95) else {
+            panic!("calls")
+        };
+        assert_eq!(
+            u.needs,
+            ToDecide::Requests {
+                total,
+                more: total - 20
+            }
+        );
+        let lower = |n: u64| wilson_effective(0.95, n as f64, Z95).unwrap().0;
+        assert!(lower(total) >= 0.9 && lower(total - 1) < 0.9, "{total}");
+    }
+
+    #[test]
     fn a_request_without_an_answer_counts_once_against_ttfat() {
         let text = include_str!("../../../../tests/data/l4-gpu1-vllm.json");
         let mut r = crate::io::parse_report(text).expect("the reference parses");

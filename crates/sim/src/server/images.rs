@@ -35,7 +35,7 @@ impl Image {
     /// Its prompt tokens: `ceil(W / 28) × ceil(H / 28)`, at least 1.
     pub fn tokens(&self) -> u32 {
         let side = |v: u32| v.div_ceil(PIXELS_PER_TOKEN);
-        (side(self.width).saturating_mul(side(self.height))).max(1)
+        side(self.width).saturating_mul(side(self.height)).max(1)
     }
 
     /// Its token ids, drawn from its hash among the hashed ids.
@@ -169,14 +169,29 @@ mod tests {
             {"type": "image_url", "image_url": {"url": url(&jpeg)}},
         ]));
         let got = images(&m).unwrap();
-        assert_eq!((got[0].width, got[0].height, got[0].tokens()), (64, 32, 3 * 2));
-        assert_eq!((got[1].width, got[1].height, got[1].tokens()), (200, 100, 8 * 4));
+        assert_eq!(
+            (got[0].width, got[0].height, got[0].tokens()),
+            (64, 32, 3 * 2)
+        );
+        assert_eq!(
+            (got[1].width, got[1].height, got[1].tokens()),
+            (200, 100, 8 * 4)
+        );
         assert_eq!(got[0].ids().count(), 6);
         assert!(got[0].ids().all(text::is_token_id));
         for (part, want) in [
-            (json!({"type": "image_url", "image_url": {"url": "https://x/y.png"}}), "data URLs"),
-            (json!({"type": "image_url", "image_url": {"url": "data:image/png,xx"}}), "base64"),
-            (json!({"type": "image_url", "image_url": {"url": url(b"GIF89a")}}), "neither"),
+            (
+                json!({"type": "image_url", "image_url": {"url": "https://x/y.png"}}),
+                "data URLs",
+            ),
+            (
+                json!({"type": "image_url", "image_url": {"url": "data:image/png,xx"}}),
+                "base64",
+            ),
+            (
+                json!({"type": "image_url", "image_url": {"url": url(b"GIF89a")}}),
+                "neither",
+            ),
             (json!({"type": "image_url"}), "image_url.url"),
         ] {
             let e = images(&message(json!([part]))).unwrap_err();

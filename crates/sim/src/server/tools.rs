@@ -198,8 +198,15 @@ mod tests {
         let (mut bad_json, mut bad_schema) = (0, 0);
         for key in 0..2000u64 {
             let r = req(json!({"tools": tools}));
-            let c = tool_call(&r, Endpoint::Chat, &config, key).unwrap().unwrap();
-            assert_eq!(c, tool_call(&r, Endpoint::Chat, &config, key).unwrap().unwrap());
+            let c = tool_call(&r, Endpoint::Chat, &config, key)
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                c,
+                tool_call(&r, Endpoint::Chat, &config, key)
+                    .unwrap()
+                    .unwrap()
+            );
             match serde_json::from_str::<Value>(&c.arguments) {
                 Err(_) => bad_json += 1,
                 Ok(v) if !v["city"].is_string() => bad_schema += 1,

@@ -27,17 +27,20 @@ pub(super) fn apply_images(w: &mut Table, v: &VllmArgs) -> anyhow::Result<()> {
     let count = v.random_mm_base_items_per_request.unwrap_or(1);
     w.insert("images".into(), int(count));
     if let Some(b) = &v.random_mm_bucket_config {
-        let [height, width] = one_bucket(b).map_err(|e| {
-            usage(format!("--random-mm-bucket-config {b}: {e}"))
-        })?;
+        let [height, width] =
+            one_bucket(b).map_err(|e| usage(format!("--random-mm-bucket-config {b}: {e}")))?;
         w.insert(
             "image_size".into(),
             Value::Array(vec![int(width), int(height)]),
         );
     }
     if let Some(l) = &v.random_mm_limit_mm_per_prompt {
-        let limits: serde_json::Map<String, serde_json::Value> = serde_json::from_str(l)
-            .map_err(|e| usage(format!("--random-mm-limit-mm-per-prompt {l}: not a JSON object: {e}")))?;
+        let limits: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(l).map_err(|e| {
+                usage(format!(
+                    "--random-mm-limit-mm-per-prompt {l}: not a JSON object: {e}"
+                ))
+            })?;
         for (kind, n) in &limits {
             let n = n.as_u64().unwrap_or(u64::MAX);
             match kind.as_str() {
@@ -86,7 +89,9 @@ fn one_bucket(text: &str) -> Result<[u32; 2], String> {
         .map_err(|_| format!("`{bucket})` is not (height, width, frames)"))?;
     match nums[..] {
         [h, w, 1] => Ok([h, w]),
-        [_, _, t] => Err(format!("a bucket of {t} frames is video: goodput sends images only")),
+        [_, _, t] => Err(format!(
+            "a bucket of {t} frames is video: goodput sends images only"
+        )),
         _ => Err(format!("`{bucket})` is not (height, width, frames)")),
     }
 }

@@ -139,12 +139,8 @@ impl Profile {
         let tools = super::tools::check_tools(&check, &self.workload, &engines, spec.seed)?;
         let calls_asked = tools.as_ref().is_some_and(|t| t.choice != "none");
         super::tools::check_requirements(&check, &slo, calls_asked)?;
-        let images = super::images::check_images(
-            &check,
-            &self.workload,
-            &engines,
-            spec.requests_per_trial,
-        )?;
+        let images =
+            super::images::check_images(&check, &self.workload, &engines, spec.requests_per_trial)?;
         if !calls_asked && slo.bound(report::SloMetric::Ttftc).is_some() {
             return Err(check.bad(
                 "slo.ttftc_ms",

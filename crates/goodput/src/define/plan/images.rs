@@ -101,7 +101,10 @@ mod tests {
 
     #[test]
     fn images_are_checked_with_the_key_that_is_wrong() {
-        let p = plan("images = 2\nimage_size = [64, 32]\nimage_format = \"jpeg\"", "chat");
+        let p = plan(
+            "images = 2\nimage_size = [64, 32]\nimage_format = \"jpeg\"",
+            "chat",
+        );
         let spec = p.unwrap().images.unwrap();
         assert_eq!((spec.count, spec.width, spec.height), (2, 64, 32));
         let p = plan("images = 1", "chat").unwrap().images.unwrap();
@@ -109,10 +112,22 @@ mod tests {
         for (workload, api, want) in [
             ("images = 1", "completions", "uses the completions API"),
             ("images = 0", "chat", "workload.images"),
-            ("images = 1\nimage_size = [0, 10]", "chat", "workload.image_size"),
-            ("images = 1\nimage_format = \"gif\"", "chat", "`gif` is not png or jpeg"),
+            (
+                "images = 1\nimage_size = [0, 10]",
+                "chat",
+                "workload.image_size",
+            ),
+            (
+                "images = 1\nimage_format = \"gif\"",
+                "chat",
+                "`gif` is not png or jpeg",
+            ),
             ("image_size = [10, 10]", "chat", "goes with `images = N`"),
-            ("images = 16\nimage_size = [4096, 4096]", "chat", "GiB of request bodies"),
+            (
+                "images = 16\nimage_size = [4096, 4096]",
+                "chat",
+                "GiB of request bodies",
+            ),
         ] {
             let e = plan(workload, api).unwrap_err().to_string();
             assert!(e.contains(want), "{workload}: {e}");

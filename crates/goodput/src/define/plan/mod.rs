@@ -9,11 +9,11 @@ use crate::define::profile::{EngineSpec, LoadMode, TelemetrySpec};
 mod chat;
 mod check;
 mod engines;
+pub mod images;
 mod jsonl;
 mod load;
 pub mod price;
 mod search;
-pub mod images;
 pub mod tools;
 
 pub use load::{TrialRule, AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, AUTO_WIDTH, MAX_RATE, MIN_RATE};

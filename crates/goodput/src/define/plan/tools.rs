@@ -160,7 +160,10 @@ mod tests {
         let e = plan("ttft_ms = 500\nmin_valid_tool_calls = 0.99", "")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("slo.min_valid_tool_calls") && e.contains("tools = N"), "{e}");
+        assert!(
+            e.contains("slo.min_valid_tool_calls") && e.contains("tools = N"),
+            "{e}"
+        );
         let e = plan("ttft_ms = 500\nmin_valid_tool_calls = 1.5", "tools = 2")
             .unwrap_err()
             .to_string();

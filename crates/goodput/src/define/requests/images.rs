@@ -125,9 +125,9 @@ pub fn data_url(format: ImageFormat, bytes: &[u8]) -> String {
 
 /// The seed of the `i`-th image of a request whose prompt is `prompt`.
 fn key(prompt: &str, i: u32) -> u64 {
-    let h = prompt
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let h = prompt.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     h ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 

@@ -23,7 +23,11 @@ pub fn tool_call_checks(trials: &[TrialSlo], slo: &Slo, z: f64) -> Vec<ToolCallC
                 .iter()
                 .map(|t| {
                     let c = t.tool_calls;
-                    let valid = if share == "schema_valid" { c.schema_valid } else { c.valid };
+                    let valid = if share == "schema_valid" {
+                        c.schema_valid
+                    } else {
+                        c.valid
+                    };
                     (valid, c.judged)
                 })
                 .collect();
@@ -84,7 +88,10 @@ mod tests {
         // schema-valid: [0.686, 0.805], above 0.5.
         let c = tool_call_checks(&[trial(200, 200, 150)], &slo, Z95);
         assert_eq!(c[0].share, "valid");
-        assert_eq!((c[0].judgement, c[1].judgement), (Judgement::Meets, Judgement::Meets));
+        assert_eq!(
+            (c[0].judgement, c[1].judgement),
+            (Judgement::Meets, Judgement::Meets)
+        );
         assert!(estimates_meet(&c));
         let i = c[1].interval.unwrap();
         assert!(i.low < 0.75 && 0.75 < i.high && i.low > 0.5, "{i:?}");

@@ -42,8 +42,7 @@ fn every_body_carries_the_images_asked_for() {
         for (r, same) in requests.iter().zip(&again) {
             assert_eq!(r.body, same.body, "seeded");
             let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-            let messages: Vec<Message> =
-                serde_json::from_value(body["messages"].clone()).unwrap();
+            let messages: Vec<Message> = serde_json::from_value(body["messages"].clone()).unwrap();
             let got = images(&messages).expect("the simulator reads them");
             assert_eq!(got.len(), 3, "{format}");
             for im in &got {

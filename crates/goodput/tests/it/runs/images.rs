@@ -68,12 +68,18 @@ fn images_reach_the_server_and_count_in_its_prompt_tokens() {
         assert_eq!(x.0, y.0);
         assert_eq!(y.1, x.1 + 4, "request {}: 2 images of 2 tokens", x.0);
         assert_eq!(y.2["count"], 2);
-        assert_eq!((y.2["width"].as_u64(), y.2["height"].as_u64()), (Some(56), Some(28)));
+        assert_eq!(
+            (y.2["width"].as_u64(), y.2["height"].as_u64()),
+            (Some(56), Some(28))
+        );
         assert!(y.2["bytes"].as_u64().unwrap() > 100);
         assert!(x.2.is_null());
     }
     let r = with.report();
-    let s = r.load["sim"].points[0].images.clone().expect("an images block");
+    let s = r.load["sim"].points[0]
+        .images
+        .clone()
+        .expect("an images block");
     assert_eq!((s.requests, s.images, s.width, s.height), (6, 12, 56, 28));
     assert_eq!((s.prompt_tokens_counted, s.prompt_tokens_unknown), (6, 0));
     assert!(plain.report().load["sim"].points[0].images.is_none());
@@ -81,7 +87,11 @@ fn images_reach_the_server_and_count_in_its_prompt_tokens() {
         .args(["show", &with.arg("r.json")])
         .assert()
         .success()
-        .stdout(contains("Images").and(contains("12 of 56x28")).and(contains("counted by the server")));
+        .stdout(
+            contains("Images")
+                .and(contains("12 of 56x28"))
+                .and(contains("counted by the server")),
+        );
 }
 
 #[test]
