@@ -153,7 +153,7 @@ args = ["--config", "{}"]
     let schema = tc.schema_valid_share.unwrap();
     assert!(schema < valid && (0.5..=0.8).contains(&schema), "{schema}");
     let args = tc.median_argument_tokens.median.unwrap();
-    assert!(args >= 1.0 && args <= 12.0, "argument tokens {args}");
+    assert!((1.0..=12.0).contains(&args), "argument tokens {args}");
     // 99% valid required: the share's upper end is far below it.
     let check = point.slo_check.as_ref().unwrap();
     assert_eq!(check.tool_calls.len(), 1);
