@@ -17,6 +17,7 @@
 //! - [`tool_calls`]: the tool-call table.
 //! - [`adapters`]: the LoRA adapter table, and the sentences naming an adapter
 //!   whose latency differs.
+//! - [`images`]: the images requests carried.
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -36,6 +37,7 @@ pub mod compare;
 pub mod cost;
 pub mod dates;
 pub mod html;
+pub mod images;
 pub mod markdown;
 pub mod one_line;
 pub mod point;

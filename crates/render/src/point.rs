@@ -27,6 +27,24 @@ pub fn undecided_words(report: &Report, p: &Point) -> Option<String> {
     let a = &u.attainment;
     let above = a.attainment() >= u.target;
     let (counted, show) = match &u.metric {
+        None if u.tool_calls.is_some() => (
+            format!(
+                "{} of {} tool calls {}",
+                a.good,
+                a.sent,
+                if u.tool_calls.as_deref() == Some("schema_valid") {
+                    "valid against their schema"
+                } else {
+                    "valid JSON"
+                }
+            ),
+            format!(
+                "would show {} {}% at {}%",
+                if above { "≥" } else { "<" },
+                num(u.target * 100.0),
+                level_words(u.level)
+            ),
+        ),
         None => (
             format!("{} of {} good", a.good, a.sent),
             format!(
@@ -54,7 +72,12 @@ pub fn undecided_words(report: &Report, p: &Point) -> Option<String> {
     };
     Some(match u.needs {
         ToDecide::Requests { total, more } => {
-            format!("{counted}; {total} requests at this share ({more} more) {show}")
+            let what = if u.tool_calls.is_some() {
+                "tool calls"
+            } else {
+                "requests"
+            };
+            format!("{counted}; {total} {what} at this share ({more} more) {show}")
         }
         ToDecide::Trials { more, per_trial } => format!(
             "{counted}, the trials varying {}x a binomial; about {more} more trial{} of \

@@ -125,6 +125,7 @@ pub fn after_results(report: &Report) -> Vec<TableSection> {
         super::turns::section(report),
         super::reasoning::section(report),
         super::tool_calls::section(report),
+        super::images::section(report),
         super::adapters::section(report),
         super::predicted::section(report),
     ]

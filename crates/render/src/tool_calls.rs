@@ -7,15 +7,32 @@ use report::{Point, Report, ToolCallSummary};
 use super::section::TableSection;
 use super::text::num;
 
-const COLUMNS: [&str; 7] = [
+const COLUMNS: [&str; 9] = [
     "engine",
     "x",
     "TTFTC p50/p99 ms",
     "calls complete p50 ms",
     "called",
     "calls",
-    "valid JSON",
+    "argument tokens p50",
+    "valid JSON [95% CI]",
+    "schema-valid [95% CI]",
 ];
+
+/// A share of the judged calls with its interval: `75% [66–82] (48 of 64)`.
+fn share(valid: u64, judged: u64, interval: Option<report::ShareInterval>) -> String {
+    if judged == 0 {
+        return "–".to_string();
+    }
+    let pct = |v: f64| num(v * 100.0);
+    let ci = interval.map_or(String::new(), |i| {
+        format!(" [{}–{}]", pct(i.low), pct(i.high))
+    });
+    format!(
+        "{}%{ci} ({valid} of {judged})",
+        pct(valid as f64 / judged as f64)
+    )
+}
 
 /// Every point with tool calls, in report order.
 fn points(report: &Report) -> Vec<(&str, &Point, &ToolCallSummary)> {
@@ -48,9 +65,9 @@ fn cells(report: &Report) -> Vec<Vec<String>> {
                 f(t.median_tool_call_ms.median),
                 format!("{called} of {asked}"),
                 t.calls.to_string(),
-                t.valid_share.map_or("–".to_string(), |s| {
-                    format!("{}% ({} of {})", num(s * 100.0), t.valid, t.judged)
-                }),
+                f(t.median_argument_tokens.median),
+                share(t.valid, t.judged, t.valid_interval),
+                share(t.schema_valid, t.judged, t.schema_valid_interval),
             ]
         })
         .collect()
@@ -62,7 +79,8 @@ pub fn section(report: &Report) -> TableSection {
         qualifier: "(TTFTC medians over trials; calls over all trials)".into(),
         about: Some(
             "TTFTC: the first tool-call delta − send time; a call is valid when its \
-             arguments parse as JSON.",
+             arguments parse as JSON, schema-valid when they also match the schema \
+             of the function it names.",
         ),
         rows: cells(report),
         ..TableSection::new("tool-calls", "Tool calls", &COLUMNS[..])

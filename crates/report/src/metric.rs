@@ -107,7 +107,8 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
 
 /// The keys of the report's `slo` (and the profile's `[slo]`) in order: each
 /// bound's [`SloMetricDef::field`], then the attainment target and the percentile
-/// form (a unit test holds it to the table).
+/// form, then the requirements on valid tool calls (a unit test holds it to the
+/// table).
 pub const SLO_FIELDS: &[&str] = &[
     "ttft_ms",
     "tpot_ms",
@@ -116,6 +117,8 @@ pub const SLO_FIELDS: &[&str] = &[
     "ttftc_ms",
     "attainment",
     "percentile",
+    "min_valid_tool_calls",
+    "min_schema_valid_tool_calls",
 ];
 
 impl SloMetric {
@@ -406,7 +409,7 @@ mod tests {
             assert_eq!(SloMetric::from_key(m.key()), Some(m));
             assert_eq!(m.field(), format!("{}_ms", m.key()));
         }
-        assert_eq!(SLO_FIELDS.len(), SloMetric::ALL.len() + 2);
+        assert_eq!(SLO_FIELDS.len(), SloMetric::ALL.len() + 4);
         assert_eq!(
             SloMetric::listed(SloMetric::key),
             "ttft, tpot, e2el, ttfat or ttftc"

@@ -21,6 +21,11 @@
 //! | `--random-output-len N`       | `[workload] output_tokens`                     |
 //! | `--random-range-ratio R`      | `[workload] range_ratio`                       |
 //! | `--random-prefix-len N`       | `kind = "prefix"`, `prefix_tokens`             |
+//! | `--dataset-name random-mm`    | `kind = "synthetic"` with `images` (chat API)  |
+//! | `--random-mm-base-items-per-request N` | `[workload] images = N` (default 1) |
+//! | `--random-mm-bucket-config '{(H, W, 1): 1.0}'` | `image_size = [W, H]` (one image bucket) |
+//! | `--random-mm-limit-mm-per-prompt '{"image": N, "video": 0}'` | checked: images ≤ N, no video |
+//! | `--random-mm-num-mm-items-range-ratio 0` | accepted only as 0 (every request N images) |
 //! | `--ignore-eos`                | always on for generated prompts                |
 //! | `--seed N`                    | `--seed N`                                     |
 //! | `--goodput ttft:1000 tpot:100`| `--slo ttft:1000,tpot:100` (every bound, goodput's own too) |
@@ -130,6 +135,21 @@ pub struct VllmArgs {
     /// vLLM's spelling: a prefix of N tokens shared by every prompt.
     #[arg(long, value_name = "N", help_heading = "vLLM bench serve spellings")]
     pub random_prefix_len: Option<u32>,
+    /// vLLM's spelling (`random-mm`): images per request (`[workload] images`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "vLLM bench serve spellings")]
+    pub random_mm_base_items_per_request: Option<u32>,
+    /// vLLM's spelling (`random-mm`): `{(H, W, 1): 1.0}`, one image size
+    /// (`[workload] image_size = [W, H]`); several buckets or video are refused.
+    #[arg(long, value_name = "DICT", help_heading = "vLLM bench serve spellings")]
+    pub random_mm_bucket_config: Option<String>,
+    /// vLLM's spelling (`random-mm`): `{"image": N, "video": 0}`, the most items a
+    /// prompt may have; checked against the images asked for.
+    #[arg(long, value_name = "JSON", help_heading = "vLLM bench serve spellings")]
+    pub random_mm_limit_mm_per_prompt: Option<String>,
+    /// vLLM's spelling (`random-mm`), accepted only as 0: every request carries
+    /// the same number of images.
+    #[arg(long, value_name = "R", help_heading = "vLLM bench serve spellings")]
+    pub random_mm_num_mm_items_range_ratio: Option<f64>,
     /// vLLM's spelling, accepted: goodput's generated prompts always ask for the
     /// exact output length (`ignore_eos`, `min_tokens`).
     #[arg(long, help_heading = "vLLM bench serve spellings")]
@@ -189,6 +209,10 @@ pub enum DatasetName {
     PrefixRepetition,
     /// JSON Lines prompts from `--dataset-path` (goodput's `jsonl`).
     Custom,
+    /// Generated prompts with generated images (goodput's `synthetic` with
+    /// `images`).
+    #[value(name = "random-mm", alias = "random_mm")]
+    RandomMm,
 }
 
 impl PeerArgs {

@@ -348,7 +348,7 @@ fn apply_workload(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
     let w = table(doc, "workload")?;
     let kind = match (v.dataset_name, v.random_prefix_len) {
         (Some(DatasetName::Random) | None, Some(p)) if p > 0 => Some(("prefix", Some(1))),
-        (Some(DatasetName::Random), _) => Some(("synthetic", None)),
+        (Some(DatasetName::Random | DatasetName::RandomMm), _) => Some(("synthetic", None)),
         (Some(DatasetName::Sharegpt), _) => Some(("sharegpt", None)),
         (Some(DatasetName::PrefixRepetition), _) => Some(("prefix", Some(10))),
         (Some(DatasetName::Custom), _) => Some(("jsonl", None)),
@@ -379,6 +379,7 @@ fn apply_workload(doc: &mut Table, peer: &PeerArgs) -> anyhow::Result<()> {
             crate::define::plan::adapters::lora_modules_table(&v.lora_modules).map_err(usage)?;
         w.insert("adapters".into(), Value::Table(adapters));
     }
+    mm::apply_images(w, v)?;
     let is_prefix = w.get("kind").and_then(Value::as_str) == Some("prefix");
     let input_key = if is_prefix {
         "suffix_tokens"
@@ -460,5 +461,6 @@ pub fn filled_note(origin: &str, filled: &[&str]) -> String {
     )
 }
 
+mod mm;
 #[cfg(test)]
 mod tests;

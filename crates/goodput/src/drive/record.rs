@@ -201,6 +201,15 @@ pub struct RequestRecord {
     /// calls (`[workload] tools`, `tool_choice` not `none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_asked: Option<u32>,
+    /// Which functions of goodput's catalogue those were, a mask
+    /// ([`crate::define::tools::offered`]): a call naming another is not valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_offered: Option<u32>,
+    /// The images the request carried (`[workload] images`): count, encoded bytes
+    /// and size. Whether `prompt_tokens` counts their tokens is the server's
+    /// (usage); estimated counts never do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<crate::define::requests::images::ImagesSent>,
     /// The tool calls the stream carried (`delta.tool_calls`), when any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<ToolCalls>,
@@ -238,6 +247,8 @@ impl RequestRecord {
         self.session = asked.session;
         self.turn = asked.turn;
         self.tools_asked = asked.tools;
+        self.tools_offered = asked.tools.map(|_| asked.tools_offered);
+        self.images = asked.images;
     }
 
     /// A fresh record for a request about to be sent.
@@ -269,6 +280,8 @@ impl RequestRecord {
             turn: None,
             context_cut_turns: None,
             tools_asked: None,
+            tools_offered: None,
+            images: None,
             tool_calls: None,
             adapter: None,
             status: None,

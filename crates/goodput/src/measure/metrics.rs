@@ -74,11 +74,14 @@ pub mod adapter_judgement;
 pub mod adapters;
 pub mod cost;
 pub mod figures;
+pub mod images;
 pub mod judgement;
 mod outlier;
 pub mod reasoning;
 mod slo;
 pub mod tool_calls;
+pub mod tool_check;
+pub mod tool_validity;
 mod turns;
 
 pub use outlier::*;
@@ -235,6 +238,8 @@ pub struct TrialMetrics {
     pub tool_calls: TrialToolCalls,
     /// LoRA adapters: the trial's requests by adapter.
     pub adapters: Option<adapters::TrialAdapters>,
+    /// Images the requests carried.
+    pub images: images::TrialImages,
     /// Output tokens of successful requests (see [`cost`]).
     pub output_tokens: u64,
     /// Output tokens of good requests (see [`cost`]).
@@ -293,6 +298,7 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
                 m.request_indexes.push(r.index);
                 m.reasoning.add(&rm.reasoning);
                 m.tool_calls.add(&rm.tool_calls);
+                m.images.add(r);
                 itls.extend(
                     r.chunks
                         .windows(2)
@@ -516,6 +522,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         reasoning: reasoning_summary(trials),
         tool_calls: tool_call_summary(trials),
         adapters: adapters::adapter_summary(trials),
+        images: images::image_summary(trials),
         energy: None,
         cost: None,
     }

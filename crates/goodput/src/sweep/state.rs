@@ -230,6 +230,7 @@ impl Sweep {
                         .unwrap_or(crate::measure::metrics::DEFAULT_ATTAINMENT),
                 ),
                 percentile: plan.slo.percentile,
+                tool_calls: plan.slo.tool_calls,
                 extra: Default::default(),
             },
             environment: None,

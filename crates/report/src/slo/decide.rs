@@ -106,6 +106,9 @@ pub struct Undecided {
     /// Percentile form: the bounded metric whose share decides and its bound, ms;
     /// `None` in the attainment form.
     pub metric: Option<(SloMetric, f64)>,
+    /// A requirement on valid tool calls decides (`valid` or `schema_valid`, as
+    /// [`crate::ToolCallCheck::share`]): `attainment` counts calls, not requests.
+    pub tool_calls: Option<String>,
     /// The two-sided confidence level the judgement read (0.95 unless a
     /// sequential look's).
     pub level: f64,
@@ -115,12 +118,49 @@ pub struct Undecided {
 
 /// What would decide a point of `report` judged `undecided`: in the attainment form
 /// from its stored design effect and level (or for an older report its per-trial
-/// counts at 95%); in the percentile form from [`percentile_undecided`]. `None`
-/// for any other point.
+/// counts at 95%); in the percentile form from [`percentile_undecided`]; when
+/// those are decided, from an undecided requirement on valid tool calls
+/// ([`tool_calls_undecided`]). `None` for any other point.
 pub fn point_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     if point_judgement(report, p)? != Judgement::Undecided {
         return None;
     }
+    requests_undecided(report, p).or_else(|| tool_calls_undecided(p))
+}
+
+/// An undecided requirement on valid tool calls (`slo.min_valid_tool_calls`): the
+/// same computation on the calls judged, valid or not, against the share
+/// required. The first undecided requirement when several are.
+pub fn tool_calls_undecided(p: &Point) -> Option<Undecided> {
+    let c = p.slo_check.as_ref()?;
+    let level = c.level.unwrap_or(0.95);
+    let z = z_of(level);
+    c.tool_calls
+        .iter()
+        .filter(|t| t.judgement == Judgement::Undecided)
+        .find_map(|t| {
+            let i = t.interval?;
+            let d = Dispersed {
+                good: t.valid,
+                sent: t.judged,
+                trials: i.trials.max(1),
+                design_effect: i.design_effect.max(1.0),
+                low: i.low,
+                high: i.high,
+            };
+            Some(Undecided {
+                attainment: d,
+                target: t.required,
+                metric: None,
+                tool_calls: Some(t.share.clone()),
+                level,
+                needs: to_decide(&d, t.required, z)?,
+            })
+        })
+}
+
+/// [`point_undecided`] on the requests: the attainment or the percentile form.
+fn requests_undecided(report: &Report, p: &Point) -> Option<Undecided> {
     let c = p.slo_check.as_ref();
     if c.is_some_and(|c| c.form == SloForm::Percentile) {
         return percentile_undecided(report, p);
@@ -149,6 +189,7 @@ pub fn point_undecided(report: &Report, p: &Point) -> Option<Undecided> {
         attainment,
         target,
         metric: None,
+        tool_calls: None,
         level,
         needs,
     })
@@ -191,6 +232,7 @@ pub fn percentile_undecided(report: &Report, p: &Point) -> Option<Undecided> {
             attainment: d,
             target,
             metric: Some((metric, bound)),
+            tool_calls: None,
             level,
             needs,
         };
@@ -290,6 +332,55 @@ mod tests {
         };
         assert_eq!(u.needs, ToDecide::Requests { total, more });
         let lower = |n: u64| wilson_effective(0.92, n as f64, Z95).unwrap().0;
+        assert!(lower(total) >= 0.9 && lower(total - 1) < 0.9, "{total}");
+    }
+
+    #[test]
+    fn an_undecided_share_of_valid_tool_calls_is_decided_by_more_calls() {
+        let text = include_str!("../../../../tests/data/l4-gpu1-vllm.json");
+        let r = crate::io::parse_report(text).expect("the reference parses");
+        // 200 of 200 requests good (meets 90%), 19 of 20 calls valid against 90%:
+        // [0.764, 0.991] straddles it, so the point is undecided by its calls.
+        let share = attainment_interval(&[(19, 20)], Z95).unwrap();
+        let check = crate::SloCheck {
+            good: 200,
+            sent: 200,
+            target: 0.9,
+            form: SloForm::Attainment,
+            judgement: Some(Judgement::Undecided),
+            tool_calls: vec![crate::ToolCallCheck {
+                share: "valid".into(),
+                required: 0.9,
+                valid: 19,
+                judged: 20,
+                interval: Some(crate::ShareInterval {
+                    low: share.low,
+                    high: share.high,
+                    design_effect: 1.0,
+                    trials: 1,
+                }),
+                judgement: Judgement::Undecided,
+            }],
+            ..Default::default()
+        };
+        let p = Point {
+            slo_check: Some(check),
+            ..Point::default()
+        };
+        let u = point_undecided(&r, &p).expect("undecided");
+        assert_eq!(u.tool_calls.as_deref(), Some("valid"));
+        assert_eq!((u.attainment.good, u.attainment.sent), (19, 20));
+        let Some(ToDecide::Requests { total, .. }) = to_decide(&share, 0.9, Z95) else {
+            panic!("calls")
+        };
+        assert_eq!(
+            u.needs,
+            ToDecide::Requests {
+                total,
+                more: total - 20
+            }
+        );
+        let lower = |n: u64| wilson_effective(0.95, n as f64, Z95).unwrap().0;
         assert!(lower(total) >= 0.9 && lower(total - 1) < 0.9, "{total}");
     }
 

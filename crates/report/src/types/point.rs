@@ -161,6 +161,10 @@ pub struct Point {
     /// which adapter's latency differs from the others'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapters: Option<super::AdapterSummary>,
+    /// goodput addition (`[workload] images`): the images the requests carried and
+    /// whether the server counted their tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::ImageSummary>,
     /// goodput addition: GPU energy per output token and per request (see
     /// [`super::EnergySummary`]); absent without GPU telemetry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -288,6 +292,11 @@ pub struct SloCheck {
     /// requests sent (a failed request counts as infinitely slow: `null`), ms.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub percentiles_ms: IndexMap<String, Option<f64>>,
+    /// goodput addition: each requirement on a share of valid tool calls
+    /// (`slo.min_valid_tool_calls`, ...) and its judgement, already folded into
+    /// `judgement` and `meets`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<super::ToolCallCheck>,
 }
 
 /// goodput addition: answers shorter than the exact length asked for, over a point.

@@ -27,8 +27,48 @@ pub struct Slo {
     /// pooled p-th percentile of each bounded metric is within its bound
     /// (DistServe's form) instead of by `attainment`.
     pub percentile: Option<f64>,
+    /// goodput addition: the least shares of valid tool calls a load level needs
+    /// (`min_valid_tool_calls`, `min_schema_valid_tool_calls`).
+    pub tool_calls: ToolCallRequirements,
     /// Unknown fields, preserved.
     pub extra: Map<String, Value>,
+}
+
+/// goodput addition: requirements on the tool calls of a load level, each a share
+/// of the calls judged (0.99 = 99%); a point meets the SLO only when each share's
+/// interval lies at or above its requirement (`ToolCallCheck`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ToolCallRequirements {
+    /// `min_valid_tool_calls`: the least share of calls whose arguments parse as
+    /// JSON.
+    pub valid: Option<f64>,
+    /// `min_schema_valid_tool_calls`: the least share of calls whose arguments are
+    /// valid against the schema of the function they name.
+    pub schema_valid: Option<f64>,
+}
+
+impl ToolCallRequirements {
+    /// The profile's and the report's keys.
+    pub const KEYS: [&'static str; 2] = ["min_valid_tool_calls", "min_schema_valid_tool_calls"];
+
+    /// Each requirement given: (key, share name in `ToolCallCheck`, value).
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &'static str, f64)> {
+        [
+            (Self::KEYS[0], "valid", self.valid),
+            (Self::KEYS[1], "schema_valid", self.schema_valid),
+        ]
+        .into_iter()
+        .filter_map(|(k, n, v)| v.map(|v| (k, n, v)))
+    }
+
+    /// The requirement of `key`, to set.
+    pub fn by_key(&mut self, key: &str) -> Option<&mut Option<f64>> {
+        match key {
+            "min_valid_tool_calls" => Some(&mut self.valid),
+            "min_schema_valid_tool_calls" => Some(&mut self.schema_valid),
+            _ => None,
+        }
+    }
 }
 
 /// An SLO's bounds, ms, one per [`SloMetric`] (absent: no bound).
@@ -104,6 +144,9 @@ impl Serialize for Slo {
         if let Some(p) = self.percentile {
             map.serialize_entry("percentile", &p)?;
         }
+        for (key, _, v) in self.tool_calls.iter() {
+            map.serialize_entry(key, &v)?;
+        }
         for (k, v) in &self.extra {
             map.serialize_entry(k, v)?;
         }
@@ -122,6 +165,7 @@ enum SloKey {
     Bound(SloMetric),
     Attainment,
     Percentile,
+    ToolCalls(&'static str),
     Other(String),
 }
 
@@ -147,6 +191,8 @@ impl Visitor<'_> for SloKeySeed {
         Ok(match key {
             "attainment" => SloKey::Attainment,
             "percentile" => SloKey::Percentile,
+            "min_valid_tool_calls" => SloKey::ToolCalls(ToolCallRequirements::KEYS[0]),
+            "min_schema_valid_tool_calls" => SloKey::ToolCalls(ToolCallRequirements::KEYS[1]),
             _ => match SloMetric::from_field(key) {
                 Some(m) => SloKey::Bound(m),
                 None if self.strict => return Err(E::unknown_field(key, SLO_FIELDS)),
@@ -181,6 +227,7 @@ impl<'de> Visitor<'de> for SloVisitor {
                 SloKey::Bound(m) => m.field(),
                 SloKey::Attainment => "attainment",
                 SloKey::Percentile => "percentile",
+                SloKey::ToolCalls(k) => *k,
             };
             if seen.contains(&name) {
                 return Err(de::Error::duplicate_field(name));
@@ -191,6 +238,11 @@ impl<'de> Visitor<'de> for SloVisitor {
                 SloKey::Bound(m) => slo.bounds.set(m, v),
                 SloKey::Attainment => slo.attainment = v,
                 SloKey::Percentile => slo.percentile = v,
+                SloKey::ToolCalls(k) => {
+                    if let Some(r) = slo.tool_calls.by_key(k) {
+                        *r = v;
+                    }
+                }
                 SloKey::Other(_) => {}
             }
         }

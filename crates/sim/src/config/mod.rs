@@ -129,6 +129,16 @@ pub struct SimConfig {
     pub jitter: Option<JitterConfig>,
     /// LoRA adapters served beside the model ([`adapters::AdaptersConfig`]).
     pub adapters: Option<adapters::AdaptersConfig>,
+    /// Share of tool calls whose arguments are not valid JSON (cut short before
+    /// their closing brace), drawn per request from `seed` and the prompt
+    /// (`server::tools`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_call_invalid_share: f64,
+    /// Share of tool calls whose arguments are valid JSON but not valid against
+    /// the function's schema (a required property left out, or given the wrong
+    /// type), drawn beside `tool_call_invalid_share`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_call_schema_invalid_share: f64,
     /// What `goodput fit` knew about these values (their errors, the loads they
     /// were fitted at, what the engine stated): read by `goodput run --predict`
     /// for its intervals, ignored by the simulator.
@@ -260,6 +270,10 @@ fn default_every() -> u64 {
     1
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
@@ -291,6 +305,8 @@ impl Default for SimConfig {
             faults: Vec::new(),
             jitter: None,
             adapters: None,
+            tool_call_invalid_share: 0.0,
+            tool_call_schema_invalid_share: 0.0,
             fit: None,
         }
     }

@@ -72,6 +72,8 @@ fn vllm_fast_b() -> SimConfig {
         faults: Vec::new(),
         jitter: None,
         adapters: None,
+        tool_call_invalid_share: 0.0,
+        tool_call_schema_invalid_share: 0.0,
         fit: None,
     }
 }

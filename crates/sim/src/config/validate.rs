@@ -94,6 +94,16 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
 /// Blocks, the KV pool (at least one block) and `max_model_len` (one
 /// full-length request must fit the pool).
 fn check_memory(c: &SimConfig) -> Result<(), ConfigError> {
+    float_range(
+        "tool_call_invalid_share",
+        c.tool_call_invalid_share,
+        0.0,
+        false,
+        1.0,
+    )?;
+    let schema = c.tool_call_schema_invalid_share;
+    let room = 1.0 - c.tool_call_invalid_share;
+    float_range("tool_call_schema_invalid_share", schema, 0.0, false, room)?;
     int_range("block_size", c.block_size.into(), 1, 1024)?;
     int_range(
         "kv_pool_tokens",

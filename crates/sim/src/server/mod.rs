@@ -24,6 +24,7 @@ pub mod arrival;
 pub(crate) mod driver;
 mod format;
 mod generate;
+pub mod images;
 mod logprobs;
 pub mod openai;
 pub mod params;

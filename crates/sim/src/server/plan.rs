@@ -121,7 +121,17 @@ fn prompts_of(
                 .messages
                 .as_ref()
                 .ok_or_else(|| ApiError::bad_param("messages", "`messages` is required"))?;
-            Ok(vec![text_prompt(&render_chat(messages), false)])
+            let mut prompt = text_prompt(&render_chat(messages), false);
+            let images = super::images::images(messages)?;
+            if !images.is_empty() {
+                let mut ids = prompt.ids.to_vec();
+                for im in &images {
+                    ids.extend(im.ids());
+                    prompt.hash = text::mix(prompt.hash ^ im.hash);
+                }
+                (prompt.tokens, prompt.ids) = (ids.len(), ids.into());
+            }
+            Ok(vec![prompt])
         }
         Endpoint::Completions => {
             let prompt = req
@@ -204,7 +214,8 @@ pub fn plan(
     check_sequences(prompts.len(), n)?;
     let stops = stops_of(req)?;
     let thinking = super::reasoning::effort(req, endpoint, config)?;
-    let tool_call = super::tools::tool_call(req, endpoint)?.map(Arc::new);
+    let key = prompts.first().map_or(0, |p| p.hash);
+    let tool_call = super::tools::tool_call(req, endpoint, config, key)?.map(Arc::new);
     let requested = requested_tokens(req, endpoint);
     let mut jobs = Vec::with_capacity(prompts.len() * n as usize);
     let mut prompt_usage = 0u64;

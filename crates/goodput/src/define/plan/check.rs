@@ -138,6 +138,9 @@ impl Profile {
         let engines = super::chat::with_chat_controls(&check, &self.workload, engines)?;
         let tools = super::tools::check_tools(&check, &self.workload, &engines, spec.seed)?;
         let calls_asked = tools.as_ref().is_some_and(|t| t.choice != "none");
+        super::tools::check_requirements(&check, &slo, calls_asked)?;
+        let images =
+            super::images::check_images(&check, &self.workload, &engines, spec.requests_per_trial)?;
         if !calls_asked && slo.bound(report::SloMetric::Ttftc).is_some() {
             return Err(check.bad(
                 "slo.ttftc_ms",
@@ -183,6 +186,7 @@ impl Profile {
             prompt_salt,
             tools,
             adapters,
+            images,
         })
     }
 }
@@ -263,6 +267,9 @@ fn merged_slo(profile: &Slo, ov: &Overrides) -> Slo {
         Some(mut s) => {
             s.attainment = s.attainment.or(profile.attainment);
             s.percentile = s.percentile.or(profile.percentile);
+            let t = &mut s.tool_calls;
+            t.valid = t.valid.or(profile.tool_calls.valid);
+            t.schema_valid = t.schema_valid.or(profile.tool_calls.schema_valid);
             s
         }
         None => profile.clone(),

@@ -10,6 +10,7 @@ pub mod adapters;
 mod chat;
 mod check;
 mod engines;
+pub mod images;
 mod jsonl;
 mod load;
 pub mod price;
@@ -87,6 +88,8 @@ pub struct Plan {
     pub tools: Option<tools::ToolUse>,
     /// `[workload.adapters]`: the LoRA adapters requests name, drawn by weight.
     pub adapters: Option<crate::define::requests::adapters::Adapters>,
+    /// `[workload] images`: the images every chat request carries.
+    pub images: Option<crate::define::requests::images::ImageSpec>,
 }
 
 impl Plan {

@@ -1,11 +1,11 @@
 //! `[workload] tools = N` and `tool_choice`: the function definitions every chat
-//! request carries, N of a catalogue of realistic ones (JSON schemas), chosen and
-//! ordered by the run's seed, the same for every engine and trial.
+//! request carries, N of a catalogue of realistic ones (JSON schemas,
+//! [`crate::define::tools`]), chosen and ordered by the run's seed, the same for
+//! every engine and trial.
 
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-use serde_json::{json, Value};
+pub use crate::define::tools::{definitions, MAX_TOOLS};
+
+use serde_json::Value;
 
 use super::check::Checker;
 use crate::define::profile::{Api, EngineSpec, ProfileError, WorkloadSpec};
@@ -24,181 +24,6 @@ pub struct ToolUse {
 
 /// `tool_choice` values accepted.
 const CHOICES: [&str; 3] = ["auto", "required", "none"];
-
-/// One function: name, description, and its parameters (name, JSON type,
-/// description, an `enum` where the value is one of a few).
-type Param = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [&'static str],
-);
-const CATALOGUE: [(&str, &str, &[Param]); 12] = [
-    (
-        "get_weather",
-        "Current weather in a city",
-        &[
-            ("city", "string", "City name, e.g. Oslo", &[]),
-            (
-                "unit",
-                "string",
-                "Temperature unit",
-                &["celsius", "fahrenheit"],
-            ),
-        ],
-    ),
-    (
-        "search_flights",
-        "Search flights between two airports",
-        &[
-            (
-                "origin",
-                "string",
-                "IATA code of the departure airport",
-                &[],
-            ),
-            (
-                "destination",
-                "string",
-                "IATA code of the arrival airport",
-                &[],
-            ),
-            ("date", "string", "Departure date, YYYY-MM-DD", &[]),
-            ("passengers", "integer", "Number of passengers", &[]),
-        ],
-    ),
-    (
-        "book_hotel",
-        "Book a hotel room",
-        &[
-            ("city", "string", "City of the hotel", &[]),
-            ("check_in", "string", "Check-in date, YYYY-MM-DD", &[]),
-            ("nights", "integer", "Number of nights", &[]),
-        ],
-    ),
-    (
-        "get_stock_price",
-        "Latest price of a stock",
-        &[("ticker", "string", "Ticker symbol, e.g. NVDA", &[])],
-    ),
-    (
-        "send_email",
-        "Send an email",
-        &[
-            ("to", "string", "Recipient address", &[]),
-            ("subject", "string", "Subject line", &[]),
-            ("body", "string", "Message text", &[]),
-        ],
-    ),
-    (
-        "create_calendar_event",
-        "Add an event to the calendar",
-        &[
-            ("title", "string", "Event title", &[]),
-            ("start", "string", "Start time, ISO 8601", &[]),
-            ("duration_minutes", "integer", "Length in minutes", &[]),
-        ],
-    ),
-    (
-        "convert_currency",
-        "Convert an amount between currencies",
-        &[
-            ("amount", "number", "Amount to convert", &[]),
-            (
-                "from",
-                "string",
-                "ISO 4217 code of the source currency",
-                &[],
-            ),
-            ("to", "string", "ISO 4217 code of the target currency", &[]),
-        ],
-    ),
-    (
-        "search_web",
-        "Search the web",
-        &[
-            ("query", "string", "Search terms", &[]),
-            ("max_results", "integer", "Most results to return", &[]),
-        ],
-    ),
-    (
-        "get_directions",
-        "Route between two places",
-        &[
-            ("from", "string", "Start address", &[]),
-            ("to", "string", "Destination address", &[]),
-            (
-                "mode",
-                "string",
-                "Travel mode",
-                &["driving", "walking", "transit"],
-            ),
-        ],
-    ),
-    (
-        "translate_text",
-        "Translate text",
-        &[
-            ("text", "string", "Text to translate", &[]),
-            (
-                "target_language",
-                "string",
-                "ISO 639-1 code of the target language",
-                &[],
-            ),
-        ],
-    ),
-    (
-        "lookup_order",
-        "Status of a customer order",
-        &[("order_id", "string", "Order number", &[])],
-    ),
-    (
-        "set_thermostat",
-        "Set a room's temperature",
-        &[
-            ("room", "string", "Room name", &[]),
-            (
-                "temperature",
-                "number",
-                "Target temperature in celsius",
-                &[],
-            ),
-        ],
-    ),
-];
-
-/// Most tools a request carries: the catalogue's size.
-pub const MAX_TOOLS: u32 = CATALOGUE.len() as u32;
-
-/// `count` function definitions in the OpenAI `tools` shape, chosen and ordered
-/// by `seed`.
-pub fn definitions(count: u32, seed: u64) -> Value {
-    let mut order: Vec<usize> = (0..CATALOGUE.len()).collect();
-    order.shuffle(&mut StdRng::seed_from_u64(seed ^ 0x7001_5EED));
-    let tools: Vec<Value> = order
-        .into_iter()
-        .take(count as usize)
-        .map(|i| {
-            let (name, description, params) = CATALOGUE[i];
-            let mut properties = serde_json::Map::new();
-            for (p, ty, what, choices) in params {
-                let mut schema = json!({"type": ty, "description": what});
-                if !choices.is_empty() {
-                    schema["enum"] = json!(choices);
-                }
-                properties.insert((*p).into(), schema);
-            }
-            let required: Vec<&str> = params.iter().map(|p| p.0).collect();
-            json!({"type": "function", "function": {
-                "name": name,
-                "description": description,
-                "parameters": {"type": "object", "properties": properties, "required": required},
-            }})
-        })
-        .collect();
-    Value::Array(tools)
-}
 
 /// The workload's tools, checked: a count of 1 to [`MAX_TOOLS`], a known
 /// `tool_choice`, every engine on the chat API, and no conversation workload.
@@ -246,6 +71,28 @@ pub(super) fn check_tools(
     }))
 }
 
+/// `[slo] min_valid_tool_calls` and `min_schema_valid_tool_calls`: each a share in
+/// (0, 1], and only where requests ask for tool calls.
+pub(super) fn check_requirements(
+    check: &Checker,
+    slo: &report::Slo,
+    calls_asked: bool,
+) -> Result<(), ProfileError> {
+    for (key, _, v) in slo.tool_calls.iter() {
+        let field = format!("slo.{key}");
+        check.number(&field, v, 1e-6..=1.0, "a share of tool calls (0.99 = 99%)")?;
+        if !calls_asked {
+            return Err(check.bad(
+                &field,
+                "judges the tool calls' arguments: it needs `[workload] tools = N` (and a \
+                 tool_choice other than \"none\")"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +117,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: chat_fields(&p.engines["a"], p.tools.as_ref()),
             salt: None,
+            images: None,
         }
     }
 
@@ -298,6 +146,28 @@ mod tests {
         assert!(e.to_string().contains("workload.tool_choice"), "{e}");
         let e = plan("ttft_ms = 500", "tool_choice = \"auto\"").unwrap_err();
         assert!(e.to_string().contains("goes with `tools"), "{e}");
+    }
+
+    #[test]
+    fn a_valid_share_is_required_only_with_tool_calls() {
+        let p = plan(
+            "ttft_ms = 500\nmin_valid_tool_calls = 0.99\nmin_schema_valid_tool_calls = 0.9",
+            "tools = 2",
+        )
+        .unwrap();
+        assert_eq!(p.slo.tool_calls.valid, Some(0.99));
+        assert_eq!(p.slo.tool_calls.schema_valid, Some(0.9));
+        let e = plan("ttft_ms = 500\nmin_valid_tool_calls = 0.99", "")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("slo.min_valid_tool_calls") && e.contains("tools = N"),
+            "{e}"
+        );
+        let e = plan("ttft_ms = 500\nmin_valid_tool_calls = 1.5", "tools = 2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("slo.min_valid_tool_calls"), "{e}");
     }
 
     #[test]

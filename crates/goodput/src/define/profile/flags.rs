@@ -55,6 +55,14 @@ pub fn parse_slo(text: &str) -> Result<Slo, SpellingError> {
             return Err(SpellingError::NotPositive(part.into()));
         }
         let key = key.trim().to_ascii_lowercase();
+        // A share of valid tool calls (`min_valid_tool_calls:0.99`); the plan
+        // checks it is at most 1.
+        if let Some(share) = slo.tool_calls.by_key(&key) {
+            if share.replace(ms).is_some() {
+                return Err(SpellingError::Twice(key));
+            }
+            continue;
+        }
         let Some(metric) = SloMetric::from_key(&key) else {
             return Err(SpellingError::UnknownMetric(key));
         };
@@ -72,9 +80,11 @@ pub fn parse_slo(text: &str) -> Result<Slo, SpellingError> {
 /// The bounds of `slo` in [`parse_slo`]'s spelling (`ttft:1000,tpot:100`); its
 /// `attainment` and `percentile` have no such spelling and are left out.
 pub fn format_slo(slo: &Slo) -> String {
+    let shares = slo.tool_calls.iter().map(|(k, _, v)| format!("{k}:{v}"));
     slo.bounds
         .iter()
         .map(|(m, v)| format!("{}:{v}", m.key()))
+        .chain(shares)
         .collect::<Vec<_>>()
         .join(",")
 }

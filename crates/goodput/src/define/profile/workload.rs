@@ -50,6 +50,13 @@ pub struct ChatControls {
     /// `[workload.adapters]`: LoRA adapter name -> weight; each request names one
     /// in `model`, drawn by weight ([`crate::define::plan`]'s adapter checks).
     pub adapters: Option<indexmap::IndexMap<String, f64>>,
+    /// `images = N`: every chat request carries N generated images
+    /// ([`crate::define::requests::images`]).
+    pub images: Option<u32>,
+    /// `image_size = [W, H]` of each image, pixels (default 512 × 512).
+    pub image_size: Option<[u32; 2]>,
+    /// `image_format`: `png` (the default) or `jpeg`.
+    pub image_format: Option<String>,
 }
 
 /// `kind = "synthetic"`.
@@ -179,6 +186,9 @@ const COMMON_KEYS: &[&str] = &[
     "tools",
     "tool_choice",
     "adapters",
+    "images",
+    "image_size",
+    "image_format",
 ];
 
 /// The keys of a kind's `[workload]` (besides `kind` and the chat controls).

@@ -250,6 +250,8 @@ impl Session {
             // The plan refuses tools in conversations (a tool call's turn would
             // need a tool's result).
             tools: None,
+            tools_offered: 0,
+            images: None,
         };
         self.in_flight = Some((turn, shared));
         Some(TurnRequest {
@@ -451,6 +453,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         }
     }
 

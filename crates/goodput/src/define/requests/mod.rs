@@ -19,6 +19,7 @@ use crate::define::profile::{Api, TextStyle};
 
 pub mod adapters;
 pub mod conversation;
+pub mod images;
 pub mod prefix;
 pub mod salt;
 pub mod sharegpt;
@@ -59,6 +60,10 @@ pub struct Asked {
     /// Function definitions carried in `tools`, when the request asks for tool
     /// calls ([`Builder::tools_asked`]).
     pub tools: Option<u32>,
+    /// Which functions of the catalogue those are ([`crate::define::tools::offered`]).
+    pub tools_offered: u32,
+    /// The images carried (`[workload] images`).
+    pub images: Option<images::ImagesSent>,
 }
 
 /// Builds prompts and bodies.
@@ -77,6 +82,8 @@ pub struct Builder {
     pub chat_fields: serde_json::Map<String, serde_json::Value>,
     /// The run's prompt salt ([`salt`]): every prompt starts with it; `None`: no salt.
     pub salt: Option<String>,
+    /// `[workload] images`: the images every chat body carries.
+    pub images: Option<images::ImageSpec>,
 }
 
 impl Builder {
@@ -157,10 +164,18 @@ impl Builder {
     fn prepared(&self, prompt: &str, mut asked: Asked, fixed: bool) -> Prepared {
         // A tool call ends the model's turn: its length is not asked for exactly.
         asked.tools = self.tools_asked();
+        if asked.tools.is_some() {
+            let tools = self.chat_fields.get("tools");
+            asked.tools_offered = tools.map_or(0, crate::define::tools::offered);
+        }
         let fixed = fixed && asked.tools.is_none();
         asked.exact = fixed;
+        let mut body = self.body(prompt, asked.max_tokens, fixed);
+        if let Some(spec) = self.images.as_ref().filter(|_| self.api == Api::Chat) {
+            asked.images = Some(images::attach(&mut body, spec));
+        }
         Prepared {
-            body: Bytes::from(self.body(prompt, asked.max_tokens, fixed).to_string()),
+            body: Bytes::from(body.to_string()),
             asked,
             adapter: None,
         }
@@ -390,6 +405,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         }
     }
 
@@ -441,6 +457,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         };
         let prompts: Vec<String> = b
             .build(50, 1, 0)

@@ -61,6 +61,8 @@ pub(super) fn build(b: &Builder, p: &PrefixWorkload, n: u32, key: u64) -> Vec<Pr
                 turn: None,
                 exact: true,
                 tools: None,
+                tools_offered: 0,
+                images: None,
             };
             b.prepared(&format!("{} {own}", prefixes[g as usize]), asked, true)
         })
@@ -81,6 +83,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         };
         b.build(n, 1, sample)
             .into_iter()

@@ -151,6 +151,8 @@ pub(super) fn build(b: &Builder, t: &TraceWorkload, n: u32, key: u64) -> Vec<Pre
                 turn: None,
                 exact: true,
                 tools: None,
+                tools_offered: 0,
+                images: None,
             };
             b.prepared(&text.join(" "), asked, true)
         })
@@ -514,6 +516,7 @@ mod tests {
             tokens_per_word: 1.0,
             chat_fields: Default::default(),
             salt: None,
+            images: None,
         };
         let reqs = b.build(3, 1, 0);
         let words: Vec<Vec<String>> = reqs

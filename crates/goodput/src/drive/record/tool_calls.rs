@@ -39,6 +39,10 @@ pub struct ToolCall {
     /// short and not judged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut: bool,
+    /// Pieces (deltas) that carried part of the arguments: about one token each
+    /// where the engine streams a token a chunk.
+    #[serde(default)]
+    pub pieces: u32,
 }
 
 /// The tool calls of one stream.
@@ -88,6 +92,9 @@ impl ToolCalls {
                 }
             };
             let call = &mut rec.calls[at];
+            if !p.arguments.is_empty() {
+                call.pieces = call.pieces.saturating_add(1);
+            }
             if let Some(name) = &p.name {
                 push_bounded(&mut call.name, name, MAX_NAME_BYTES);
             }
@@ -149,6 +156,7 @@ mod tests {
         assert_eq!(c.calls[0].name, "get_weather");
         assert_eq!(c.calls[0].arguments, "{\"city\":\"Oslo\"}");
         assert_eq!(c.calls[1].arguments, "{}");
+        assert_eq!((c.calls[0].pieces, c.calls[1].pieces), (2, 1));
 
         let mut calls = None;
         let many: Vec<ToolPiece> = (0..MAX_TOOL_CALLS as u32 + 3)

@@ -38,6 +38,9 @@ pub struct TrialSlo {
     /// made none: TTFTC), in [`SloMetric`]'s order: infinitely slow in the
     /// percentile form.
     pub missing: [u64; SloMetric::COUNT],
+    /// Tool calls of its successful requests: judged, valid, schema-valid
+    /// ([`super::tool_check`]).
+    pub tool_calls: super::tool_check::CallCounts,
 }
 
 impl TrialSlo {
@@ -58,6 +61,9 @@ pub fn trial_slo(records: &[RequestRecord], slo: &Slo) -> TrialSlo {
             continue;
         };
         t.good += m.good as u64;
+        t.tool_calls.judged += m.tool_calls.judged;
+        t.tool_calls.valid += m.tool_calls.valid;
+        t.tool_calls.schema_valid += m.tool_calls.schema_valid;
         if m.reasoning.no_answer() {
             t.no_answer += 1;
             *t.misses.entry("no_answer".into()).or_default() += 1;
@@ -170,6 +176,11 @@ pub fn point_slo_at(trials: &[TrialSlo], slo: &Slo, z: f64) -> (Stat, report::Sl
             (SloForm::Percentile, ok, (sent > 0).then(|| all_of(parts)))
         }
     };
+    // The requirements on valid tool calls, folded into the point's judgement.
+    let tool_calls = super::tool_check::tool_call_checks(trials, slo, z);
+    let meets = meets && super::tool_check::estimates_meet(&tool_calls);
+    let judgement =
+        judgement.map(|j| all_of(std::iter::once(j).chain(tool_calls.iter().map(|c| c.judgement))));
     let check = report::SloCheck {
         good,
         sent,
@@ -189,6 +200,7 @@ pub fn point_slo_at(trials: &[TrialSlo], slo: &Slo, z: f64) -> (Stat, report::Sl
             .flatten(),
         misses,
         percentiles_ms,
+        tool_calls,
     };
     (per_trial, check)
 }

@@ -3,9 +3,23 @@
 //!
 //! Read off the record's [`crate::drive::record::ToolCalls`]: the arrival of the
 //! first `delta.tool_calls` entry and of the last piece of a call, and each call's
-//! arguments as streamed, which are valid when they parse as JSON.
+//! arguments as streamed, which are valid when they parse as JSON and
+//! schema-valid when they also satisfy the schema of the function they name
+//! ([`super::tool_validity`]). A point's shares come with an interval: the Wilson
+//! score interval on the calls judged, widened by the spread between trials (the
+//! design effect, as the attainment's: `report::stats::dispersed`), at 95%.
+//!
+//! **Argument tokens** of a request: when its answer was tool calls only (no
+//! content beyond the calls' names and arguments) and the server's usage counted
+//! the tokens, usage's `completion_tokens` less its reasoning tokens: the tokens
+//! the model generated for the calls, their names and the engine's call syntax
+//! included. Otherwise the argument pieces (deltas) streamed, about one token each
+//! where the engine streams a token a chunk (vLLM, SGLang); an engine that streams
+//! arguments in larger pieces is undercounted.
 
-use report::{Stat, ToolCallSummary};
+use report::stats::dispersed::attainment_interval;
+use report::stats::Z95;
+use report::{ShareInterval, Stat, ToolCallSummary};
 
 use super::{TrialMetrics, NS_PER_MS};
 use crate::drive::record::RequestRecord;
@@ -27,6 +41,10 @@ pub struct RequestToolCalls {
     pub judged: u64,
     /// Of those, the ones whose arguments parse as JSON.
     pub valid: u64,
+    /// Of those, the ones also valid against their function's schema.
+    pub schema_valid: u64,
+    /// Argument tokens (see the module's doc); `None` when it called no tool.
+    pub argument_tokens: Option<u64>,
 }
 
 /// A successful request's tool-call facts.
@@ -40,13 +58,42 @@ pub fn request_tool_calls(r: &RequestRecord) -> RequestToolCalls {
         m.ttftc_ms = Some(ms(tc.first));
         m.complete_ms = Some(ms(tc.last));
         m.calls = tc.calls.len() as u64 + u64::from(tc.dropped);
-        let judged = tc.calls.iter().filter(|c| !c.cut);
-        m.judged = judged.clone().count() as u64;
-        m.valid = judged
-            .filter(|c| serde_json::from_str::<serde::de::IgnoredAny>(&c.arguments).is_ok())
-            .count() as u64;
+        for c in tc.calls.iter().filter(|c| !c.cut) {
+            let v = super::tool_validity::judge(c, r.tools_offered);
+            m.judged += 1;
+            m.valid += u64::from(v.json);
+            m.schema_valid += u64::from(v.schema);
+        }
+        m.argument_tokens = Some(argument_tokens(r, tc));
     }
     m
+}
+
+/// A request's argument tokens (see the module's doc).
+fn argument_tokens(r: &RequestRecord, tc: &crate::drive::record::ToolCalls) -> u64 {
+    let pieces: u64 = tc.calls.iter().map(|c| u64::from(c.pieces)).sum();
+    let answer: u64 = r
+        .chunks
+        .iter()
+        .map(|c| u64::from(c.len.saturating_sub(c.reasoning)))
+        .sum();
+    let calls: u64 = tc
+        .calls
+        .iter()
+        .map(|c| (c.name.len() + c.arguments.len()) as u64)
+        .sum();
+    let thought = r.chunks.iter().any(|c| c.reasoning > 0);
+    let whole = tc.dropped == 0 && tc.calls.iter().all(|c| !c.cut);
+    match r.completion_tokens {
+        Some(n) if whole && answer <= calls && !r.tokens_estimated => {
+            match (thought, r.reasoning_tokens) {
+                (_, Some(reasoning)) => n.saturating_sub(reasoning),
+                (false, None) => n,
+                (true, None) => pieces,
+            }
+        }
+        _ => pieces,
+    }
 }
 
 /// A trial's tool-call figures, gathered request by request
@@ -63,6 +110,12 @@ pub struct TrialToolCalls {
     pub judged: u64,
     /// See `calls`.
     pub valid: u64,
+    /// See `calls`.
+    pub schema_valid: u64,
+    /// Argument tokens of each request that called a tool.
+    pub argument_tokens: Vec<f64>,
+    /// Their median.
+    pub median_argument_tokens: Option<f64>,
     /// TTFTC of each request that called a tool, ms.
     pub ttftcs_ms: Vec<f64>,
     /// Time to the complete calls of the same requests, ms.
@@ -83,6 +136,9 @@ impl TrialToolCalls {
         self.calls += r.calls;
         self.judged += r.judged;
         self.valid += r.valid;
+        self.schema_valid += r.schema_valid;
+        self.argument_tokens
+            .extend(r.argument_tokens.map(|n| n as f64));
         self.ttftcs_ms.extend(r.ttftc_ms);
         self.completes_ms.extend(r.complete_ms);
     }
@@ -92,6 +148,7 @@ impl TrialToolCalls {
         let median_p99 = |v: &[f64]| crate::stats::median_p99(&mut v.to_vec());
         (self.median_ttftc_ms, self.p99_ttftc_ms) = median_p99(&self.ttftcs_ms);
         self.median_complete_ms = median_p99(&self.completes_ms).0;
+        self.median_argument_tokens = median_p99(&self.argument_tokens).0;
     }
 }
 
@@ -109,6 +166,7 @@ pub fn tool_call_summary(trials: &[TrialMetrics]) -> Option<ToolCallSummary> {
     };
     let sum = |f: fn(&TrialToolCalls) -> u64| trials.iter().map(|t| f(&t.tool_calls)).sum();
     let (valid, judged): (u64, u64) = (sum(|t| t.valid), sum(|t| t.judged));
+    let schema_valid = sum(|t| t.schema_valid);
     Some(ToolCallSummary {
         median_ttftc_ms: stat(|t| t.median_ttftc_ms),
         p99_ttftc_ms: stat(|t| t.p99_ttftc_ms),
@@ -119,6 +177,36 @@ pub fn tool_call_summary(trials: &[TrialMetrics]) -> Option<ToolCallSummary> {
         valid,
         judged,
         valid_share: (judged > 0).then(|| valid as f64 / judged as f64),
+        valid_interval: share_interval(trials, |t| t.valid, Z95),
+        schema_valid,
+        schema_valid_share: (judged > 0).then(|| schema_valid as f64 / judged as f64),
+        schema_valid_interval: share_interval(trials, |t| t.schema_valid, Z95),
+        median_argument_tokens: stat(|t| t.median_argument_tokens),
+    })
+}
+
+/// The interval of a share of the judged calls over trials (`of` picks the
+/// calls counted), read at the normal quantile `z`; `None` when none was judged.
+pub fn share_interval(
+    trials: &[TrialMetrics],
+    of: fn(&TrialToolCalls) -> u64,
+    z: f64,
+) -> Option<ShareInterval> {
+    let counts: Vec<(u64, u64)> = trials
+        .iter()
+        .map(|t| (of(&t.tool_calls), t.tool_calls.judged))
+        .collect();
+    interval_of(&counts, z)
+}
+
+/// The interval of `(valid, judged)` counts of each trial at `z`.
+pub fn interval_of(counts: &[(u64, u64)], z: f64) -> Option<ShareInterval> {
+    let d = attainment_interval(counts, z)?;
+    Some(ShareInterval {
+        low: d.low,
+        high: d.high,
+        design_effect: d.design_effect,
+        trials: d.trials,
     })
 }
 
@@ -157,6 +245,7 @@ mod tests {
                 name: "get_weather".into(),
                 arguments: arguments.into(),
                 cut: false,
+                pieces: 1,
             }],
             dropped: 0,
         });

@@ -246,6 +246,7 @@ fn builder(plan: &Plan) -> Builder {
         chat_fields: Default::default(),
         // Predicted prompts meet no cache that a salt would change.
         salt: None,
+        images: None,
     }
 }
 

@@ -85,6 +85,7 @@ pub(super) async fn request_builder(
             .map(|e| crate::define::plan::chat_fields(e, ctx.run.plan.tools.as_ref()))
             .unwrap_or_default(),
         salt: ctx.journal.info.prompt_salt.clone(),
+        images: ctx.run.plan.images,
     };
     match calibrate(&builder, &ctx.run.client, &handle.base_url).await {
         Calibration::NotAsked => {}

@@ -38,6 +38,7 @@ async fn converse(url: &str, plan: &goodput::define::plan::Plan, x: f64) -> Vec<
         tokens_per_word: 1.0,
         chat_fields: Default::default(),
         salt: None,
+        images: None,
     };
     let conversations = builder
         .conversations(plan.requests_per_trial, 1, 0)

@@ -13,6 +13,7 @@ mod fuzz_readers;
 mod hardening;
 mod hostile_run;
 mod hostile_server;
+mod images;
 mod reasoning;
 mod redaction;
 mod secrets;

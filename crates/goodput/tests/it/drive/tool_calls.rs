@@ -103,6 +103,11 @@ async fn two_calls_streamed_in_pieces_are_joined_per_index() {
         "complete {complete}, TTFTC {ttftc}"
     );
     assert_eq!((m.calls, m.judged, m.valid), (2, 2, 2));
+    // get_weather without its `unit`, get_time outside the catalogue: JSON, not
+    // valid against a schema offered.
+    assert_eq!(m.schema_valid, 0);
+    // The answer was calls only but the stream had no usage: 4 argument pieces.
+    assert_eq!(m.argument_tokens, Some(4));
     // The bound judges TTFTC: met at 1 s, missed at 50 ms.
     for (bound, good) in [(1000.0, true), (50.0, false)] {
         let slo = Slo::bounded([(SloMetric::Ttftc, bound)]);
@@ -183,4 +188,41 @@ async fn an_answer_without_a_tool_call_misses_the_bound() {
     let m = request_metrics(&rec, &slo).unwrap();
     assert_eq!(m.tool_calls.ttftc_ms, None);
     assert!(!m.good);
+}
+
+/// The issue's check: a server streams a tool call 80 ms after each request, every
+/// fourth call's arguments cut short. The point's median TTFTC is near 80 ms, its
+/// valid share 75% with an interval around it, and a 99% requirement fails.
+#[tokio::test]
+async fn every_fourth_call_invalid_gives_a_valid_share_of_75_percent() {
+    let mut records = Vec::new();
+    for i in 0..12u32 {
+        let args = if i % 4 == 3 {
+            r#"{\"city\": \"Oslo\", \"unit\": "#
+        } else {
+            r#"{\"city\": \"Oslo\", \"unit\": \"celsius\"}"#
+        };
+        let first = format!(
+            r#"{{"tool_calls":[{{"index":0,"id":"c","type":"function","function":{{"name":"get_weather","arguments":"{args}"}}}}]}}"#
+        );
+        let steps = vec![step(80, chat(&first)), step(0, finish())];
+        let mut rec = replay(steps).await;
+        rec.index = i;
+        records.push(rec);
+    }
+    let mut slo = Slo::bounded([(SloMetric::Ttft, 5000.0)]);
+    slo.tool_calls.valid = Some(0.99);
+    let t = goodput::measure::metrics::trial_metrics(&records, &slo);
+    let p = goodput::measure::metrics::point_summary(1.0, &[t], &[], false);
+    let tc = p.tool_calls.expect("a tool-call block");
+    let ttftc = tc.median_ttftc_ms.median.unwrap();
+    assert!((78.0..180.0).contains(&ttftc), "TTFTC {ttftc}");
+    assert_eq!((tc.valid, tc.schema_valid, tc.judged), (9, 9, 12));
+    assert_eq!(tc.valid_share, Some(0.75));
+    let i = tc.valid_interval.unwrap();
+    assert!(i.low < 0.75 && 0.75 < i.high && i.high < 0.99, "{i:?}");
+    let ts = goodput::measure::metrics::trial_slo(&records, &slo);
+    let (_, check) = goodput::measure::metrics::point_slo(&[ts], &slo);
+    assert_eq!(check.judgement, Some(report::Judgement::Fails));
+    assert_eq!(check.tool_calls[0].judgement, report::Judgement::Fails);
 }

@@ -52,6 +52,7 @@ fn builder(plan: &goodput::define::plan::Plan) -> Builder {
         tokens_per_word: 1.0,
         chat_fields: Default::default(),
         salt: None,
+        images: plan.images,
     }
 }
 

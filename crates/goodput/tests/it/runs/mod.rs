@@ -7,6 +7,7 @@ mod cache_warm;
 mod cost_energy;
 mod fit_predict;
 mod history;
+mod images;
 mod interleave;
 mod otel;
 mod resume;

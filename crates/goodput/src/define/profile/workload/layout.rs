@@ -74,6 +74,11 @@ pub struct WrittenWorkload {
     tool_choice: Option<String>,
     #[serde(default)]
     adapters: Option<indexmap::IndexMap<String, f64>>,
+    images: Option<u32>,
+    #[serde(default)]
+    image_size: Option<[u32; 2]>,
+    #[serde(default)]
+    image_format: Option<String>,
 }
 
 impl WrittenWorkload {
@@ -125,6 +130,9 @@ impl TryFrom<WrittenWorkload> for WorkloadSpec {
             tools: w.tools,
             tool_choice: w.tool_choice,
             adapters: w.adapters,
+            images: w.images,
+            image_size: w.image_size,
+            image_format: w.image_format,
         };
         let range_ratio = w.range_ratio.unwrap_or(0.0);
         let text = w.text.unwrap_or_default();
@@ -245,6 +253,11 @@ pub struct FlatWorkload {
     tool_choice: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     adapters: Option<indexmap::IndexMap<String, f64>>,
+    images: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_size: Option<[u32; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_format: Option<String>,
 }
 
 impl From<WorkloadSpec> for FlatWorkload {
@@ -281,6 +294,9 @@ impl From<WorkloadSpec> for FlatWorkload {
             tools: chat.tools,
             tool_choice: chat.tool_choice,
             adapters: chat.adapters,
+            images: chat.images,
+            image_size: chat.image_size,
+            image_format: chat.image_format,
         };
         match spec {
             WorkloadSpec::Synthetic(w) => {
