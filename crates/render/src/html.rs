@@ -81,6 +81,7 @@ pub fn html(report: &Report) -> String {
                     (super::turns::turns_html(report))
                     (super::reasoning::reasoning_html(report))
                     (super::tool_calls::tool_calls_html(report))
+                    (super::embeddings::embeddings_html(report))
                     (super::predicted::intervals_html(report))
                     (profile_section(report))
                     (environment_section(report))

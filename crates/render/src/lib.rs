@@ -13,6 +13,7 @@
 //! - [`predicted`]: a predicted report's intervals.
 //! - [`reasoning`]: the reasoning table.
 //! - [`tool_calls`]: the tool-call table.
+//! - [`embeddings`]: the embeddings table (inputs/s, E2EL).
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -30,6 +31,7 @@ pub mod charts;
 pub mod compare;
 pub mod cost;
 pub mod dates;
+pub mod embeddings;
 pub mod html;
 pub mod markdown;
 pub mod one_line;
@@ -117,6 +119,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 turns::turns_text(report),
                 reasoning::reasoning_text(report),
                 tool_calls::tool_calls_text(report),
+                embeddings::embeddings_text(report),
                 predicted::intervals_text(report),
             ] {
                 if !t.is_empty() {
@@ -148,6 +151,7 @@ pub fn show(report: &report::Report, format: Format, color: bool) -> String {
                 turns::turns_markdown(report),
                 reasoning::reasoning_markdown(report),
                 tool_calls::tool_calls_markdown(report),
+                embeddings::embeddings_markdown(report),
                 predicted::intervals_markdown(report),
             ] {
                 if !t.is_empty() {

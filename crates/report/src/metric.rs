@@ -44,6 +44,9 @@ pub struct SloMetricDef {
     /// A point's median over trials of each trial's median, where the point has
     /// it.
     pub median: fn(&Point) -> Option<&Stat>,
+    /// The engines whose answers have it: a bound on a metric an engine cannot
+    /// have is refused (TTFT of an embeddings engine, which streams nothing).
+    pub applies: Applies,
 }
 
 /// The bounded metrics, in [`SloMetric`]'s order.
@@ -56,6 +59,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: true,
         median: |p| Some(&p.median_ttft_ms),
+        applies: Applies::Generation,
     },
     SloMetricDef {
         key: "tpot",
@@ -65,6 +69,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: true,
         median: |p| Some(&p.median_tpot_ms),
+        applies: Applies::Generation,
     },
     SloMetricDef {
         key: "e2el",
@@ -74,6 +79,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: true,
         median: |p| p.median_e2el_ms.as_ref(),
+        applies: Applies::Both,
     },
     SloMetricDef {
         key: "ttfat",
@@ -90,6 +96,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
                     .map_or(&p.median_ttft_ms, |r| &r.median_ttfat_ms),
             )
         },
+        applies: Applies::Generation,
     },
     SloMetricDef {
         key: "ttftc",
@@ -102,6 +109,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: false,
         median: |p| p.tool_calls.as_ref().map(|t| &t.median_ttftc_ms),
+        applies: Applies::Generation,
     },
 ];
 
@@ -215,6 +223,8 @@ pub enum Taken {
     Quantile(Series, f64),
     /// Output tokens per second.
     OutputRate,
+    /// Inputs embedded per second (embeddings engines).
+    InputRate,
     /// Good requests per second.
     Goodput,
     /// Not a trial figure: a share of requests, or a summary over trials.
@@ -240,6 +250,39 @@ pub struct Metric {
     /// A figure only some points have (a reasoning model's): compared where a
     /// side has it.
     pub optional: bool,
+    /// The engines whose points have it: compared only where it applies to both
+    /// sides ([`Metric::recorded`]).
+    pub applies: Applies,
+}
+
+/// Which engines a metric applies to: those that generate (stream tokens), those
+/// that answer embeddings whole (`api = "embeddings"`, [`Point::embeddings`]),
+/// or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applies {
+    /// Every engine.
+    Both,
+    /// Engines that stream generated tokens (completions, chat).
+    Generation,
+    /// Embeddings engines only.
+    Embeddings,
+}
+
+impl Applies {
+    /// Whether it applies to an engine that answers embeddings (`true`) or
+    /// generates (`false`).
+    pub fn to(self, embeddings: bool) -> bool {
+        match self {
+            Applies::Both => true,
+            Applies::Generation => !embeddings,
+            Applies::Embeddings => embeddings,
+        }
+    }
+
+    /// Whether it applies to a point ([`Point::embeddings`] says which engine).
+    pub fn to_point(self, p: &Point) -> bool {
+        self.to(p.embeddings.is_some())
+    }
 }
 
 /// The key of good requests per second in a trial's figures.
@@ -247,8 +290,9 @@ pub const GOODPUT_KEY: &str = "goodput_rps";
 
 /// The metrics `compare` tests, in order (seven a load level: a four-level
 /// comparison is a 28-row table; optional figures, energy and cost only where a
-/// side has them).
-pub const METRICS: [Metric; 12] = [
+/// side has them; an embeddings engine's E2EL and inputs/s instead of the
+/// streamed figures).
+pub const METRICS: [Metric; 15] = [
     Metric {
         name: "median TTFT ms",
         key: "median_ttft_ms",
@@ -258,6 +302,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.median_ttft_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttft), 0.5),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "p99 TTFT ms",
@@ -268,6 +313,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.p99_ttft_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttft), 0.99),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "median TPOT ms",
@@ -278,6 +324,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.median_tpot_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Tpot), 0.5),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "median ITL ms",
@@ -288,6 +335,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.median_itl_ms),
         taken: Taken::Quantile(Series::Itl, 0.5),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "output tok/s",
@@ -298,6 +346,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.output_throughput),
         taken: Taken::OutputRate,
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: GOODPUT_METRIC,
@@ -308,6 +357,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.goodput_rps),
         taken: Taken::Goodput,
         optional: false,
+        applies: Applies::Both,
     },
     Metric {
         name: "SLO attainment",
@@ -318,6 +368,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.attainment.as_ref(),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Both,
     },
     Metric {
         name: "median TTFAT ms",
@@ -328,6 +379,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.reasoning.as_ref().map(|r| &r.median_ttfat_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttfat), 0.5),
         optional: true,
+        applies: Applies::Generation,
     },
     Metric {
         name: "median TTFTC ms",
@@ -338,6 +390,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.tool_calls.as_ref().map(|t| &t.median_ttftc_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttftc), 0.5),
         optional: true,
+        applies: Applies::Generation,
     },
     Metric {
         name: "J/output token",
@@ -348,6 +401,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.energy.as_ref().map(|e| &e.joules_per_output_token),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "$/M output tokens",
@@ -358,6 +412,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_output_tokens),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "$/M good tokens",
@@ -368,6 +423,40 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_good_tokens),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Generation,
+    },
+    Metric {
+        name: "median E2EL ms",
+        key: "median_e2el_ms",
+        better: Better::Lower,
+        kind: Kind::Figure,
+        slo_bound: false,
+        summary: |p| p.median_e2el_ms.as_ref(),
+        taken: Taken::Quantile(Series::Bounded(SloMetric::E2el), 0.5),
+        optional: false,
+        applies: Applies::Embeddings,
+    },
+    Metric {
+        name: "p99 E2EL ms",
+        key: "p99_e2el_ms",
+        better: Better::Lower,
+        kind: Kind::Figure,
+        slo_bound: false,
+        summary: |p| p.p99_e2el_ms.as_ref(),
+        taken: Taken::Quantile(Series::Bounded(SloMetric::E2el), 0.99),
+        optional: false,
+        applies: Applies::Embeddings,
+    },
+    Metric {
+        name: "inputs/s",
+        key: "input_throughput",
+        better: Better::Higher,
+        kind: Kind::Figure,
+        slo_bound: false,
+        summary: |p| p.embeddings.as_ref().map(|e| &e.input_throughput),
+        taken: Taken::InputRate,
+        optional: false,
+        applies: Applies::Embeddings,
     },
 ];
 
@@ -379,6 +468,9 @@ impl Metric {
     /// recorded it, an optional figure, energy and cost where a side has it; the
     /// rest always.
     pub fn recorded(&self, base: &Point, cand: &Point) -> bool {
+        if !self.applies.to_point(base) || !self.applies.to_point(cand) {
+            return false;
+        }
         let has = |p: &Point| (self.summary)(p).is_some_and(|s| s.n > 0);
         match self.kind {
             Kind::Share => has(base) || has(cand) || !base.trials.is_empty(),

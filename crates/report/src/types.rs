@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 mod capacity;
 mod cost;
+mod embeddings;
 mod environment;
 mod gpu;
 mod judgement;
@@ -32,6 +33,7 @@ mod words;
 
 pub use capacity::*;
 pub use cost::*;
+pub use embeddings::*;
 pub use environment::*;
 pub use gpu::*;
 pub use judgement::*;

@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod embeddings;
 pub mod tool_calls;
 pub mod virtual_time;
 
+pub use embeddings::Embedded;
 pub use tool_calls::ToolCalls;
 
 /// Nanoseconds on `CLOCK_MONOTONIC`: the clock of every timestamp goodput records,
@@ -58,6 +60,9 @@ pub enum ErrorKind {
     Overlong,
     /// The stream completed with no content.
     Empty,
+    /// An embeddings answer carried a different number of vectors than the
+    /// request's inputs.
+    InputsMismatch,
     /// `usage.completion_tokens` contradicts the stream: fewer tokens than content
     /// chunks, or more than the request allowed.
     BadUsage,
@@ -204,6 +209,10 @@ pub struct RequestRecord {
     /// The tool calls the stream carried (`delta.tool_calls`), when any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<ToolCalls>,
+    /// An embeddings request (`api = "embeddings"`): its inputs, and what its
+    /// answer, read whole, carried. Present exactly for embeddings requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<Embedded>,
     /// HTTP status, when a response arrived.
     #[serde(default)]
     pub status: Option<u16>,
@@ -234,6 +243,7 @@ impl RequestRecord {
         self.session = asked.session;
         self.turn = asked.turn;
         self.tools_asked = asked.tools;
+        self.embeddings = asked.inputs.map(Embedded::asked);
     }
 
     /// A fresh record for a request about to be sent.
@@ -266,6 +276,7 @@ impl RequestRecord {
             context_cut_turns: None,
             tools_asked: None,
             tool_calls: None,
+            embeddings: None,
             status: None,
             error: None,
             error_detail: None,

@@ -157,6 +157,10 @@ pub struct Point {
     /// share of tool calls whose arguments are valid JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<super::ToolCallSummary>,
+    /// goodput addition (`api = "embeddings"`): inputs and input tokens per
+    /// second, inputs per request, the vectors' length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<super::EmbeddingsSummary>,
     /// goodput addition: GPU energy per output token and per request (see
     /// [`super::EnergySummary`]); absent without GPU telemetry.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -19,6 +19,7 @@
 
 pub mod arrival;
 pub(crate) mod driver;
+mod embeddings;
 mod format;
 mod generate;
 mod logprobs;
@@ -72,6 +73,8 @@ pub(crate) struct Inner {
     pub next_seq: AtomicU64,
     pub shutdown_tx: watch::Sender<bool>,
     pub shutdown: watch::Receiver<bool>,
+    /// The embedding engine, when the configuration is an embedding model.
+    pub embeddings: Option<embeddings::Batcher>,
 }
 
 /// Shared state of one simulated engine: configuration, the driver task's
@@ -128,6 +131,10 @@ impl SimState {
         } else {
             None
         };
+        let embed = config
+            .embeddings
+            .clone()
+            .map(|e| embeddings::Batcher::start(e, config.time_scale, shutdown.clone()));
         SimState {
             inner: Arc::new(Inner {
                 config,
@@ -142,6 +149,7 @@ impl SimState {
                 next_seq: AtomicU64::new(1),
                 shutdown_tx,
                 shutdown,
+                embeddings: embed,
             }),
         }
     }
@@ -173,6 +181,7 @@ pub fn app(state: SimState) -> Router {
     Router::new()
         .route("/v1/completions", post(generate::completions))
         .route("/v1/chat/completions", post(generate::chat_completions))
+        .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/models", get(routes::models))
         .route("/health", get(routes::health))
         .route("/tokenize", post(routes::tokenize))

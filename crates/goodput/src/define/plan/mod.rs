@@ -8,6 +8,7 @@ use crate::define::profile::{EngineSpec, LoadMode, TelemetrySpec};
 
 mod chat;
 mod check;
+mod embeddings;
 mod engines;
 mod jsonl;
 mod load;

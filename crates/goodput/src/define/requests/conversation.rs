@@ -250,6 +250,7 @@ impl Session {
             // The plan refuses tools in conversations (a tool call's turn would
             // need a tool's result).
             tools: None,
+            inputs: None,
         };
         self.in_flight = Some((turn, shared));
         Some(TurnRequest {
@@ -348,7 +349,8 @@ impl Builder {
                 messages.push(json!({"role": "user", "content": user}));
                 json!({"model": self.model, "messages": messages})
             }
-            Api::Completions => {
+            // The plan gives embeddings engines synthetic workloads only.
+            Api::Completions | Api::Embeddings => {
                 let mut prompt = String::new();
                 for e in history {
                     prompt.push_str(&format!("User: {}\n\nAssistant: {}\n\n", e.user, e.reply));

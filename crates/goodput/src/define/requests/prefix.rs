@@ -61,6 +61,7 @@ pub(super) fn build(b: &Builder, p: &PrefixWorkload, n: u32, key: u64) -> Vec<Pr
                 turn: None,
                 exact: true,
                 tools: None,
+                inputs: None,
             };
             b.prepared(&format!("{} {own}", prefixes[g as usize]), asked, true)
         })

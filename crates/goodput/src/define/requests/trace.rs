@@ -151,6 +151,7 @@ pub(super) fn build(b: &Builder, t: &TraceWorkload, n: u32, key: u64) -> Vec<Pre
                 turn: None,
                 exact: true,
                 tools: None,
+                inputs: None,
             };
             b.prepared(&text.join(" "), asked, true)
         })

@@ -72,6 +72,8 @@ pub struct WrittenWorkload {
     tools: Option<u32>,
     #[serde(default)]
     tool_choice: Option<String>,
+    #[serde(default)]
+    inputs: Option<u32>,
 }
 
 impl WrittenWorkload {
@@ -101,6 +103,7 @@ impl WrittenWorkload {
             ("num_prompts", w.num_prompts.is_some()),
             ("max_total_tokens", w.max_total_tokens.is_some()),
             ("tokenizer", w.tokenizer.is_some()),
+            ("inputs", w.inputs.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, given)| given.then_some(k))
@@ -133,6 +136,7 @@ impl TryFrom<WrittenWorkload> for WorkloadSpec {
                 range_ratio,
                 text,
                 calibrate,
+                inputs: w.inputs,
                 chat,
             }),
             WorkloadKind::Jsonl => WorkloadSpec::Jsonl(JsonlSpec {
@@ -240,6 +244,8 @@ pub struct FlatWorkload {
     tools: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inputs: Option<u32>,
 }
 
 impl From<WorkloadSpec> for FlatWorkload {
@@ -275,12 +281,13 @@ impl From<WorkloadSpec> for FlatWorkload {
             salt: chat.salt,
             tools: chat.tools,
             tool_choice: chat.tool_choice,
+            inputs: None,
         };
         match spec {
             WorkloadSpec::Synthetic(w) => {
                 (f.input_tokens, f.output_tokens, f.range_ratio) =
                     (w.input_tokens, w.output_tokens, w.range_ratio);
-                (f.text, f.calibrate) = (w.text, w.calibrate);
+                (f.text, f.calibrate, f.inputs) = (w.text, w.calibrate, w.inputs);
             }
             WorkloadSpec::Jsonl(w) => (f.path, f.output_tokens) = (w.path, w.output_tokens),
             WorkloadSpec::Prefix(w) => {
