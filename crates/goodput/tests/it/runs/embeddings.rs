@@ -97,7 +97,7 @@ fn a_run_reports_the_whole_answers_latency_and_inputs_per_second() {
     assert!(text.contains("n/a"), "{text}");
     let md = show("markdown");
     assert!(md.contains("**Embeddings") && md.contains("| n/a |"), "{md}");
-    let html = show("html");
+    let html = std::fs::read_to_string(dir.path("r.html")).expect("the page");
     assert!(html.contains("id=\"embeddings\""), "no embeddings section");
 }
 
@@ -127,12 +127,15 @@ fn a_search_finds_an_embeddings_capacity_and_compare_judges_two_runs() {
 
     // Two runs of the same engine at two levels: compare tests E2EL and inputs/s,
     // and no streamed figure.
-    let fast = profile("a", &cfg.display().to_string(), "[1, 2]", "e2el_ms = 150");
-    dir.run(&fast, &["--quiet"]).assert().success();
-    std::fs::rename(dir.path("r.json"), dir.path("a.json")).unwrap();
-    dir.run(&fast, &["--quiet"]).assert().success();
+    let p = dir.write("c.toml", &profile("c", &cfg.display().to_string(), "[1, 2]", "e2el_ms = 150"));
+    for out in ["a.json", "b.json"] {
+        goodput()
+            .args(["run", &p.display().to_string(), "-o", &dir.arg(out), "--quiet"])
+            .assert()
+            .success();
+    }
     goodput()
-        .args(["compare", &dir.arg("a.json"), &dir.arg("r.json")])
+        .args(["compare", &dir.arg("a.json"), &dir.arg("b.json")])
         .assert()
         .success()
         .stdout(
@@ -183,7 +186,11 @@ kind = "sim"
 preset = "default"
 api = "embeddings"
 "#;
-    dir.run(p, &["--quiet"]).assert().success();
+    // 4: no request succeeded.
+    dir.run(p, &["--quiet"])
+        .assert()
+        .code(4)
+        .stdout(contains("No request succeeded"));
     let r = dir.report();
     let point = &r.load["gen"].points[0];
     assert_eq!(point.errors.get("http_404"), Some(&3), "{:?}", point.errors);
