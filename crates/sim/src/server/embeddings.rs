@@ -118,9 +118,18 @@ async fn answer(state: &SimState, body: &[u8]) -> Result<Response, ApiError> {
         ));
     }
     let tokens: u64 = inputs.iter().map(|(_, n)| n).sum();
-    batcher.run(tokens).await.ok_or_else(|| {
+    let stats = &inner.schedule_stats;
+    let ran = {
+        // Running while it waits for its pass, even if the client goes away.
+        let _running = Running::new(stats);
+        batcher.run(tokens).await
+    };
+    ran.ok_or_else(|| {
         ApiError::with_status(StatusCode::SERVICE_UNAVAILABLE, "The server is shutting down.")
     })?;
+    // `/metrics` counts it as vLLM does: its prompt tokens and a finished request.
+    stats.prompt_tokens.fetch_add(tokens, Ordering::Relaxed);
+    stats.embedded.fetch_add(1, Ordering::Relaxed);
     let data: Vec<serde_json::Value> = inputs
         .iter()
         .enumerate()
@@ -142,6 +151,22 @@ async fn answer(state: &SimState, body: &[u8]) -> Result<Response, ApiError> {
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0},
     }))
     .into_response())
+}
+
+/// One request counted in `vllm:num_requests_running` while it lives.
+struct Running<'a>(&'a super::ScheduleStats);
+
+impl<'a> Running<'a> {
+    fn new(stats: &'a super::ScheduleStats) -> Running<'a> {
+        stats.running.fetch_add(1, Ordering::Relaxed);
+        Running(stats)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// FNV-1a of `bytes`: the seed key of an input.

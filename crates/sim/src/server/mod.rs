@@ -56,6 +56,8 @@ pub(crate) struct ScheduleStats {
     pub running: AtomicI64,
     pub prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
+    /// Embeddings requests answered (`vllm:request_success`).
+    pub embedded: AtomicU64,
 }
 
 pub(crate) struct Inner {

@@ -7,10 +7,12 @@
 //! - [`realtime`]: the real-time server against the model's virtual-time schedule;
 //! - [`faults`]: the timing probe and fault injection;
 //! - [`reasoning`]: thinking streams (`delta.reasoning`);
+//! - [`embeddings`]: `/v1/embeddings` of an embedding model;
 //! - [`common`]: a server on 127.0.0.1 port 0 and an SSE reader.
 
 mod common;
 mod config;
+mod embeddings;
 mod faults;
 mod openai;
 mod realtime;
