@@ -491,6 +491,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_metric_is_compared_where_it_applies_to_both_sides() {
+        let generation = Point::default();
+        let embeddings = Point {
+            embeddings: Some(crate::EmbeddingsSummary::default()),
+            ..Point::default()
+        };
+        let named = |n: &str| Metric::named(n).unwrap();
+        for streamed in ["median TTFT ms", "median TPOT ms", "output tok/s"] {
+            assert!(named(streamed).recorded(&generation, &generation));
+            assert!(!named(streamed).recorded(&embeddings, &embeddings), "{streamed}");
+        }
+        for whole in ["median E2EL ms", "p99 E2EL ms", "inputs/s"] {
+            assert!(named(whole).recorded(&embeddings, &embeddings));
+            assert!(!named(whole).recorded(&generation, &generation), "{whole}");
+            assert!(!named(whole).recorded(&generation, &embeddings), "{whole}");
+        }
+        assert!(named(GOODPUT_METRIC).recorded(&embeddings, &embeddings));
+        // An SLO may bound only E2EL on an embeddings engine.
+        let bounded: Vec<_> = SloMetric::ALL
+            .into_iter()
+            .filter(|m| m.def().applies.to(true))
+            .collect();
+        assert_eq!(bounded, [SloMetric::E2el]);
+    }
+
+    #[test]
     fn the_tables_agree() {
         for (i, m) in SloMetric::ALL.into_iter().enumerate() {
             assert_eq!(m as usize, i);
