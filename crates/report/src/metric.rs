@@ -500,7 +500,10 @@ mod tests {
         let named = |n: &str| Metric::named(n).unwrap();
         for streamed in ["median TTFT ms", "median TPOT ms", "output tok/s"] {
             assert!(named(streamed).recorded(&generation, &generation));
-            assert!(!named(streamed).recorded(&embeddings, &embeddings), "{streamed}");
+            assert!(
+                !named(streamed).recorded(&embeddings, &embeddings),
+                "{streamed}"
+            );
         }
         for whole in ["median E2EL ms", "p99 E2EL ms", "inputs/s"] {
             assert!(named(whole).recorded(&embeddings, &embeddings));

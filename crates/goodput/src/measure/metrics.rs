@@ -82,9 +82,9 @@ mod slo;
 pub mod tool_calls;
 mod turns;
 
+pub use embeddings::{embeddings_summary, TrialEmbeddings};
 pub use outlier::*;
 pub use reasoning::{reasoning_summary, request_reasoning, RequestReasoning, TrialReasoning};
-pub use embeddings::{embeddings_summary, TrialEmbeddings};
 pub use slo::*;
 pub use tool_calls::{request_tool_calls, tool_call_summary, RequestToolCalls, TrialToolCalls};
 pub use turns::*;

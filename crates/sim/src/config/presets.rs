@@ -18,7 +18,9 @@
 //! The calibration tests in `model::closed_loop` check each preset against the
 //! reference medians (TTFT, TPOT, output throughput within 25%).
 
-use super::{Acceptance, EmbeddingsConfig, ScheduleConfig, SimConfig, SpeculativeConfig, ThermalConfig};
+use super::{
+    Acceptance, EmbeddingsConfig, ScheduleConfig, SimConfig, SpeculativeConfig, ThermalConfig,
+};
 
 /// Names accepted by [`preset`].
 pub const PRESETS: &[&str] = &[

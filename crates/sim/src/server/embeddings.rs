@@ -125,7 +125,10 @@ async fn answer(state: &SimState, body: &[u8]) -> Result<Response, ApiError> {
         batcher.run(tokens).await
     };
     ran.ok_or_else(|| {
-        ApiError::with_status(StatusCode::SERVICE_UNAVAILABLE, "The server is shutting down.")
+        ApiError::with_status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The server is shutting down.",
+        )
     })?;
     // `/metrics` counts it as vLLM does: its prompt tokens and a finished request.
     stats.prompt_tokens.fetch_add(tokens, Ordering::Relaxed);
@@ -289,6 +292,12 @@ mod tests {
         assert_eq!(parse(r#""one two""#).len(), 1);
         assert_eq!(parse(r#"["a", "b", "c"]"#).len(), 3);
         assert_eq!(parse("[1, 2, 3]"), vec![(parse("[1, 2, 3]")[0].0, 3)]);
-        assert_eq!(parse("[[1, 2], [3]]").iter().map(|x| x.1).collect::<Vec<_>>(), [2, 1]);
+        assert_eq!(
+            parse("[[1, 2], [3]]")
+                .iter()
+                .map(|x| x.1)
+                .collect::<Vec<_>>(),
+            [2, 1]
+        );
     }
 }

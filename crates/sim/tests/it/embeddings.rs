@@ -36,7 +36,11 @@ async fn post(server: &Server, body: Value) -> (u16, Value) {
 #[tokio::test]
 async fn answers_are_vllm_lists_of_seeded_unit_vectors() {
     let server = Server::start(embed_model(1.0)).await;
-    let (status, v) = post(&server, json!({"model": "e", "input": ["a b c", "d e", "a b c"]})).await;
+    let (status, v) = post(
+        &server,
+        json!({"model": "e", "input": ["a b c", "d e", "a b c"]}),
+    )
+    .await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["object"], "list");
     let data = v["data"].as_array().unwrap();
@@ -70,8 +74,14 @@ async fn answers_are_vllm_lists_of_seeded_unit_vectors() {
         .text()
         .await
         .unwrap();
-    assert!(m.contains("vllm:request_success_total{model_name=\"e\",finished_reason=\"length\"} 3.0"), "{m}");
-    assert!(m.contains("vllm:prompt_tokens_total{model_name=\"e\"} 13.0"), "{m}");
+    assert!(
+        m.contains("vllm:request_success_total{model_name=\"e\",finished_reason=\"length\"} 3.0"),
+        "{m}"
+    );
+    assert!(
+        m.contains("vllm:prompt_tokens_total{model_name=\"e\"} 13.0"),
+        "{m}"
+    );
     server.stop().await;
 }
 
@@ -99,11 +109,20 @@ async fn requests_waiting_together_share_a_pass() {
 async fn errors_are_vllms() {
     let server = Server::start(embed_model(1.0)).await;
     let (status, v) = post(&server, json!({"model": "other", "input": "x"})).await;
-    assert_eq!((status, v["error"]["message"].as_str()), (404, Some("The model `other` does not exist.")));
+    assert_eq!(
+        (status, v["error"]["message"].as_str()),
+        (404, Some("The model `other` does not exist."))
+    );
     let long = "w ".repeat(100);
     let (status, v) = post(&server, json!({"input": [long]})).await;
     assert_eq!(status, 400);
-    assert!(v["error"]["message"].as_str().unwrap().contains("maximum context length is 64"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("maximum context length is 64"),
+        "{v}"
+    );
     let (status, v) = post(&server, json!({"input": []})).await;
     assert_eq!((status, v["error"]["param"].as_str()), (400, Some("input")));
     server.stop().await;

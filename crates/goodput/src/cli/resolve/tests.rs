@@ -214,14 +214,24 @@ fn an_embeddings_server_gets_an_e2el_slo_when_none_is_given() {
         vec!["--url", "http://h:1", "--api", "embeddings"],
     ] {
         let p = plan(&args).unwrap();
-        assert_eq!(p.engines["server"].api, crate::define::profile::Api::Embeddings);
+        assert_eq!(
+            p.engines["server"].api,
+            crate::define::profile::Api::Embeddings
+        );
         let bounded: Vec<_> = p.slo.bounds.iter().collect();
         assert_eq!(bounded, [(report::SloMetric::E2el, 1000.0)], "{args:?}");
     }
     // A TTFT bound given with it is refused, naming e2el_ms.
-    let e = plan(&["--url", "http://h:1", "--api", "embeddings", "--slo", "ttft:100"])
-        .expect_err("no TTFT for embeddings")
-        .to_string();
+    let e = plan(&[
+        "--url",
+        "http://h:1",
+        "--api",
+        "embeddings",
+        "--slo",
+        "ttft:100",
+    ])
+    .expect_err("no TTFT for embeddings")
+    .to_string();
     assert!(e.contains("ttft") && e.contains("e2el_ms"), "{e}");
 }
 

@@ -13,7 +13,10 @@ use crate::define::profile::{EngineSpec, ProfileError, WorkloadSpec};
 pub const MAX_INPUTS: u64 = 10_000;
 
 /// `[workload] inputs`, in range.
-pub(super) fn check_inputs(check: &Checker, inputs: Option<u32>) -> Result<Option<u32>, ProfileError> {
+pub(super) fn check_inputs(
+    check: &Checker,
+    inputs: Option<u32>,
+) -> Result<Option<u32>, ProfileError> {
     inputs
         .map(|n| check.count("workload.inputs", n, 1..=MAX_INPUTS))
         .transpose()
@@ -87,7 +90,12 @@ mod tests {
 
     #[test]
     fn an_embeddings_workload_needs_no_output_length() {
-        let p = plan("e2el_ms = 50", "input_tokens = 10\ninputs = 4", "embeddings").unwrap();
+        let p = plan(
+            "e2el_ms = 50",
+            "input_tokens = 10\ninputs = 4",
+            "embeddings",
+        )
+        .unwrap();
         assert!(matches!(
             p.workload,
             Workload::Synthetic {
@@ -117,20 +125,46 @@ mod tests {
 
     #[test]
     fn inputs_go_with_embeddings_and_embeddings_with_synthetic_texts() {
-        let e = plan("ttft_ms = 50", "input_tokens = 10\noutput_tokens = 5\ninputs = 2", "chat")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("workload.inputs") && e.contains("chat API"), "{e}");
-        let e = plan("e2el_ms = 50", "input_tokens = 10\ninputs = 0", "embeddings")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("workload.inputs") && e.contains("out of range"), "{e}");
+        let e = plan(
+            "ttft_ms = 50",
+            "input_tokens = 10\noutput_tokens = 5\ninputs = 2",
+            "chat",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workload.inputs") && e.contains("chat API"),
+            "{e}"
+        );
+        let e = plan(
+            "e2el_ms = 50",
+            "input_tokens = 10\ninputs = 0",
+            "embeddings",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workload.inputs") && e.contains("out of range"),
+            "{e}"
+        );
         let prefix = "kind = \"prefix\"\ngroups = 2\nprefix_tokens = 10\nsuffix_tokens = 5\noutput_tokens = 4";
-        let e = plan("e2el_ms = 50", prefix, "embeddings").unwrap_err().to_string();
-        assert!(e.contains("engines.a.api") && e.contains("synthetic"), "{e}");
-        let e = plan("e2el_ms = 50", "kind = \"prefix\"\ninputs = 2", "embeddings")
+        let e = plan("e2el_ms = 50", prefix, "embeddings")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("`inputs` is not a key of a prefix workload"), "{e}");
+        assert!(
+            e.contains("engines.a.api") && e.contains("synthetic"),
+            "{e}"
+        );
+        let e = plan(
+            "e2el_ms = 50",
+            "kind = \"prefix\"\ninputs = 2",
+            "embeddings",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`inputs` is not a key of a prefix workload"),
+            "{e}"
+        );
     }
 }

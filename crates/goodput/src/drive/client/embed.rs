@@ -124,7 +124,10 @@ pub(crate) fn parse(body: &[u8]) -> Result<Answer, Failure> {
         ));
     }
     let data = raw.data.ok_or_else(|| {
-        Failure::new(ErrorKind::Malformed, "the answer has no `data` list of vectors")
+        Failure::new(
+            ErrorKind::Malformed,
+            "the answer has no `data` list of vectors",
+        )
     })?;
     let mut dimension = None;
     for (i, item) in data.iter().enumerate() {

@@ -58,7 +58,9 @@ impl TrialEmbeddings {
         let Some(e) = &r.embeddings else { return };
         self.inputs = self.inputs.saturating_add(u64::from(e.inputs));
         self.inputs_each.push(f64::from(e.inputs));
-        self.input_tokens = self.input_tokens.saturating_add(r.prompt_tokens.unwrap_or(0));
+        self.input_tokens = self
+            .input_tokens
+            .saturating_add(r.prompt_tokens.unwrap_or(0));
         if let Some(h) = e.headers {
             self.headers_ms
                 .push(h.saturating_sub(r.sent) as f64 / NS_PER_MS);
@@ -159,7 +161,11 @@ mod tests {
         assert!(m.good);
         assert_eq!(m.value(SloMetric::E2el), Some(30.0));
         assert_eq!(m.value(SloMetric::Ttft), None);
-        assert!(!request_metrics(&rec(0, 10, 25, 30), &slo(29.0)).unwrap().good);
+        assert!(
+            !request_metrics(&rec(0, 10, 25, 30), &slo(29.0))
+                .unwrap()
+                .good
+        );
     }
 
     #[test]

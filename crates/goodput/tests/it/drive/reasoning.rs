@@ -155,7 +155,10 @@ async fn a_byte_order_mark_before_the_first_event_keeps_it() {
     assert_eq!(rec.error, None, "{rec:?}");
     let lens: Vec<u32> = rec.chunks.iter().map(|c| c.len).collect();
     assert_eq!(lens, [1, 2, 3], "the first event is kept");
-    assert!(metrics(&rec).ttft_ms.unwrap() < 95.0, "TTFT from the first chunk");
+    assert!(
+        metrics(&rec).ttft_ms.unwrap() < 95.0,
+        "TTFT from the first chunk"
+    );
 }
 
 fn fixture(name: &str) -> String {

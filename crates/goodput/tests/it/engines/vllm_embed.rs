@@ -80,7 +80,10 @@ stop_grace_s = 20
         assert!(e2el > 0.0 && e2el < 5000.0, "x={}: E2EL {e2el}", p.x);
         let rps = p.request_throughput.median.unwrap();
         let ips = emb.input_throughput.median.unwrap();
-        assert!((ips / rps - f64::from(INPUTS)).abs() < 1e-6, "{ips} vs {rps}");
+        assert!(
+            (ips / rps - f64::from(INPUTS)).abs() < 1e-6,
+            "{ips} vs {rps}"
+        );
         // vLLM counted the texts' tokens: about 32 each.
         let tps = emb.input_token_throughput.median.unwrap();
         assert!(tps > ips * 8.0, "{tps} tokens/s for {ips} inputs/s");
@@ -93,7 +96,10 @@ stop_grace_s = 20
     for line in records.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(v["embeddings"]["returned"], INPUTS, "{line}");
-        assert!(v["prompt_tokens"].as_u64().unwrap() >= u64::from(INPUTS), "{line}");
+        assert!(
+            v["prompt_tokens"].as_u64().unwrap() >= u64::from(INPUTS),
+            "{line}"
+        );
         n += 1;
     }
     assert_eq!(n, 2 * REQUESTS as usize);

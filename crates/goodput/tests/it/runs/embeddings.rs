@@ -14,7 +14,11 @@ use common::cli::{contains, goodput, PredicateBooleanExt, Scratch};
 /// A simulated embedding model whose every pass takes `pass_ms`, one request a
 /// pass when `one_a_pass`.
 fn sim_config(pass_ms: f64, one_a_pass: bool) -> String {
-    let batch = if one_a_pass { "max_batch_tokens = 1\n" } else { "" };
+    let batch = if one_a_pass {
+        "max_batch_tokens = 1\n"
+    } else {
+        ""
+    };
     format!(
         "model = \"embed\"\n[embeddings]\npass_ms = {pass_ms}\nper_token_ms = 0.0\n{batch}dimension = 32\n"
     )
@@ -50,7 +54,12 @@ args = ["--config", "{cfg}"]
 fn a_run_reports_the_whole_answers_latency_and_inputs_per_second() {
     let dir = Scratch::new();
     let cfg = dir.write("sim.toml", &sim_config(30.0, false));
-    let p = profile("embed-sim", &cfg.display().to_string(), "[1]", "e2el_ms = 1000");
+    let p = profile(
+        "embed-sim",
+        &cfg.display().to_string(),
+        "[1]",
+        "e2el_ms = 1000",
+    );
     dir.run(&p, &["--quiet"]).assert().success();
     let r = dir.report();
     let point = &r.load["embed"].points[0];
@@ -61,7 +70,10 @@ fn a_run_reports_the_whole_answers_latency_and_inputs_per_second() {
     assert!((29.5..45.0).contains(&e2el), "median E2EL {e2el} ms");
     let rps = point.request_throughput.median.unwrap();
     let ips = e.input_throughput.median.unwrap();
-    assert!((ips / rps - 4.0).abs() < 1e-6, "{ips} inputs/s, {rps} req/s");
+    assert!(
+        (ips / rps - 4.0).abs() < 1e-6,
+        "{ips} inputs/s, {rps} req/s"
+    );
     assert!(e.input_token_throughput.median.unwrap() > ips);
     // Nothing streamed: no TTFT, TPOT, ITL or output tokens.
     for s in [
@@ -93,10 +105,16 @@ fn a_run_reports_the_whole_answers_latency_and_inputs_per_second() {
         String::from_utf8(o.stdout).unwrap()
     };
     let text = show("table");
-    assert!(text.contains("Embeddings") && text.contains("inputs/s"), "{text}");
+    assert!(
+        text.contains("Embeddings") && text.contains("inputs/s"),
+        "{text}"
+    );
     assert!(text.contains("n/a"), "{text}");
     let md = show("markdown");
-    assert!(md.contains("**Embeddings") && md.contains("| n/a |"), "{md}");
+    assert!(
+        md.contains("**Embeddings") && md.contains("| n/a |"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(dir.path("r.html")).expect("the page");
     assert!(html.contains("id=\"embeddings\""), "no embeddings section");
 }
@@ -108,11 +126,22 @@ fn a_search_finds_an_embeddings_capacity_and_compare_judges_two_runs() {
     // E2EL <= 150 ms holds to x = 3 and fails from x = 4 (160 ms).
     let cfg = dir.write("sim.toml", &sim_config(40.0, true));
     let search = "[search]\nmin = 1\nmax = 8\n";
-    let p = profile("embed-search", &cfg.display().to_string(), "[1]", "e2el_ms = 150");
+    let p = profile(
+        "embed-search",
+        &cfg.display().to_string(),
+        "[1]",
+        "e2el_ms = 150",
+    );
     let p = dir.write("s.toml", &format!("{p}{search}"));
     let out = dir.path("s.json");
     let o = goodput()
-        .args(["search", &p.display().to_string(), "-o", &out.display().to_string(), "--quiet"])
+        .args([
+            "search",
+            &p.display().to_string(),
+            "-o",
+            &out.display().to_string(),
+            "--quiet",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -127,10 +156,19 @@ fn a_search_finds_an_embeddings_capacity_and_compare_judges_two_runs() {
 
     // Two runs of the same engine at two levels: compare tests E2EL and inputs/s,
     // and no streamed figure.
-    let p = dir.write("c.toml", &profile("c", &cfg.display().to_string(), "[1, 2]", "e2el_ms = 150"));
+    let p = dir.write(
+        "c.toml",
+        &profile("c", &cfg.display().to_string(), "[1, 2]", "e2el_ms = 150"),
+    );
     for out in ["a.json", "b.json"] {
         goodput()
-            .args(["run", &p.display().to_string(), "-o", &dir.arg(out), "--quiet"])
+            .args([
+                "run",
+                &p.display().to_string(),
+                "-o",
+                &dir.arg(out),
+                "--quiet",
+            ])
             .assert()
             .success();
     }
@@ -150,12 +188,22 @@ fn a_search_finds_an_embeddings_capacity_and_compare_judges_two_runs() {
 fn bounds_an_embeddings_answer_cannot_have_are_refused() {
     let dir = Scratch::new();
     let cfg = dir.write("sim.toml", &sim_config(1.0, false));
-    let p = profile("embed-slo", &cfg.display().to_string(), "[1]", "ttft_ms = 100");
+    let p = profile(
+        "embed-slo",
+        &cfg.display().to_string(),
+        "[1]",
+        "ttft_ms = 100",
+    );
     dir.run(&p, &["--quiet"])
         .assert()
         .failure()
         .stderr(contains("slo.ttft_ms").and(contains("e2el_ms")));
-    let p = profile("embed-slo", &cfg.display().to_string(), "[1]", "e2el_ms = 100");
+    let p = profile(
+        "embed-slo",
+        &cfg.display().to_string(),
+        "[1]",
+        "e2el_ms = 100",
+    );
     dir.run(&p, &["--quiet", "--slo", "tpot:10"])
         .assert()
         .failure()
@@ -194,5 +242,9 @@ api = "embeddings"
     let r = dir.report();
     let point = &r.load["gen"].points[0];
     assert_eq!(point.errors.get("http_404"), Some(&3), "{:?}", point.errors);
-    assert!(point.first_error.as_deref().unwrap().contains("/v1/embeddings"));
+    assert!(point
+        .first_error
+        .as_deref()
+        .unwrap()
+        .contains("/v1/embeddings"));
 }
