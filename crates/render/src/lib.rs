@@ -18,6 +18,7 @@
 //! - [`adapters`]: the LoRA adapter table, and the sentences naming an adapter
 //!   whose latency differs.
 //! - [`images`]: the images requests carried.
+//! - [`embeddings`]: the embeddings table (inputs/s, E2EL).
 //! - [`dates`]: the one date formatter.
 //! - [`warnings`]: the rules that flag results not to trust, and their text.
 //! - [`mod@html`] and [`charts`]: the self-contained HTML page and its inline SVG charts.
@@ -36,6 +37,7 @@ pub mod charts;
 pub mod compare;
 pub mod cost;
 pub mod dates;
+pub mod embeddings;
 pub mod html;
 pub mod images;
 pub mod markdown;

@@ -126,6 +126,7 @@ pub fn after_results(report: &Report) -> Vec<TableSection> {
         super::reasoning::section(report),
         super::tool_calls::section(report),
         super::images::section(report),
+        super::embeddings::section(report),
         super::adapters::section(report),
         super::predicted::section(report),
     ]

@@ -121,7 +121,7 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
     let gpu = p.gpu.as_ref();
     let opt = |v: Option<String>| DisplayCell::text(v.unwrap_or_else(|| "-".into()), Style::Plain);
     let thermal = gpu.and_then(|g| g.thermal_share);
-    Some(vec![
+    let mut cells = vec![
         DisplayCell::text(row.engine, Style::Plain),
         DisplayCell::text(x_text(p), Style::Plain),
         trials,
@@ -160,8 +160,19 @@ pub fn display_cells(report: &Report, row: &Row) -> Option<Vec<DisplayCell>> {
                 Style::Plain
             },
         ),
-    ])
+    ];
+    if p.embeddings.is_some() {
+        // An embeddings answer is not streamed: TTFT through output tok/s do not
+        // apply (its latency and inputs/s are in the embeddings table).
+        for c in &mut cells[STREAMED_COLUMNS] {
+            *c = DisplayCell::text("n/a", Style::Plain);
+        }
+    }
+    Some(cells)
 }
+
+/// The columns of [`COLUMNS`] read off a stream (TTFT med to out tok/s).
+const STREAMED_COLUMNS: std::ops::RangeInclusive<usize> = 4..=10;
 
 /// `4`, or `4 (2.0 in flight)` when the report has the achieved concurrency (mean
 /// requests in flight), so a load that was not reached does not pass for x.

@@ -44,6 +44,9 @@ pub struct SloMetricDef {
     /// A point's median over trials of each trial's median, where the point has
     /// it.
     pub median: fn(&Point) -> Option<&Stat>,
+    /// The engines whose answers have it: a bound on a metric an engine cannot
+    /// have is refused (TTFT of an embeddings engine, which streams nothing).
+    pub applies: Applies,
 }
 
 /// The bounded metrics, in [`SloMetric`]'s order.
@@ -56,6 +59,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: true,
         median: |p| Some(&p.median_ttft_ms),
+        applies: Applies::Generation,
     },
     SloMetricDef {
         key: "tpot",
@@ -65,6 +69,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: true,
         median: |p| Some(&p.median_tpot_ms),
+        applies: Applies::Generation,
     },
     SloMetricDef {
         key: "e2el",
@@ -74,6 +79,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: true,
         median: |p| p.median_e2el_ms.as_ref(),
+        applies: Applies::Both,
     },
     SloMetricDef {
         key: "ttfat",
@@ -90,6 +96,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
                     .map_or(&p.median_ttft_ms, |r| &r.median_ttfat_ms),
             )
         },
+        applies: Applies::Generation,
     },
     SloMetricDef {
         key: "ttftc",
@@ -102,6 +109,7 @@ pub const SLO_METRICS: [SloMetricDef; SloMetric::COUNT] = [
         unanswered_misses: false,
         vllm_goodput: false,
         median: |p| p.tool_calls.as_ref().map(|t| &t.median_ttftc_ms),
+        applies: Applies::Generation,
     },
 ];
 
@@ -218,6 +226,8 @@ pub enum Taken {
     Quantile(Series, f64),
     /// Output tokens per second.
     OutputRate,
+    /// Inputs embedded per second (embeddings engines).
+    InputRate,
     /// Good requests per second.
     Goodput,
     /// Not a trial figure: a share of requests, or a summary over trials.
@@ -243,6 +253,39 @@ pub struct Metric {
     /// A figure only some points have (a reasoning model's): compared where a
     /// side has it.
     pub optional: bool,
+    /// The engines whose points have it: compared only where it applies to both
+    /// sides ([`Metric::recorded`]).
+    pub applies: Applies,
+}
+
+/// Which engines a metric applies to: those that generate (stream tokens), those
+/// that answer embeddings whole (`api = "embeddings"`, [`Point::embeddings`]),
+/// or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applies {
+    /// Every engine.
+    Both,
+    /// Engines that stream generated tokens (completions, chat).
+    Generation,
+    /// Embeddings engines only.
+    Embeddings,
+}
+
+impl Applies {
+    /// Whether it applies to an engine that answers embeddings (`true`) or
+    /// generates (`false`).
+    pub fn to(self, embeddings: bool) -> bool {
+        match self {
+            Applies::Both => true,
+            Applies::Generation => !embeddings,
+            Applies::Embeddings => embeddings,
+        }
+    }
+
+    /// Whether it applies to a point ([`Point::embeddings`] says which engine).
+    pub fn to_point(self, p: &Point) -> bool {
+        self.to(p.embeddings.is_some())
+    }
 }
 
 /// The key of good requests per second in a trial's figures.
@@ -250,8 +293,9 @@ pub const GOODPUT_KEY: &str = "goodput_rps";
 
 /// The metrics `compare` tests, in order (seven a load level: a four-level
 /// comparison is a 28-row table; optional figures, energy and cost only where a
-/// side has them).
-pub const METRICS: [Metric; 12] = [
+/// side has them; an embeddings engine's E2EL and inputs/s instead of the
+/// streamed figures).
+pub const METRICS: [Metric; 15] = [
     Metric {
         name: "median TTFT ms",
         key: "median_ttft_ms",
@@ -261,6 +305,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.median_ttft_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttft), 0.5),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "p99 TTFT ms",
@@ -271,6 +316,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.p99_ttft_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttft), 0.99),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "median TPOT ms",
@@ -281,6 +327,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.median_tpot_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Tpot), 0.5),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "median ITL ms",
@@ -291,6 +338,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.median_itl_ms),
         taken: Taken::Quantile(Series::Itl, 0.5),
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "output tok/s",
@@ -301,6 +349,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.output_throughput),
         taken: Taken::OutputRate,
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: GOODPUT_METRIC,
@@ -311,6 +360,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| Some(&p.goodput_rps),
         taken: Taken::Goodput,
         optional: false,
+        applies: Applies::Both,
     },
     Metric {
         name: "SLO attainment",
@@ -321,6 +371,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.attainment.as_ref(),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Both,
     },
     Metric {
         name: "median TTFAT ms",
@@ -331,6 +382,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.reasoning.as_ref().map(|r| &r.median_ttfat_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttfat), 0.5),
         optional: true,
+        applies: Applies::Generation,
     },
     Metric {
         name: "median TTFTC ms",
@@ -341,6 +393,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.tool_calls.as_ref().map(|t| &t.median_ttftc_ms),
         taken: Taken::Quantile(Series::Bounded(SloMetric::Ttftc), 0.5),
         optional: true,
+        applies: Applies::Generation,
     },
     Metric {
         name: "J/output token",
@@ -351,6 +404,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.energy.as_ref().map(|e| &e.joules_per_output_token),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "$/M output tokens",
@@ -361,6 +415,7 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_output_tokens),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Generation,
     },
     Metric {
         name: "$/M good tokens",
@@ -371,6 +426,40 @@ pub const METRICS: [Metric; 12] = [
         summary: |p| p.cost.as_ref().map(|c| &c.usd_per_million_good_tokens),
         taken: Taken::NotFigure,
         optional: false,
+        applies: Applies::Generation,
+    },
+    Metric {
+        name: "median E2EL ms",
+        key: "median_e2el_ms",
+        better: Better::Lower,
+        kind: Kind::Figure,
+        slo_bound: false,
+        summary: |p| p.median_e2el_ms.as_ref(),
+        taken: Taken::Quantile(Series::Bounded(SloMetric::E2el), 0.5),
+        optional: false,
+        applies: Applies::Embeddings,
+    },
+    Metric {
+        name: "p99 E2EL ms",
+        key: "p99_e2el_ms",
+        better: Better::Lower,
+        kind: Kind::Figure,
+        slo_bound: false,
+        summary: |p| p.p99_e2el_ms.as_ref(),
+        taken: Taken::Quantile(Series::Bounded(SloMetric::E2el), 0.99),
+        optional: false,
+        applies: Applies::Embeddings,
+    },
+    Metric {
+        name: "inputs/s",
+        key: "input_throughput",
+        better: Better::Higher,
+        kind: Kind::Figure,
+        slo_bound: false,
+        summary: |p| p.embeddings.as_ref().map(|e| &e.input_throughput),
+        taken: Taken::InputRate,
+        optional: false,
+        applies: Applies::Embeddings,
     },
 ];
 
@@ -382,6 +471,9 @@ impl Metric {
     /// recorded it, an optional figure, energy and cost where a side has it; the
     /// rest always.
     pub fn recorded(&self, base: &Point, cand: &Point) -> bool {
+        if !self.applies.to_point(base) || !self.applies.to_point(cand) {
+            return false;
+        }
         let has = |p: &Point| (self.summary)(p).is_some_and(|s| s.n > 0);
         match self.kind {
             Kind::Share => has(base) || has(cand) || !base.trials.is_empty(),
@@ -400,6 +492,35 @@ impl Metric {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_metric_is_compared_where_it_applies_to_both_sides() {
+        let generation = Point::default();
+        let embeddings = Point {
+            embeddings: Some(crate::EmbeddingsSummary::default()),
+            ..Point::default()
+        };
+        let named = |n: &str| Metric::named(n).unwrap();
+        for streamed in ["median TTFT ms", "median TPOT ms", "output tok/s"] {
+            assert!(named(streamed).recorded(&generation, &generation));
+            assert!(
+                !named(streamed).recorded(&embeddings, &embeddings),
+                "{streamed}"
+            );
+        }
+        for whole in ["median E2EL ms", "p99 E2EL ms", "inputs/s"] {
+            assert!(named(whole).recorded(&embeddings, &embeddings));
+            assert!(!named(whole).recorded(&generation, &generation), "{whole}");
+            assert!(!named(whole).recorded(&generation, &embeddings), "{whole}");
+        }
+        assert!(named(GOODPUT_METRIC).recorded(&embeddings, &embeddings));
+        // An SLO may bound only E2EL on an embeddings engine.
+        let bounded: Vec<_> = SloMetric::ALL
+            .into_iter()
+            .filter(|m| m.def().applies.to(true))
+            .collect();
+        assert_eq!(bounded, [SloMetric::E2el]);
+    }
 
     #[test]
     fn the_tables_agree() {

@@ -34,7 +34,9 @@ use std::net::{IpAddr, SocketAddr};
 
 use anyhow::Context as _;
 
-pub use config::{preset, ConfigError, ReasoningConfig, SimConfig, VllmFlags, PRESETS};
+pub use config::{
+    preset, ConfigError, EmbeddingsConfig, ReasoningConfig, SimConfig, VllmFlags, PRESETS,
+};
 pub use faults::FaultSpec;
 pub use server::{app, listen, serve, SimState};
 

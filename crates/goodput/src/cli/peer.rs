@@ -6,6 +6,7 @@
 //! | `--base-url URL`              | `--url URL` (`[engines.NAME] url`)             |
 //! | `--host H --port P`           | `--url http://H:P`                             |
 //! | `--endpoint /v1/chat/completions` | `--api chat` (`[engines.NAME] api`)        |
+//! | `--endpoint /v1/embeddings`   | `--api embeddings`                             |
 //! | `--model M`                   | `[engines.NAME] model`                         |
 //! | `--tokenizer DIR`             | `[workload] tokenizer` (its `tokenizer.json`)  |
 //! | `--request-rate R`            | `--rate R` (`inf`: closed loop)                |
@@ -71,10 +72,12 @@ pub struct PeerArgs {
     /// The model id sent in requests (default: the first of the server's `/v1/models`).
     #[arg(long, value_name = "MODEL", help_heading = "Server")]
     pub model: Option<String>,
-    /// Which OpenAI API to stream from (default: completions).
+    /// Which OpenAI API to send to (default: completions; `embeddings`: answered
+    /// whole, `[workload] inputs` texts a request).
     #[arg(long, value_enum, help_heading = "Server")]
     pub api: Option<ApiArg>,
-    /// vLLM's spelling of `--api`: `/v1/completions` or `/v1/chat/completions`.
+    /// vLLM's spelling of `--api`: `/v1/completions`, `/v1/chat/completions` or
+    /// `/v1/embeddings`.
     #[arg(
         long,
         value_name = "PATH",
@@ -195,6 +198,8 @@ pub enum ApiArg {
     Completions,
     /// `POST /v1/chat/completions`.
     Chat,
+    /// `POST /v1/embeddings`.
+    Embeddings,
 }
 
 /// `--dataset-name`, as vLLM spells its workloads.

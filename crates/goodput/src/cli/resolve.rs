@@ -15,6 +15,9 @@ use crate::UsageError;
 
 /// The SLO of a profile with no `[slo]`: vLLM's usual `--goodput ttft:1000 tpot:100`.
 pub const DEFAULT_SLO: &str = "ttft_ms = 1000\ntpot_ms = 100\n";
+/// The SLO of a profile with no `[slo]` whose server answers embeddings (`--api
+/// embeddings`), which have no TTFT or TPOT: the whole answer within a second.
+pub const DEFAULT_EMBEDDINGS_SLO: &str = "e2el_ms = 1000\n";
 /// The load of a profile with no `[load]`: a short sweep of closed-loop levels.
 pub const DEFAULT_LOAD: &str =
     "mode = \"concurrency\"\npoints = [1, 4, 16]\nrequests_per_trial = 100\n";
@@ -156,8 +159,12 @@ fn fill_defaults(
         doc.insert("name".into(), Value::String(stem));
         filled.push("name");
     }
+    let slo = match peer_api(peer)? {
+        Some("embeddings") => DEFAULT_EMBEDDINGS_SLO,
+        _ => DEFAULT_SLO,
+    };
     for (key, default) in [
-        ("slo", DEFAULT_SLO),
+        ("slo", slo),
         ("load", DEFAULT_LOAD),
         ("workload", DEFAULT_WORKLOAD),
     ] {
@@ -220,10 +227,22 @@ fn endpoint_api(endpoint: &str) -> anyhow::Result<&'static str> {
     match endpoint.trim_end_matches('/') {
         "/v1/completions" | "v1/completions" => Ok("completions"),
         "/v1/chat/completions" | "v1/chat/completions" => Ok("chat"),
+        "/v1/embeddings" | "v1/embeddings" => Ok("embeddings"),
         other => Err(usage(format!(
-            "--endpoint {other}: goodput streams from /v1/completions or /v1/chat/completions (--api completions|chat)"
+            "--endpoint {other}: goodput sends to /v1/completions, /v1/chat/completions or /v1/embeddings (--api completions|chat|embeddings)"
         ))),
     }
+}
+
+/// The API `--api` or `--endpoint` names, in the profile's words.
+fn peer_api(peer: &PeerArgs) -> anyhow::Result<Option<&'static str>> {
+    Ok(match (&peer.api, &peer.endpoint) {
+        (Some(ApiArg::Chat), _) => Some("chat"),
+        (Some(ApiArg::Completions), _) => Some("completions"),
+        (Some(ApiArg::Embeddings), _) => Some("embeddings"),
+        (None, Some(e)) => Some(endpoint_api(e)?),
+        (None, None) => None,
+    })
 }
 
 /// `--url` replaces the profile's engines with the running server; `--model`, `--api`
@@ -238,12 +257,7 @@ fn apply_server(doc: &mut Table, peer: &PeerArgs, url: Option<&str>) -> anyhow::
         engines.insert(name, Value::Table(engine));
         doc.insert("engines".into(), Value::Table(engines));
     }
-    let api = match (&peer.api, &peer.endpoint) {
-        (Some(ApiArg::Chat), _) => Some("chat"),
-        (Some(ApiArg::Completions), _) => Some("completions"),
-        (None, Some(e)) => Some(endpoint_api(e)?),
-        (None, None) => None,
-    };
+    let api = peer_api(peer)?;
     let engines = table(doc, "engines")?;
     for (name, engine) in engines.iter_mut() {
         let engine = engine

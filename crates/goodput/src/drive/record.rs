@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod embeddings;
 pub mod tool_calls;
 pub mod virtual_time;
 
+pub use embeddings::Embedded;
 pub use tool_calls::ToolCalls;
 
 /// Nanoseconds on `CLOCK_MONOTONIC`: the clock of every timestamp goodput records,
@@ -58,6 +60,9 @@ pub enum ErrorKind {
     Overlong,
     /// The stream completed with no content.
     Empty,
+    /// An embeddings answer carried a different number of vectors than the
+    /// request's inputs.
+    InputsMismatch,
     /// `usage.completion_tokens` contradicts the stream: fewer tokens than content
     /// chunks, or more than the request allowed.
     BadUsage,
@@ -217,6 +222,10 @@ pub struct RequestRecord {
     /// `base`: the engine's own model), when the run drew adapters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<String>,
+    /// An embeddings request (`api = "embeddings"`): its inputs, and what its
+    /// answer, read whole, carried. Present exactly for embeddings requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<Embedded>,
     /// HTTP status, when a response arrived.
     #[serde(default)]
     pub status: Option<u16>,
@@ -249,6 +258,7 @@ impl RequestRecord {
         self.tools_asked = asked.tools;
         self.tools_offered = asked.tools.map(|_| asked.tools_offered);
         self.images = asked.images;
+        self.embeddings = asked.inputs.map(Embedded::asked);
     }
 
     /// A fresh record for a request about to be sent.
@@ -284,6 +294,7 @@ impl RequestRecord {
             images: None,
             tool_calls: None,
             adapter: None,
+            embeddings: None,
             status: None,
             error: None,
             error_detail: None,

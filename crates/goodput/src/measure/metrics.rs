@@ -1,7 +1,7 @@
 //! Every metric, derived from [`RequestRecord`]s in one place. Pure: no clock, no I/O.
 //!
 //! Definitions (also in docs/report.md, "Metrics"):
-//! - **TTFT** = first content-bearing chunk − send time. The send time is taken once
+//! - **TTFT** = first content-bearing chunk − send time (streamed answers only). The send time is taken once
 //!   the request has a connection, so a connection opened for it (its `connect`, a
 //!   raw fact not summarised here) is not in TTFT, unless the run asked for
 //!   `--ttft-includes-connect` (then the client takes the send time before connecting).
@@ -26,6 +26,12 @@
 //!   (answer tokens − 1). A request that streamed reasoning and no answer chunk is
 //!   a **no answer**: it succeeded, is never good, has no TTFAT, and counts as
 //!   infinitely slow in the percentile form of a TTFAT bound.
+//! - **Embeddings** ([`embeddings`], `api = "embeddings"`): the answer comes whole,
+//!   so there is no TTFT, TPOT, ITL or output token (none is reported: `n = 0`);
+//!   **E2EL** = the body's last bytes − send time. **inputs/s** = inputs of
+//!   successful requests / trial duration; **input tokens/s** = their
+//!   `usage.prompt_tokens` / trial duration; **headers** = response headers −
+//!   send time.
 //! - **Tool calls** ([`tool_calls`]): **TTFTC** (time to first tool call) = first
 //!   chunk with a `delta.tool_calls` entry − send time; a request that asked for
 //!   tool calls and streamed none has no TTFTC and misses a TTFTC bound (the plan
@@ -73,6 +79,7 @@ use crate::drive::record::RequestRecord;
 pub mod adapter_judgement;
 pub mod adapters;
 pub mod cost;
+pub mod embeddings;
 pub mod figures;
 pub mod images;
 pub mod judgement;
@@ -84,6 +91,7 @@ pub mod tool_check;
 pub mod tool_validity;
 mod turns;
 
+pub use embeddings::{embeddings_summary, TrialEmbeddings};
 pub use outlier::*;
 pub use reasoning::{reasoning_summary, request_reasoning, RequestReasoning, TrialReasoning};
 pub use slo::*;
@@ -98,8 +106,9 @@ pub const FIRST_ERROR_MAX_CHARS: usize = 200;
 /// Metrics of one successful request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestMetrics {
-    /// Time to first token, ms.
-    pub ttft_ms: f64,
+    /// Time to first token, ms; `None` for an answer that is not streamed
+    /// (embeddings).
+    pub ttft_ms: Option<f64>,
     /// End-to-end latency, ms.
     pub e2el_ms: f64,
     /// Time per output token, ms; `None` for a one-token request.
@@ -114,10 +123,15 @@ pub struct RequestMetrics {
     pub good: bool,
 }
 
-/// Derives a request's metrics; `None` when it failed or streamed no content.
+/// Derives a request's metrics; `None` when it failed or streamed no content
+/// (an embeddings request: when it failed or has no end).
 pub fn request_metrics(r: &RequestRecord, slo: &Slo) -> Option<RequestMetrics> {
     if !r.ok() {
         return None;
+    }
+    if r.embeddings.is_some() {
+        let e2el_ms = r.done?.saturating_sub(r.sent) as f64 / NS_PER_MS;
+        return Some(judged(embeddings::request_metrics(e2el_ms), slo));
     }
     let first = r.chunks.first()?;
     let last = r.chunks.last()?;
@@ -125,8 +139,8 @@ pub fn request_metrics(r: &RequestRecord, slo: &Slo) -> Option<RequestMetrics> {
     let e2el_ms = last.t.saturating_sub(r.sent) as f64 / NS_PER_MS;
     let output_tokens = r.completion_tokens.unwrap_or(r.chunks.len() as u64);
     let tpot_ms = (output_tokens > 1).then(|| (e2el_ms - ttft_ms) / (output_tokens - 1) as f64);
-    let mut m = RequestMetrics {
-        ttft_ms,
+    let m = RequestMetrics {
+        ttft_ms: Some(ttft_ms),
         e2el_ms,
         tpot_ms,
         output_tokens,
@@ -134,9 +148,15 @@ pub fn request_metrics(r: &RequestRecord, slo: &Slo) -> Option<RequestMetrics> {
         tool_calls: request_tool_calls(r),
         good: false,
     };
+    Some(judged(m, slo))
+}
+
+/// The request's metrics with `good` set: within every bound (a value it lacks
+/// misses), and not a reasoning model's missing answer.
+fn judged(mut m: RequestMetrics, slo: &Slo) -> RequestMetrics {
     let good = |(metric, b): (SloMetric, f64)| m.value(metric).is_some_and(|v| v <= b);
     m.good = slo.bounds.iter().all(good) && !m.reasoning.no_answer();
-    Some(m)
+    m
 }
 
 impl RequestMetrics {
@@ -145,7 +165,7 @@ impl RequestMetrics {
     /// place a metric is read off a request.
     pub fn value(&self, metric: SloMetric) -> Option<f64> {
         match metric {
-            SloMetric::Ttft => Some(self.ttft_ms),
+            SloMetric::Ttft => self.ttft_ms,
             SloMetric::Tpot => Some(self.tpot_ms.unwrap_or(0.0)),
             SloMetric::E2el => Some(self.e2el_ms),
             SloMetric::Ttfat => self.reasoning.ttfat_ms,
@@ -240,6 +260,8 @@ pub struct TrialMetrics {
     pub adapters: Option<adapters::TrialAdapters>,
     /// Images the requests carried.
     pub images: images::TrialImages,
+    /// Embeddings requests: inputs, input tokens, their rates.
+    pub embeddings: TrialEmbeddings,
     /// Output tokens of successful requests (see [`cost`]).
     pub output_tokens: u64,
     /// Output tokens of good requests (see [`cost`]).
@@ -292,13 +314,14 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
                 if let Some(p) = r.prompt_tokens {
                     in_tokens = (in_tokens.0.saturating_add(p), in_tokens.1 + 1);
                 }
-                m.ttfts_ms.push(rm.ttft_ms);
+                m.ttfts_ms.extend(rm.ttft_ms);
                 m.tpots_ms.extend(rm.tpot_ms);
                 m.e2els_ms.push(rm.e2el_ms);
                 m.request_indexes.push(r.index);
                 m.reasoning.add(&rm.reasoning);
                 m.tool_calls.add(&rm.tool_calls);
                 m.images.add(r);
+                m.embeddings.add(r);
                 itls.extend(
                     r.chunks
                         .windows(2)
@@ -338,6 +361,11 @@ pub fn trial_metrics(records: &[RequestRecord], slo: &Slo) -> TrialMetrics {
     m.adapters = adapters::trial_adapters(records, slo);
     m.reasoning.finish();
     m.tool_calls.finish();
+    m.embeddings.finish(records, m.duration_s);
+    if m.embeddings.is_embeddings() {
+        // Embeddings generate no tokens: no output throughput is reported.
+        m.output_throughput = None;
+    }
     m.figures = figures::figures(&m, &itls, &tokens);
     m
 }
@@ -523,6 +551,7 @@ pub fn point_summary(x: f64, trials: &[TrialMetrics], quantiles: &[f64], rate_mo
         tool_calls: tool_call_summary(trials),
         adapters: adapters::adapter_summary(trials),
         images: images::image_summary(trials),
+        embeddings: embeddings_summary(trials),
         energy: None,
         cost: None,
     }

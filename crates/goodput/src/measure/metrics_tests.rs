@@ -38,7 +38,7 @@ fn ttft_e2el_tpot_of_one_request() {
     // sent at 10 ms, chunks at 60, 80, 100, 120 ms, 4 tokens
     let r = rec(0, 10, &[60, 80, 100, 120], Some(4));
     let m = request_metrics(&r, &slo(1000.0, 100.0)).unwrap();
-    assert_eq!(m.ttft_ms, 50.0);
+    assert_eq!(m.ttft_ms, Some(50.0));
     assert_eq!(m.e2el_ms, 110.0);
     assert_eq!(m.tpot_ms, Some(20.0)); // (110 - 50) / 3
     assert!(m.good);

@@ -264,7 +264,13 @@ pub fn few_requests(p: &Point) -> Found {
     Some((
         WarningKind::FewRequestsForP99,
         format!(
-            "p99 TTFT and TPOT come from {count} request{} per trial",
+            "{} from {count} request{} per trial",
+            // An embeddings answer is not streamed: its p99 is E2EL's.
+            if p.embeddings.is_some() {
+                "p99 E2EL comes"
+            } else {
+                "p99 TTFT and TPOT come"
+            },
             if most == 1 { "" } else { "s" }
         ),
         format!(

@@ -165,6 +165,10 @@ pub struct Point {
     /// whether the server counted their tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<super::ImageSummary>,
+    /// goodput addition (`api = "embeddings"`): inputs and input tokens per
+    /// second, inputs per request, the vectors' length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<super::EmbeddingsSummary>,
     /// goodput addition: GPU energy per output token and per request (see
     /// [`super::EnergySummary`]); absent without GPU telemetry.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@
 //! [`SimConfig::validate`] names the field and its allowed range.
 
 pub mod adapters;
+mod embeddings;
 mod presets;
 mod validate;
 pub mod vllm;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::faults::FaultSpec;
 
+pub use embeddings::EmbeddingsConfig;
 pub use presets::{preset, PRESETS};
 pub use vllm::VllmFlags;
 
@@ -114,6 +116,10 @@ pub struct SimConfig {
     pub speculative: Option<SpeculativeConfig>,
     /// A reasoning phase, if any: chat answers think first (`delta.reasoning`).
     pub reasoning: Option<ReasoningConfig>,
+    /// An embedding model: `/v1/embeddings` is served with these costs (without
+    /// it the route answers as vLLM does for a generative model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbeddingsConfig>,
     /// Thermal model, if any; without it the GPU stays at its boost clock.
     pub thermal: Option<ThermalConfig>,
     /// Seed for every random draw (acceptance rates, pseudo-EOS points).
@@ -298,6 +304,7 @@ impl Default for SimConfig {
             sched_cpu_ms: 1.0,
             speculative: None,
             reasoning: None,
+            embeddings: None,
             thermal: None,
             seed: 0,
             schedule: None,

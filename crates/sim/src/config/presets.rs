@@ -18,7 +18,9 @@
 //! The calibration tests in `model::closed_loop` check each preset against the
 //! reference medians (TTFT, TPOT, output throughput within 25%).
 
-use super::{Acceptance, ScheduleConfig, SimConfig, SpeculativeConfig, ThermalConfig};
+use super::{
+    Acceptance, EmbeddingsConfig, ScheduleConfig, SimConfig, SpeculativeConfig, ThermalConfig,
+};
 
 /// Names accepted by [`preset`].
 pub const PRESETS: &[&str] = &[
@@ -27,6 +29,7 @@ pub const PRESETS: &[&str] = &[
     "vllm-no-async",
     "default",
     "fixed",
+    "embed",
 ];
 
 /// The L4 card of the reference report: boosts to 2,040 MHz, throttles to 400 MHz.
@@ -65,6 +68,7 @@ fn vllm_fast_b() -> SimConfig {
         sched_cpu_ms: 8.0,
         speculative: None,
         reasoning: None,
+        embeddings: None,
         thermal: Some(l4_thermal()),
         seed: 0,
         schedule: None,
@@ -112,6 +116,12 @@ pub fn preset(name: &str) -> Option<SimConfig> {
                 ttft_ms: 50.0,
                 itl_ms: 20.0,
             }),
+            ..SimConfig::default()
+        }),
+        // An embedding model (`/v1/embeddings`), on an unthrottled card.
+        "embed" => Some(SimConfig {
+            model: "goodput-sim-embed".into(),
+            embeddings: Some(EmbeddingsConfig::default()),
             ..SimConfig::default()
         }),
         _ => None,

@@ -74,6 +74,17 @@ pub(super) fn validate(c: &SimConfig) -> Result<(), ConfigError> {
         )?;
         float_range("reasoning.spread", r.spread, 0.0, false, 1.0)?;
     }
+    if let Some(e) = &c.embeddings {
+        ms("embeddings.pass_ms", e.pass_ms)?;
+        ms("embeddings.per_token_ms", e.per_token_ms)?;
+        int_range(
+            "embeddings.max_batch_tokens",
+            e.max_batch_tokens.into(),
+            1,
+            u32::MAX.into(),
+        )?;
+        int_range("embeddings.dimension", e.dimension.into(), 1, 65_536)?;
+    }
     if let Some(s) = &c.schedule {
         ms("schedule.ttft_ms", s.ttft_ms)?;
         ms("schedule.itl_ms", s.itl_ms)?;

@@ -86,7 +86,7 @@ fn probe_requested(state: &SimState, headers: &HeaderMap) -> bool {
             .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
 }
 
-fn unix_now() -> u64 {
+pub(super) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -22,6 +22,7 @@
 mod adapters;
 pub mod arrival;
 pub(crate) mod driver;
+mod embeddings;
 mod format;
 mod generate;
 pub mod images;
@@ -59,6 +60,8 @@ pub(crate) struct ScheduleStats {
     pub running: AtomicI64,
     pub prompt_tokens: AtomicU64,
     pub generation_tokens: AtomicU64,
+    /// Embeddings requests answered (`vllm:request_success`).
+    pub embedded: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -78,6 +81,8 @@ pub(crate) struct Inner {
     pub shutdown: watch::Receiver<bool>,
     /// The resident LoRA adapters (`[adapters]`).
     pub adapter_slots: adapters::Slots,
+    /// The embedding engine, when the configuration is an embedding model.
+    pub embeddings: Option<embeddings::Batcher>,
 }
 
 /// Shared state of one simulated engine: configuration, the driver task's
@@ -134,6 +139,10 @@ impl SimState {
         } else {
             None
         };
+        let embed = config
+            .embeddings
+            .clone()
+            .map(|e| embeddings::Batcher::start(e, config.time_scale, shutdown.clone()));
         SimState {
             inner: Arc::new(Inner {
                 config,
@@ -149,6 +158,7 @@ impl SimState {
                 shutdown_tx,
                 shutdown,
                 adapter_slots: adapters::Slots::new(),
+                embeddings: embed,
             }),
         }
     }
@@ -180,6 +190,7 @@ pub fn app(state: SimState) -> Router {
     Router::new()
         .route("/v1/completions", post(generate::completions))
         .route("/v1/chat/completions", post(generate::chat_completions))
+        .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/v1/models", get(routes::models))
         .route("/health", get(routes::health))
         .route("/tokenize", post(routes::tokenize))

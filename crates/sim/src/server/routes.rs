@@ -187,11 +187,12 @@ pub(super) async fn metrics(State(state): State<SimState>) -> Response {
 /// vLLM's metric families (the ones goodput reads), in vLLM's names and order.
 fn metrics_text(state: &SimState) -> String {
     let c = state.config();
-    let (running, waiting, kv, counters) = {
+    let (running, waiting, kv, mut counters) = {
         let p = state.inner.published.lock();
         (p.running as f64, p.waiting as f64, p.kv_usage, p.counters)
     };
     let s = &state.inner.schedule_stats;
+    counters.requests_finished += s.embedded.load(Ordering::Relaxed);
     let running = running + s.running.load(Ordering::Relaxed).max(0) as f64;
     let prompt = counters.prompt_tokens + s.prompt_tokens.load(Ordering::Relaxed);
     let generation = counters.generation_tokens + s.generation_tokens.load(Ordering::Relaxed);

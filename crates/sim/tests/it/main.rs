@@ -8,11 +8,13 @@
 //! - [`faults`]: the timing probe and fault injection;
 //! - [`reasoning`]: thinking streams (`delta.reasoning`);
 //! - [`adapters`]: LoRA adapters: names, 404, slots and load, slowdown;
+//! - [`embeddings`]: `/v1/embeddings` of an embedding model;
 //! - [`common`]: a server on 127.0.0.1 port 0 and an SSE reader.
 
 mod adapters;
 mod common;
 mod config;
+mod embeddings;
 mod faults;
 mod openai;
 mod realtime;

@@ -170,8 +170,8 @@ fn flags_that_cannot_map_are_refused_with_the_reason() {
             "greedily",
         ),
         (
-            vec!["--url", "http://h:1", "--endpoint", "/v1/embeddings"],
-            "/v1/completions",
+            vec!["--url", "http://h:1", "--endpoint", "/v1/rerank"],
+            "/v1/embeddings",
         ),
         (
             vec![
@@ -205,6 +205,34 @@ fn flags_that_cannot_map_are_refused_with_the_reason() {
         let e = plan(&args).expect_err("refused").to_string();
         assert!(e.contains(says), "{args:?}: {e}");
     }
+}
+
+#[test]
+fn an_embeddings_server_gets_an_e2el_slo_when_none_is_given() {
+    for args in [
+        vec!["--url", "http://h:1", "--endpoint", "/v1/embeddings"],
+        vec!["--url", "http://h:1", "--api", "embeddings"],
+    ] {
+        let p = plan(&args).unwrap();
+        assert_eq!(
+            p.engines["server"].api,
+            crate::define::profile::Api::Embeddings
+        );
+        let bounded: Vec<_> = p.slo.bounds.iter().collect();
+        assert_eq!(bounded, [(report::SloMetric::E2el, 1000.0)], "{args:?}");
+    }
+    // A TTFT bound given with it is refused, naming e2el_ms.
+    let e = plan(&[
+        "--url",
+        "http://h:1",
+        "--api",
+        "embeddings",
+        "--slo",
+        "ttft:100",
+    ])
+    .expect_err("no TTFT for embeddings")
+    .to_string();
+    assert!(e.contains("ttft") && e.contains("e2el_ms"), "{e}");
 }
 
 #[test]

@@ -137,6 +137,7 @@ impl Profile {
             .map_err(|m| check.bad("usd_per_hour", m))?;
         let engines = super::chat::with_chat_controls(&check, &self.workload, engines)?;
         let tools = super::tools::check_tools(&check, &self.workload, &engines, spec.seed)?;
+        super::embeddings::check_embeddings(&check, &self.workload, &engines, &slo)?;
         let calls_asked = tools.as_ref().is_some_and(|t| t.choice != "none");
         super::tools::check_requirements(&check, &slo, calls_asked)?;
         let images =
@@ -213,8 +214,12 @@ pub fn plan_bytes(workload: &super::Workload, requests: u32) -> Option<u64> {
         W::Synthetic {
             input_tokens,
             range_ratio,
+            inputs,
             ..
-        } => (f64::from(*input_tokens) * (1.0 + range_ratio.clamp(0.0, 1.0))).ceil() as u64,
+        } => {
+            let one = (f64::from(*input_tokens) * (1.0 + range_ratio.clamp(0.0, 1.0))).ceil();
+            one as u64 * u64::from(inputs.unwrap_or(1))
+        }
         W::Prefix(p) => u64::from(p.prefix_tokens) + u64::from(p.suffix_tokens),
         W::Trace(t) => t.requests.iter().map(|r| u64::from(r.input_tokens)).max()?,
         _ => return None,

@@ -9,6 +9,7 @@ use crate::define::profile::{EngineSpec, LoadMode, TelemetrySpec};
 pub mod adapters;
 mod chat;
 mod check;
+mod embeddings;
 mod engines;
 pub mod images;
 mod jsonl;

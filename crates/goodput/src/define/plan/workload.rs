@@ -17,13 +17,19 @@ pub(super) fn check_workload(check: &Checker, w: &WorkloadSpec) -> Result<Worklo
         WorkloadSpec::Synthetic(s) => {
             check_range_ratio(check, s.range_ratio)?;
             let input_tokens = required(check, w.kind(), "input_tokens", s.input_tokens)?;
-            let output_tokens = required(check, w.kind(), "output_tokens", s.output_tokens)?;
+            let inputs = super::embeddings::check_inputs(check, s.inputs)?;
+            // Embeddings generate nothing: a workload of inputs needs no output length.
+            let output_tokens = match (inputs, s.output_tokens) {
+                (Some(_), None) => 0,
+                _ => required(check, w.kind(), "output_tokens", s.output_tokens)?,
+            };
             Ok(Workload::Synthetic {
                 input_tokens,
                 output_tokens,
                 range_ratio: s.range_ratio,
                 text: s.text,
                 calibrate: s.calibrate,
+                inputs,
             })
         }
         WorkloadSpec::Jsonl(j) => {

@@ -49,7 +49,7 @@ pub struct EngineSpec {
     /// vLLM, SGLang and llama.cpp, also the model to load (path or hub id).
     #[serde(default)]
     pub model: Option<String>,
-    /// `completions` (default) or `chat`.
+    /// `completions` (default), `chat` or `embeddings`.
     #[serde(default)]
     pub api: Api,
     /// Name of an environment variable holding the API key (never the key itself).
@@ -113,7 +113,8 @@ pub struct EngineSpec {
     pub ca_cert: Option<PathBuf>,
 }
 
-/// Which OpenAI API to stream from.
+/// Which OpenAI API to send to: one that streams generated tokens, or
+/// `embeddings`, answered whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Api {
@@ -122,6 +123,9 @@ pub enum Api {
     Completions,
     /// `POST /v1/chat/completions`.
     Chat,
+    /// `POST /v1/embeddings`: `[workload] inputs` texts a request, answered whole
+    /// (no stream).
+    Embeddings,
 }
 
 impl Api {
@@ -130,6 +134,7 @@ impl Api {
         match self {
             Api::Completions => "/v1/completions",
             Api::Chat => "/v1/chat/completions",
+            Api::Embeddings => "/v1/embeddings",
         }
     }
     /// Name as in the profile.
@@ -137,7 +142,14 @@ impl Api {
         match self {
             Api::Completions => "completions",
             Api::Chat => "chat",
+            Api::Embeddings => "embeddings",
         }
+    }
+
+    /// Whether its answers are embeddings, read whole, rather than a stream of
+    /// generated tokens.
+    pub fn embeds(self) -> bool {
+        self == Api::Embeddings
     }
 }
 

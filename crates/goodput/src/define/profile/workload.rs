@@ -74,6 +74,9 @@ pub struct SyntheticSpec {
     pub text: TextStyle,
     /// Calibrate prompt lengths through the engine's `/tokenize`.
     pub calibrate: bool,
+    /// `api = "embeddings"` engines: texts (each of `input_tokens`) a request
+    /// carries in `input` (default 1).
+    pub inputs: Option<u32>,
     /// The chat API's controls.
     pub chat: ChatControls,
 }
@@ -200,6 +203,7 @@ pub fn keys(kind: WorkloadKind) -> &'static [&'static str] {
             "range_ratio",
             "text",
             "calibrate",
+            "inputs",
         ],
         WorkloadKind::Jsonl => &["path", "output_tokens"],
         WorkloadKind::Prefix => &[

@@ -252,6 +252,7 @@ impl Session {
             tools: None,
             tools_offered: 0,
             images: None,
+            inputs: None,
         };
         self.in_flight = Some((turn, shared));
         Some(TurnRequest {
@@ -352,7 +353,8 @@ impl Builder {
                 messages.push(json!({"role": "user", "content": user}));
                 json!({"model": self.model, "messages": messages})
             }
-            Api::Completions => {
+            // The plan gives embeddings engines synthetic workloads only.
+            Api::Completions | Api::Embeddings => {
                 let mut prompt = String::new();
                 for e in history {
                     prompt.push_str(&format!("User: {}\n\nAssistant: {}\n\n", e.user, e.reply));

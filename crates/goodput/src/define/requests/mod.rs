@@ -19,6 +19,7 @@ use crate::define::profile::{Api, TextStyle};
 
 pub mod adapters;
 pub mod conversation;
+pub mod embeddings;
 pub mod images;
 pub mod prefix;
 pub mod salt;
@@ -64,6 +65,8 @@ pub struct Asked {
     pub tools_offered: u32,
     /// The images carried (`[workload] images`).
     pub images: Option<images::ImagesSent>,
+    /// Texts an embeddings request carries in `input` ([`embeddings`]).
+    pub inputs: Option<u32>,
 }
 
 /// Builds prompts and bodies.
@@ -104,6 +107,17 @@ impl Builder {
 
     fn one(&self, rng: &mut StdRng, i: u32) -> Prepared {
         let (prompt, asked, fixed) = match &self.workload {
+            Workload::Synthetic {
+                input_tokens,
+                range_ratio,
+                text,
+                inputs,
+                ..
+            } if self.api.embeds() => {
+                let inputs = inputs.unwrap_or(embeddings::DEFAULT_INPUTS);
+                let lengths = (*input_tokens, *range_ratio, *text);
+                return embeddings::one(self, rng, lengths, inputs);
+            }
             Workload::Synthetic {
                 input_tokens,
                 output_tokens,
@@ -156,7 +170,7 @@ impl Builder {
     }
 
     /// Words of synthetic text for about `tokens` tokens on this engine.
-    fn words(&self, tokens: u32) -> usize {
+    pub(crate) fn words(&self, tokens: u32) -> usize {
         ((tokens as f64) / self.tokens_per_word).round().max(1.0) as usize
     }
 
@@ -184,6 +198,7 @@ impl Builder {
     /// The JSON body of a streaming request.
     pub fn body(&self, prompt: &str, max_tokens: Option<u32>, fixed: bool) -> serde_json::Value {
         let body = match self.api {
+            Api::Embeddings => return embeddings::body(self, &[prompt.to_string()]),
             Api::Completions => json!({"model": self.model, "prompt": prompt}),
             Api::Chat => {
                 json!({"model": self.model, "messages": [{"role": "user", "content": prompt}]})
@@ -202,7 +217,7 @@ impl Builder {
     ) -> serde_json::Value {
         if let Some(salt) = self.salt.as_deref() {
             let text = match self.api {
-                Api::Completions => body.get_mut("prompt"),
+                Api::Completions | Api::Embeddings => body.get_mut("prompt"),
                 Api::Chat => body
                     .get_mut("messages")
                     .and_then(|m| m.get_mut(0))
@@ -358,6 +373,9 @@ pub enum Workload {
         text: TextStyle,
         /// Use `/tokenize` to hit the length.
         calibrate: bool,
+        /// Texts an embeddings request carries (`[workload] inputs`); `None`: not
+        /// given (one, for an embeddings engine).
+        inputs: Option<u32>,
     },
     /// Prompts from a file.
     Jsonl {
@@ -399,6 +417,7 @@ mod tests {
                 range_ratio: 0.5,
                 text,
                 calibrate: false,
+                inputs: None,
             },
             model: "m".into(),
             api: Api::Completions,
@@ -451,6 +470,7 @@ mod tests {
                 range_ratio: 0.0,
                 text: TextStyle::Repetitive,
                 calibrate: false,
+                inputs: None,
             },
             model: "m".into(),
             api: Api::Completions,

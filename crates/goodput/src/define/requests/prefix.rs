@@ -63,6 +63,7 @@ pub(super) fn build(b: &Builder, p: &PrefixWorkload, n: u32, key: u64) -> Vec<Pr
                 tools: None,
                 tools_offered: 0,
                 images: None,
+                inputs: None,
             };
             b.prepared(&format!("{} {own}", prefixes[g as usize]), asked, true)
         })

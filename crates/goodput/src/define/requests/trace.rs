@@ -153,6 +153,7 @@ pub(super) fn build(b: &Builder, t: &TraceWorkload, n: u32, key: u64) -> Vec<Pre
                 tools: None,
                 tools_offered: 0,
                 images: None,
+                inputs: None,
             };
             b.prepared(&text.join(" "), asked, true)
         })

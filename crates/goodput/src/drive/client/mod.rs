@@ -15,6 +15,7 @@
 //! request allows ([`max_content_chunks`]) and by [`SseLimits::max_stream_bytes`].
 
 pub mod direct;
+mod embed;
 mod errors;
 mod events;
 pub mod request_id;
@@ -330,6 +331,9 @@ impl Exchange<'_> {
         stamps: Option<&stamped::Stamps>,
     ) -> Result<(), Failure> {
         self.rec.status = Some(status.as_u16());
+        if self.rec.embeddings.is_some() {
+            return embed::read(self, status, body, stamps).await;
+        }
         check_response(status, headers, body, self.deadline).await?;
         let at = events::ReadAt {
             deadline: self.deadline,
@@ -513,16 +517,7 @@ async fn check_response<E>(
     body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
     deadline: tokio::time::Instant,
 ) -> Result<(), Failure> {
-    if !status.is_success() {
-        let mut kept = Vec::new();
-        // What arrived before the deadline is kept.
-        let _ = tokio::time::timeout_at(deadline, body_start(body, &mut kept)).await;
-        let detail = crate::redact::cut(&String::from_utf8_lossy(&kept), ERROR_BODY_BYTES);
-        return Err(Failure::new(
-            ErrorKind::Http,
-            format!("HTTP {status}: {detail}"),
-        ));
-    }
+    check_status(status, body, deadline).await?;
     let ctype = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -547,6 +542,26 @@ async fn check_response<E>(
         ));
     }
     Ok(())
+}
+
+/// A 2xx status, or the failure a non-2xx one is, with the start of its body
+/// (read until the deadline at most) in the detail.
+async fn check_status<E>(
+    status: StatusCode,
+    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
+    deadline: tokio::time::Instant,
+) -> Result<(), Failure> {
+    if status.is_success() {
+        return Ok(());
+    }
+    let mut kept = Vec::new();
+    // What arrived before the deadline is kept.
+    let _ = tokio::time::timeout_at(deadline, body_start(body, &mut kept)).await;
+    let detail = crate::redact::cut(&String::from_utf8_lossy(&kept), ERROR_BODY_BYTES);
+    Err(Failure::new(
+        ErrorKind::Http,
+        format!("HTTP {status}: {detail}"),
+    ))
 }
 
 /// Reads `body` into `kept` until it holds [`ERROR_BODY_READ_BYTES`] or the body

@@ -50,6 +50,10 @@ pub fn figures(m: &TrialMetrics, itls: &[f64], tokens: &[f64]) -> IndexMap<Strin
                 (quantile_linear(&v, q), quantile_var(&v, q))
             }
             Taken::OutputRate => (m.output_throughput, tokens_var(d, tokens)),
+            Taken::InputRate => (
+                m.embeddings.input_throughput,
+                m.embeddings.input_rate_var(d),
+            ),
             Taken::Goodput => (
                 m.goodput_rps,
                 d.and_then(|d| report::compare::goodput_var(m.good, m.completed + m.failed, d)),

@@ -24,6 +24,9 @@ pub fn outliers(trials: &[TrialMetrics]) -> Vec<Outlier> {
     for (metric, values) in per_metric {
         let pooled: Vec<(f64, u32, u32)> = trials
             .iter()
+            // An answer not streamed has no TTFT: values and indexes pair only
+            // when every successful request has the metric.
+            .filter(|t| values(t).len() == t.request_indexes.len())
             .flat_map(|t| {
                 values(t)
                     .iter()

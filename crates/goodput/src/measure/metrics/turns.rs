@@ -49,7 +49,7 @@ pub fn trial_turns(records: &[RequestRecord], slo: &report::Slo) -> Option<Trial
         let v = t.by_turn.entry(turn).or_default();
         match request_metrics(r, slo) {
             Some(rm) => {
-                v.ttfts_ms.push(rm.ttft_ms);
+                v.ttfts_ms.extend(rm.ttft_ms);
                 v.tpots_ms.extend(rm.tpot_ms);
                 if let Some(p) = r.prompt_tokens {
                     v.prompt_tokens = (v.prompt_tokens.0.saturating_add(p), v.prompt_tokens.1 + 1);

@@ -162,7 +162,7 @@ fn attributes(
     put("goodput.error", error.map(Value::from));
     let m = request_metrics(rec, trial.slo);
     if let Some(m) = &m {
-        put("goodput.ttft_ms", Some(m.ttft_ms.into()));
+        put("goodput.ttft_ms", m.ttft_ms.map(Value::from));
         put("goodput.e2el_ms", Some(m.e2el_ms.into()));
         put("goodput.tpot_ms", m.tpot_ms.map(Value::from));
     }

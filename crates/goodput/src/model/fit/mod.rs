@@ -146,6 +146,13 @@ pub fn fit(records: &[RequestRecord], ctx: &FitContext) -> Result<Fit, String> {
             ctx.source, ctx.engine
         ));
     }
+    if mine.iter().any(|r| r.embeddings.is_some()) {
+        return Err(format!(
+            "{}: engine `{}` answered embeddings: goodput fit models an engine that \
+             generates (its steps of tokens), and an embeddings answer has none",
+            ctx.source, ctx.engine
+        ));
+    }
     let ok = mine
         .iter()
         .filter(|r| r.ok() && !r.chunks.is_empty())

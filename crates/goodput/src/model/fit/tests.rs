@@ -354,6 +354,17 @@ fn records_without_chunk_times_are_a_clear_error() {
 }
 
 #[test]
+fn embeddings_records_are_refused_by_name() {
+    let mut recs = records(&truth(), &[1], 4, false);
+    for r in &mut recs {
+        r.chunks.clear();
+        r.embeddings = Some(crate::drive::record::Embedded::asked(2));
+    }
+    let e = fit(&recs, &ctx()).unwrap_err();
+    assert!(e.contains("answered embeddings"), "{e}");
+}
+
+#[test]
 fn one_chunk_per_request_fits_without_a_decode_cost_and_no_nan() {
     let mut recs = records(&truth(), &[1, 2], 6, false);
     for r in &mut recs {

@@ -97,6 +97,18 @@ impl Model {
 /// Predicts every engine of the plan with `model`: its load levels, or its capacity
 /// search. Writes the report and its requests file; returns the report.
 pub fn predict(plan: &Plan, model: &Model, opts: &PredictOptions) -> anyhow::Result<Report> {
+    if let Some(name) = plan
+        .engines
+        .iter()
+        .find(|(_, e)| e.api.embeds())
+        .map(|(n, _)| n)
+    {
+        return Err(crate::UsageError(format!(
+            "engine `{name}` uses api = \"embeddings\": the engine model predicts generation \
+             (its steps of tokens), not embeddings; measure it with `goodput run`"
+        ))
+        .into());
+    }
     let rec_path = records_path(&opts.output);
     for p in [&opts.output, &rec_path] {
         if p.exists() && !opts.force {

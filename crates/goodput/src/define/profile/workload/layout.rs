@@ -79,6 +79,7 @@ pub struct WrittenWorkload {
     image_size: Option<[u32; 2]>,
     #[serde(default)]
     image_format: Option<String>,
+    inputs: Option<u32>,
 }
 
 impl WrittenWorkload {
@@ -108,6 +109,7 @@ impl WrittenWorkload {
             ("num_prompts", w.num_prompts.is_some()),
             ("max_total_tokens", w.max_total_tokens.is_some()),
             ("tokenizer", w.tokenizer.is_some()),
+            ("inputs", w.inputs.is_some()),
         ]
         .into_iter()
         .filter_map(|(k, given)| given.then_some(k))
@@ -144,6 +146,7 @@ impl TryFrom<WrittenWorkload> for WorkloadSpec {
                 range_ratio,
                 text,
                 calibrate,
+                inputs: w.inputs,
                 chat,
             }),
             WorkloadKind::Jsonl => WorkloadSpec::Jsonl(JsonlSpec {
@@ -258,6 +261,7 @@ pub struct FlatWorkload {
     image_size: Option<[u32; 2]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     image_format: Option<String>,
+    inputs: Option<u32>,
 }
 
 impl From<WorkloadSpec> for FlatWorkload {
@@ -297,12 +301,13 @@ impl From<WorkloadSpec> for FlatWorkload {
             images: chat.images,
             image_size: chat.image_size,
             image_format: chat.image_format,
+            inputs: None,
         };
         match spec {
             WorkloadSpec::Synthetic(w) => {
                 (f.input_tokens, f.output_tokens, f.range_ratio) =
                     (w.input_tokens, w.output_tokens, w.range_ratio);
-                (f.text, f.calibrate) = (w.text, w.calibrate);
+                (f.text, f.calibrate, f.inputs) = (w.text, w.calibrate, w.inputs);
             }
             WorkloadSpec::Jsonl(w) => (f.path, f.output_tokens) = (w.path, w.output_tokens),
             WorkloadSpec::Prefix(w) => {
