@@ -152,6 +152,8 @@ impl Reader {
 
 /// The receive time and the queued count among the control messages `recvmsg`
 /// left in `msg`'s control buffer; other messages are skipped.
+// The lengths are `size_t` with glibc and `socklen_t` with musl: cast either way.
+#[allow(clippy::unnecessary_cast)]
 fn parse_control(msg: &libc::msghdr) -> Control {
     let mut out = Control::default();
     // SAFETY: `msg` is the header `recvmsg` filled: `msg_control` points at a

@@ -243,6 +243,17 @@ mod tests {
         assert_eq!((run, missing.len()), (vec![5, 10], 0));
     }
 
+    /// Streams are held open, measured, and stopped (not left to finish: 2 s
+    /// between tokens).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn streams_are_held_measured_and_stopped() {
+        let sim = SimKind::InProcess { threads: 1 };
+        let f = hold(&sim, 3, (2000.0, 8), 0).await.unwrap();
+        assert_eq!((f.streams, f.sent), (3, 3));
+        assert!(f.answered <= 3);
+        assert!(f.rss_open > 0 && f.rss_per_stream() > 0.0);
+    }
+
     #[test]
     fn per_stream_figures_divide_the_growth() {
         let f = HoldFigures {

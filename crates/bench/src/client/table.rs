@@ -232,20 +232,6 @@ pub fn rates(runs: &[RateFigures]) -> String {
     grid(&columns, &rows)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_well() {
-        assert_eq!(count(1234567.4), "1,234,567");
-        assert_eq!(count(999.0), "999");
-        assert_eq!(count(-1500.0), "-1,500");
-        assert_eq!(ms(Some(0.01234)), "0.012");
-        assert_eq!(ms(None), "-");
-    }
-}
-
 /// The memory table: each count held, its growth per stream, and the growth per
 /// stream from the count before it (what one more stream costs); then each count
 /// not measured, with why.
@@ -297,4 +283,18 @@ pub fn hold(rows: &[HoldRow]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(count(1234567.4), "1,234,567");
+        assert_eq!(count(999.0), "999");
+        assert_eq!(count(-1500.0), "-1,500");
+        assert_eq!(ms(Some(0.01234)), "0.012");
+        assert_eq!(ms(None), "-");
+    }
 }
