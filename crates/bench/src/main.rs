@@ -12,12 +12,17 @@
 //! - [`client`]: the client-fidelity benchmark (plan, runs, figures, floor, tables).
 //! - [`sim`]: the simulator under the benchmark, as a child `goodput sim` or in-process.
 //! - [`os`]: CPU time, RSS, file-descriptor limit, CPU affinity.
+//! - [`heap`]: the allocator, counting live heap bytes.
 
 mod client;
+mod heap;
 mod os;
 mod sim;
 
 use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static ALLOCATOR: heap::Counting = heap::Counting;
 
 /// goodput's own benchmarks; each prints its figures as Markdown.
 #[derive(Debug, Parser)]

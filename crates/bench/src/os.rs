@@ -81,28 +81,11 @@ pub fn rss_bytes() -> u64 {
     pages * u64::try_from(page).unwrap_or(4096)
 }
 
-/// Raises the soft limit on open files to the hard limit; returns the new soft limit.
-pub fn raise_fd_limit() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain syscalls on a valid, owned rlimit struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 0;
-        }
-        if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim = raised;
-            }
-        }
-    }
-    lim.rlim_cur
+/// Raises the limit on open files as far as this process may toward `want`
+/// (goodput's own rule: [`goodput::drive::load::fds::raise_limit_toward`]); the
+/// soft limit now (`u64::MAX`: unlimited).
+pub fn raise_fd_limit(want: u64) -> u64 {
+    goodput::drive::load::fds::raise_limit_toward(want).unwrap_or(u64::MAX)
 }
 
 /// CPUs this thread may run on.
@@ -203,7 +186,7 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(cpu_time() >= before);
-        assert!(raise_fd_limit() > 0);
+        assert!(raise_fd_limit(1) > 0);
         assert!(!allowed_cpus().is_empty());
         let peak = RssPeak::start(Duration::from_millis(1)).finish();
         assert!(peak > 0);

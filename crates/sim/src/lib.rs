@@ -17,16 +17,17 @@
 //! - [`server`]: the axum app; a driver task runs the model on the wall clock.
 //! - [`faults`]: fault-injection specs (`x-goodput-fault` header, `faults` config).
 //! - [`text`]: the deterministic tokenizer and generated words.
-//! - [`clock`]: CLOCK_MONOTONIC timestamps for the timing probe.
+//!
+//! Its clock (`CLOCK_MONOTONIC` ns, the timing probe's) and its stamped reads (a
+//! request's clock started at the kernel's receive time) are `goodput-stamped`'s,
+//! shared with goodput's client.
 
 #![warn(missing_docs)]
 
-pub mod clock;
 pub mod config;
 pub mod faults;
 pub mod model;
 pub mod server;
-pub mod stamped;
 pub mod text;
 
 use std::io::Write as _;

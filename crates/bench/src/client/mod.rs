@@ -23,10 +23,12 @@
 //! - [`scenarios`]: one run each (closed loop or rate), through [`goodput::drive::load`].
 //! - [`figures`]: the figures of a run from its records (pure).
 //! - [`floor`]: the same runs through a minimal raw-socket client: the lag floor.
+//! - [`hold`]: memory per open stream, with slow streams held open at 1k, 10k, 100k.
 //! - [`table`]: Markdown tables.
 
 pub mod figures;
 pub mod floor;
+pub mod hold;
 pub mod plan;
 pub mod scenarios;
 pub mod table;
@@ -49,7 +51,8 @@ use table::SweepStep;
 pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     let plan = BenchPlan::from_args(&args)?;
     let host = goodput::measure::environment::host();
-    let fd_limit = os::raise_fd_limit();
+    let most_held = plan.hold.iter().max().copied().unwrap_or(0) as u64;
+    let fd_limit = os::raise_fd_limit(most_held + hold::MARGIN);
     let cpus = os::allowed_cpus();
     let (client_cpus, sim_cpus) = if plan.pin && cpus.len() > plan.client_threads {
         let (a, b) = cpus.split_at(plan.client_threads);
@@ -82,7 +85,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<i32> {
     )?;
     out.flush()?;
     drop(out);
-    let code = rt.block_on(run_all(&plan, &kind))?;
+    let code = rt.block_on(run_all(&plan, &kind, fd_limit))?;
     Ok(code)
 }
 
@@ -216,8 +219,10 @@ fn stream_run(plan: &BenchPlan, streams: usize, itl_ms: f64, duration: Duration)
 
 /// Every section the plan asks for, in order; exit code 3 when a fidelity or
 /// rate run failed.
-async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
+async fn run_all(plan: &BenchPlan, kind: &SimKind, fd_limit: u64) -> anyhow::Result<i32> {
     let mut kept = Kept::open(plan)?;
+    // First, while nothing else has grown the heap (a later run would reuse it).
+    hold_runs(plan, kind, fd_limit, &mut kept).await?;
     let fidelity = fidelity_runs(plan, kind, &mut kept).await?;
     print(&format!(
         "\n## Fidelity (closed loop; ms; lag = client receipt − server write per chunk; errors = measured − configured)\n\n{}",
@@ -232,6 +237,42 @@ async fn run_all(plan: &BenchPlan, kind: &SimKind) -> anyhow::Result<i32> {
     }
     rate_runs(plan, kind, &mut kept).await?;
     Ok(if kept.failed_runs > 0 { 3 } else { 0 })
+}
+
+/// Memory per open stream at each `--hold` count the machine allows (the others
+/// named, with why); prints its table unless the plan holds none.
+async fn hold_runs(
+    plan: &BenchPlan,
+    kind: &SimKind,
+    fd_limit: u64,
+    kept: &mut Kept,
+) -> anyhow::Result<()> {
+    if plan.hold.is_empty() {
+        return Ok(());
+    }
+    let (counts, missing) = hold::plan(&plan.hold, fd_limit, hold::ephemeral_ports());
+    let mut rows = missing;
+    let rss_before = os::rss_bytes();
+    for n in counts {
+        progress(&format!(
+            "hold: {n} streams open at ITL {} ms",
+            plan.hold_itl_ms
+        ));
+        let shape = (plan.hold_itl_ms, plan.hold_tokens);
+        match hold::hold(kind, n, shape, rss_before).await {
+            Ok(f) => rows.push(hold::HoldRow::Measured(f)),
+            Err(e) => {
+                kept.failed_runs += 1;
+                progress(&format!("hold {n} failed: {e:#}"));
+            }
+        }
+    }
+    print(&format!(
+        "\n## Memory per open stream ({} tokens asked per stream, the simulator streaming one every {} ms; RSS of this process read while every stream is open, minus its RSS before the first count; live heap minus before the count's connections were opened)\n\n{}",
+        plan.hold_tokens,
+        plan.hold_itl_ms,
+        table::hold(&rows)
+    ))
 }
 
 /// The closed-loop runs, every stream count at every ITL; a failed one is

@@ -63,6 +63,16 @@ pub struct BenchArgs {
     /// program, as `cargo build --release -p goodput -p goodput-bench` leaves it).
     #[arg(long, value_name = "PATH")]
     pub sim_bin: Option<PathBuf>,
+    /// Stream counts held open at once for the memory figures (`none` to skip); a
+    /// count the machine does not allow is named and the largest allowed measured.
+    #[arg(long, value_name = "LIST", default_value = "1000,10000,100000")]
+    pub hold: String,
+    /// The simulator's ITL while streams are held, ms (slow streams).
+    #[arg(long, default_value_t = 10_000.0)]
+    pub hold_itl_ms: f64,
+    /// Output tokens each held stream asks for (none ends while measured).
+    #[arg(long, default_value_t = 256)]
+    pub hold_tokens: u32,
     /// Also write every request's record (JSON Lines; `engine` names the run, `x` its
     /// streams or rate) to this file.
     #[arg(long, value_name = "PATH")]
@@ -110,6 +120,12 @@ pub struct BenchPlan {
     pub sim_bin: PathBuf,
     /// Where to write the records, if anywhere.
     pub records: Option<PathBuf>,
+    /// Stream counts held open for the memory figures.
+    pub hold: Vec<usize>,
+    /// ITL of the held streams, ms.
+    pub hold_itl_ms: f64,
+    /// Tokens each held stream asks for.
+    pub hold_tokens: u32,
 }
 
 fn list<T: std::str::FromStr>(flag: &str, text: &str) -> anyhow::Result<Vec<T>> {
@@ -155,6 +171,13 @@ impl BenchPlan {
         {
             anyhow::bail!("ITL, TTFT and rates must be finite and not negative");
         }
+        let hold: Vec<usize> = list("hold", &a.hold)?;
+        if hold.contains(&0)
+            || a.hold_tokens < 2
+            || !(a.hold_itl_ms.is_finite() && a.hold_itl_ms >= 1000.0)
+        {
+            anyhow::bail!("--hold needs counts above 0, --hold-tokens at least 2 and --hold-itl-ms at least 1000");
+        }
         if rates.contains(&0.0) {
             anyhow::bail!("--rates: a rate of 0");
         }
@@ -193,6 +216,9 @@ impl BenchPlan {
             sim: a.sim,
             sim_bin,
             records: a.records.clone(),
+            hold,
+            hold_itl_ms: a.hold_itl_ms,
+            hold_tokens: a.hold_tokens,
         })
     }
 }
@@ -221,6 +247,9 @@ mod tests {
         assert_eq!(p.rates, vec![100.0, 1000.0]);
         assert_eq!(p.duration, Duration::from_secs(10));
         assert_eq!(p.sweep_itl_ms, Some(1.0));
+        assert_eq!(p.hold, vec![1000, 10_000, 100_000]);
+        assert!(plan(&["--hold", "none"]).unwrap().hold.is_empty());
+        assert!(plan(&["--hold", "0"]).is_err());
         let q = plan(&["--quick", "--rates", "none", "--no-sweep"]).unwrap();
         assert_eq!(q.streams, vec![1, 100, 1000]);
         assert!(q.rates.is_empty() && q.sweep_itl_ms.is_none());

@@ -47,7 +47,8 @@ pub struct RateRun {
     pub seed: u64,
 }
 
-fn request(tokens: u32) -> Prepared {
+/// One completion request of `tokens` output tokens (exactly that many).
+pub(super) fn request(tokens: u32) -> Prepared {
     let body = serde_json::json!({
         "model": "goodput-sim",
         "prompt": "bench",
@@ -87,7 +88,8 @@ fn limits() -> Limits {
     }
 }
 
-fn trial(
+/// A trial of `requests` at level `x`, as `goodput run` builds one.
+pub(super) fn trial(
     engine: &str,
     x: f64,
     mode: LoadMode,
@@ -114,7 +116,7 @@ fn trial(
 
 /// One run's simulator, its target and the HTTP client, with this process's RSS
 /// from before the simulator started (the base of the run's RSS growth).
-struct Session {
+pub(super) struct Session {
     sim: Sim,
     target: Target,
     client: reqwest::Client,
@@ -123,7 +125,7 @@ struct Session {
 
 impl Session {
     /// Starts a simulator serving `schedule` and a client for `connections`.
-    async fn start(
+    pub(super) async fn start(
         kind: &SimKind,
         schedule: Schedule,
         connections: usize,
@@ -148,9 +150,14 @@ impl Session {
         })
     }
 
+    /// The HTTP client and the target, for a trial of the caller's own.
+    pub(super) fn client_and_target(&self) -> (reqwest::Client, Target) {
+        (self.client.clone(), self.target.clone())
+    }
+
     /// Opens the connections the measured run uses, as `goodput run` does before a
     /// trial ([`Target::preconnect`]).
-    async fn warm_up(&self, connections: usize) -> anyhow::Result<()> {
+    pub(super) async fn warm_up(&self, connections: usize) -> anyhow::Result<()> {
         self.target
             .preconnect(connections)
             .await
@@ -203,7 +210,7 @@ impl Session {
     }
 
     /// Drops the client (closing its connections), then stops the simulator.
-    async fn stop(self) {
+    pub(super) async fn stop(self) {
         drop(self.client);
         self.sim.stop().await;
     }

@@ -2,6 +2,7 @@
 
 use super::figures::{RateFigures, Spread, StreamFigures};
 use super::floor::Floor;
+use super::hold::HoldRow;
 
 /// Milliseconds with three decimals (microsecond resolution), `-` when unknown.
 pub fn ms(v: Option<f64>) -> String {
@@ -229,6 +230,59 @@ pub fn rates(runs: &[RateFigures]) -> String {
         })
         .collect();
     grid(&columns, &rows)
+}
+
+/// The memory table: each count held, its growth per stream, and the growth per
+/// stream from the count before it (what one more stream costs); then each count
+/// not measured, with why.
+pub fn hold(rows: &[HoldRow]) -> String {
+    let mut measured: Vec<_> = rows
+        .iter()
+        .filter_map(|r| match r {
+            HoldRow::Measured(f) => Some(f),
+            HoldRow::NotMeasured { .. } => None,
+        })
+        .collect();
+    measured.sort_by_key(|f| f.streams);
+    let kib = |b: f64| format!("{:.2}", b / 1024.0);
+    let mut body = Vec::new();
+    let mut prev: Option<&super::hold::HoldFigures> = None;
+    for f in &measured {
+        let marginal = prev
+            .filter(|p| f.streams > p.streams)
+            .map(|p| (f.rss_open as f64 - p.rss_open as f64) / (f.streams - p.streams) as f64);
+        body.push(vec![
+            count(f.streams as f64),
+            format!("{}/{}", count(f.sent as f64), count(f.answered as f64)),
+            kib(f.rss_per_stream()),
+            marginal.map_or_else(|| "-".into(), kib),
+            kib(f.heap_per_stream()),
+            format!("{:.1}", f.rss_open as f64 / 1048576.0),
+            load(f.load_avg),
+        ]);
+        prev = Some(f);
+    }
+    let mut out = grid(
+        &[
+            "streams held",
+            "sent/first token",
+            "RSS KiB/stream",
+            "RSS KiB/stream since the row above",
+            "heap KiB/stream",
+            "RSS MiB",
+            "load 1m",
+        ],
+        &body,
+    );
+    for r in rows {
+        if let HoldRow::NotMeasured { streams, why } = r {
+            out.push_str(&format!(
+                "\n- {} streams: not measured: {why}",
+                count(*streams as f64)
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

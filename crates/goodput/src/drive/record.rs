@@ -21,11 +21,12 @@ pub use embeddings::Embedded;
 pub use tool_calls::ToolCalls;
 
 /// Nanoseconds on `CLOCK_MONOTONIC`: the clock of every timestamp goodput records,
-/// and the clock the simulator's timing probe writes (it is the simulator's own
-/// function: one clock, one implementation), so the two compare across loopback.
+/// and the clock the simulator's timing probe writes (both read it through
+/// `goodput-stamped`: one clock, one implementation), so the two compare across
+/// loopback.
 #[inline]
 pub fn now_ns() -> u64 {
-    goodput_sim::clock::monotonic_ns()
+    goodput_stamped::monotonic_ns()
 }
 
 /// Why a request failed. A failed request is data: counted, never a panic.

@@ -17,7 +17,7 @@ use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use goodput_sim::clock::monotonic_ns;
+use goodput_stamped::monotonic_ns;
 
 use super::os::pin_thread;
 use super::table::quantile;

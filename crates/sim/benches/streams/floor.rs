@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use goodput_sim::clock::MonoClock;
+use goodput_stamped::MonoClock;
 
 use super::Run;
 

@@ -35,9 +35,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use goodput_sim::clock::MonoClock;
 use goodput_sim::config::ScheduleConfig;
 use goodput_sim::SimConfig;
+use goodput_stamped::MonoClock;
 
 mod arrival;
 mod floor;
@@ -393,7 +393,7 @@ fn timer_baseline(cpu: Option<usize>) -> Vec<i64> {
 fn main() {
     raise_fd_limit();
     // The process's first clock read is slow; not inside a calibration.
-    let _ = goodput_sim::clock::monotonic_ns();
+    let _ = goodput_stamped::monotonic_ns();
     let base = Run {
         streams: 2000,
         tokens: 100,

@@ -14,19 +14,14 @@
 //! kept; without a stamped connection at all, the handler's time.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::connect_info::Connected;
 use axum::serve::{IncomingStream, Listener};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-
-use crate::clock::monotonic_ns;
-use crate::stamped;
+use goodput_stamped::{monotonic_ns, Observer, StampedTcp};
+use tokio::net::TcpListener;
 
 /// The most one read takes (a longer request takes more reads; each keeps the
 /// receive time of its last segment).
@@ -48,9 +43,17 @@ impl Arrival {
         let age = monotonic_ns().saturating_sub(ns);
         now.checked_sub(Duration::from_nanos(age)).unwrap_or(now)
     }
+}
 
-    fn set(&self, ns: u64) {
-        self.0.store(ns.max(1), Ordering::Relaxed);
+impl Observer for Arrival {
+    fn received(&mut self, at: u64, _queued: bool) {
+        self.0.store(at.max(1), Ordering::Relaxed);
+    }
+
+    /// Chunks that fell due go first: this read's request has its arrival stamp
+    /// from the kernel, so parsing it a moment later moves nothing.
+    fn defer_read(&mut self) -> bool {
+        super::timer::wake_due()
     }
 }
 
@@ -64,10 +67,14 @@ impl StampedListener {
     /// Asks the kernel for receive timestamps on `inner` (inherited by every
     /// accepted socket); if it refuses, reads are stamped with the read time.
     pub fn new(inner: TcpListener) -> StampedListener {
-        stamped::enable(&inner);
+        goodput_stamped::enable(&inner);
         StampedListener { inner }
     }
 }
+
+/// A TCP connection that reads with `recvmsg` and keeps the receive time of the
+/// last segment read in its [`Arrival`].
+pub type StampedStream = StampedTcp<Arrival>;
 
 impl Listener for StampedListener {
     type Io = StampedStream;
@@ -76,14 +83,9 @@ impl Listener for StampedListener {
     async fn accept(&mut self) -> (StampedStream, std::net::SocketAddr) {
         let (tcp, addr) = Listener::accept(&mut self.inner).await;
         let _ = tcp.set_nodelay(true);
-        // Inherited from the listener on Linux; set again in case it was not.
-        stamped::enable(&tcp);
-        let stream = StampedStream {
-            tcp,
-            arrival: Arrival::default(),
-            reader: stamped::Reader::new(READ_AT_ONCE),
-        };
-        (stream, addr)
+        // Timestamps are inherited from the listener on Linux; `new` asks again in
+        // case they were not.
+        (StampedTcp::new(tcp, READ_AT_ONCE, Arrival::default()), addr)
     }
 
     fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
@@ -93,65 +95,7 @@ impl Listener for StampedListener {
 
 impl Connected<IncomingStream<'_, StampedListener>> for Arrival {
     fn connect_info(stream: IncomingStream<'_, StampedListener>) -> Arrival {
-        stream.io().arrival.clone()
-    }
-}
-
-/// A TCP connection that reads with `recvmsg` and keeps the receive time of
-/// the last segment read in its [`Arrival`].
-pub struct StampedStream {
-    tcp: TcpStream,
-    arrival: Arrival,
-    reader: stamped::Reader,
-}
-
-impl AsyncRead for StampedStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        // Chunks that fell due go first: this read's request has its arrival
-        // stamp from the kernel, so parsing it a moment later moves nothing.
-        if super::timer::wake_due() {
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        if let Some(at) = ready!(this.reader.poll_read(&this.tcp, cx, buf))? {
-            this.arrival.set(at);
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncWrite for StampedStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+        stream.io().observer().clone()
     }
 }
 
@@ -160,6 +104,7 @@ mod tests {
     use super::*;
     use nix::sys::socket::{self, sockopt};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
     /// Bytes that waited in the socket while the reader was busy keep their
     /// arrival time, not the time they were read.
@@ -170,7 +115,7 @@ mod tests {
         let mut listener = StampedListener::new(listener);
         let mut client = TcpStream::connect(addr).await.unwrap();
         let (mut server, _) = Listener::accept(&mut listener).await;
-        let arrival = server.arrival.clone();
+        let arrival = server.observer().clone();
         let now = Instant::now();
         assert_eq!(arrival.instant(now), now, "nothing read yet");
         // The kernel turns receive timestamps on a moment after they are first
@@ -191,7 +136,7 @@ mod tests {
         assert!(at <= read_at);
         // With kernel timestamps the arrival is the send, 30 ms before the read;
         // without them (a kernel that refuses), the read time.
-        let timestamps = socket::getsockopt(&server.tcp, sockopt::ReceiveTimestampns).unwrap();
+        let timestamps = socket::getsockopt(server.tcp(), sockopt::ReceiveTimestampns).unwrap();
         if timestamps {
             assert!(at >= before, "{:?} before the send", before - at);
             assert!(

@@ -45,10 +45,10 @@ use std::time::{Duration, Instant};
 
 use axum::routing::{get, post};
 use axum::Router;
+use goodput_stamped::MonoClock;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
 
-use crate::clock::MonoClock;
 use crate::config::SimConfig;
 use crate::model::{Counters, Engine};
 use driver::{Command, Driver, Published, SimClock};

@@ -22,9 +22,9 @@ use super::plan::{Endpoint, Job, Plan};
 use super::probe_stats::ProbeStats;
 use super::source::{Source, Sources};
 use super::timer;
-use crate::clock::{monotonic_ns, MonoClock};
 use crate::faults::FaultSpec;
 use crate::text;
+use goodput_stamped::{monotonic_ns, MonoClock};
 
 /// How long a `drop_after` fault waits before it drops the connection, so that the
 /// chunks before it reach the client (real time, whatever the time scale).

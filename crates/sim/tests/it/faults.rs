@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use common::{client, fixed, read_sse, Server};
 use futures_util::StreamExt;
-use goodput_sim::clock::MonoClock;
 use goodput_sim::config::FaultRule;
+use goodput_stamped::MonoClock;
 use serde_json::{json, Value};
 
 async fn stream_with_fault(server: &Server, fault: &str, max_tokens: u32) -> reqwest::Response {

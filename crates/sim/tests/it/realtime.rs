@@ -4,9 +4,9 @@
 use crate::common;
 
 use common::{client, read_sse, Server};
-use goodput_sim::clock::monotonic_ns;
 use goodput_sim::model::simulate_closed_loop;
 use goodput_sim::{preset, SimConfig};
+use goodput_stamped::monotonic_ns;
 use serde_json::json;
 
 fn close(actual_ms: f64, expected_ms: f64) -> bool {

@@ -16,7 +16,7 @@ fn close(actual_ms: f64, expected_ms: f64) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_schedule_stream_has_the_configured_ttft_and_itl() {
     let server = Server::start(fixed(120.0, 40.0)).await;
-    let sent_ns = goodput_sim::clock::monotonic_ns();
+    let sent_ns = goodput_stamped::monotonic_ns();
     let sent = Instant::now();
     let resp = client()
         .post(server.url("/v1/completions"))

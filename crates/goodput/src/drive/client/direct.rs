@@ -27,7 +27,7 @@ use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::stamped::{StampedTcp, Stamps};
+use super::stamped::{stamped, StampedTcp, Stamps};
 
 type Driver = http1::Connection<TokioIo<StampedTcp>, Full<Bytes>>;
 
@@ -121,7 +121,7 @@ impl Pool {
                 detail: format!("cannot connect to {}: {e}", self.addr),
             })?;
         let _ = tcp.set_nodelay(true);
-        let (tcp, stamps) = StampedTcp::new(tcp);
+        let (tcp, stamps) = stamped(tcp);
         let (sender, driver) = http1::Builder::new()
             .read_buf_exact_size(Some(READ_BUF_BYTES))
             .handshake(TokioIo::new(tcp))

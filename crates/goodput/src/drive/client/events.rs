@@ -11,6 +11,9 @@ use super::stamped::{chunk_time, ReadMark, Stamps};
 use super::{describe, max_content_chunks, Failure, Limits, SseParser};
 use crate::drive::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
+/// Chunks a record has room for before its first chunk arrives.
+const FIRST_CHUNKS: usize = 32;
+
 /// One timer for the whole stream, re-armed only when it fires: a stall is "no
 /// progress since `last_read + stall`", progress being a content chunk (bytes do
 /// not count: comments, role-only and usage-only events, an endless chunk-size line
@@ -126,9 +129,11 @@ pub(super) async fn read<E: std::error::Error>(
         max_bytes: limits.sse.max_stream_bytes,
         saw_done: false,
     };
-    // Room for every chunk asked for, so recording one never reallocates.
-    let expected = rec.requested_tokens.map_or(0, |n| n.min(1 << 16) as usize);
-    rec.chunks.reserve(expected + 1);
+    // Room for the first chunks; a longer answer doubles it as it grows (after
+    // each chunk's time is taken), so an open stream holds what it received, not
+    // the whole answer it asked for (40 bytes a token: 40 KiB at 1,024 tokens).
+    let expected = rec.requested_tokens.map_or(0, |n| n as usize);
+    rec.chunks.reserve(expected.min(FIRST_CHUNKS) + 1);
     let mut stall = StallTimer::new(limits.stall_timeout, deadline, since);
     let mut reads = Reads::default();
     let timer = tokio::time::sleep_until(stall.next_wake());

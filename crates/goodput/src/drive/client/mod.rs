@@ -212,7 +212,7 @@ pub async fn stream_request(
         rec.error = Some(f.kind);
         rec.error_detail = Some(f.detail);
     }
-    // Chunks were reserved for the whole answer; a short one keeps no slack.
+    // The chunk list grew by doubling; a finished one keeps no slack.
     if rec.chunks.capacity() > 2 * rec.chunks.len() + 16 {
         rec.chunks.shrink_to_fit();
     }
@@ -243,25 +243,24 @@ async fn exchange(
     deadline: tokio::time::Instant,
     origin: u64,
 ) -> Result<(), Failure> {
-    // The headers are made before the request is stamped as sent.
-    let headers = out.headers(&target.headers);
-    let body = out.body;
     let mut at = Exchange {
         rec,
         limits,
         deadline,
         origin,
         since: tokio::time::Instant::now(),
-        body_bytes: body.len() as u64,
+        body_bytes: out.body.len() as u64,
     };
     match &target.pool {
-        Some(pool) => exchange_direct(pool, target, (body, headers), at).await,
+        Some(pool) => exchange_direct(pool, target, &out, at).await,
         None => {
-            let (resp, since) = send(client, target, (body, headers), &mut at).await?;
+            // The headers are made before the request is stamped as sent.
+            let headers = out.headers(&target.headers);
+            let (resp, since) = send(client, target, (out.body, headers), &mut at).await?;
             at.since = since;
             let (status, headers) = (resp.status(), resp.headers().clone());
             let mut body = Box::pin(resp.bytes_stream());
-            at.consume(status, &headers, &mut body, None).await?;
+            at.consume(status, headers, &mut body, None).await?;
             drain(&mut body, at.rec).await;
             Ok(())
         }
@@ -323,18 +322,21 @@ impl Exchange<'_> {
     }
 
     /// Status, content type, then the events into the record, then the final checks.
+    /// The response's headers are dropped once checked: an open stream keeps none.
     async fn consume<E: std::error::Error>(
         &mut self,
         status: StatusCode,
-        headers: &HeaderMap,
+        headers: HeaderMap,
         body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
         stamps: Option<&stamped::Stamps>,
     ) -> Result<(), Failure> {
         self.rec.status = Some(status.as_u16());
         if self.rec.embeddings.is_some() {
+            drop(headers);
             return embed::read(self, status, body, stamps).await;
         }
-        check_response(status, headers, body, self.deadline).await?;
+        check_response(status, &headers, body, self.deadline).await?;
+        drop(headers);
         let at = events::ReadAt {
             deadline: self.deadline,
             origin: self.origin,
@@ -350,11 +352,12 @@ impl Exchange<'_> {
 /// [`exchange`] on a connection of our own: taken from the pool (or opened, its
 /// set-up time recorded as `connect`), driven by this task, and given back when the
 /// response ended cleanly. A pooled connection the server had closed is replaced
-/// once, as [`send`] does.
+/// once, as [`send`] does. Each try's headers are made for it and handed to
+/// hyper, so an open stream keeps no copy of them.
 async fn exchange_direct(
     pool: &direct::Pool,
     target: &Target,
-    (body, headers): (Bytes, HeaderMap),
+    out: &Outgoing,
     mut at: Exchange<'_>,
 ) -> Result<(), Failure> {
     let (deadline, origin) = (at.deadline, at.origin);
@@ -367,6 +370,11 @@ async fn exchange_direct(
             Some(c) => c,
             None => open_direct(pool, target, at.rec, deadline, origin).await?,
         };
+        // The request (its headers made) before it is stamped as sent.
+        let mut req = hyper::Request::post(pool.path.as_str())
+            .body(http_body_util::Full::new(out.body.clone()))
+            .map_err(|e| Failure::new(ErrorKind::Connect, e.to_string()))?;
+        *req.headers_mut() = out.headers(&target.headers);
         let sent_is_now = !target.connect_in_ttft || reused;
         if sent_is_now {
             at.rec.sent = now_ns().saturating_sub(origin);
@@ -374,10 +382,6 @@ async fn exchange_direct(
         at.since = tokio::time::Instant::now();
         let (wait_until, no_headers) = at.header_wait(at.since);
         conn.stamps.expect_send();
-        let mut req = hyper::Request::post(pool.path.as_str())
-            .body(http_body_util::Full::new(body.clone()))
-            .map_err(|e| Failure::new(ErrorKind::Connect, e.to_string()))?;
-        *req.headers_mut() = headers.clone();
         let sent = direct::drive(
             &mut conn.driver,
             &mut conn.ended,
@@ -420,19 +424,17 @@ async fn exchange_direct(
             }
         }
     };
-    let (parts, incoming) = resp.into_parts();
+    // Only the status and the headers (until checked) are kept of the head.
+    let (mut parts, incoming) = resp.into_parts();
+    let (status, headers) = (parts.status, std::mem::take(&mut parts.headers));
+    drop(parts);
     let mut driven = direct::Driven {
         driver: &mut conn.driver,
         ended: &mut conn.ended,
         body: incoming,
     };
-    at.consume(
-        parts.status,
-        &parts.headers,
-        &mut driven,
-        Some(&conn.stamps),
-    )
-    .await?;
+    at.consume(status, headers, &mut driven, Some(&conn.stamps))
+        .await?;
     // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
     // is stamped), so the connection can serve the next request.
     if drain(&mut driven, at.rec).await {

@@ -71,8 +71,10 @@ impl SseParser {
     pub fn new(limits: SseLimits) -> Self {
         SseParser {
             limits,
-            line: Vec::with_capacity(512),
-            data: Vec::with_capacity(512),
+            // Allocated when first needed: `data` by the first event (then kept for
+            // the stream), `line` only by a line split across reads.
+            line: Vec::new(),
+            data: Vec::new(),
             has_data: false,
             dispatched: false,
             skip_lf: false,

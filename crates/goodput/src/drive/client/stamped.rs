@@ -17,7 +17,7 @@
 //!
 //! The kernel keeps one time per read, that of the last segment the read took, and
 //! segments that wait in the receive queue are merged there keeping the later
-//! one's time ([`goodput_sim::stamped`]): a read that finds several writes of the
+//! one's time ([`goodput_stamped`]): a read that finds several writes of the
 //! server waiting (a client behind by more than a token's gap, or off the CPU)
 //! gives all their chunks the last one's arrival, still no later than the read.
 //! A read that finds one write, the usual case, is exact. Which case a chunk is in
@@ -25,17 +25,11 @@
 //! write of the server), or by a read that left bytes queued, has a time that is
 //! only an upper bound, and its record says so (`Chunk::bound`).
 
-use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
 
-use goodput_sim::stamped::{self, Reader};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use goodput_stamped::Observer;
 use tokio::net::TcpStream;
-
-use crate::drive::record::now_ns;
 
 /// The most one read takes: hyper's buffer for a connection (`direct.rs`).
 const READ_AT_ONCE: usize = 2048;
@@ -78,12 +72,6 @@ impl Stamps {
         }
     }
 
-    fn set_received(&self, ns: u64, queued: bool) {
-        self.0[RECEIVED].store(ns.max(1), Ordering::Relaxed);
-        let no = (self.0[READ].load(Ordering::Relaxed) >> 1).wrapping_add(1);
-        self.0[READ].store((no << 1) | u64::from(queued), Ordering::Relaxed);
-    }
-
     /// A request is about to be queued on the connection: the next write is its.
     pub(crate) fn expect_send(&self) {
         self.0[WRITTEN].store(0, Ordering::Relaxed);
@@ -93,8 +81,18 @@ impl Stamps {
     pub(crate) fn first_write(&self) -> Option<u64> {
         Some(self.0[WRITTEN].load(Ordering::Relaxed)).filter(|&t| t != 0)
     }
+}
 
-    fn wrote(&self, began: u64) {
+impl Observer for Stamps {
+    const TIMES_WRITES: bool = true;
+
+    fn received(&mut self, at: u64, queued: bool) {
+        self.0[RECEIVED].store(at.max(1), Ordering::Relaxed);
+        let no = (self.0[READ].load(Ordering::Relaxed) >> 1).wrapping_add(1);
+        self.0[READ].store((no << 1) | u64::from(queued), Ordering::Relaxed);
+    }
+
+    fn wrote(&mut self, began: u64) {
         let _ =
             self.0[WRITTEN].compare_exchange(0, began.max(1), Ordering::Relaxed, Ordering::Relaxed);
     }
@@ -102,81 +100,16 @@ impl Stamps {
 
 /// A TCP connection that reads with `recvmsg` and keeps the receive time of what
 /// it read, and the time its writes began, in its [`Stamps`].
-pub(crate) struct StampedTcp {
-    tcp: TcpStream,
-    stamps: Stamps,
-    reader: Reader,
-}
+pub(crate) type StampedTcp = goodput_stamped::StampedTcp<Stamps>;
 
-impl StampedTcp {
-    /// `tcp`, asking the kernel for receive timestamps (when it refuses, reads keep
-    /// their read time).
-    pub(crate) fn new(tcp: TcpStream) -> (StampedTcp, Stamps) {
-        stamped::enable(&tcp);
-        let stamps = Stamps::default();
-        let s = StampedTcp {
-            tcp,
-            stamps: stamps.clone(),
-            reader: Reader::new(READ_AT_ONCE),
-        };
-        (s, stamps)
-    }
-}
-
-impl AsyncRead for StampedTcp {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if let Some(at) = ready!(this.reader.poll_read(&this.tcp, cx, buf))? {
-            this.stamps.set_received(at, this.reader.left_queued());
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncWrite for StampedTcp {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let began = now_ns();
-        let r = Pin::new(&mut this.tcp).poll_write(cx, buf);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            this.stamps.wrote(began);
-        }
-        r
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let began = now_ns();
-        let r = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
-        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            this.stamps.wrote(began);
-        }
-        r
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.tcp.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
-    }
+/// `tcp`, asking the kernel for receive timestamps (when it refuses, reads keep
+/// their read time), and the stamps its reads and writes leave.
+pub(crate) fn stamped(tcp: TcpStream) -> (StampedTcp, Stamps) {
+    let stamps = Stamps::default();
+    (
+        goodput_stamped::StampedTcp::new(tcp, READ_AT_ONCE, stamps.clone()),
+        stamps,
+    )
 }
 
 /// The time of a chunk read at `now`: the kernel's receive time of its read when
@@ -192,6 +125,7 @@ pub(crate) fn chunk_time(received: Option<u64>, floor: u64, now: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::drive::record::now_ns;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -219,7 +153,7 @@ mod tests {
             let _ = s.read_to_end(&mut all).await;
             all
         });
-        let (mut stream, stamps) = StampedTcp::new(TcpStream::connect(addr).await.unwrap());
+        let (mut stream, stamps) = stamped(TcpStream::connect(addr).await.unwrap());
         stream.write_all(b"before").await.unwrap();
         stamps.expect_send();
         assert_eq!(stamps.first_write(), None);
@@ -232,51 +166,5 @@ mod tests {
         assert!((before..=after).contains(&w), "{before} <= {w} <= {after}");
         drop(stream);
         assert_eq!(server.await.unwrap(), b"beforerequestmore");
-    }
-
-    /// Bytes that wait in the socket while the reader is busy keep the time they
-    /// arrived, not the time they were read.
-    #[tokio::test]
-    async fn a_late_read_keeps_the_arrival_time() {
-        use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (go, went) = std::sync::mpsc::channel::<()>();
-        let (wrote, written) = std::sync::mpsc::channel::<()>();
-        // The writer on a thread of its own, so that it writes while the reader's
-        // thread is busy.
-        let server = std::thread::spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            s.write_all(b"warm").unwrap();
-            went.recv().unwrap();
-            s.write_all(b"data: first\n\n").unwrap();
-            wrote.send(()).unwrap();
-            let mut rest = Vec::new();
-            let _ = s.read_to_end(&mut rest);
-        });
-        let (mut stream, stamps) = StampedTcp::new(TcpStream::connect(addr).await.unwrap());
-        // The kernel turns receive timestamps on a moment after they are first
-        // asked for (a deferred static key): one exchange first, then a pause.
-        let mut buf = [0u8; 64];
-        let n = stream.read(&mut buf).await.unwrap();
-        assert_eq!(&buf[..n], b"warm");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        go.send(()).unwrap();
-        // The bytes are in the socket; the reader stays busy before reading them.
-        written.recv().unwrap();
-        let arrived_by = now_ns();
-        std::thread::sleep(Duration::from_millis(60));
-        let n = stream.read(&mut buf).await.unwrap();
-        let read_at = now_ns();
-        assert_eq!(&buf[..n], b"data: first\n\n");
-        let k = stamps.latest().expect("a stamped read");
-        assert!(k <= arrived_by, "stamped {k}, arrived by {arrived_by}");
-        assert!(
-            read_at - k >= 50_000_000,
-            "the stamp is the arrival ({} ms before the read)",
-            (read_at - k) / 1_000_000
-        );
-        drop(stream);
-        server.join().unwrap();
     }
 }

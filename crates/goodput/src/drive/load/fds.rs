@@ -3,7 +3,9 @@
 //! goodput's own files (the report, the records, engine logs, probes).
 //!
 //! At start, the soft `RLIMIT_NOFILE` is raised to the hard limit, as servers do
-//! (a shell's default soft limit is often 1024, the hard one far above); a plan
+//! (a shell's default soft limit is often 1024, the hard one far above), and the
+//! hard one too when the load needs more and the process may raise it
+//! (`CAP_SYS_RESOURCE`, up to `fs.nr_open`); a plan
 //! whose load cannot fit under it even so is refused before anything runs, with
 //! the limit and how to raise it. A connection that fails for want of descriptors
 //! anyway is the client's failure (`client_limit`), never the server's `connect`;
@@ -57,6 +59,30 @@ pub fn with_reserve<T, E>(
     }
 }
 
+/// Raises the descriptor limit as far as this process may toward `want`: the
+/// hard limit too when `want` is above it and the process is allowed to
+/// (`CAP_SYS_RESOURCE`; up to the kernel's `fs.nr_open`), else the soft limit to
+/// the hard one ([`raise_limit`]). The soft limit now.
+pub fn raise_limit_toward(want: u64) -> Option<u64> {
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if want > hard && hard != RLIM_INFINITY {
+        let ceiling = nr_open().map_or(want, |n| want.min(n));
+        if ceiling > hard && setrlimit(Resource::RLIMIT_NOFILE, ceiling, ceiling).is_ok() {
+            return Some(ceiling);
+        }
+    }
+    raise_limit()
+}
+
+/// The most descriptors the kernel lets any process have (`fs.nr_open`).
+fn nr_open() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Raises the soft descriptor limit to the hard one; the soft limit now (`None`
 /// when it cannot be read, or is unlimited).
 pub fn raise_limit() -> Option<u64> {
@@ -92,12 +118,13 @@ pub fn most_in_flight(plan: &Plan) -> Option<u64> {
 /// under it: the most requests in flight plus [`MARGIN`] above the limit. The
 /// message names the limit and how to raise it.
 pub fn fit(plan: &Plan) -> Result<(), String> {
-    let limit = raise_limit();
-    reserve();
-    let Some(limit) = limit else {
-        return Ok(());
+    let load = most_in_flight(plan);
+    let limit = match load {
+        Some(load) => raise_limit_toward(load + MARGIN),
+        None => raise_limit(),
     };
-    let Some(load) = most_in_flight(plan) else {
+    reserve();
+    let (Some(limit), Some(load)) = (limit, load) else {
         return Ok(());
     };
     if load + MARGIN <= limit {
@@ -122,5 +149,7 @@ mod tests {
         let now = raise_limit();
         assert_eq!(now, (hard != RLIM_INFINITY).then_some(hard));
         assert_eq!(raise_limit(), now);
+        // Asking for no more than the hard limit changes nothing.
+        assert_eq!(raise_limit_toward(1), now);
     }
 }
