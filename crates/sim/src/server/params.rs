@@ -8,7 +8,7 @@
 //! - harmless: accepted and ignored because ignoring them cannot change the
 //!   answer (`user`, `metadata`, `skip_special_tokens`, ...);
 //! - tools (chat): a request with `tools` is answered with a tool call
-//!   ([`super::tools`]); on completions `tools` is neutral only;
+//!   (`super::tools`); on completions `tools` is neutral only;
 //! - neutral only: fields the simulator cannot honour (`functions`,
 //!   `response_format`, `logit_bias`, `suffix`, ...) are accepted at their
 //!   neutral value (`null`, `[]`, `{"type": "text"}`) and otherwise answered

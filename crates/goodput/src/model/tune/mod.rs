@@ -15,7 +15,7 @@
 //!   refitted whenever the best measured candidate changes and every candidate
 //!   predicted again, until none is left that could beat the best or the budget
 //!   (`max_candidates_measured`, `max_trials`, `max_minutes`) is spent
-//!   ([`guided`]).
+//!   (`guided`).
 //! - **Successive halving** (a flag the model does not speak): short searches (one
 //!   trial a probe, a quarter of the requests) of the candidates, the better half
 //!   kept each round with twice the requests, until two are left; those get the
