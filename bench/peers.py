@@ -61,13 +61,13 @@ in CPU time, then sleeps to the period's end, so it asks for d of the core and g
 less only when the core cannot give it that. The tools alternate within each
 scenario as in the quiet runs, and at each concurrency the quiet run and the noisy
 ones follow each other. The closed-loop tables then carry a "scenario" column
-("quiet", "noisy 25%", "noisy 50%") and a "foreign CPU s" one (the hog's CPU
-seconds from wait4, less its start-up, mean over repetitions), and one more table
-gives per row the run's wall seconds, the tool's CPU seconds, the foreign CPU
-seconds, the hog's achieved duty per repetition (its CPU s / wall s) and the rest
-of the core's busy time (/proc/stat). The open loop, the paced open loop and the
-capture stay quiet. `--self-test` checks the hog alone (50% for ~1 s on CPU 0:
-achieved duty within 0.35..0.65, its process gone after; a hog that ignores
+("quiet", "noisy 25%", "noisy 50%") and a "foreign CPU s" one (the hog's CPU seconds
+from wait4, less its start-up, mean over repetitions), and one more table gives per
+row the run's wall seconds, the tool's CPU seconds, the foreign CPU seconds, the
+hog's achieved duty per repetition (its CPU s / wall s) and the rest of the core's
+busy time (wall less its idle time, /proc/stat). The open loop, the paced open loop
+and the capture stay quiet. `--self-test` checks the hog alone (50% for ~1 s on CPU
+0: achieved duty within 0.35..0.65, its process gone after; a hog that ignores
 SIGTERM is killed) and the noisy tables, and runs no tool.
 
 The tools come from where each is published, when the script runs (never by the
@@ -266,7 +266,8 @@ class Hog:
     """A CPU hog at duty cycle `duty` (0..1) of `period_s` on CPU `cpu`, a child Python
     process using only the standard library. `stop()` ends it by its pid (SIGTERM,
     then SIGKILL after `grace` s), reaps it with `wait4`, and returns its CPU seconds
-    from its start (pinned, ready) to its end, and the wall seconds between."""
+    from its start (pinned, ready) to its end, and the wall seconds between (to the
+    reap)."""
 
     def __init__(self, cpu, duty, period_s, ignore_term=False, ready_timeout=10.0):
         self.proc = subprocess.Popen([sys.executable, "-c", HOG_PY, str(cpu), repr(float(duty)),
@@ -286,8 +287,7 @@ class Hog:
             raise RuntimeError(f"the CPU hog did not start on CPU {cpu}")
 
     def stop(self, grace=2.0):
-        """(CPU s, wall s) of the hog since it was ready; the process is gone after."""
-        wall = time.monotonic() - self.t0
+        """(CPU s, wall s) of the hog from ready to reaped; the process is gone after."""
         if self.proc.returncode is not None:
             return self.result
         # Not reaped before the signal, so the pid cannot have been reused.
@@ -304,23 +304,34 @@ class Hog:
                     got, status, ru = os.wait4(self.pid, 0)
                     break
                 time.sleep(0.005)
+        wall = time.monotonic() - self.t0
         self.proc.returncode = os.waitstatus_to_exitcode(status)
         self.proc.stdout.close()
         self.result = (max(ru.ru_utime + ru.ru_stime - (self.cpu0 or 0.0), 0.0), wall)
         return self.result
 
 
-def core_busy(cpu):
-    """CPU `cpu`'s busy seconds so far (user, nice, system, irq, softirq from
-    /proc/stat), or None."""
+def core_clock(cpu):
+    """(now, CPU `cpu`'s idle + iowait seconds so far) from /proc/stat, or None; the busy
+    time between two readings is the wall time less the idle time. (The kernel keeps a
+    CPU's idle time exactly when it runs tickless, NO_HZ, as usual; its user and system
+    times are sampled at each tick, and a hog whose period beats with the tick skews
+    them by tenths of a second over a run of a few seconds.)"""
     try:
         for line in open("/proc/stat"):
             if line.startswith(f"cpu{cpu} "):
                 f = [int(x) for x in line.split()[1:]]
-                return sum(f[i] for i in (0, 1, 2, 5, 6)) / os.sysconf("SC_CLK_TCK")
+                return time.monotonic(), (f[3] + f[4]) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def core_busy(before, after):
+    """Busy seconds of a CPU between two [`core_clock`] readings, or None."""
+    if not before or not after:
+        return None
+    return (after[0] - before[0]) - (after[1] - before[1])
 
 
 class Sim:
@@ -575,7 +586,7 @@ def measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu, capture=
                 wire = f"no capture: {e}"
         if noisy is not None:
             hog = Hog(tool_cpu, noisy, a.noisy_period_ms / 1000.0)
-        busy0, t0 = core_busy(tool_cpu) if tool_cpu is not None else None, time.monotonic()
+        busy0, t0 = core_clock(tool_cpu) if tool_cpu is not None else None, time.monotonic()
         samples, why = one_run(tool, exes, goodput, sim, a, work, tokenizer, tool_cpu, **kw)
     except Exception as e:  # a peer's odd output must not stop the others
         samples, why = None, f"{type(e).__name__}: {e}"
@@ -583,7 +594,7 @@ def measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu, capture=
         usage, t1 = LAST_USAGE[0], time.monotonic()
         if hog:
             foreign = hog.stop()
-        busy1 = core_busy(tool_cpu) if tool_cpu is not None else None
+        busy1 = core_clock(tool_cpu) if tool_cpu is not None else None
         if cap:
             cap.stop()
         sim.stop()
@@ -591,8 +602,8 @@ def measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu, capture=
     if tool_cpu is not None and t0 is not None:
         wall = foreign[1] if foreign else t1 - t0
         tool_s = usage[0] if usage else None
-        other = (None if busy0 is None or busy1 is None or tool_s is None else
-                 busy1 - busy0 - tool_s - (foreign[0] if foreign else 0.0))
+        busy = core_busy(busy0, busy1)
+        other = None if busy is None or tool_s is None else busy - tool_s - (foreign[0] if foreign else 0.0)
         neighbour = {"wall": wall, "tool_cpu": tool_s, "foreign_cpu": foreign and foreign[0],
                      "duty": foreign and foreign[0] / max(wall, 1e-9), "other_cpu": other}
     if cap:
@@ -899,7 +910,7 @@ goodput's |error| / the peer's |error| (below 1: goodput is closer to the truth;
 
 {peers_tables.neighbour_table(neighbours, tools)}
 
-Wall s: the tool's run (from the hog's start to its stop in the noisy rows). Tool CPU s: the tool's own (`wait4`, start-up included). Foreign CPU s: the hog's (`wait4`, less its Python start-up). Achieved duty: the hog's CPU s / wall s, per repetition (below the duty asked when the core could not give it that share beside the tool). Other CPU s on the core: CPU {tool_cpu}'s busy time over the run (/proc/stat user, nice, system, irq, softirq; 10 ms ticks) less the tool's and the hog's: the kernel's interrupt and loopback work and anything else that ran there.
+Wall s: the tool's run (from the hog's start to its stop in the noisy rows). Tool CPU s: the tool's own (`wait4`, start-up included). Foreign CPU s: the hog's (`wait4`, less its Python start-up). Achieved duty: the hog's CPU s / wall s, per repetition (below the duty asked when the core could not give it that share beside the tool). Other CPU s on the core: CPU {tool_cpu}'s busy time over the run (wall time less its idle and iowait time from /proc/stat, 10 ms units) less the tool's and the hog's: the kernel's interrupt and loopback work and anything else that ran there.
 """
     if rates:
         out += f"""
