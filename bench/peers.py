@@ -51,6 +51,25 @@ each scheduled time). Send lag = sent - scheduled, less the tool's smallest (its
 least-late request, so a constant between a tool's schedule clock and its send clock
 drops out), the same formula for every tool.
 
+Noisy neighbour (`--noisy 0.25,0.5`, default none: the quiet runs only): every
+closed-loop (concurrency, tool) run is repeated once per duty cycle d with a CPU hog
+on the tool's core: a child Python process (standard library only) pinned to CPU 0
+with sched_setaffinity, started (and ready, pinned) just before the tool and stopped
+by its pid right after it (SIGTERM, SIGKILL after 2 s, reaped with wait4); in every
+`--noisy-period-ms` period (default 10) it spins until it has used d of the period
+in CPU time, then sleeps to the period's end, so it asks for d of the core and gets
+less only when the core cannot give it that. The tools alternate within each
+scenario as in the quiet runs, and at each concurrency the quiet run and the noisy
+ones follow each other. The closed-loop tables then carry a "scenario" column
+("quiet", "noisy 25%", "noisy 50%") and a "foreign CPU s" one (the hog's CPU seconds
+from wait4, less its start-up, mean over repetitions), and one more table gives per
+row the run's wall seconds, the tool's CPU seconds, the foreign CPU seconds, the
+hog's achieved duty per repetition (its CPU s / wall s) and the rest of the core's
+busy time (wall less its idle time, /proc/stat). The open loop, the paced open loop
+and the capture stay quiet. `--self-test` checks the hog alone (50% for ~1 s on CPU
+0: achieved duty within 0.35..0.65, its process gone after; a hog that ignores
+SIGTERM is killed) and the noisy tables, and runs no tool.
+
 The tools come from where each is published, when the script runs (never by the
 tests): vllm-rs is the Rust `vllm bench serve` inside vLLM's PyPI wheel (`vllm/vllm-rs`
 in `vllm-0.33.*-cp38-abi3-manylinux_2_28_x86_64.whl`), fetched with
@@ -71,6 +90,8 @@ Usage (one command; builds goodput in release first):
                  [--paced-rates 100,1000] [--tools goodput,vllm-rs,vllm,guidellm,aiperf] [--capture-at 100]
                  [--rounds 10] [--no-pin] [--no-capture] [--out FILE.md]
                  [--goodput PATH] [--sim-goodput PATH]
+                 [--noisy 0.25,0.5] [--noisy-period-ms 10]
+  bench/peers.py --self-test      # the hog and the noisy tables alone, a few seconds
 """
 
 import argparse
@@ -80,7 +101,9 @@ import json
 import os
 import platform
 import re
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -209,6 +232,106 @@ def run(cmd, log_path, timeout, cwd=None, env=None):
 def pinned(cmd, cpu):
     """cmd run on one CPU (`taskset`), or as is when cpu is None."""
     return cmd if cpu is None else ["taskset", "-c", str(cpu)] + list(cmd)
+
+
+# --- the noisy neighbour -------------------------------------------------------------------
+
+# The hog: pinned to one CPU (sched_setaffinity), in every period of P seconds it spins
+# until it has used d x P of CPU time in that period (or the period is over), then
+# sleeps to the period's end: it asks for a duty cycle d of its core's time, and gets
+# less only when the core cannot give it. A period it overran starts afresh (no debt).
+# It says "ready CPU_S" (its CPU seconds so far: Python's start-up, taken off its
+# total) once pinned, and leaves by itself if its parent goes.
+HOG_PY = r"""
+import os, signal, sys, time
+cpu, duty, period, ignore_term = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1"
+if ignore_term:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+os.sched_setaffinity(0, {cpu})
+parent = os.getppid()
+print(f"ready {time.process_time():.9f}", flush=True)
+busy, due = duty * period, time.monotonic()
+while os.getppid() == parent:
+    end, used = due + period, time.process_time()
+    while time.process_time() - used < busy and time.monotonic() < end:
+        pass
+    now = time.monotonic()
+    due = end if end > now else now
+    if due > now:
+        time.sleep(due - now)
+"""
+
+
+class Hog:
+    """A CPU hog at duty cycle `duty` (0..1) of `period_s` on CPU `cpu`, a child Python
+    process using only the standard library. `stop()` ends it by its pid (SIGTERM,
+    then SIGKILL after `grace` s), reaps it with `wait4`, and returns its CPU seconds
+    from its start (pinned, ready) to its end, and the wall seconds between (to the
+    reap)."""
+
+    def __init__(self, cpu, duty, period_s, ignore_term=False, ready_timeout=10.0):
+        self.proc = subprocess.Popen([sys.executable, "-c", HOG_PY, str(cpu), repr(float(duty)),
+                                      repr(float(period_s)), "1" if ignore_term else "0"],
+                                     stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        self.pid = self.proc.pid
+        line = b""
+        if select.select([self.proc.stdout], [], [], ready_timeout)[0]:
+            line = self.proc.stdout.readline()
+        try:
+            self.cpu0 = float(line.split()[1]) if line.startswith(b"ready ") else None
+        except (IndexError, ValueError):
+            self.cpu0 = None
+        self.t0 = time.monotonic()
+        if self.cpu0 is None:
+            self.stop()
+            raise RuntimeError(f"the CPU hog did not start on CPU {cpu}")
+
+    def stop(self, grace=2.0):
+        """(CPU s, wall s) of the hog from ready to reaped; the process is gone after."""
+        if self.proc.returncode is not None:
+            return self.result
+        # Not reaped before the signal, so the pid cannot have been reused.
+        got, status, ru = os.wait4(self.pid, os.WNOHANG)
+        if got == 0:
+            os.kill(self.pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while True:
+                got, status, ru = os.wait4(self.pid, os.WNOHANG)
+                if got:
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(self.pid, signal.SIGKILL)
+                    got, status, ru = os.wait4(self.pid, 0)
+                    break
+                time.sleep(0.005)
+        wall = time.monotonic() - self.t0
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.proc.stdout.close()
+        self.result = (max(ru.ru_utime + ru.ru_stime - (self.cpu0 or 0.0), 0.0), wall)
+        return self.result
+
+
+def core_clock(cpu):
+    """(now, CPU `cpu`'s idle + iowait seconds so far) from /proc/stat, or None; the busy
+    time between two readings is the wall time less the idle time. (The kernel keeps a
+    CPU's idle time exactly when it runs tickless, NO_HZ, as usual; its user and system
+    times are sampled at each tick, and a hog whose period beats with the tick skews
+    them by tenths of a second over a run of a few seconds.)"""
+    try:
+        for line in open("/proc/stat"):
+            if line.startswith(f"cpu{cpu} "):
+                f = [int(x) for x in line.split()[1:]]
+                return time.monotonic(), (f[3] + f[4]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def core_busy(before, after):
+    """Busy seconds of a CPU between two [`core_clock`] readings, or None."""
+    if not before or not after:
+        return None
+    return (after[0] - before[0]) - (after[1] - before[1])
 
 
 class Sim:
@@ -442,37 +565,148 @@ def one_run(tool, exes, goodput, sim, a, work, tokenizer, cpu, *, c=None, n, rat
     return None, "unknown tool"
 
 
-def measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu, capture=None, **kw):
-    """One run against a fresh simulator: (samples, reason, usage, sim probe, wire)."""
+def measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu, capture=None, noisy=None, **kw):
+    """One run against a fresh simulator: (samples, reason, usage, sim probe, wire,
+    neighbour). With `noisy` (a duty cycle), a [`Hog`] on the tool's CPU is started just
+    before the tool and stopped right after it. neighbour (None when the tool is not
+    pinned): {wall, tool_cpu, foreign_cpu (the hog's CPU s, None without one), duty
+    (foreign_cpu / wall), other_cpu (the tool's core busy for anything else, from
+    /proc/stat)}."""
     try:
         sim = Sim(a.sim_goodput or goodput, work, a.ttft_ms, a.itl_ms, sim_cpu)
     except RuntimeError as e:
-        return None, str(e), None, None, None
-    cap, wire = None, None
+        return None, str(e), None, None, None, None
+    cap, wire, hog, foreign, busy0, t0 = None, None, None, None, None, None
+    LAST_USAGE[0] = None
     try:
         if capture:
             try:
                 cap = peers_wire.Capture(capture, sim.port, tool_cpu)
             except (RuntimeError, OSError) as e:
                 wire = f"no capture: {e}"
+        if noisy is not None:
+            hog = Hog(tool_cpu, noisy, a.noisy_period_ms / 1000.0)
+        busy0, t0 = core_clock(tool_cpu) if tool_cpu is not None else None, time.monotonic()
         samples, why = one_run(tool, exes, goodput, sim, a, work, tokenizer, tool_cpu, **kw)
     except Exception as e:  # a peer's odd output must not stop the others
         samples, why = None, f"{type(e).__name__}: {e}"
     finally:
-        usage = LAST_USAGE[0]
+        usage, t1 = LAST_USAGE[0], time.monotonic()
+        if hog:
+            foreign = hog.stop()
+        busy1 = core_clock(tool_cpu) if tool_cpu is not None else None
         if cap:
             cap.stop()
         sim.stop()
+    neighbour = None
+    if tool_cpu is not None and t0 is not None:
+        wall = foreign[1] if foreign else t1 - t0
+        tool_s = usage[0] if usage else None
+        busy = core_busy(busy0, busy1)
+        other = None if busy is None or tool_s is None else busy - tool_s - (foreign[0] if foreign else 0.0)
+        neighbour = {"wall": wall, "tool_cpu": tool_s, "foreign_cpu": foreign and foreign[0],
+                     "duty": foreign and foreign[0] / max(wall, 1e-9), "other_cpu": other}
     if cap:
         skip = kw.get("c") or 1
         wire = peers_wire.analyse(capture, sim.port, cap.offset_ns, a.ttft_ms, skip)
         Path(capture).unlink(missing_ok=True)
-    return samples, why, usage, sim.probe, wire
+    return samples, why, usage, sim.probe, wire, neighbour
 
 
 def order(tools, rep):
     """Alternating repetitions: the tools' order reversed on every other one."""
     return tools if rep % 2 == 0 else list(reversed(tools))
+
+
+def parse_duties(text):
+    """--noisy: '0.25,0.5' or '25%,50%' as [0.25, 0.5]; each in (0, 1], none twice."""
+    out = []
+    for x in (x.strip() for x in text.split(",")):
+        if not x:
+            continue
+        try:
+            d = float(x[:-1]) / 100 if x.endswith("%") else float(x)
+        except ValueError:
+            raise ValueError(f"{x!r} is not a duty cycle (0.25 or 25%)") from None
+        if not 0 < d <= 1:
+            raise ValueError(f"{x!r}: a duty cycle is in (0, 1] (0.25 or 25%)")
+        if d in out:
+            raise ValueError(f"{x!r} given twice")
+        out.append(d)
+    return out
+
+
+def scenario_name(duty):
+    return f"noisy {duty * 100:.4g}%"
+
+
+def self_test():
+    """The hog at 50% for ~1 s on CPU 0 (the first CPU allowed if not 0): its achieved
+    duty within 0.35..0.65 and its process gone after; the SIGKILL path (a hog that
+    ignores SIGTERM) leaves nothing either; the noisy tables render. 0 if all pass."""
+    failed = []
+
+    def check(ok, what):
+        print(f"{'ok  ' if ok else 'FAIL'} {what}")
+        if not ok:
+            failed.append(what)
+
+    def gone(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return not Path(f"/proc/{pid}").exists()
+        return False
+
+    allowed = os.sched_getaffinity(0)
+    cpu = 0 if 0 in allowed else min(allowed)
+    hog = Hog(cpu, 0.5, 0.01)
+    allowed_hog = os.sched_getaffinity(hog.pid)
+    time.sleep(1.0)
+    cpu_s, wall = hog.stop()
+    duty = cpu_s / wall
+    check(allowed_hog == {cpu}, f"hog pinned to CPU {cpu} (its affinity: {sorted(allowed_hog)})")
+    check(0.35 <= duty <= 0.65, f"hog at 50% for {wall:.2f} s: {cpu_s:.3f} CPU s, achieved duty {duty:.3f} "
+                                "(0.35..0.65)")
+    check(gone(hog.pid), f"hog pid {hog.pid} gone after stop (SIGTERM)")
+    check(hog.proc.returncode == -signal.SIGTERM, f"hog ended by SIGTERM (exit {hog.proc.returncode})")
+
+    stubborn = Hog(cpu, 0.25, 0.01, ignore_term=True)
+    time.sleep(0.3)
+    t = time.monotonic()
+    cpu_s, wall = stubborn.stop(grace=0.3)
+    check(gone(stubborn.pid) and stubborn.proc.returncode == -signal.SIGKILL,
+          f"a hog ignoring SIGTERM killed after the grace ({time.monotonic() - t:.2f} s, exit "
+          f"{stubborn.proc.returncode}), pid {stubborn.pid} gone; it had {cpu_s / wall:.3f} duty at 25%")
+
+    # The tables with noisy rows, from made-up samples (not measurements).
+    truth = {"ttft_ms": 50.0, "itl_ms": 20.0}
+    fake = lambda e: {"ttft": [50.0 + e] * 10, "itl_req": [20.0] * 10, "itl_gap": [20.0] * 50}
+    results, nbs = {}, {}
+    for scen, e in (("quiet", 0.1), ("noisy 50%", 1.0)):
+        for tool, k in (("goodput", 1), ("vllm-rs", 2)):
+            results[((100, scen), tool)] = [fake(e * k), fake(e * k)]
+            nbs[((100, scen), tool)] = [{"wall": 2.0, "tool_cpu": 0.5, "other_cpu": 0.01,
+                                         "foreign_cpu": None if scen == "quiet" else 1.0,
+                                         "duty": None if scen == "quiet" else 0.5}] * 2
+    measured, per_rep, ratios = peers_tables.closed_tables(results, truth, 2, ["goodput", "vllm-rs"],
+                                                           foreign=nbs)
+    table = peers_tables.neighbour_table(nbs, ["goodput", "vllm-rs"])
+    check(measured.splitlines()[0].startswith("| streams | scenario | tool |")
+          and "foreign CPU s" in measured.splitlines()[0]
+          and "| 100 | noisy 50% | goodput | 20 |" in measured and "| 1.00 |" in measured
+          and "| 100 | quiet | goodput | 20 |" in measured,
+          "closed-loop table: scenario and foreign CPU s columns, quiet and noisy rows")
+    check("| 100 | noisy 50% | vllm-rs | +2.00 | +2.00 | +2.00 | +2.00 |" in per_rep,
+          "per-repetition TTFT table labelled by scenario")
+    check("| 100 | noisy 50% | vllm-rs | 0.50 | 0.50 |" in ratios, "ratio table labelled by scenario")
+    check("| 100 | noisy 50% | goodput | 2.00 | 0.50 | 1.00 | 0.50 / 0.50 | 0.01 |" in table,
+          "neighbour table: wall, tool CPU, foreign CPU, achieved duty per repetition, other")
+    quiet = {(100, t): r for (k, t), r in results.items() if k[1] == "quiet"}
+    check(peers_tables.closed_tables(quiet, truth, 2, ["goodput", "vllm-rs"])[0].splitlines()[0]
+          .startswith("| streams | tool | requests |"), "without --noisy, the closed-loop table is as before")
+    print("self-test: " + ("all passed" if not failed else f"{len(failed)} failed"))
+    return 1 if failed else 0
 
 
 def main():
@@ -498,13 +732,31 @@ def main():
     p.add_argument("--work", default=str(ROOT / "target" / "peers"))
     p.add_argument("--out", help="also write the Markdown here (default: WORK/peers.md)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the tools and the simulator")
+    p.add_argument("--noisy", default="",
+                   help="noisy neighbour: duty cycles (e.g. 0.25,0.5 or 25%%,50%%) of a CPU hog pinned to the tool's "
+                        "CPU; every closed-loop (C, tool) run is repeated once per duty (default: none)")
+    p.add_argument("--noisy-period-ms", type=float, default=10.0, help="the hog's period, ms")
+    p.add_argument("--self-test", action="store_true",
+                   help="check the hog (50%% for ~1 s on CPU 0: achieved duty, gone after) and the noisy "
+                        "tables, then exit; runs no tool")
     a = p.parse_args()
+    try:
+        duties = parse_duties(a.noisy)
+    except ValueError as e:
+        p.error(f"--noisy: {e}")
+    if not 0.1 <= a.noisy_period_ms <= 10000:
+        p.error("--noisy-period-ms: between 0.1 and 10000")
+    if a.self_test:
+        sys.exit(self_test())
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     cache = Path.home() / ".cache" / "goodput"
     venvs = cache / "peers-venv"
     two_cpus = not a.no_pin and len(os.sched_getaffinity(0)) >= 2 and shutil.which("taskset")
     tool_cpu, sim_cpu = (0, 1) if two_cpus else (None, None)
+    if duties and tool_cpu is None:
+        p.error("--noisy needs the tool pinned (two CPUs, `taskset`, no --no-pin): the hog shares its core")
+    scenarios = [("quiet", None)] + [(scenario_name(d), d) for d in duties]
     tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     open_tools = [t for t in (x.strip() for x in a.open_tools.split(",")) if t in tools]
     concurrencies = [int(x) for x in a.concurrency.split(",") if x.strip()]
@@ -556,22 +808,30 @@ def main():
     load_start, cpu_start = os.getloadavg(), cpu_times()
     started = datetime.datetime.now(datetime.timezone.utc)
     closed, opened, paced, usage, probes, notes = {}, {}, {}, {}, {}, []
+    neighbours = {}
     for rep in range(a.repetitions):
         for c in concurrencies:
             n = max(c * a.rounds, 16)
-            for tool in order(tools, rep):
-                runs = closed.setdefault((c, tool), [])
-                if tool in unavailable:
-                    runs.append(None)
-                    continue
-                log(f"repetition {rep + 1}: {tool} at {c} streams, {n} requests")
-                samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
-                                                    c=c, n=n, tag=f"c{c}-r{rep}")
-                runs.append(samples)
-                usage.setdefault((f"C={c}", tool), []).append(u)
-                probes.setdefault((f"C={c}", tool), []).append(probe)
-                if samples is None:
-                    notes.append(f"- {tool} at {c} streams, repetition {rep + 1}: {why}")
+            for scenario, duty in scenarios:
+                # Without --noisy, the keys are as they always were: (C, tool), "C=100".
+                key = c if not duties else (c, scenario)
+                level = f"C={c}" if duty is None else f"C={c} {scenario}"
+                for tool in order(tools, rep):
+                    runs = closed.setdefault((key, tool), [])
+                    if tool in unavailable:
+                        runs.append(None)
+                        continue
+                    what = f"{tool} at {c} streams" + ("" if duty is None else f", {scenario} on CPU {tool_cpu}")
+                    log(f"repetition {rep + 1}: {what}, {n} requests")
+                    tag = f"c{c}-r{rep}" + ("" if duty is None else f"-noisy{duty * 100:g}")
+                    samples, why, u, probe, _, nb = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu,
+                                                            sim_cpu, noisy=duty, c=c, n=n, tag=tag)
+                    runs.append(samples)
+                    usage.setdefault((level, tool), []).append(u)
+                    probes.setdefault((level, tool), []).append(probe)
+                    neighbours.setdefault((key, tool), []).append(nb)
+                    if samples is None:
+                        notes.append(f"- {what}, repetition {rep + 1}: {why}")
         for rate_list, results, kind, is_paced in ((rates, opened, "", False), (paced_rates, paced, " paced", True)):
             for rate in rate_list:
                 n = max(int(rate * a.open_seconds), 16)
@@ -582,9 +842,9 @@ def main():
                         runs.append(None)
                         continue
                     log(f"repetition {rep + 1}: {tool}{kind} at {rate} req/s, {n} requests")
-                    samples, why, u, probe, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
-                                                        n=n, rate=rate, paced=is_paced,
-                                                        tag=f"{'p' if is_paced else 'r'}{rate}-r{rep}")
+                    samples, why, u, probe, _, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu,
+                                                           sim_cpu, n=n, rate=rate, paced=is_paced,
+                                                           tag=f"{'p' if is_paced else 'r'}{rate}-r{rep}")
                     runs.append(samples)
                     usage.setdefault((level, tool), []).append(u)
                     probes.setdefault((level, tool), []).append(probe)
@@ -597,17 +857,19 @@ def main():
             if tool in unavailable:
                 continue
             log(f"captured run: {tool} at {c} streams")
-            samples, why, _, _, w = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
-                                            capture=work / f"capture-{tool}.pcap",
-                                            c=c, n=max(c * a.rounds, 16), tag=f"c{c}-capture")
+            samples, why, _, _, w, _ = measure(tool, exes, goodput, a, work, tokenizer, tool_cpu, sim_cpu,
+                                               capture=work / f"capture-{tool}.pcap",
+                                               c=c, n=max(c * a.rounds, 16), tag=f"c{c}-capture")
             wire[tool] = w if w is not None else f"no capture ({why})"
             wire_ttft[tool] = samples["ttft"] if samples else None
     load_end, cpu_end = os.getloadavg(), cpu_times()
     steal = steal_share(cpu_start, cpu_end)
 
     truth = {"ttft_ms": a.ttft_ms, "itl_ms": a.itl_ms}
-    measured, per_rep, ratios = peers_tables.closed_tables(closed, truth, a.repetitions, tools)
-    levels = [f"C={c}" for c in concurrencies] + [f"{r}/s" for r in rates]
+    measured, per_rep, ratios = peers_tables.closed_tables(closed, truth, a.repetitions, tools,
+                                                           foreign=neighbours if duties else None)
+    levels = ([f"C={c}" if d is None else f"C={c} {scen}" for c in concurrencies for scen, d in scenarios]
+              + [f"{r}/s" for r in rates])
     costs = peers_tables.cost_table(usage, levels, tools)
     sim_probe = peers_tables.probe_table(probes, tools)
     pinning = ("each tool pinned to CPU 0, a fresh `goodput sim --preset fixed --probe --threads 1` "
@@ -616,6 +878,12 @@ def main():
     vers = ", ".join(v for t, v in versions.items() if v)
     for t, why in unavailable.items():
         notes.append(f"- {t} did not run: {why}")
+    noisy_line = ("" if not duties else
+                  f"- noisy neighbour (closed loop only): every (C, tool) run also with a CPU hog pinned to CPU "
+                  f"{tool_cpu}, the tool's core, started just before the tool and stopped right after it, asking for "
+                  f"{', '.join(scenario_name(d)[6:] for d in duties)} of the core (it spins until it has used that share "
+                  f"of each {a.noisy_period_ms:g} ms period, then sleeps); \"foreign CPU s\": the hog's CPU seconds "
+                  f"(wait4) over the tool's run, mean over repetitions; the tools alternate as in the quiet rows\n")
     out = f"""## goodput vs vLLM's clients (vllm-rs, Python) vs GuideLLM vs AIPerf
 
 - date: {started:%Y-%m-%d %H:%M} UTC; machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}
@@ -623,7 +891,7 @@ def main():
 - truth: `goodput sim` fixed schedule, TTFT {a.ttft_ms} ms, ITL {a.itl_ms} ms, {a.tokens} tokens per request (ignore_eos), {a.prompt_tokens}-token prompts; N = {a.rounds} x C measured requests after C warm-up requests; {a.repetitions} repetitions, the tools' order reversed on every other one; {vers}
 - {pinning}; goodput opens its connections before the trial and keeps them out of TTFT
 - cells: measured ms (measured − truth); percentiles over both repetitions' per-request values from each tool's own output files, one method
-
+{noisy_line}
 ### Closed loop
 
 {measured}
@@ -635,6 +903,14 @@ TTFT error (ms) per repetition:
 goodput's |error| / the peer's |error| (below 1: goodput is closer to the truth; "tie": both errors under {peers_tables.TIE_MS} ms):
 
 {ratios}
+"""
+    if duties:
+        out += f"""
+### The noisy neighbour: what ran on the tool's core (CPU {tool_cpu}; means over repetitions)
+
+{peers_tables.neighbour_table(neighbours, tools)}
+
+Wall s: the tool's run (from the hog's start to its stop in the noisy rows). Tool CPU s: the tool's own (`wait4`, start-up included). Foreign CPU s: the hog's (`wait4`, less its Python start-up). Achieved duty: the hog's CPU s / wall s, per repetition (below the duty asked when the core could not give it that share beside the tool). Other CPU s on the core: CPU {tool_cpu}'s busy time over the run (wall time less its idle and iowait time from /proc/stat, 10 ms units) less the tool's and the hog's: the kernel's interrupt and loopback work and anything else that ran there.
 """
     if rates:
         out += f"""

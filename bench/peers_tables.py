@@ -34,25 +34,47 @@ def ratio(g, p):
     return f"{abs(g) / max(abs(p), 1e-9):.2f}"
 
 
-def closed_tables(results, truth, reps, tools, base="goodput"):
-    """results: {(c, tool): [samples or None per repetition]}; reasons in `why`.
-    Returns (measured, per-repetition TTFT p99 error, ratios vs each peer)."""
-    cs = sorted({c for c, _ in results})
-    head = "| streams | tool | requests | " + " | ".join(f"{m} p50 | {m} p99" for m, _, _ in METRICS) + " |"
-    measured = [head, "|---:|---|---:|" + "---:|" * (2 * len(METRICS))]
-    per_rep = ["| streams | tool | " + " | ".join(f"rep {i + 1} p50 | rep {i + 1} p99" for i in range(reps)) + " |",
-               "|---:|---|" + "---:|" * (2 * reps)]
-    ratios = ["| streams | peer | " + " | ".join(f"{m} p50 | {m} p99" for m, _, _ in METRICS) + " |",
-              "|---:|---|" + "---:|" * (2 * len(METRICS))]
+def level_cells(level):
+    """A closed-loop level's first cells: C, or C and the scenario for (C, scenario)."""
+    return " | ".join(str(x) for x in level) if isinstance(level, tuple) else str(level)
+
+
+def mean_of(runs, key):
+    v = [r[key] for r in runs or [] if r and r.get(key) is not None]
+    return sum(v) / len(v) if v else None
+
+
+def closed_tables(results, truth, reps, tools, base="goodput", foreign=None):
+    """results: {(level, tool): [samples or None per repetition]}, level a concurrency
+    C, or (C, scenario) with the noisy neighbour (then a "scenario" column follows
+    "streams"); foreign: {(level, tool): [neighbour dict per repetition]}, for the
+    measured table's "foreign CPU s" column (the hog's CPU seconds, mean over
+    repetitions; "-" without a hog). Returns (measured, per-repetition TTFT error,
+    ratios vs each peer)."""
+    # Levels by C; at one C, in the order they were run (quiet, then each duty).
+    levels = sorted(dict.fromkeys(k for k, _ in results),
+                    key=lambda k: k[0] if isinstance(k, tuple) else k)
+    scen = any(isinstance(k, tuple) for k in levels)
+    lead, lead_rule = ("| streams | scenario |", "|---:|---|") if scen else ("| streams |", "|---:|")
+    fcol = foreign is not None
+    head = f"{lead} tool | requests | " + " | ".join(f"{m} p50 | {m} p99" for m, _, _ in METRICS) + " |"
+    measured = [head + (" foreign CPU s |" if fcol else ""),
+                lead_rule + "---|---:|" + "---:|" * (2 * len(METRICS)) + ("---:|" if fcol else "")]
+    per_rep = [f"{lead} tool | " + " | ".join(f"rep {i + 1} p50 | rep {i + 1} p99" for i in range(reps)) + " |",
+               lead_rule + "---|" + "---:|" * (2 * reps)]
+    ratios = [f"{lead} peer | " + " | ".join(f"{m} p50 | {m} p99" for m, _, _ in METRICS) + " |",
+              lead_rule + "---|" + "---:|" * (2 * len(METRICS))]
     errs = {}
-    for c in cs:
+    for c in levels:
+        lc = level_cells(c)
         for tool in tools:
             runs = results.get((c, tool))
             if runs is None:
                 continue
+            fcell = f" {fmt(mean_of(foreign.get((c, tool)), 'foreign_cpu'))} |" if fcol else ""
             ttft = pooled(runs, "ttft")
             if ttft is None:
-                measured.append(f"| {c} | {tool} | - | " + " | ".join(["-"] * 2 * len(METRICS)) + " |")
+                measured.append(f"| {lc} | {tool} | - | " + " | ".join(["-"] * 2 * len(METRICS)) + " |" + fcell)
                 continue
             cells = []
             for m, key, t in METRICS:
@@ -62,20 +84,43 @@ def closed_tables(results, truth, reps, tools, base="goodput"):
                     err = None if x is None else x - truth[t]
                     errs[(c, tool, m, q)] = err
                     cells.append("-" if x is None else f"{x:.2f} ({err:+.2f})")
-            measured.append(f"| {c} | {tool} | {len(ttft)} | " + " | ".join(cells) + " |")
+            measured.append(f"| {lc} | {tool} | {len(ttft)} | " + " | ".join(cells) + " |" + fcell)
             cells = []
             for r in range(reps):
                 v = runs[r]["ttft"] if r < len(runs) and runs[r] else None
                 for q in (0.5, 0.99):
                     cells.append("-" if not v else f"{quantile(v, q) - truth['ttft_ms']:+.2f}")
-            per_rep.append(f"| {c} | {tool} | " + " | ".join(cells) + " |")
+            per_rep.append(f"| {lc} | {tool} | " + " | ".join(cells) + " |")
         for tool in tools:
             if tool == base or (c, tool, "TTFT", 0.5) not in errs or (c, base, "TTFT", 0.5) not in errs:
                 continue
             cells = [ratio(errs.get((c, base, m, q)), errs.get((c, tool, m, q)))
                      for m, _, _ in METRICS for q in (0.5, 0.99)]
-            ratios.append(f"| {c} | {tool} | " + " | ".join(cells) + " |")
+            ratios.append(f"| {lc} | {tool} | " + " | ".join(cells) + " |")
     return "\n".join(measured), "\n".join(per_rep), "\n".join(ratios)
+
+
+def neighbour_table(neighbours, tools):
+    """neighbours: {((C, scenario), tool): [neighbour dict or None per repetition]}: per
+    row the run's wall seconds, the tool's CPU seconds (wait4), the hog's ("foreign")
+    CPU seconds (wait4), the hog's achieved duty (its CPU s / wall s) per repetition,
+    and the rest of the tool's core's busy time (/proc/stat, less the tool's and the
+    hog's); means over repetitions."""
+    lines = ["| streams | scenario | tool | wall s | tool CPU s | foreign CPU s | achieved duty (per rep) | "
+             "other CPU s on the core |",
+             "|---:|---|---|---:|---:|---:|---:|---:|"]
+    levels = sorted(dict.fromkeys(k for k, _ in neighbours), key=lambda k: k[0] if isinstance(k, tuple) else k)
+    for c in levels:
+        for tool in tools:
+            runs = neighbours.get((c, tool))
+            if runs is None:
+                continue
+            duties = [r.get("duty") if r else None for r in runs]
+            duty = "-" if all(d is None for d in duties) else " / ".join(fmt(d) for d in duties)
+            lines.append(f"| {level_cells(c)} | {tool} | {fmt(mean_of(runs, 'wall'))} | "
+                         f"{fmt(mean_of(runs, 'tool_cpu'))} | {fmt(mean_of(runs, 'foreign_cpu'))} | {duty} | "
+                         f"{fmt(mean_of(runs, 'other_cpu'))} |")
+    return "\n".join(lines)
 
 
 def cost_table(usage, keys, tools, base="goodput", peer="vllm-rs"):
