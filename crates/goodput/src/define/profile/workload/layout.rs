@@ -74,11 +74,13 @@ pub struct WrittenWorkload {
     tool_choice: Option<String>,
     #[serde(default)]
     adapters: Option<indexmap::IndexMap<String, f64>>,
+    #[serde(default)]
     images: Option<u32>,
     #[serde(default)]
     image_size: Option<[u32; 2]>,
     #[serde(default)]
     image_format: Option<String>,
+    #[serde(default)]
     inputs: Option<u32>,
 }
 
@@ -256,11 +258,13 @@ pub struct FlatWorkload {
     tool_choice: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     adapters: Option<indexmap::IndexMap<String, f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     images: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     image_size: Option<[u32; 2]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     image_format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     inputs: Option<u32>,
 }
 
