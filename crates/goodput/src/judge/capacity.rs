@@ -57,9 +57,9 @@ impl Probed<'_> {
         let limited_by = match found.reason {
             Reason::MaxPasses => Limit::Other(LimitWord::Max),
             Reason::ProbeBudget => Limit::Other(LimitWord::MaxProbes),
-            Reason::Resolved | Reason::LowestFails => {
-                missed_most(fail).unwrap_or(Limit::Other(LimitWord::Slo))
-            }
+            Reason::Resolved | Reason::LowestFails => tool_calls_failed(fail)
+                .or_else(|| missed_most(fail))
+                .unwrap_or(Limit::Other(LimitWord::Slo)),
         };
         let mut note = self.note(found, pass, fail, &limited_by);
         let noisy = !found.noisy.is_empty();
@@ -192,10 +192,10 @@ impl Probed<'_> {
         let unit = |x: f64| unit(self.cfg.mode, x);
         match (found.reason, found.passing, found.failing) {
             (Reason::LowestFails, _, Some(f)) => format!(
-                "even the lowest load probed, {}, does not meet the SLO ({} attainment, {} missed most)",
+                "even the lowest load probed, {}, does not meet the SLO ({} attainment, {})",
                 unit(f),
                 pct(attainment(fail)),
-                limited_by
+                why_failed(limited_by)
             ),
             (Reason::MaxPasses, Some(p), _) => format!(
                 "meets the SLO up to the search's max, {} ({} attainment); the capacity may be higher: raise max",
@@ -208,12 +208,12 @@ impl Probed<'_> {
                 f.map_or("max".into(), unit)
             ),
             (_, Some(p), Some(f)) => format!(
-                "meets the SLO at {} ({} attainment), not at {} ({}; {} missed most)",
+                "meets the SLO at {} ({} attainment), not at {} ({}; {})",
                 unit(p),
                 pct(attainment(pass)),
                 unit(f),
                 pct(attainment(fail)),
-                limited_by
+                why_failed(limited_by)
             ),
             _ => String::new(),
         }
@@ -262,6 +262,28 @@ fn attainment(p: Option<&Point>) -> Option<f64> {
         .and_then(|c| c.attainment)
 }
 
+/// Why the failing load failed, in words: the bound missed most, or too few valid
+/// tool calls.
+fn why_failed(limited_by: &Limit) -> String {
+    match limited_by {
+        Limit::Other(LimitWord::ToolCalls) => "too few valid tool calls".to_string(),
+        other => format!("{other} missed most"),
+    }
+}
+
+/// [`LimitWord::ToolCalls`] when a requirement on the failing load's tool calls
+/// failed while its attainment met the target: the calls' validity, not latency,
+/// is what the load could not hold.
+fn tool_calls_failed(p: Option<&Point>) -> Option<Limit> {
+    let check = p?.slo_check.as_ref()?;
+    let calls_failed = check
+        .tool_calls
+        .iter()
+        .any(|t| t.judgement == report::Judgement::Fails);
+    let attained = check.attainment.is_some_and(|a| a >= check.target);
+    (calls_failed && attained).then_some(Limit::Other(LimitWord::ToolCalls))
+}
+
 fn pct(a: Option<f64>) -> String {
     a.map_or("unknown".into(), |a| format!("{}%", num(a * 100.0)))
 }
@@ -273,4 +295,57 @@ fn missed_most(p: Option<&Point>) -> Option<Limit> {
         .iter()
         .max_by_key(|(_, n)| **n)
         .map(|(k, _)| Limit::from_word(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(attainment: f64, calls: report::Judgement) -> Point {
+        let check: report::SloCheck = serde_json::from_value(serde_json::json!({
+            "good": 0, "sent": 100, "attainment": attainment, "target": 0.9,
+            "form": "attainment", "meets": false, "misses": {"ttft": 3},
+            "percentiles_ms": {}
+        }))
+        .expect("a minimal SLO check");
+        let mut check = check;
+        check.tool_calls = vec![report::ToolCallCheck {
+            share: "valid".into(),
+            required: 0.99,
+            valid: 75,
+            judged: 100,
+            interval: None,
+            judgement: calls,
+        }];
+        Point {
+            slo_check: Some(check),
+            ..Point::default()
+        }
+    }
+
+    #[test]
+    fn a_load_that_fails_only_on_its_tool_calls_is_limited_by_them() {
+        use report::Judgement::{Fails, Meets};
+        let p = point(0.97, Fails);
+        assert_eq!(
+            tool_calls_failed(Some(&p)),
+            Some(Limit::Other(LimitWord::ToolCalls))
+        );
+        assert_eq!(
+            why_failed(&Limit::Other(LimitWord::ToolCalls)),
+            "too few valid tool calls"
+        );
+        // Latency failed too: the bound missed most says it.
+        assert_eq!(tool_calls_failed(Some(&point(0.5, Fails))), None);
+        assert_eq!(
+            missed_most(Some(&point(0.5, Fails))),
+            Some(Limit::from_word("ttft"))
+        );
+        // Valid calls met: not the calls.
+        assert_eq!(tool_calls_failed(Some(&point(0.97, Meets))), None);
+        assert_eq!(
+            Limit::from_word("tool_calls"),
+            Limit::Other(LimitWord::ToolCalls)
+        );
+    }
 }

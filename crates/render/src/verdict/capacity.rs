@@ -55,6 +55,7 @@ pub(super) fn from_capacity(report: &Report) -> Vec<String> {
             LimitWord::NoAnswer
             | LimitWord::Errors
             | LimitWord::Slo
+            | LimitWord::ToolCalls
             | LimitWord::MaxProbes
             | LimitWord::Engine
             | LimitWord::Unknown(_),
@@ -86,6 +87,7 @@ pub(super) fn from_capacity(report: &Report) -> Vec<String> {
                 LimitWord::NoAnswer
                 | LimitWord::Errors
                 | LimitWord::Slo
+                | LimitWord::ToolCalls
                 | LimitWord::Max
                 | LimitWord::Unknown(_),
             ) => false,

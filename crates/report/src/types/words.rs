@@ -101,6 +101,9 @@ words! {
         Errors => "errors",
         /// The failing load missed the SLO with no bound counted (no requests).
         Slo => "slo",
+        /// The failing load's requests met the attainment, but too few of its tool
+        /// calls were valid (`slo.min_valid_tool_calls`, ...: `slo_check.tool_calls`).
+        ToolCalls => "tool_calls",
         /// The search's upper bound met the SLO: the capacity may be higher.
         Max => "max",
         /// The probe budget ran out before the bracket closed.
