@@ -11,15 +11,7 @@ use super::text::num;
 
 /// Every point with adapters, in report order.
 fn points(report: &Report) -> Vec<(&str, &Point, &AdapterSummary)> {
-    report
-        .load
-        .iter()
-        .flat_map(|(engine, r)| {
-            r.points
-                .iter()
-                .filter_map(move |p| p.adapters.as_ref().map(|s| (engine.as_str(), p, s)))
-        })
-        .collect()
+    super::section::points_with(report, |p| p.adapters.as_ref())
 }
 
 /// The bounded metrics some adapter of the report has, in the table's order.

@@ -22,15 +22,7 @@ const COLUMNS: [&str; 9] = [
 
 /// Every embeddings point, in report order.
 fn points(report: &Report) -> Vec<(&str, &Point, &EmbeddingsSummary)> {
-    report
-        .load
-        .iter()
-        .flat_map(|(engine, r)| {
-            r.points
-                .iter()
-                .filter_map(move |p| p.embeddings.as_ref().map(|s| (engine.as_str(), p, s)))
-        })
-        .collect()
+    super::section::points_with(report, |p| p.embeddings.as_ref())
 }
 
 fn cells(report: &Report) -> Vec<Vec<String>> {

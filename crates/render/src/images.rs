@@ -17,15 +17,7 @@ const COLUMNS: [&str; 6] = [
 ];
 
 fn points(report: &Report) -> Vec<(&str, &Point, &ImageSummary)> {
-    report
-        .load
-        .iter()
-        .flat_map(|(engine, r)| {
-            r.points
-                .iter()
-                .filter_map(move |p| p.images.as_ref().map(|s| (engine.as_str(), p, s)))
-        })
-        .collect()
+    super::section::points_with(report, |p| p.images.as_ref())
 }
 
 fn cells(report: &Report) -> Vec<Vec<String>> {

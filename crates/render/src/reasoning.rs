@@ -20,15 +20,7 @@ const COLUMNS: [&str; 8] = [
 
 /// Every point that streamed reasoning, in report order.
 fn points(report: &Report) -> Vec<(&str, &Point, &ReasoningSummary)> {
-    report
-        .load
-        .iter()
-        .flat_map(|(engine, r)| {
-            r.points
-                .iter()
-                .filter_map(move |p| p.reasoning.as_ref().map(|s| (engine.as_str(), p, s)))
-        })
-        .collect()
+    super::section::points_with(report, |p| p.reasoning.as_ref())
 }
 
 fn cells(report: &Report) -> Vec<Vec<String>> {

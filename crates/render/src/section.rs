@@ -5,7 +5,7 @@
 //! function added to [`after_results`] and a new format one method here.
 
 use maud::{html, Markup};
-use report::Report;
+use report::{Point, Report};
 
 use super::markdown::{grid, md_escape};
 use super::text::plain_table;
@@ -116,6 +116,21 @@ impl TableSection {
             }
         }
     }
+}
+
+/// Every point of `report` that has the part `part` takes (`p.reasoning`,
+/// `p.tool_calls`, ...), with its engine and the part, in report order: the rows
+/// every section after the results table is made of.
+pub fn points_with<'a, T>(
+    report: &'a Report,
+    part: impl Fn(&'a Point) -> Option<&'a T>,
+) -> Vec<(&'a str, &'a Point, &'a T)> {
+    report
+        .load
+        .iter()
+        .flat_map(|(engine, r)| r.points.iter().map(move |p| (engine.as_str(), p)))
+        .filter_map(|(engine, p)| part(p).map(|s| (engine, p, s)))
+        .collect()
 }
 
 /// The table sections after the results table, in the order every format shows

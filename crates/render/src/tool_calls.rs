@@ -36,15 +36,7 @@ fn share(valid: u64, judged: u64, interval: Option<report::ShareInterval>) -> St
 
 /// Every point with tool calls, in report order.
 fn points(report: &Report) -> Vec<(&str, &Point, &ToolCallSummary)> {
-    report
-        .load
-        .iter()
-        .flat_map(|(engine, r)| {
-            r.points
-                .iter()
-                .filter_map(move |p| p.tool_calls.as_ref().map(|s| (engine.as_str(), p, s)))
-        })
-        .collect()
+    super::section::points_with(report, |p| p.tool_calls.as_ref())
 }
 
 fn cells(report: &Report) -> Vec<Vec<String>> {

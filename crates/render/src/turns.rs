@@ -19,14 +19,9 @@ const COLUMNS: [&str; 8] = [
 
 /// Every point that has a per-turn table, in report order.
 fn points(report: &Report) -> Vec<(&str, f64, &ConversationSummary)> {
-    report
-        .load
-        .iter()
-        .flat_map(|(engine, r)| {
-            r.points
-                .iter()
-                .filter_map(move |p| p.conversation.as_ref().map(|c| (engine.as_str(), p.x, c)))
-        })
+    super::section::points_with(report, |p| p.conversation.as_ref())
+        .into_iter()
+        .map(|(engine, p, c)| (engine, p.x, c))
         .collect()
 }
 
