@@ -1,55 +1,53 @@
-//! The transport of `http://` targets: HTTP/1.1 connections of our own (hyper's
-//! `client::conn::http1`), each driven inside the task of the request that uses it.
+//! The transport of `http://` targets: HTTP/1.1 connections of our own
+//! ([`super::h1`]'s framing over a [`StampedTcp`]), each used by one request at a
+//! time, inside that request's task.
 //!
 //! A pooled client (reqwest, hyper-util's pool) runs every connection in a task of
 //! its own and hands body chunks to the request's task through a channel: two task
-//! wake-ups per chunk. Here the request's task polls the connection itself, right
-//! before it polls the body (`Driven`), so a chunk read from the socket is in the
-//! request's hands in the same poll. Owning the connections also lets a trial open
-//! them before it starts ([`Pool::preconnect`]), and a request that did need a new
-//! one knows how long it took (the record's `connect`).
+//! wake-ups per chunk, and buffers per connection that an idle stream keeps. Here
+//! the request's task reads its socket itself: a chunk read from the socket is in
+//! the request's hands in the same poll, and a read lands in a buffer on that
+//! poll's stack, of which only the bytes read are kept until the body's reader
+//! takes them ([`Conn::rest`]). Owning the connections also lets a trial open them
+//! before it starts ([`Pool::preconnect`]), and a request that did need a new one
+//! knows how long it took (the record's `connect`).
 //!
 //! The pool keeps idle connections only; a connection is in the pool or in the
 //! hands of exactly one request, so the pool never holds more connections than the
 //! most requests ever in flight at once. A connection the server closed while idle
-//! is noticed when it is taken (one poll of its driver) and dropped.
+//! is noticed when it is taken (a peek at its socket) and dropped.
 
-use std::future::Future;
+use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::Mutex;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
-use futures_util::{FutureExt, Stream};
-use http_body_util::Full;
-use hyper::body::{Body, Incoming};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use futures_util::Stream;
+use reqwest::header::HeaderMap;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use super::h1::{self, BodyError, Decoder, Head, HeadError};
 use super::stamped::{stamped, StampedTcp, Stamps};
 
-type Driver = http1::Connection<TokioIo<StampedTcp>, Full<Bytes>>;
+/// Bytes one read may take, into a buffer on the stack of the poll that reads. An
+/// SSE chunk is a few hundred bytes, and a burst that does not fit is read by the
+/// next read of the same poll, so what is measured does not change (each chunk's
+/// arrival time is its read's kernel receive time, [`super::stamped`]).
+pub(crate) const READ_BUF_BYTES: usize = 2048;
 
-/// Bytes each read from a connection may fill. hyper's adaptive default reserves
-/// 8 KiB before every read and, since each chunk it hands out shares that buffer,
-/// moves a busy stream to a new 16 KiB one (heaptrack: the largest single cost of
-/// 10,000 open streams). An SSE chunk is a few hundred bytes, and a burst that does
-/// not fit is read by the next read of the same poll, so what is measured does not
-/// change (each chunk's arrival time is its read's kernel receive time,
-/// [`super::stamped`]).
-const READ_BUF_BYTES: usize = 2048;
-
-/// One HTTP/1.1 connection: the half that sends requests and the half that does
-/// the socket's work (polled by whoever uses the connection).
+/// One HTTP/1.1 connection.
 pub(crate) struct Conn {
-    pub sender: http1::SendRequest<Full<Bytes>>,
-    pub driver: Driver,
-    /// The driver has completed: the connection is closed.
-    pub ended: bool,
+    io: StampedTcp,
     /// The kernel's receive time of what the connection read last, and when its
     /// latest request's first write began.
     pub stamps: Stamps,
+    /// Bytes read and not yet taken (the rest of the latest read; empty, holding
+    /// nothing, while a stream waits).
+    rest: Bytes,
 }
 
 /// Why a connection could not be opened.
@@ -60,6 +58,19 @@ pub(crate) struct ConnectError {
     /// This process had no file descriptor left (`EMFILE`, `ENFILE`): the client's
     /// limit, not the server's failure.
     pub out_of_files: bool,
+}
+
+/// Why a request got no response head.
+#[derive(Debug)]
+pub(crate) enum Exchange {
+    /// The connection closed or failed before any byte of a response arrived
+    /// (writing included): the request did not reach an engine that answers, and
+    /// may be sent again on a fresh connection.
+    Unanswered(io::Error),
+    /// The connection closed or failed after part of a head arrived.
+    Broken(String),
+    /// The head is past a bound, or not HTTP.
+    Head(HeadError),
 }
 
 /// Idle connections to one `host:port`.
@@ -74,7 +85,9 @@ pub struct Pool {
 
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("ended", &self.ended).finish()
+        f.debug_struct("Conn")
+            .field("rest", &self.rest.len())
+            .finish()
     }
 }
 
@@ -111,8 +124,8 @@ impl Pool {
         })
     }
 
-    /// Opens a connection (TCP with `TCP_NODELAY` and kernel receive timestamps,
-    /// then HTTP/1.1 set-up, which sends nothing).
+    /// Opens a connection (TCP with `TCP_NODELAY` and kernel receive timestamps;
+    /// HTTP/1.1 needs no set-up).
     pub(crate) async fn connect(&self) -> Result<Conn, ConnectError> {
         let tcp = TcpStream::connect(&self.addr)
             .await
@@ -121,29 +134,19 @@ impl Pool {
                 detail: format!("cannot connect to {}: {e}", self.addr),
             })?;
         let _ = tcp.set_nodelay(true);
-        let (tcp, stamps) = stamped(tcp);
-        let (sender, driver) = http1::Builder::new()
-            .read_buf_exact_size(Some(READ_BUF_BYTES))
-            .handshake(TokioIo::new(tcp))
-            .await
-            .map_err(|e| ConnectError {
-                out_of_files: false,
-                detail: format!("HTTP/1.1 set-up with {} failed: {e}", self.addr),
-            })?;
+        let (io, stamps) = stamped(tcp);
         Ok(Conn {
-            sender,
-            driver,
-            ended: false,
+            io,
             stamps,
+            rest: Bytes::new(),
         })
     }
 
     /// An idle connection that is still open, if any.
     pub(crate) fn checkout(&self) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(mut c) = idle.pop() {
-            // One poll reads a close (or a stray byte) that arrived while idle.
-            if (&mut c.driver).now_or_never().is_none() && !c.sender.is_closed() {
+        while let Some(c) = idle.pop() {
+            if c.idle_and_open() {
                 return Some(c);
             }
         }
@@ -152,7 +155,7 @@ impl Pool {
 
     /// Gives back a connection whose exchange ended cleanly.
     pub(crate) fn checkin(&self, c: Conn) {
-        if !c.ended && c.sender.is_ready() {
+        if c.rest.is_empty() {
             self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(c);
         }
     }
@@ -177,65 +180,178 @@ impl Pool {
     }
 }
 
-/// `fut`, with the connection's driver polled before it in the same task, so the
-/// socket's work is done where its result is awaited. `None` when the connection
-/// ended with `fut` still pending: nothing more can arrive on it, and the pending
-/// request's callback is only cancelled when the driver is dropped, which it is not
-/// while we hold it (waiting would hang until the request timeout).
-pub(crate) async fn drive<F: Future>(
-    driver: &mut Driver,
-    ended: &mut bool,
-    fut: F,
-) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| {
-        poll_driver(driver, ended, cx);
-        match fut.as_mut().poll(cx) {
-            Poll::Ready(v) => Poll::Ready(Some(v)),
-            Poll::Pending if *ended => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
-    })
-    .await
-}
+impl Conn {
+    /// Nothing has arrived on the idle connection: not its close (the server
+    /// closed it while idle, as llama.cpp does after a few requests), not a stray
+    /// byte. One non-blocking peek at the socket.
+    fn idle_and_open(&self) -> bool {
+        let mut byte = [0u8; 1];
+        let flags = nix::sys::socket::MsgFlags::MSG_PEEK | nix::sys::socket::MsgFlags::MSG_DONTWAIT;
+        matches!(
+            nix::sys::socket::recv(self.io.tcp().as_raw_fd(), &mut byte, flags),
+            Err(nix::errno::Errno::EAGAIN)
+        )
+    }
 
-/// Polls the driver unless it has ended; an ended (closed or failed) connection
-/// shows to the request as the end or error of its response.
-fn poll_driver(driver: &mut Driver, ended: &mut bool, cx: &mut Context<'_>) {
-    if !*ended && Pin::new(driver).poll(cx).is_ready() {
-        *ended = true;
+    /// Sends a `POST` of `body` to `path` with `headers`, then reads the
+    /// response's head (interim 1xx heads skipped). The head's bytes are made
+    /// before the request is stamped as sent ([`Stamps::expect_send`] is the
+    /// caller's), written with the body in one vectored write where the kernel
+    /// takes it, and dropped once written.
+    pub(crate) async fn exchange(&mut self, head: Vec<u8>, body: &Bytes) -> Result<Head, Exchange> {
+        self.write_all(&head, body)
+            .await
+            .map_err(Exchange::Unanswered)?;
+        drop(head);
+        loop {
+            let (h, took) = self.read_head().await?;
+            self.rest = self.rest.slice(took..);
+            self.let_go_if_empty();
+            if !h.status.is_informational() {
+                return Ok(h);
+            }
+        }
+    }
+
+    /// Writes `head` then `body`, vectored.
+    async fn write_all(&mut self, head: &[u8], body: &[u8]) -> io::Result<()> {
+        let mut done = 0;
+        let total = head.len() + body.len();
+        std::future::poll_fn(|cx| {
+            while done < total {
+                let bufs = if done < head.len() {
+                    [IoSlice::new(&head[done..]), IoSlice::new(body)]
+                } else {
+                    [IoSlice::new(&body[done - head.len()..]), IoSlice::new(&[])]
+                };
+                let n = ready!(Pin::new(&mut self.io).poll_write_vectored(cx, &bufs))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                }
+                done += n;
+            }
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+
+    /// Reads until [`Conn::rest`] starts with a whole response head; the head and
+    /// the bytes it took.
+    async fn read_head(&mut self) -> Result<(Head, usize), Exchange> {
+        let mut answered = !self.rest.is_empty();
+        loop {
+            if !self.rest.is_empty() {
+                if let Some(parsed) = h1::parse_head(&self.rest).map_err(Exchange::Head)? {
+                    return Ok(parsed);
+                }
+            }
+            let read = std::future::poll_fn(|cx| self.poll_read_more(cx)).await;
+            match read {
+                Ok(true) => answered = true,
+                Ok(false) if answered => {
+                    return Err(Exchange::Broken(
+                        "the connection closed in the middle of the response's head".into(),
+                    ))
+                }
+                Ok(false) => {
+                    return Err(Exchange::Unanswered(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the connection closed before a response",
+                    )))
+                }
+                Err(e) if answered => {
+                    return Err(Exchange::Broken(format!(
+                        "the connection failed in the middle of the response's head: {e}"
+                    )))
+                }
+                Err(e) => return Err(Exchange::Unanswered(e)),
+            }
+        }
+    }
+
+    /// An empty [`Conn::rest`] that is still a slice of its read's bytes keeps
+    /// them alive: let them go.
+    fn let_go_if_empty(&mut self) {
+        if self.rest.is_empty() {
+            self.rest = Bytes::new();
+        }
+    }
+
+    /// One read, its bytes added to [`Conn::rest`]: `false` at the end of the
+    /// stream. The read lands in a buffer on this poll's stack; only what it
+    /// brought is kept.
+    fn poll_read_more(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
+        let mut stack = [MaybeUninit::<u8>::uninit(); READ_BUF_BYTES];
+        let mut buf = ReadBuf::uninit(&mut stack);
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
+        let got = buf.filled();
+        if got.is_empty() {
+            return Poll::Ready(Ok(false));
+        }
+        self.rest = if self.rest.is_empty() {
+            Bytes::copy_from_slice(got)
+        } else {
+            let mut joined = Vec::with_capacity(self.rest.len() + got.len());
+            joined.extend_from_slice(&self.rest);
+            joined.extend_from_slice(got);
+            Bytes::from(joined)
+        };
+        Poll::Ready(Ok(true))
     }
 }
 
-/// A response body whose connection is driven by whoever reads it: data frames as
-/// a stream of bytes (trailers are skipped).
-pub(crate) struct Driven<'a> {
-    pub driver: &'a mut Driver,
-    pub ended: &'a mut bool,
-    pub body: Incoming,
+/// A response body read from its connection by whoever reads it: its data, a
+/// piece per HTTP chunk (or per read, for a body framed by a length or the close),
+/// as a stream of bytes; trailers are skipped.
+pub(crate) struct Body<'a> {
+    pub conn: &'a mut Conn,
+    pub decoder: Decoder,
 }
 
-impl Stream for Driven<'_> {
-    type Item = Result<Bytes, hyper::Error>;
+impl Body<'_> {
+    /// The body has ended and nothing followed it: the connection can carry the
+    /// next request.
+    pub(crate) fn ended_cleanly(&self) -> bool {
+        self.decoder == Decoder::Done && self.conn.rest.is_empty()
+    }
+}
+
+impl Stream for Body<'_> {
+    type Item = Result<Bytes, BodyError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        poll_driver(this.driver, this.ended, cx);
         loop {
-            return match Pin::new(&mut this.body).poll_frame(cx) {
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => Poll::Ready(Some(Ok(data))),
-                    Err(_) => continue,
-                },
-                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
-                Poll::Ready(None) => Poll::Ready(None),
-                // The connection has ended: no more of the body can arrive (see
-                // [`drive`]); the body's end shows as a response cut short.
-                Poll::Pending if *this.ended => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            };
+            if this.decoder == Decoder::Done {
+                return Poll::Ready(None);
+            }
+            if !this.conn.rest.is_empty() {
+                let step = this.decoder.decode(&mut this.conn.rest);
+                this.conn.let_go_if_empty();
+                match step {
+                    Ok(Some(data)) if !data.is_empty() => return Poll::Ready(Some(Ok(data))),
+                    Ok(_) => continue,
+                    Err(e) => return Poll::Ready(Some(Err(e))),
+                }
+            }
+            match ready!(this.conn.poll_read_more(cx)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Poll::Ready(match this.decoder.closed() {
+                        Ok(()) => None,
+                        Err(e) => Some(Err(e)),
+                    })
+                }
+                Err(e) => return Poll::Ready(Some(Err(BodyError::Io(e)))),
+            }
         }
     }
+}
+
+/// The head of a request to `pool`'s path with `headers` and a body of
+/// `body_len` bytes.
+pub(crate) fn request_head(pool: &Pool, headers: &HeaderMap, body_len: usize) -> Vec<u8> {
+    h1::request_head(&pool.path, headers, body_len)
 }
 
 #[cfg(test)]

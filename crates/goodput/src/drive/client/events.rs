@@ -11,9 +11,6 @@ use super::stamped::{chunk_time, ReadMark, Stamps};
 use super::{describe, max_content_chunks, Failure, Limits, SseParser};
 use crate::drive::record::{now_ns, Chunk, ErrorKind, RequestRecord, MAX_REPLY_BYTES};
 
-/// Chunks a record has room for before its first chunk arrives.
-const FIRST_CHUNKS: usize = 32;
-
 /// One timer for the whole stream, re-armed only when it fires: a stall is "no
 /// progress since `last_read + stall`", progress being a content chunk (bytes do
 /// not count: comments, role-only and usage-only events, an endless chunk-size line
@@ -129,11 +126,12 @@ pub(super) async fn read<E: std::error::Error>(
         max_bytes: limits.sse.max_stream_bytes,
         saw_done: false,
     };
-    // Room for the first chunks; a longer answer doubles it as it grows (after
-    // each chunk's time is taken), so an open stream holds what it received, not
-    // the whole answer it asked for (40 bytes a token: 40 KiB at 1,024 tokens).
-    let expected = rec.requested_tokens.map_or(0, |n| n as usize);
-    rec.chunks.reserve(expected.min(FIRST_CHUNKS) + 1);
+    // Room for the first chunk (the TTFT's push allocates nothing); a longer
+    // answer grows the list by doubling (after each chunk's time is taken), so an
+    // open stream holds what it received, not the whole answer it asked for (40
+    // bytes a token: 40 KiB at 1,024 tokens), nor room for tokens a slow stream
+    // has not sent yet.
+    rec.chunks.reserve_exact(1);
     let mut stall = StallTimer::new(limits.stall_timeout, deadline, since);
     let mut reads = Reads::default();
     let timer = tokio::time::sleep_until(stall.next_wake());
@@ -165,6 +163,8 @@ pub(super) async fn read<E: std::error::Error>(
         floor = t;
         let chunks_before = rec.chunks.len();
         progress.take(&bytes, t.saturating_sub(origin), t, rec)?;
+        drop(bytes);
+        progress.parser.release_idle();
         reads.frame(rec, chunks_before, mark, after);
         // Only generated text re-arms the stall timer: a server that sends nothing
         // but keep-alive comments (or role-only, usage-only events) is stalled.

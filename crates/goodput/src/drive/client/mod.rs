@@ -18,6 +18,7 @@ pub mod direct;
 mod embed;
 mod errors;
 mod events;
+mod h1;
 pub mod request_id;
 mod sse;
 mod stamped;
@@ -194,7 +195,7 @@ pub async fn stream_request(
     // `Timeout` polls its timer even when the request has spent the task's
     // cooperative budget (a socket that never runs dry, hyper reading an endless
     // chunk-size line), which a timer inside the request could not.
-    let exchanged = exchange(client, target, out, rec, limits, deadline, origin);
+    let exchanged = exchange(client, target, &out, rec, limits, deadline, origin);
     let outcome = match tokio::time::timeout_at(deadline, exchanged).await {
         Ok(outcome) => outcome,
         // `done` is stamped once the stream has passed its checks: what ran out of
@@ -237,13 +238,13 @@ impl Failure {
 async fn exchange(
     client: &reqwest::Client,
     target: &Target,
-    out: Outgoing,
+    out: &Outgoing,
     rec: &mut RequestRecord,
     limits: &Limits,
     deadline: tokio::time::Instant,
     origin: u64,
 ) -> Result<(), Failure> {
-    let mut at = Exchange {
+    let at = Exchange {
         rec,
         limits,
         deadline,
@@ -252,19 +253,29 @@ async fn exchange(
         body_bytes: out.body.len() as u64,
     };
     match &target.pool {
-        Some(pool) => exchange_direct(pool, target, &out, at).await,
-        None => {
-            // The headers are made before the request is stamped as sent.
-            let headers = out.headers(&target.headers);
-            let (resp, since) = send(client, target, (out.body, headers), &mut at).await?;
-            at.since = since;
-            let (status, headers) = (resp.status(), resp.headers().clone());
-            let mut body = Box::pin(resp.bytes_stream());
-            at.consume(status, headers, &mut body, None).await?;
-            drain(&mut body, at.rec).await;
-            Ok(())
-        }
+        Some(pool) => exchange_direct(pool, target, out, at).await,
+        // Boxed: reqwest's futures are larger than the direct path's, and an
+        // unboxed branch would size every `http://` request's task by them.
+        None => Box::pin(exchange_reqwest(client, target, out, at)).await,
     }
+}
+
+/// [`exchange`] through reqwest (`https` targets).
+async fn exchange_reqwest(
+    client: &reqwest::Client,
+    target: &Target,
+    out: &Outgoing,
+    mut at: Exchange<'_>,
+) -> Result<(), Failure> {
+    // The headers are made before the request is stamped as sent.
+    let headers = out.headers(&target.headers);
+    let (resp, since) = send(client, target, (out.body.clone(), headers), &mut at).await?;
+    at.since = since;
+    let (status, not_sse) = (resp.status(), not_a_stream(resp.headers()));
+    let mut body = Box::pin(resp.bytes_stream());
+    at.consume(status, not_sse, &mut body, None).await?;
+    drain(&mut body, at.rec).await;
+    Ok(())
 }
 
 /// Reads what follows `[DONE]` until the body ends, for at most [`DRAIN_WAIT`]
@@ -285,6 +296,16 @@ async fn drain<E>(
     tokio::time::timeout(DRAIN_WAIT, rest).await.is_ok()
 }
 
+/// The failure of a request whose response's headers did not come in time, made
+/// only when it happens (no allocation per request).
+struct NoHeaders(ErrorKind, &'static str);
+
+impl From<NoHeaders> for Failure {
+    fn from(n: NoHeaders) -> Failure {
+        Failure::new(n.0, n.1)
+    }
+}
+
 /// One request's record and bounds, while its response is read.
 struct Exchange<'a> {
     rec: &'a mut RequestRecord,
@@ -302,18 +323,18 @@ impl Exchange<'_> {
     /// Until when the request sent now waits for its response's headers, and the
     /// failure if none come: the stall timeout after the send (no progress), or
     /// the request's deadline, whichever comes first.
-    fn header_wait(&self, sent: tokio::time::Instant) -> (tokio::time::Instant, Failure) {
+    fn header_wait(&self, sent: tokio::time::Instant) -> (tokio::time::Instant, NoHeaders) {
         match self.limits.stall_timeout.map(|s| sent + s) {
             Some(stall) if stall < self.deadline => (
                 stall,
-                Failure::new(
+                NoHeaders(
                     ErrorKind::Stall,
                     "no response headers within the stall timeout",
                 ),
             ),
             _ => (
                 self.deadline,
-                Failure::new(
+                NoHeaders(
                     ErrorKind::Timeout,
                     "no response headers before the request timeout",
                 ),
@@ -322,21 +343,25 @@ impl Exchange<'_> {
     }
 
     /// Status, content type, then the events into the record, then the final checks.
-    /// The response's headers are dropped once checked: an open stream keeps none.
+    /// The response's headers were checked before ([`not_a_stream`]) and dropped:
+    /// an open stream keeps none (its task is not sized by them either).
     async fn consume<E: std::error::Error>(
         &mut self,
         status: StatusCode,
-        headers: HeaderMap,
+        not_sse: Option<Failure>,
         body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
         stamps: Option<&stamped::Stamps>,
     ) -> Result<(), Failure> {
         self.rec.status = Some(status.as_u16());
         if self.rec.embeddings.is_some() {
-            drop(headers);
-            return embed::read(self, status, body, stamps).await;
+            // Boxed: an embeddings answer is read whole, and the streaming path's
+            // task need not be sized by it.
+            return Box::pin(embed::read(self, status, body, stamps)).await;
         }
-        check_response(status, &headers, body, self.deadline).await?;
-        drop(headers);
+        check_status(status, body, self.deadline).await?;
+        if let Some(f) = not_sse {
+            return Err(f);
+        }
         let at = events::ReadAt {
             deadline: self.deadline,
             origin: self.origin,
@@ -350,19 +375,50 @@ impl Exchange<'_> {
 }
 
 /// [`exchange`] on a connection of our own: taken from the pool (or opened, its
-/// set-up time recorded as `connect`), driven by this task, and given back when the
+/// set-up time recorded as `connect`), read by this task, and given back when the
 /// response ended cleanly. A pooled connection the server had closed is replaced
-/// once, as [`send`] does. Each try's headers are made for it and handed to
-/// hyper, so an open stream keeps no copy of them.
+/// once, as [`send`] does. Each try's head is made for it and dropped once
+/// written, so an open stream keeps no copy of it.
 async fn exchange_direct(
     pool: &direct::Pool,
     target: &Target,
     out: &Outgoing,
     mut at: Exchange<'_>,
 ) -> Result<(), Failure> {
+    // Two steps: the request sent and its head read (with one resend), then the
+    // body; the head's fields are checked and dropped in between.
+    let (conn, head) = direct_head(pool, target, out, &mut at).await?;
+    // Checked and dropped before the body is read: an open stream keeps no headers.
+    let not_sse = not_a_stream(&head.headers);
+    let answer = Answer {
+        status: head.status,
+        not_sse,
+        body: head.body,
+        keep_alive: head.keep_alive,
+    };
+    drop(head.headers);
+    direct_body(pool, conn, answer, at).await
+}
+
+/// What [`direct_body`] needs of a response's head.
+struct Answer {
+    status: StatusCode,
+    not_sse: Option<Failure>,
+    body: h1::Decoder,
+    keep_alive: bool,
+}
+
+/// The request sent on a pooled connection (or a new one, once more on a fresh
+/// one when the pooled one had been closed) and its response's head read.
+async fn direct_head(
+    pool: &direct::Pool,
+    target: &Target,
+    out: &Outgoing,
+    at: &mut Exchange<'_>,
+) -> Result<(direct::Conn, h1::Head), Failure> {
     let (deadline, origin) = (at.deadline, at.origin);
     let mut retried = false;
-    let (mut conn, resp) = loop {
+    loop {
         // A resend never takes a pooled connection: it opens a new one.
         let pooled = pool.checkout().filter(|_| !retried);
         let reused = pooled.is_some();
@@ -370,11 +426,8 @@ async fn exchange_direct(
             Some(c) => c,
             None => open_direct(pool, target, at.rec, deadline, origin).await?,
         };
-        // The request (its headers made) before it is stamped as sent.
-        let mut req = hyper::Request::post(pool.path.as_str())
-            .body(http_body_util::Full::new(out.body.clone()))
-            .map_err(|e| Failure::new(ErrorKind::Connect, e.to_string()))?;
-        *req.headers_mut() = out.headers(&target.headers);
+        // The request's head before it is stamped as sent.
+        let head = direct::request_head(pool, &out.headers(&target.headers), out.body.len());
         let sent_is_now = !target.connect_in_ttft || reused;
         if sent_is_now {
             at.rec.sent = now_ns().saturating_sub(origin);
@@ -382,62 +435,67 @@ async fn exchange_direct(
         at.since = tokio::time::Instant::now();
         let (wait_until, no_headers) = at.header_wait(at.since);
         conn.stamps.expect_send();
-        let sent = direct::drive(
-            &mut conn.driver,
-            &mut conn.ended,
-            conn.sender.send_request(req),
-        );
-        let outcome = tokio::time::timeout_at(wait_until, sent).await;
+        let outcome = tokio::time::timeout_at(wait_until, conn.exchange(head, &out.body)).await;
         match outcome {
-            Err(_) => return Err(no_headers),
+            Err(_) => return Err(no_headers.into()),
             // The connection closed before any response (a kept-alive one the server
             // had closed meanwhile, as llama.cpp does after a few requests): the
             // request never reached the engine, so it is sent once more on a fresh
             // connection. `sent` is the resend; the delay shows as send lag.
-            Ok(Some(Err(e))) if !retried && (e.is_canceled() || e.is_incomplete_message()) => {
-                retried = true;
-            }
-            // The connection ended with the request unanswered: the same case.
-            Ok(None) if !retried => retried = true,
-            Ok(None) => {
+            Ok(Err(direct::Exchange::Unanswered(_))) if !retried => retried = true,
+            Ok(Err(direct::Exchange::Unanswered(e))) => {
                 return Err(Failure::new(
                     ErrorKind::Connect,
-                    "the connection closed before a response",
+                    format!("no response from {}: {e}", pool.addr),
                 ))
             }
-            // Headers over hyper's limit are the server's answer, not a connection
+            Ok(Err(direct::Exchange::Broken(detail))) => {
+                return Err(Failure::new(ErrorKind::Connect, detail))
+            }
+            // Headers past the bounds are the server's answer, not a connection
             // that failed.
-            Ok(Some(Err(e))) if e.is_parse_too_large() => {
-                return Err(Failure::new(
-                    ErrorKind::TooLarge,
-                    format!("the response's headers are too large ({})", describe(&e)),
-                ))
+            Ok(Err(direct::Exchange::Head(h1::HeadError::TooLarge(detail)))) => {
+                return Err(Failure::new(ErrorKind::TooLarge, detail))
             }
-            Ok(Some(Err(e))) => return Err(Failure::new(ErrorKind::Connect, describe(&e))),
-            Ok(Some(Ok(resp))) => {
+            Ok(Err(direct::Exchange::Head(e))) => {
+                return Err(Failure::new(ErrorKind::Connect, e.to_string()))
+            }
+            Ok(Ok(head)) => {
                 // The request left when its first write began (handed to the
                 // kernel), not when it was queued.
                 if let Some(w) = conn.stamps.first_write().filter(|_| sent_is_now) {
                     at.rec.sent = at.rec.sent.max(w.saturating_sub(origin));
                 }
-                break (conn, resp);
+                return Ok((conn, head));
             }
         }
+    }
+}
+
+/// The response's body read into the record, then drained; the connection given
+/// back to the pool when the response ended cleanly.
+async fn direct_body(
+    pool: &direct::Pool,
+    mut conn: direct::Conn,
+    answer: Answer,
+    mut at: Exchange<'_>,
+) -> Result<(), Failure> {
+    let Answer {
+        status,
+        not_sse,
+        body,
+        keep_alive,
+    } = answer;
+    let stamps = conn.stamps.clone();
+    let mut body = direct::Body {
+        conn: &mut conn,
+        decoder: body,
     };
-    // Only the status and the headers (until checked) are kept of the head.
-    let (mut parts, incoming) = resp.into_parts();
-    let (status, headers) = (parts.status, std::mem::take(&mut parts.headers));
-    drop(parts);
-    let mut driven = direct::Driven {
-        driver: &mut conn.driver,
-        ended: &mut conn.ended,
-        body: incoming,
-    };
-    at.consume(status, headers, &mut driven, Some(&conn.stamps))
+    at.consume(status, not_sse, &mut body, Some(&stamps))
         .await?;
     // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
     // is stamped), so the connection can serve the next request.
-    if drain(&mut driven, at.rec).await {
+    if drain(&mut body, at.rec).await && keep_alive && body.ended_cleanly() {
         pool.checkin(conn);
     }
     Ok(())
@@ -496,7 +554,7 @@ async fn send(
             .body(body.clone())
             .send();
         match tokio::time::timeout_at(wait_until, fut).await {
-            Err(_) => return Err(no_headers),
+            Err(_) => return Err(no_headers.into()),
             // A pooled keep-alive connection the server had already closed (llama.cpp
             // closes one after a few requests): the request never reached the engine,
             // so it is sent once more on a fresh connection. The record's `sent` is
@@ -511,39 +569,31 @@ async fn send(
     }
 }
 
-/// A 2xx answer with an SSE content type, or the failure it is (an error status
-/// keeps the start of its body in the detail; the rest is never read).
-async fn check_response<E>(
-    status: StatusCode,
-    headers: &HeaderMap,
-    body: &mut (impl Stream<Item = Result<Bytes, E>> + Unpin),
-    deadline: tokio::time::Instant,
-) -> Result<(), Failure> {
-    check_status(status, body, deadline).await?;
+/// Why a response's headers do not announce a stream goodput can time: a content
+/// type other than SSE, or a compressed body; `None` when they do. (A non-2xx
+/// status is checked first, with the start of its body: [`check_status`].)
+fn not_a_stream(headers: &HeaderMap) -> Option<Failure> {
     let ctype = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_ascii_lowercase();
     if !ctype.starts_with("text/event-stream") {
-        return Err(Failure::new(
+        return Some(Failure::new(
             ErrorKind::NotSse,
             format!("content-type `{ctype}` is not text/event-stream"),
         ));
     }
     // goodput asks for no compression; a compressed stream cannot be timed per
     // event (and would read as one that never ends with `[DONE]`).
-    if let Some(enc) = headers
+    let enc = headers
         .get(reqwest::header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
-        .filter(|e| !e.trim().eq_ignore_ascii_case("identity"))
-    {
-        return Err(Failure::new(
-            ErrorKind::NotSse,
-            format!("the stream is compressed (content-encoding `{enc}`), which goodput did not ask for and cannot time per event"),
-        ));
-    }
-    Ok(())
+        .filter(|e| !e.trim().eq_ignore_ascii_case("identity"))?;
+    Some(Failure::new(
+        ErrorKind::NotSse,
+        format!("the stream is compressed (content-encoding `{enc}`), which goodput did not ask for and cannot time per event"),
+    ))
 }
 
 /// A 2xx status, or the failure a non-2xx one is, with the start of its body

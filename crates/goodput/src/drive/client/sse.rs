@@ -155,6 +155,20 @@ impl SseParser {
         Ok(None)
     }
 
+    /// Gives back the buffers when no event or line is under way (every event
+    /// read so far was taken): a stream waiting for its next token holds none.
+    /// The next event allocates its data again (once per event, a few hundred
+    /// bytes), which is what an open stream would otherwise keep for nothing.
+    pub fn release_idle(&mut self) {
+        let between = !self.has_data || self.dispatched;
+        if between && self.line.is_empty() {
+            self.data = Vec::new();
+            self.line = Vec::new();
+            self.has_data = false;
+            self.dispatched = false;
+        }
+    }
+
     fn extend_line(&mut self, part: &[u8]) -> Result<(), SseError> {
         if self.line.len() + part.len() > self.limits.max_event_bytes {
             return Err(SseError(self.limits.max_event_bytes));

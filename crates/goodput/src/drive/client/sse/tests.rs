@@ -173,3 +173,28 @@ fn excerpts_and_finish_reasons_are_redacted_before_they_are_cut() {
     };
     assert!(!s.contains(&KEY[..8]), "{s}");
 }
+
+/// Giving the buffers back between reads changes no event, wherever the reads
+/// split the stream, and leaves none held between events.
+#[test]
+fn releasing_idle_buffers_between_reads_changes_nothing() {
+    let text = b"data: {\"a\":1}\r\n\r\n: comment\n\ndata:x\rdata: y\r\rdata: [DONE]\n\n";
+    let whole = all(&[text]);
+    for i in 0..text.len() {
+        let mut p = SseParser::new(SseLimits::default());
+        let mut out = Vec::new();
+        for part in [&text[..i], &text[i..]] {
+            out.extend(p.push(part).unwrap());
+            p.release_idle();
+        }
+        let out: Vec<String> = out
+            .into_iter()
+            .map(|e| String::from_utf8(e).unwrap())
+            .collect();
+        assert_eq!(out, whole, "split at {i}");
+    }
+    let mut p = SseParser::new(SseLimits::default());
+    assert_eq!(p.push(b"data: {\"a\":1}\n\n").unwrap().len(), 1);
+    p.release_idle();
+    assert_eq!((p.data.capacity(), p.line.capacity()), (0, 0));
+}
