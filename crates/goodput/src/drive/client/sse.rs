@@ -109,7 +109,15 @@ impl SseParser {
     /// Consumes `bytes` up to the end of the next complete event and lends its data;
     /// `None` once `bytes` is used up with no event completed (the rest is kept for
     /// the next read). Call it until `None` for every read.
-    pub fn next_event(&mut self, bytes: &mut &[u8]) -> Result<Option<&[u8]>, SseError> {
+    ///
+    /// An event that arrives whole in one read as a single `data` line and its
+    /// empty line (`data: {...}\n\n`, what every engine sends) is lent out of
+    /// `bytes` itself: nothing is copied or kept. Only an event split across reads
+    /// or over several lines goes through the parser's buffer.
+    pub fn next_event<'s, 'b: 's>(
+        &'s mut self,
+        bytes: &mut &'b [u8],
+    ) -> Result<Option<&'s [u8]>, SseError> {
         if self.dispatched {
             self.dispatched = false;
             self.has_data = false;
@@ -134,6 +142,11 @@ impl SseParser {
             let part = &bytes[..i];
             self.skip_lf = bytes[i] == b'\r';
             *bytes = &bytes[i + 1..];
+            if self.line.is_empty() && !self.has_data {
+                if let Some(value) = self.lend_whole_event(part, bytes)? {
+                    return Ok(Some(value));
+                }
+            }
             let dispatch = if self.line.is_empty() {
                 if part.len() > self.limits.max_event_bytes {
                     return Err(SseError(self.limits.max_event_bytes));
@@ -153,6 +166,39 @@ impl SseParser {
             }
         }
         Ok(None)
+    }
+
+    /// `part` (a whole line, its terminator consumed) is a `data` line and an
+    /// empty line follows at once in `bytes`: the event's data, lent from the
+    /// line, with the empty line consumed. `None` leaves everything as it was.
+    fn lend_whole_event<'b>(
+        &mut self,
+        part: &'b [u8],
+        bytes: &mut &'b [u8],
+    ) -> Result<Option<&'b [u8]>, SseError> {
+        let Some(value) = part.strip_prefix(b"data:") else {
+            return Ok(None);
+        };
+        let value = value.strip_prefix(b" ").unwrap_or(value);
+        let after: &'b [u8] = match (self.skip_lf, bytes.first()) {
+            (true, Some(b'\n')) => &bytes[1..],
+            _ => bytes,
+        };
+        let (end, skip_lf) = match after {
+            [b'\r', b'\n', ..] => (2, false),
+            [b'\n', ..] => (1, false),
+            // A lone CR ends the line; an LF in the next read belongs to it.
+            [b'\r', ..] => (1, true),
+            _ => return Ok(None),
+        };
+        // The slow path's bounds: the line's, then the event's data.
+        if part.len() > self.limits.max_event_bytes || value.len() + 1 > self.limits.max_event_bytes
+        {
+            return Err(SseError(self.limits.max_event_bytes));
+        }
+        self.skip_lf = skip_lf;
+        *bytes = &after[end..];
+        Ok(Some(value))
     }
 
     /// Gives back the buffers when no event or line is under way (every event

@@ -31,8 +31,9 @@ use std::sync::Arc;
 use goodput_stamped::Observer;
 use tokio::net::TcpStream;
 
-/// The most one read takes: hyper's buffer for a connection (`direct.rs`).
-const READ_AT_ONCE: usize = 2048;
+/// The most one read takes: the stack buffer each read of a connection lands in
+/// ([`super::direct::READ_BUF_BYTES`]).
+const READ_AT_ONCE: usize = super::direct::READ_BUF_BYTES;
 
 /// A connection's times on the records' clock (ns; 0: none yet), shared between
 /// the connection's reader and writer and the request using it: the receive time

@@ -198,3 +198,37 @@ fn releasing_idle_buffers_between_reads_changes_nothing() {
     p.release_idle();
     assert_eq!((p.data.capacity(), p.line.capacity()), (0, 0));
 }
+
+/// A whole one-line event in one read is lent from the read: the parser copies
+/// and keeps nothing.
+#[test]
+fn whole_events_are_lent_from_the_read() {
+    let mut p = SseParser::new(SseLimits::default());
+    let text = b"data: {\"a\":1}\n\ndata: b\r\n\r\ndata:c\r\r";
+    let mut rest = &text[..];
+    let mut got = Vec::new();
+    while let Some(d) = p.next_event(&mut rest).unwrap() {
+        got.push(d.to_vec());
+    }
+    assert_eq!(got, [&b"{\"a\":1}"[..], b"b", b"c"]);
+    assert_eq!((p.data.capacity(), p.line.capacity()), (0, 0));
+    // The lone CR that ended the last event: an LF in the next read is its.
+    assert_eq!(p.push(b"\ndata: d\n\n").unwrap(), [b"d".to_vec()]);
+}
+
+proptest::proptest! {
+    /// Lending whole events changes nothing: a stream read whole (events lent)
+    /// gives the events it gives read a byte at a time (never lent), whatever
+    /// its lines and line endings.
+    #[test]
+    fn lent_and_copied_events_agree(lines in proptest::collection::vec((0usize..7, 0usize..3), 0..40)) {
+        const LINES: [&str; 7] = ["data: a", "data:b", "data", ": note", "event: x", "", "data:  c "];
+        const ENDS: [&str; 3] = ["\n", "\r", "\r\n"];
+        let text: String = lines.iter().map(|&(l, e)| format!("{}{}", LINES[l], ENDS[e])).collect();
+        let mut whole = SseParser::new(SseLimits::default());
+        let mut bytes = SseParser::new(SseLimits::default());
+        let a = whole.push(text.as_bytes()).unwrap();
+        let b: Vec<Vec<u8>> = text.as_bytes().chunks(1).flat_map(|c| bytes.push(c).unwrap()).collect();
+        proptest::prop_assert_eq!(a, b, "{:?}", text);
+    }
+}
