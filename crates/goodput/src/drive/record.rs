@@ -215,10 +215,12 @@ pub struct RequestRecord {
     /// and size. Whether `prompt_tokens` counts their tokens is the server's
     /// (usage); estimated counts never do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub images: Option<crate::define::requests::images::ImagesSent>,
+    /// Boxed, as the other blocks only some requests have: a record is part of
+    /// every open stream's task, and a box of nothing is one word.
+    pub images: Option<Box<crate::define::requests::images::ImagesSent>>,
     /// The tool calls the stream carried (`delta.tool_calls`), when any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_calls: Option<ToolCalls>,
+    pub tool_calls: Option<Box<ToolCalls>>,
     /// The LoRA adapter the request named in `model` (`[workload.adapters]`;
     /// `base`: the engine's own model), when the run drew adapters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,7 +228,7 @@ pub struct RequestRecord {
     /// An embeddings request (`api = "embeddings"`): its inputs, and what its
     /// answer, read whole, carried. Present exactly for embeddings requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub embeddings: Option<Embedded>,
+    pub embeddings: Option<Box<Embedded>>,
     /// HTTP status, when a response arrived.
     #[serde(default)]
     pub status: Option<u16>,
@@ -258,8 +260,8 @@ impl RequestRecord {
         self.turn = asked.turn;
         self.tools_asked = asked.tools;
         self.tools_offered = asked.tools.map(|_| asked.tools_offered);
-        self.images = asked.images;
-        self.embeddings = asked.inputs.map(Embedded::asked);
+        self.images = asked.images.map(Box::new);
+        self.embeddings = asked.inputs.map(|n| Box::new(Embedded::asked(n)));
     }
 
     /// A fresh record for a request about to be sent.

@@ -48,9 +48,9 @@ pub(super) async fn read<E: std::error::Error>(
 ) -> Result<(), Failure> {
     let sent_abs = at.origin.saturating_add(at.rec.sent);
     let headers_at = chunk_time(stamps.and_then(Stamps::latest), sent_abs, now_ns());
-    let mut facts = at.rec.embeddings.unwrap_or_default();
+    let mut facts = at.rec.embeddings.as_deref().copied().unwrap_or_default();
     facts.headers = Some(headers_at.saturating_sub(at.origin));
-    at.rec.embeddings = Some(facts);
+    at.rec.embeddings = Some(Box::new(facts));
     check_status(status, body, at.deadline).await?;
     let limit = max_body_bytes(facts.inputs);
     let mut kept: Vec<u8> = Vec::new();
@@ -90,7 +90,7 @@ pub(super) async fn read<E: std::error::Error>(
     let answer = parse(&kept)?;
     facts.returned = Some(answer.returned);
     facts.dimension = answer.dimension;
-    at.rec.embeddings = Some(facts);
+    at.rec.embeddings = Some(Box::new(facts));
     at.rec.prompt_tokens = answer.prompt_tokens;
     check(at.rec, at.body_bytes)
 }
@@ -153,7 +153,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<Answer, Failure> {
 /// The checks of a parsed answer: one vector per input, and a prompt count the
 /// request could hold.
 fn check(rec: &RequestRecord, body_bytes: u64) -> Result<(), Failure> {
-    let facts = rec.embeddings.unwrap_or_default();
+    let facts = rec.embeddings.as_deref().copied().unwrap_or_default();
     let returned = facts.returned.unwrap_or(0);
     if returned != facts.inputs {
         return Err(Failure::new(
@@ -234,7 +234,7 @@ mod tests {
 
     fn rec(inputs: u32) -> RequestRecord {
         let mut r = RequestRecord::new("e", 1.0, 0, 0, 0);
-        r.embeddings = Some(Embedded::asked(inputs));
+        r.embeddings = Some(Box::new(Embedded::asked(inputs)));
         r
     }
 

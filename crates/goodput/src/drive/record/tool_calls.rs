@@ -64,14 +64,16 @@ pub struct ToolCalls {
 
 impl ToolCalls {
     /// Adds a chunk's pieces, arrived at `t`; an empty list changes nothing.
-    pub fn add(calls: &mut Option<ToolCalls>, t: u64, pieces: Vec<ToolPiece>) {
+    pub fn add(calls: &mut Option<Box<ToolCalls>>, t: u64, pieces: Vec<ToolPiece>) {
         if pieces.is_empty() {
             return;
         }
-        let rec = calls.get_or_insert_with(|| ToolCalls {
-            first: t,
-            last: t,
-            ..ToolCalls::default()
+        let rec = calls.get_or_insert_with(|| {
+            Box::new(ToolCalls {
+                first: t,
+                last: t,
+                ..ToolCalls::default()
+            })
         });
         for p in pieces {
             if p.name.as_deref().is_some_and(|n| !n.is_empty()) || !p.arguments.is_empty() {

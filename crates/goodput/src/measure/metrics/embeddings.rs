@@ -134,13 +134,13 @@ mod tests {
     /// An embeddings request sent at `sent` ms, headers at `+h`, whole at `+e`.
     fn rec(index: u32, sent: u64, h: u64, e: u64) -> RequestRecord {
         let mut r = RequestRecord::new("e", 1.0, 0, index, sent * MS);
-        r.embeddings = Some(Embedded {
+        r.embeddings = Some(Box::new(Embedded {
             inputs: 4,
             headers: Some((sent + h) * MS),
             returned: Some(4),
             dimension: Some(8),
             body_bytes: Some(100),
-        });
+        }));
         r.prompt_tokens = Some(40);
         r.status = Some(200);
         r.done = Some((sent + e) * MS);

@@ -29,7 +29,7 @@ pub struct TrialImages {
 impl TrialImages {
     /// Adds one successful request.
     pub fn add(&mut self, r: &RequestRecord) {
-        let Some(i) = r.images.filter(|i| i.count > 0) else {
+        let Some(i) = r.images.as_deref().filter(|i| i.count > 0) else {
             return;
         };
         self.requests += 1;
@@ -72,12 +72,12 @@ mod tests {
         let mut r = RequestRecord::new("e", 1.0, 0, 0, 0);
         t.add(&r);
         assert_eq!(t, TrialImages::default(), "no images, nothing counted");
-        r.images = Some(ImagesSent {
+        r.images = Some(Box::new(ImagesSent {
             count: 2,
             bytes: 1000,
             width: 64,
             height: 32,
-        });
+        }));
         t.add(&r);
         r.prompt_tokens = Some(90);
         t.add(&r);

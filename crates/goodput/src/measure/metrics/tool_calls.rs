@@ -237,17 +237,19 @@ mod tests {
             .to_vec();
         r.completion_tokens = Some(2);
         r.tools_asked = asked.then_some(2);
-        r.tool_calls = call.map(|(first, arguments)| ToolCalls {
-            first: first * 1_000_000,
-            last: 40_000_000,
-            calls: vec![ToolCall {
-                index: 0,
-                name: "get_weather".into(),
-                arguments: arguments.into(),
-                cut: false,
-                pieces: 1,
-            }],
-            dropped: 0,
+        r.tool_calls = call.map(|(first, arguments)| {
+            Box::new(ToolCalls {
+                first: first * 1_000_000,
+                last: 40_000_000,
+                calls: vec![ToolCall {
+                    index: 0,
+                    name: "get_weather".into(),
+                    arguments: arguments.into(),
+                    cut: false,
+                    pieces: 1,
+                }],
+                dropped: 0,
+            })
         });
         r
     }

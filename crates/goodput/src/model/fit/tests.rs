@@ -358,7 +358,7 @@ fn embeddings_records_are_refused_by_name() {
     let mut recs = records(&truth(), &[1], 4, false);
     for r in &mut recs {
         r.chunks.clear();
-        r.embeddings = Some(crate::drive::record::Embedded::asked(2));
+        r.embeddings = Some(Box::new(crate::drive::record::Embedded::asked(2)));
     }
     let e = fit(&recs, &ctx()).unwrap_err();
     assert!(e.contains("answered embeddings"), "{e}");
