@@ -474,3 +474,94 @@ async fn a_busy_client_thread_stamps_the_arrival_not_the_read() {
         "TPOT {tpot:.1} ms: the tokens arrived 300 ms apart (the read times: ~100 ms)"
     );
 }
+
+/// Reads one request (head and `content-length` body) from `sock`; false when the
+/// peer closed first.
+async fn read_request(sock: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                return true;
+            }
+        }
+        match sock.read(&mut tmp).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+        }
+    }
+}
+
+/// A kept-alive connection that the server closes as the next request arrives
+/// (as llama.cpp closes one after a few requests) is noticed before any answer,
+/// and the request is sent once more on a fresh connection; a clean chunked
+/// answer gives its connection back to the pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_connection_closed_by_the_server_is_replaced_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (connections, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (c2, r2) = (connections.clone(), requests.clone());
+    let server = tokio::spawn(async move {
+        let chunk = |s: &str| format!("{:x}\r\n{s}\r\n", s.len());
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{}{}0\r\n\r\n",
+            chunk(&text_chunk("a")),
+            chunk(DONE)
+        );
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let (answer, c2, r2) = (answer.clone(), c2.clone(), r2.clone());
+            tokio::spawn(async move {
+                let first = c2.fetch_add(1, Ordering::SeqCst) == 0;
+                while read_request(&mut sock).await {
+                    let n = r2.fetch_add(1, Ordering::SeqCst);
+                    // The first connection's second request: closed unanswered.
+                    if first && n > 0 {
+                        return;
+                    }
+                    if sock.write_all(answer.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let client = http_client(2).unwrap();
+    let target = Target::new(&url, "/v1/completions", None);
+    let first = send(&client, &target, b"{}", Some(1), &limits()).await;
+    assert!(first.ok(), "{:?}", first.error_detail);
+    assert!(first.connect.is_some(), "a fresh target opens a connection");
+    assert_eq!(
+        target.idle_connections(),
+        1,
+        "a clean answer keeps its connection"
+    );
+    let second = send(&client, &target, b"{}", Some(1), &limits()).await;
+    assert!(second.ok(), "{:?} {:?}", second.error, second.error_detail);
+    assert!(
+        second.connect.is_some(),
+        "the resend opened a connection of its own"
+    );
+    assert_eq!(second.chunks.len(), 1);
+    assert_eq!(
+        (
+            connections.load(Ordering::SeqCst),
+            requests.load(Ordering::SeqCst)
+        ),
+        (2, 3),
+        "one pooled try closed unanswered, one resend"
+    );
+    server.abort();
+}
