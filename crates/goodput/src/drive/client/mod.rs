@@ -19,6 +19,7 @@ mod embed;
 mod errors;
 mod events;
 mod h1;
+mod on_own;
 pub mod request_id;
 mod sse;
 mod stamped;
@@ -178,8 +179,10 @@ pub fn http_client_trusting(
 /// Sends one streaming request and fills `rec` with what happened.
 /// `origin` is the trial's start on [`now_ns`]'s clock; record times are relative to it.
 ///
-/// The steps, each a function of its own: `send` (with one resend on a stale
-/// pooled connection), `check_response` (status, content type), then
+/// The steps, each a function of its own: the request sent and its head read
+/// (`on_own::exchange_direct` over goodput's own HTTP/1.1 for `http://`, `send`
+/// through reqwest for `https`; each with one resend on a stale pooled
+/// connection), the head's checks (`not_a_stream`, `check_status`), then
 /// `events::read` (the stall timer, per-read timestamps and bounds, SSE parsing
 /// into the record) and `events::finish` (the checks of a completed stream).
 pub async fn stream_request(
@@ -253,7 +256,7 @@ async fn exchange(
         body_bytes: out.body.len() as u64,
     };
     match &target.pool {
-        Some(pool) => exchange_direct(pool, target, out, at).await,
+        Some(pool) => on_own::exchange_direct(pool, target, out, at).await,
         // Boxed: reqwest's futures are larger than the direct path's, and an
         // unboxed branch would size every `http://` request's task by them.
         None => Box::pin(exchange_reqwest(client, target, out, at)).await,
@@ -372,161 +375,6 @@ impl Exchange<'_> {
         self.rec.done = Some(now_ns().saturating_sub(self.origin));
         events::finish(self.rec, self.body_bytes)
     }
-}
-
-/// [`exchange`] on a connection of our own: taken from the pool (or opened, its
-/// set-up time recorded as `connect`), read by this task, and given back when the
-/// response ended cleanly. A pooled connection the server had closed is replaced
-/// once, as [`send`] does. Each try's head is made for it and dropped once
-/// written, so an open stream keeps no copy of it.
-async fn exchange_direct(
-    pool: &direct::Pool,
-    target: &Target,
-    out: &Outgoing,
-    mut at: Exchange<'_>,
-) -> Result<(), Failure> {
-    // Two steps: the request sent and its head read (with one resend), then the
-    // body; the head's fields are checked and dropped in between.
-    let (conn, head) = direct_head(pool, target, out, &mut at).await?;
-    // Checked and dropped before the body is read: an open stream keeps no headers.
-    let not_sse = not_a_stream(&head.headers);
-    let answer = Answer {
-        status: head.status,
-        not_sse,
-        body: head.body,
-        keep_alive: head.keep_alive,
-    };
-    drop(head.headers);
-    direct_body(pool, conn, answer, at).await
-}
-
-/// What [`direct_body`] needs of a response's head.
-struct Answer {
-    status: StatusCode,
-    not_sse: Option<Failure>,
-    body: h1::Decoder,
-    keep_alive: bool,
-}
-
-/// The request sent on a pooled connection (or a new one, once more on a fresh
-/// one when the pooled one had been closed) and its response's head read.
-async fn direct_head(
-    pool: &direct::Pool,
-    target: &Target,
-    out: &Outgoing,
-    at: &mut Exchange<'_>,
-) -> Result<(direct::Conn, h1::Head), Failure> {
-    let (deadline, origin) = (at.deadline, at.origin);
-    let mut retried = false;
-    loop {
-        // A resend never takes a pooled connection: it opens a new one.
-        let pooled = pool.checkout().filter(|_| !retried);
-        let reused = pooled.is_some();
-        let mut conn = match pooled {
-            Some(c) => c,
-            None => open_direct(pool, target, at.rec, deadline, origin).await?,
-        };
-        // The request's head before it is stamped as sent.
-        let head = direct::request_head(pool, &out.headers(&target.headers), out.body.len());
-        let sent_is_now = !target.connect_in_ttft || reused;
-        if sent_is_now {
-            at.rec.sent = now_ns().saturating_sub(origin);
-        }
-        at.since = tokio::time::Instant::now();
-        let (wait_until, no_headers) = at.header_wait(at.since);
-        conn.stamps.expect_send();
-        let outcome = tokio::time::timeout_at(wait_until, conn.exchange(head, &out.body)).await;
-        match outcome {
-            Err(_) => return Err(no_headers.into()),
-            // The connection closed before any response (a kept-alive one the server
-            // had closed meanwhile, as llama.cpp does after a few requests): the
-            // request never reached the engine, so it is sent once more on a fresh
-            // connection. `sent` is the resend; the delay shows as send lag.
-            Ok(Err(direct::Exchange::Unanswered(_))) if !retried => retried = true,
-            Ok(Err(direct::Exchange::Unanswered(e))) => {
-                return Err(Failure::new(
-                    ErrorKind::Connect,
-                    format!("no response from {}: {e}", pool.addr),
-                ))
-            }
-            Ok(Err(direct::Exchange::Broken(detail))) => {
-                return Err(Failure::new(ErrorKind::Connect, detail))
-            }
-            // Headers past the bounds are the server's answer, not a connection
-            // that failed.
-            Ok(Err(direct::Exchange::Head(h1::HeadError::TooLarge(detail)))) => {
-                return Err(Failure::new(ErrorKind::TooLarge, detail))
-            }
-            Ok(Err(direct::Exchange::Head(e))) => {
-                return Err(Failure::new(ErrorKind::Connect, e.to_string()))
-            }
-            Ok(Ok(head)) => {
-                // The request left when its first write began (handed to the
-                // kernel), not when it was queued.
-                if let Some(w) = conn.stamps.first_write().filter(|_| sent_is_now) {
-                    at.rec.sent = at.rec.sent.max(w.saturating_sub(origin));
-                }
-                return Ok((conn, head));
-            }
-        }
-    }
-}
-
-/// The response's body read into the record, then drained; the connection given
-/// back to the pool when the response ended cleanly.
-async fn direct_body(
-    pool: &direct::Pool,
-    mut conn: direct::Conn,
-    answer: Answer,
-    mut at: Exchange<'_>,
-) -> Result<(), Failure> {
-    let Answer {
-        status,
-        not_sse,
-        body,
-        keep_alive,
-    } = answer;
-    let stamps = conn.stamps.clone();
-    let mut body = direct::Body {
-        conn: &mut conn,
-        decoder: body,
-    };
-    at.consume(status, not_sse, &mut body, Some(&stamps))
-        .await?;
-    // The chunked body's last chunk follows `[DONE]`; read it (already timed: `done`
-    // is stamped), so the connection can serve the next request.
-    if drain(&mut body, at.rec).await && keep_alive && body.ended_cleanly() {
-        pool.checkin(conn);
-    }
-    Ok(())
-}
-
-/// Opens a connection for `rec` before `deadline`, its set-up time recorded as
-/// `connect` (and, with `connect_in_ttft`, `sent` stamped before it).
-async fn open_direct(
-    pool: &direct::Pool,
-    target: &Target,
-    rec: &mut RequestRecord,
-    deadline: tokio::time::Instant,
-    origin: u64,
-) -> Result<direct::Conn, Failure> {
-    let start = now_ns();
-    if target.connect_in_ttft {
-        rec.sent = start.saturating_sub(origin);
-    }
-    let c = match tokio::time::timeout_at(deadline, pool.connect()).await {
-        Err(_) => {
-            return Err(Failure::new(
-                ErrorKind::Timeout,
-                "no connection before the request timeout",
-            ))
-        }
-        Ok(Err(e)) if e.out_of_files => return Err(client_limit(&e.detail)),
-        Ok(Err(e)) => return Err(Failure::new(ErrorKind::Connect, e.detail)),
-        Ok(Ok(c)) => c,
-    };
-    rec.connect = Some(now_ns().saturating_sub(start));
-    Ok(c)
 }
 
 /// How long a finished response may take to end its body before its connection is
