@@ -1,5 +1,5 @@
 //! The transport of `http://` targets: HTTP/1.1 connections of our own
-//! ([`super::h1`]'s framing over a [`StampedTcp`]), each used by one request at a
+//! (`h1.rs`'s framing over a `StampedTcp`), each used by one request at a
 //! time, inside that request's task.
 //!
 //! A pooled client (reqwest, hyper-util's pool) runs every connection in a task of
@@ -8,7 +8,7 @@
 //! the request's task reads its socket itself: a chunk read from the socket is in
 //! the request's hands in the same poll, and a read lands in a buffer on that
 //! poll's stack, of which only the bytes read are kept until the body's reader
-//! takes them ([`Conn::rest`]). Owning the connections also lets a trial open them
+//! takes them (`Conn::rest`). Owning the connections also lets a trial open them
 //! before it starts ([`Pool::preconnect`]), and a request that did need a new one
 //! knows how long it took (the record's `connect`).
 //!
