@@ -198,13 +198,26 @@ impl Conn {
     /// before the request is stamped as sent ([`Stamps::expect_send`] is the
     /// caller's), written with the body in one vectored write where the kernel
     /// takes it, and dropped once written.
+    ///
+    /// A write that fails may have met a server that answered before it read the
+    /// whole request (a 413 for a body too large, a 401) and closed: what it sent
+    /// is read, and is the answer; with nothing to read, the request went
+    /// unanswered.
     pub(crate) async fn exchange(&mut self, head: Vec<u8>, body: &Bytes) -> Result<Head, Exchange> {
-        self.write_all(&head, body)
-            .await
-            .map_err(Exchange::Unanswered)?;
+        let written = self.write_all(&head, body).await;
         drop(head);
         loop {
-            let (h, took) = self.read_head().await?;
+            let read = self.read_head().await;
+            let (h, took) = match (read, &written) {
+                (Ok(parsed), _) => parsed,
+                (Err(_), Err(e)) => {
+                    return Err(Exchange::Unanswered(io::Error::new(
+                        e.kind(),
+                        e.to_string(),
+                    )))
+                }
+                (Err(e), Ok(())) => return Err(e),
+            };
             self.rest = self.rest.slice(took..);
             self.let_go_if_empty();
             if !h.status.is_informational() {

@@ -565,3 +565,48 @@ async fn a_kept_alive_connection_closed_by_the_server_is_replaced_once() {
     );
     server.abort();
 }
+
+/// A server that answers before it has read the whole request (a 413 for a body
+/// too large) and closes: its answer is the request's outcome (HTTP 413, its body
+/// in the detail), not a connection failure, though the rest of the body could not
+/// be written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_sent_before_the_whole_body_was_read_is_the_outcome() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if sock.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let body = "{\"error\":\"too large\"}";
+                let answer = format!(
+                    "HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(answer.as_bytes()).await;
+                // Closed with the body unread.
+            });
+        }
+    });
+    let big: &'static [u8] = Box::leak(vec![b'x'; 32 << 20].into_boxed_slice());
+    let client = http_client(2).unwrap();
+    let target = Target::new(&url, "/v1/completions", None);
+    let r = send(&client, &target, big, Some(1), &limits()).await;
+    assert_eq!(
+        (r.error, r.status),
+        (Some(ErrorKind::Http), Some(413)),
+        "{:?}",
+        r.error_detail
+    );
+    assert!(r.error_detail.unwrap().contains("too large"));
+    server.abort();
+}
