@@ -94,7 +94,16 @@ impl std::fmt::Debug for Conn {
 impl Pool {
     /// A pool for `url` when it is `http://host[:port]/path` (`https` goes through
     /// reqwest, which brings TLS); `None` otherwise.
+    /// A fragment (`#...`) is not sent; a URL with white space or a control
+    /// character is left to reqwest, which refuses it.
     pub fn for_url(url: &str) -> Option<Pool> {
+        let url = url.split('#').next().unwrap_or(url);
+        if url
+            .bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        {
+            return None;
+        }
         let rest = url.strip_prefix("http://")?;
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -169,7 +178,7 @@ impl Pool {
     /// error, if a connection could not be opened.
     pub async fn preconnect(&self, n: usize) -> Result<(), String> {
         while self.idle() < n {
-            let batch = (n - self.idle()).min(256);
+            let batch = n.saturating_sub(self.idle()).min(256);
             let opened = futures_util::future::join_all((0..batch).map(|_| self.connect())).await;
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             for c in opened {
@@ -206,23 +215,32 @@ impl Conn {
     pub(crate) async fn exchange(&mut self, head: Vec<u8>, body: &Bytes) -> Result<Head, Exchange> {
         let written = self.write_all(&head, body).await;
         drop(head);
+        // An interim (1xx) head was read: the server has answered.
+        let mut interim = false;
         loop {
             let read = self.read_head().await;
             let (h, took) = match (read, &written) {
                 (Ok(parsed), _) => parsed,
-                (Err(_), Err(e)) => {
+                (Err(Exchange::Unanswered(_)), _) if interim => {
+                    return Err(Exchange::Broken(
+                        "the connection closed after an interim response".into(),
+                    ))
+                }
+                // Nothing came back after the failed write: the write's error.
+                (Err(Exchange::Unanswered(_)), Err(e)) => {
                     return Err(Exchange::Unanswered(io::Error::new(
                         e.kind(),
                         e.to_string(),
                     )))
                 }
-                (Err(e), Ok(())) => return Err(e),
+                (Err(e), _) => return Err(e),
             };
             self.rest = self.rest.slice(took..);
             self.let_go_if_empty();
             if !h.status.is_informational() {
                 return Ok(h);
             }
+            interim = true;
         }
     }
 
@@ -386,5 +404,9 @@ mod tests {
         assert!(Pool::for_url("https://example.com/v1/completions").is_none());
         assert!(Pool::for_url("http://user:pw@example.com/").is_none());
         assert!(Pool::for_url("http:///x").is_none());
+        let p = Pool::for_url("http://h:1/v1#frag").unwrap();
+        assert_eq!((p.addr.as_str(), p.path.as_str()), ("h:1", "/v1"));
+        assert_eq!(Pool::for_url("http://h#x").unwrap().addr, "h:80");
+        assert!(Pool::for_url("http://h:1/v 1").is_none());
     }
 }

@@ -119,7 +119,13 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError>
     }
     let http10 = resp.version == Some(0);
     let body = framing(status, &headers)?;
+    // A transfer coding beside a content-length, or in an HTTP/1.0 answer, is
+    // framing that cannot be trusted for the next response (RFC 9112, 6.1 and
+    // 6.3): this body is read, and the connection closed after it.
+    let te = headers.contains_key(reqwest::header::TRANSFER_ENCODING);
+    let suspect = te && (http10 || headers.contains_key(CONTENT_LENGTH));
     let keep_alive = !matches!(body, Decoder::Close)
+        && !suspect
         && if http10 {
             has_token(&headers, &CONNECTION, "keep-alive")
         } else {

@@ -52,8 +52,9 @@ async fn direct_head(
     let (deadline, origin) = (at.deadline, at.origin);
     let mut retried = false;
     loop {
-        // A resend never takes a pooled connection: it opens a new one.
-        let pooled = pool.checkout().filter(|_| !retried);
+        // A resend never takes a pooled connection: it opens a new one (and leaves
+        // the pool's connections where they are).
+        let pooled = if retried { None } else { pool.checkout() };
         let reused = pooled.is_some();
         let mut conn = match pooled {
             Some(c) => c,
@@ -74,7 +75,8 @@ async fn direct_head(
             // The connection closed before any response (a kept-alive one the server
             // had closed meanwhile, as llama.cpp does after a few requests): the
             // request never reached the engine, so it is sent once more on a fresh
-            // connection. `sent` is the resend; the delay shows as send lag.
+            // connection, as the `https` path does. `sent` is the resend; the delay
+            // shows as send lag.
             Ok(Err(direct::Exchange::Unanswered(_))) if !retried => retried = true,
             Ok(Err(direct::Exchange::Unanswered(e))) => {
                 return Err(Failure::new(

@@ -60,6 +60,13 @@ fn heads_are_parsed_with_their_framing_and_keep_alive() {
         .unwrap()
         .unwrap();
     assert_eq!(h.body, Decoder::Length(3));
+    let (h, _) = head("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n")
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(h.body, Decoder::Chunked(_)) && !h.keep_alive,
+        "chunked wins over a length, and the connection is not reused"
+    );
     let (h, _) = head("HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\ncontent-length: 3\r\n\r\n")
         .unwrap()
         .unwrap();
