@@ -3,6 +3,7 @@
 
 mod bad_files;
 mod client_bounds;
+mod client_connections;
 mod client_sse;
 mod client_stall;
 mod conversation;
