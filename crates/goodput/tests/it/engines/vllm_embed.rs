@@ -11,6 +11,7 @@
 
 use crate::common;
 
+use common::cli::{succeeded, Scratch};
 use common::require;
 
 /// Measured requests per trial.
@@ -25,8 +26,7 @@ fn vllm_serves_embeddings_and_the_report_has_their_latency_and_inputs() {
     let Some((python, model)) = require::vllm() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("embed.json");
+    let dir = Scratch::new();
     let profile = format!(
         r#"
 name = "vllm-cpu-embed"
@@ -57,18 +57,9 @@ ready_timeout_s = {READY_TIMEOUT_S}
 stop_grace_s = 20
 "#
     );
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, &profile).unwrap();
-    let o = common::cli::goodput_output(&[
-        "run",
-        path.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}\n{profile}");
-    let r = goodput::report::read_report(&out).unwrap();
+    let o = dir.run(&profile, &["--quiet"]).output().unwrap();
+    succeeded(&o, &format!("goodput run of embeddings on vLLM\n{profile}"));
+    let r = dir.report();
     let e = &r.load["embed"];
     assert!(e.error.is_none(), "{:?}", e.error);
     assert_eq!(e.points.len(), 2);
@@ -91,7 +82,7 @@ stop_grace_s = 20
         assert_eq!(p.output_throughput.n, 0);
     }
     // Every record: 4 vectors returned, vLLM's prompt count, no chunks.
-    let records = std::fs::read_to_string(dir.path().join("embed.requests.jsonl")).unwrap();
+    let records = std::fs::read_to_string(dir.path("r.requests.jsonl")).unwrap();
     let mut n = 0;
     for line in records.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::cli::{goodput, succeeded};
+use common::cli::{succeeded, Scratch};
 use common::require;
 
 #[test]
@@ -16,12 +16,9 @@ fn vllm_serves_two_adapters_and_the_report_has_them_apart() {
     let Some((python, model, loras)) = require::vllm_loras() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("p.toml");
-    std::fs::write(
-        &p,
-        format!(
-            r#"
+    let dir = Scratch::new();
+    let profile = format!(
+        r#"
 name = "vllm-cpu-lora"
 [slo]
 ttft_ms = 20000
@@ -53,21 +50,10 @@ env = {{ VLLM_CPU_KVCACHE_SPACE = "1" }}
 ready_timeout_s = 900
 stop_grace_s = 20
 "#
-        ),
-    )
-    .unwrap();
-    let out = dir.path().join("r.json");
-    let o = goodput()
-        .args([
-            "run",
-            &p.display().to_string(),
-            "-o",
-            &out.display().to_string(),
-        ])
-        .output()
-        .unwrap();
+    );
+    let o = dir.run(&profile, &[]).output().unwrap();
     let stdout = succeeded(&o, "goodput run on vLLM with LoRA adapters");
-    let r = goodput::report::read_report(&out).unwrap();
+    let r = dir.report();
     let point = &r.load["vllm"].points[0];
     assert_eq!(point.completed, vec![12], "{stdout}");
     let s = point.adapters.as_ref().expect("an adapter block");
@@ -85,7 +71,7 @@ stop_grace_s = 20
         assert!(a.latency["ttft"].median_ms.is_some_and(|t| t > 0.0));
     }
     // The records name the adapter each request sent in `model`.
-    let records = std::fs::read_to_string(dir.path().join("r.requests.jsonl")).unwrap();
+    let records = std::fs::read_to_string(dir.path("r.requests.jsonl")).unwrap();
     let named = records
         .lines()
         .filter(|l| l.contains("\"adapter\":\"a\"") || l.contains("\"adapter\":\"b\""))

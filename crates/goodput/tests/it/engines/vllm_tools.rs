@@ -10,7 +10,7 @@
 
 use crate::common;
 
-use common::cli::{goodput, succeeded};
+use common::cli::{succeeded, Scratch};
 use common::require;
 
 #[test]
@@ -18,12 +18,9 @@ fn tool_calls_on_vllm_cpu_are_timed_and_judged() {
     let Some((python, model)) = require::vllm() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("p.toml");
-    std::fs::write(
-        &p,
-        format!(
-            r#"
+    let dir = Scratch::new();
+    let profile = format!(
+        r#"
 name = "vllm-cpu-tools"
 [slo]
 ttft_ms = 60000
@@ -52,22 +49,10 @@ env = {{ VLLM_CPU_KVCACHE_SPACE = "1" }}
 ready_timeout_s = 900
 stop_grace_s = 20
 "#
-        ),
-    )
-    .unwrap();
-    let out = dir.path().join("r.json");
-    let o = goodput()
-        .args([
-            "run",
-            &p.display().to_string(),
-            "-o",
-            &out.display().to_string(),
-            "--quiet",
-        ])
-        .output()
-        .unwrap();
+    );
+    let o = dir.run(&profile, &["--quiet"]).output().unwrap();
     succeeded(&o, "goodput run with tools on vLLM");
-    let r = report::read_report(&out).unwrap();
+    let r = dir.report();
     let point = &r.load["vllm"].points[0];
     assert_eq!(point.completed.iter().sum::<u64>(), 4, "{point:?}");
     let tc = point.tool_calls.as_ref().expect("a tool-call block");
@@ -76,7 +61,7 @@ stop_grace_s = 20
     assert!(tc.median_ttftc_ms.median.is_some_and(|t| t > 0.0), "{tc:?}");
     assert_eq!(tc.judged, tc.calls, "every complete call judged: {tc:?}");
     // The calls name the functions goodput sent (seeded names).
-    let records = std::fs::read_to_string(dir.path().join("r.requests.jsonl")).unwrap();
+    let records = std::fs::read_to_string(dir.path("r.requests.jsonl")).unwrap();
     for line in records.lines() {
         let rec: serde_json::Value = serde_json::from_str(line).unwrap();
         if rec["warmup"] == true {
