@@ -20,7 +20,6 @@ use reqwest::StatusCode;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::events::PROMPT_TEMPLATE_SLACK;
 use super::stamped::{chunk_time, Stamps};
 use super::{check_status, describe, Exchange, Failure};
 use crate::drive::record::{now_ns, ErrorKind, RequestRecord};
@@ -164,17 +163,7 @@ fn check(rec: &RequestRecord, body_bytes: u64) -> Result<(), Failure> {
             ),
         ));
     }
-    let most = body_bytes.saturating_add(PROMPT_TEMPLATE_SLACK);
-    if let Some(p) = rec.prompt_tokens.filter(|&p| p > most) {
-        return Err(Failure::new(
-            ErrorKind::BadUsage,
-            format!(
-                "usage.prompt_tokens = {p} is more than the request could hold ({body_bytes} bytes \
-                 sent: at most {most} tokens)"
-            ),
-        ));
-    }
-    Ok(())
+    super::events::prompt_fits(rec, body_bytes)
 }
 
 #[derive(Deserialize)]

@@ -309,16 +309,7 @@ pub(super) fn finish(rec: &mut RequestRecord, body_bytes: u64) -> Result<(), Fai
             "the stream carried no generated text",
         ));
     }
-    let most_prompt = body_bytes.saturating_add(PROMPT_TEMPLATE_SLACK);
-    if let Some(p) = rec.prompt_tokens.filter(|&p| p > most_prompt) {
-        return Err(Failure::new(
-            ErrorKind::BadUsage,
-            format!(
-                "usage.prompt_tokens = {p} is more than the request could hold ({body_bytes} bytes \
-                 sent: at most {most_prompt} tokens)"
-            ),
-        ));
-    }
+    prompt_fits(rec, body_bytes)?;
     let most = plausible_tokens(rec);
     match rec.completion_tokens {
         // Without usage, a content chunk is a token; but no more than the request
@@ -350,6 +341,23 @@ pub(super) fn finish(rec: &mut RequestRecord, body_bytes: u64) -> Result<(), Fai
             ))
         }
         Some(_) => Ok(()),
+    }
+}
+
+/// A `usage.prompt_tokens` the request's `body_bytes` could hold (at most the
+/// bytes plus [`PROMPT_TEMPLATE_SLACK`]), or the `bad_usage` failure it is: the one
+/// rule for streams and embeddings answers.
+pub(super) fn prompt_fits(rec: &RequestRecord, body_bytes: u64) -> Result<(), Failure> {
+    let most = body_bytes.saturating_add(PROMPT_TEMPLATE_SLACK);
+    match rec.prompt_tokens.filter(|&p| p > most) {
+        Some(p) => Err(Failure::new(
+            ErrorKind::BadUsage,
+            format!(
+                "usage.prompt_tokens = {p} is more than the request could hold ({body_bytes} bytes \
+                 sent: at most {most} tokens)"
+            ),
+        )),
+        None => Ok(()),
     }
 }
 
